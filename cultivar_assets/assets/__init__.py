@@ -1,0 +1,1 @@
+"""Dagster assets: thin wrappers that call the core and record metadata."""

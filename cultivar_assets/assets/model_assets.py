@@ -1,0 +1,104 @@
+"""Per-model assets, partitioned by model id: translations and scores."""
+
+import time
+from collections import Counter
+
+import dagster as dg
+
+from cultivar_assets.evaluation import score_model
+from cultivar_assets.reporting import markdown_table
+from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
+from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
+from cultivar_assets.translation import translate
+
+models_partitions = dg.DynamicPartitionsDefinition(name="models")
+
+
+@dg.asset(
+    group_name="models",
+    partitions_def=models_partitions,
+    deps=["test_sets"],
+    kinds={"duckdb"},
+    check_specs=[
+        dg.AssetCheckSpec("no_empty_hypotheses", asset="translations",
+                          description="Empty hypotheses (after cleaning) are counted and flagged."),
+    ],
+)
+def translations(context: dg.AssetExecutionContext, engine: EngineResource, store: StoreResource):
+    """Every test set translated by one model (loaded once), with raw and cleaned outputs."""
+    model_id = context.partition_key
+    spec = engine.model(model_id)
+    db = store.store()
+    test_sets = read_test_sets(db)
+    last_log = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if time.monotonic() - last_log[0] > 10 or done == total:
+            last_log[0] = time.monotonic()
+            context.log.info(f"{model_id}: {done}/{total} segments translated")
+
+    run = translate(spec, test_sets, engine.settings(), progress=progress)
+    write_translations(db, run, dataset_fingerprint(db))
+    empty = [(r.test_set, r.segment_id) for r in run.rows if not r.hypothesis]
+    rules = Counter(rule for r in run.rows for rule in r.cleaning_rules)
+    yield dg.MaterializeResult(metadata={
+        "model": spec.id,
+        "type": spec.type,
+        "segments": len(run.rows),
+        "test_sets": len(test_sets),
+        "generated": run.n_generated,
+        "from_cache": run.n_cached,
+        "seconds": round(run.seconds, 1),
+        "engine": run.info.engine_version,
+        "model_revision": run.info.model_revision or "",
+        "prompt_template_hash": run.prompt_template_hash,
+        "chat_template_hash": run.info.chat_template_hash or "none",
+        "cleaning_rules_fired": dg.MetadataValue.json(dict(rules)),
+    })
+    yield dg.AssetCheckResult(
+        check_name="no_empty_hypotheses",
+        passed=not empty,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"empty": len(empty),
+                  "examples": dg.MetadataValue.json([f"{t}:{i}" for t, i in empty[:20]])},
+    )
+
+
+@dg.asset(
+    group_name="models",
+    partitions_def=models_partitions,
+    deps=[translations],
+    kinds={"duckdb"},
+    check_specs=[
+        dg.AssetCheckSpec("all_test_sets_scored", asset="scores",
+                          description="BLEU and chrF exist for every test set of the model."),
+    ],
+)
+def scores(context: dg.AssetExecutionContext, metrics: MetricsResource, store: StoreResource):
+    """BLEU and chrF per test set (with per-segment statistics) and word recall counts."""
+    model_id = context.partition_key
+    db = store.store()
+    result = score_model(db, model_id, metrics.config())
+    rows = [
+        {"test_set": test_set, "bleu": result.scores.get((test_set, "bleu")),
+         "chrf": result.scores.get((test_set, "chrf"))}
+        for test_set in sorted({t for t, _ in result.scores})
+    ]
+    expected = {t.name for t in read_test_sets(db)}
+    scored = {t for t, m in result.scores if m == "bleu"} & {t for t, m in result.scores
+                                                           if m == "chrf"}
+    yield dg.MaterializeResult(metadata={
+        "scores": dg.MetadataValue.md(
+            markdown_table(rows, [("test_set", "test set"), ("bleu", "BLEU"), ("chrf", "chrF")])
+        ),
+        "bleu_signature": result.signatures["bleu"],
+        "chrf_signature": result.signatures["chrf"],
+        "empty_hypotheses": result.n_empty,
+        "word_recall_instances": len(result.recall),
+    })
+    yield dg.AssetCheckResult(
+        check_name="all_test_sets_scored",
+        passed=scored == expected,
+        metadata={"expected": len(expected), "scored": len(scored),
+                  "unscored": dg.MetadataValue.json(sorted(expected - scored))},
+    )

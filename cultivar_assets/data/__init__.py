@@ -1,0 +1,1 @@
+"""Benchmark data: locales, test sets, FLORES and Cultivar readers (no Dagster)."""

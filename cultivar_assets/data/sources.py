@@ -1,0 +1,188 @@
+"""Where the benchmark data comes from, chosen by configuration, and how it is assembled.
+
+- ``demo``: the bundled demo dataset (written for this project, not FLORES or Cultivar).
+- ``local``: a Cultivar dataset directory in the project's published format
+  (:mod:`cultivar_assets.data.cultivar_files`).
+- ``hub``: the Cultivar dataset on the Hugging Face Hub (default ``pinzhenchen/Cultivar-flores``).
+  Its column layout could not be inspected when this was written: we assume the project's
+  published format and keep the names configurable (``column_map``); a mismatch fails with a
+  message naming the missing columns.
+
+Original FLORES sentences come from the dataset's own ``source_original``/``english_original``
+columns (``flores="dataset"``), a local FLORES release (``flores="local"``) or FLORES+ on the Hub
+(``flores="hub"``, gated: ``HF_TOKEN``).
+
+A locale or language that is expected but missing is recorded as a ``MissingItem`` with its reason
+(``on_missing="skip"``) or stops the load (``on_missing="fail"``); it is never dropped silently.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from cultivar_assets.data.cultivar_files import ORIGINAL_COLUMNS, find_locale_files, read_locale
+from cultivar_assets.data.flores import FloresReader, HubFlores, LocalFlores, read_originals
+from cultivar_assets.data.locales import (
+    cultivar_test_set_name,
+    flores_test_set_name,
+    get_locale,
+    locale_registry,
+)
+from cultivar_assets.data.testsets import BenchmarkData, DataError, Instance, MissingItem
+
+DEMO_NAME = "demo"
+
+
+def demo_dataset_dir() -> Path:
+    return Path(str(resources.files("cultivar_assets.data").joinpath("demo")))
+
+
+class DataConfig(BaseModel):
+    """Configuration of the data source (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["demo", "local", "hub"] = "demo"
+    cultivar_path: str | None = None
+    cultivar_repo: str = "pinzhenchen/Cultivar-flores"
+    cultivar_revision: str | None = None
+    column_map: dict[str, str] = {}
+    flores: Literal["dataset", "local", "hub"] = "dataset"
+    flores_path: str | None = None
+    flores_repo: str = "openlanguagedata/flores_plus"
+    flores_revision: str | None = None
+    locales: list[str] | None = None  # expected locales; None: all 27 (demo: the demo's)
+    on_missing: Literal["skip", "fail"] = "skip"
+    hub_cache_dir: str | None = None
+
+    @field_validator("locales")
+    @classmethod
+    def _known_locales(cls, value: list[str] | None) -> list[str] | None:
+        for key in value or []:
+            get_locale(key)
+        return value
+
+    @property
+    def name(self) -> str:
+        """Short name of the source, used to name the default database file."""
+        return DEMO_NAME if self.kind == "demo" else f"cultivar-{self.kind}"
+
+
+def _cultivar_dir(config: DataConfig, token: str | None) -> tuple[Path, str]:
+    if config.kind == "demo":
+        return demo_dataset_dir(), "bundled demo dataset (written for this project; not FLORES)"
+    if config.kind == "local":
+        if not config.cultivar_path:
+            raise DataError("data source 'local' needs cultivar_path (a dataset directory)")
+        return Path(config.cultivar_path), f"Cultivar files in {config.cultivar_path}"
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        folder = snapshot_download(
+            config.cultivar_repo,
+            repo_type="dataset",
+            revision=config.cultivar_revision,
+            allow_patterns=["*.parquet", "*.jsonl", "README.md"],
+            token=token or os.environ.get("HF_TOKEN"),
+            cache_dir=config.hub_cache_dir,
+        )
+    except (GatedRepoError, RepositoryNotFoundError) as error:
+        raise DataError(
+            f"cannot access dataset {config.cultivar_repo} on the Hub ({error.__class__.__name__});"
+            " check the repo id and HF_TOKEN"
+        ) from error
+    return Path(folder), f"{config.cultivar_repo}@{config.cultivar_revision or 'main'} (Hub)"
+
+
+def flores_reader(config: DataConfig, token: str | None = None) -> FloresReader | None:
+    if config.flores == "local":
+        if not config.flores_path:
+            raise DataError("flores='local' needs flores_path (a FLORES release directory)")
+        return LocalFlores(Path(config.flores_path))
+    if config.flores == "hub":
+        return HubFlores(config.flores_repo, config.flores_revision, token=token,
+                         cache_dir=config.hub_cache_dir)
+    return None
+
+
+def load_benchmark(config: DataConfig, token: str | None = None) -> BenchmarkData:
+    """Load every expected locale, attach original FLORES sentences, record what is missing."""
+    root, description = _cultivar_dir(config, token)
+    files = find_locale_files(root)
+    if not files:
+        raise DataError(f"no locale files (<locale>.jsonl / .parquet) found in {root}")
+    if config.locales is not None:
+        expected = list(config.locales)
+    elif config.kind == "demo":
+        expected = list(files)
+    else:
+        expected = list(locale_registry())
+    missing: list[MissingItem] = []
+    notes: list[str] = []
+    instances: dict[str, list[Instance]] = {}
+    for key in expected:
+        if key not in files:
+            locale = get_locale(key)
+            missing.append(MissingItem(cultivar_test_set_name(key), "cultivar",
+                                       locale.source_language, key, f"no data file in {root}"))
+            continue
+        instances[key] = read_locale(key, files[key], config.column_map)
+    ignored = sorted(set(files) - set(expected))
+    if ignored:
+        notes.append(f"locales in the data but not selected: {', '.join(ignored)}")
+    if not instances:
+        raise DataError(f"none of the expected locales has data in {root}")
+
+    reader = flores_reader(config, token)
+    if reader is None:
+        lacking = [k for k, rows in instances.items() if rows[0].source_original is None]
+        if lacking:
+            raise DataError(
+                f"flores='dataset' needs the columns {', '.join(ORIGINAL_COLUMNS)}, which are "
+                f"missing for {', '.join(lacking)}; configure flores='local' or 'hub' instead"
+            )
+    else:
+        instances, flores_missing = _attach_originals(instances, reader)
+        missing += flores_missing
+        description += f"; originals: {reader.description}"
+
+    if missing and config.on_missing == "fail":
+        raise DataError("missing data: " + "; ".join(f"{m.test_set}: {m.reason}" for m in missing))
+    return BenchmarkData(source=description, is_demo=config.kind == "demo",
+                         instances=instances, missing=missing, notes=notes)
+
+
+def _attach_originals(
+    instances: dict[str, list[Instance]], reader: FloresReader
+) -> tuple[dict[str, list[Instance]], list[MissingItem]]:
+    """Replace the original columns with FLORES sentences read by ``reader``."""
+    languages = list(dict.fromkeys(get_locale(k).source_language for k in instances))
+    ids = sorted({row.instance_id for rows in instances.values() for row in rows})
+    sources, english, missing = read_originals(reader, languages, ids)
+    attached = {
+        key: [
+            Instance(
+                locale=row.locale,
+                instance_id=row.instance_id,
+                source_localised=row.source_localised,
+                english_localised=row.english_localised,
+                source_original=sources.get(get_locale(key).source_language, {}).get(
+                    row.instance_id
+                ),
+                english_original=english[row.instance_id],
+            )
+            for row in rows
+        ]
+        for key, rows in instances.items()
+    }
+    items = [
+        MissingItem(flores_test_set_name(lang), "flores", lang, None, reason)
+        for lang, reason in missing.items()
+    ]
+    return attached, items

@@ -1,0 +1,42 @@
+"""Dagster definitions: ``dagster dev -w workspace.yaml`` or ``dg dev`` load this module.
+
+Settings come from ``$CULTIVAR_CONFIG`` / ``./cultivar.yaml``, else the embedded demo defaults
+(see :mod:`cultivar_assets.settings`). Importing this module imports no torch or transformers.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from cultivar_assets.assets.aggregate_assets import leaderboard
+from cultivar_assets.assets.data_assets import test_sets
+from cultivar_assets.assets.model_assets import models_partitions, scores, translations
+from cultivar_assets.resources import resources_from_settings
+from cultivar_assets.settings import load_settings
+
+evaluate_model_job = dg.define_asset_job(
+    "evaluate_model",
+    selection=dg.AssetSelection.assets(translations, scores),
+    partitions_def=models_partitions,
+    description="Translate every test set with one model and score it (one partition = one model).",
+)
+
+refresh_results_job = dg.define_asset_job(
+    "refresh_results",
+    selection=dg.AssetSelection.assets(leaderboard),
+    description="Recompute the cross-model tables from the stored scores.",
+)
+
+ASSETS = [test_sets, translations, scores, leaderboard]
+JOBS = [evaluate_model_job, refresh_results_job]
+
+
+def build_definitions() -> dg.Definitions:
+    return dg.Definitions(
+        assets=ASSETS,
+        jobs=JOBS,
+        resources=resources_from_settings(load_settings()),
+    )
+
+
+defs = build_definitions()

@@ -1,0 +1,85 @@
+"""``cultivar demo``: materialise the whole asset graph in a local Dagster instance.
+
+Steps: register the selected models as partitions, materialise ``test_sets``, then
+``translations`` and ``scores`` for each model (one run per model, as a cluster would), then the
+``leaderboard``. The Dagster instance lives in ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME``
+is set), so ``cultivar ui`` shows these runs afterwards. Translations are cached on disk: a second
+run re-materialises everything without generating again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cultivar_assets.models import load_models, select_models
+from cultivar_assets.paths import dagster_home
+from cultivar_assets.settings import Settings
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+@dataclass
+class PipelineResult:
+    database: str
+    models: list[str]
+    leaderboard: list[dict]
+    seconds: float
+
+
+def ensure_dagster_home() -> str:
+    """``$DAGSTER_HOME``, defaulting to a local instance folder created on first use."""
+    home = os.environ.setdefault("DAGSTER_HOME", str(dagster_home()))
+    os.makedirs(home, exist_ok=True)
+    config = os.path.join(home, "dagster.yaml")
+    if not os.path.exists(config):
+        with open(config, "w") as handle:
+            handle.write("# Local Dagster instance of the Cultivar toolkit (created by cultivar).\n"
+                         "telemetry:\n  enabled: false\n")
+    return home
+
+
+def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> PipelineResult:
+    """Materialise every asset for the models selected in ``settings``."""
+    import dagster as dg
+
+    from cultivar_assets.definitions import ASSETS
+    from cultivar_assets.resources import resources_from_settings
+    from cultivar_assets.store.database import Store
+
+    started = time.perf_counter()
+    ensure_dagster_home()
+    models = select_models(load_models(settings.models_file), settings.models)
+    resources = resources_from_settings(settings)
+    with dg.DagsterInstance.get() as instance:
+        known = set(instance.get_dynamic_partitions("models"))
+        instance.add_dynamic_partitions("models", [m.id for m in models if m.id not in known])
+
+        def materialise(selection: list[str], partition: str | None = None) -> None:
+            result = dg.materialize(
+                ASSETS, selection=selection, partition_key=partition, resources=resources,
+                instance=instance, run_config=QUIET, raise_on_error=False,
+                tags={"cultivar/entry": "cli"},
+            )
+            if not result.success:
+                failure = next((e for e in result.all_events if e.is_step_failure), None)
+                cause = failure.step_failure_data.error if failure else None
+                message = cause.cause.message if cause and cause.cause else (
+                    cause.message if cause else "see the Dagster run log")
+                raise RuntimeError(f"materialising {', '.join(selection)}"
+                                   f"{f' [{partition}]' if partition else ''} failed: "
+                                   f"{message.strip()}")
+
+        say(f"[1/3] test sets ({settings.data.kind} data) -> {settings.database_path}")
+        materialise(["test_sets"])
+        for number, model in enumerate(models, 1):
+            say(f"[2/3] model {number}/{len(models)}: {model.id} ({model.type}, "
+                f"engine {model.engine}, prompt style {model.prompt_style})")
+            materialise(["translations", "scores"], model.id)
+        say("[3/3] leaderboard, per-locale ∆ and rank agreement")
+        materialise(["leaderboard"])
+    rows = Store(settings.database_path).query("leaderboard")
+    return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
+                          time.perf_counter() - started)

@@ -1,0 +1,29 @@
+"""Translation engines behind one small interface, registered by name and imported lazily.
+
+Importing this package imports no engine: ``engine_registry().get(name)`` imports the module the
+first time a run needs it (engine modules in turn import torch/transformers only when a model is
+loaded), so ``dagster definitions validate`` stays fast.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+from cultivar_assets.registry import Registry
+
+if TYPE_CHECKING:
+    from cultivar_assets.engines.base import Engine
+
+_ENGINES = {
+    "transformers": "cultivar_assets.engines.transformers_engine:TransformersEngine",
+    "copy-source": "cultivar_assets.engines.copy_source:CopySourceEngine",
+}
+
+
+@cache
+def engine_registry() -> Registry[type[Engine]]:
+    registry: Registry[type[Engine]] = Registry("engine")
+    for name, target in _ENGINES.items():
+        registry.register(name, target)
+    return registry

@@ -1,0 +1,67 @@
+"""The engine interface: a batch of generation requests in, one raw text per request out."""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cultivar_assets.engines.prompts import GenerationRequest, PromptKind
+
+if TYPE_CHECKING:
+    from cultivar_assets.models import ModelSpec
+
+
+class EngineSettings(BaseModel):
+    """Run-wide engine settings; a model's ``engine_options`` override them per model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch_size: int = Field(default=8, ge=1)
+    max_new_tokens: int = Field(default=128, ge=1)
+    device: str = "auto"  # "auto", "cpu", "cuda", "cuda:1", ...
+    dtype: str = "auto"  # "auto", "float32", "bfloat16", "float16"
+
+
+class EngineLoadError(RuntimeError):
+    """A model could not be loaded (missing weights, out of memory, ...)."""
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What produced a translation, stored with every model run."""
+
+    engine: str
+    engine_version: str
+    model_revision: str | None
+    chat_template_hash: str | None
+
+
+def text_sha256(text: str | None) -> str | None:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
+
+
+class Engine(ABC):
+    """Loads one model and generates for batches of requests (greedy decoding)."""
+
+    name: ClassVar[str]
+    prompt_kinds: ClassVar[tuple[PromptKind, ...]]
+
+    def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
+        self.spec = spec
+        self.settings = settings
+
+    @abstractmethod
+    def info(self) -> EngineInfo:
+        """Engine name and version, model revision and chat-template hash."""
+
+    @abstractmethod
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        """Raw output text for each request, in order."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the model (GPU memory, worker processes)."""

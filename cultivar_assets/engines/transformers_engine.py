@@ -1,0 +1,137 @@
+"""Hugging Face transformers engine: batched greedy decoding with a causal LM, on CPU or GPU.
+
+Plain prompts (base models) are tokenised as they are, with the tokenizer's special tokens;
+chat prompts go through the tokenizer's own chat template (a chat style on a model without one
+is an error, not a silent fallback). Batches are left-padded; generation stops at
+``max_new_tokens`` or, per sequence, at the request's stop strings. The raw output is the decoded
+new tokens; cleaning happens later and keeps the raw text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from cultivar_assets.engines.base import (
+    Engine,
+    EngineInfo,
+    EngineLoadError,
+    EngineSettings,
+    text_sha256,
+)
+from cultivar_assets.engines.prompts import GenerationRequest
+from cultivar_assets.weights import resolve_weights
+
+if TYPE_CHECKING:
+    from cultivar_assets.models import ModelSpec
+
+
+def _device(requested: str) -> str:
+    import torch
+
+    if requested != "auto":
+        return requested
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _dtype(requested: str, device: str):
+    import torch
+
+    if requested == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    try:
+        return getattr(torch, requested)
+    except AttributeError:
+        raise EngineLoadError(f"unknown dtype {requested!r}") from None
+
+
+class TransformersEngine(Engine):
+    name = "transformers"
+    prompt_kinds = ("plain", "chat")
+
+    def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
+        super().__init__(spec, settings)
+        try:
+            import torch
+            import transformers
+        except ImportError as error:
+            raise EngineLoadError(
+                "the transformers engine needs torch and transformers: pip install -e '.[cpu]'"
+            ) from error
+        options = {**settings.model_dump(), **spec.engine_options}
+        self.batch_size = int(options["batch_size"])
+        self.device = _device(options["device"])
+        weights = resolve_weights(spec.weights, spec.hf_id, spec.revision)
+        self.revision = weights.revision
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                weights.location, revision=weights.revision
+            )
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(
+                weights.location,
+                revision=weights.revision,
+                dtype=_dtype(options["dtype"], self.device),
+            ).to(self.device)
+        except (OSError, ValueError, RuntimeError, torch.OutOfMemoryError) as error:
+            raise EngineLoadError(f"cannot load {spec.id} from {weights.location}: {error}") from error
+        self.model.eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._version = transformers.__version__
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            engine=self.name,
+            engine_version=f"transformers {self._version}",
+            model_revision=self.revision,
+            chat_template_hash=text_sha256(self.tokenizer.chat_template),
+        )
+
+    def _render(self, request: GenerationRequest) -> str:
+        if request.kind == "plain":
+            return request.prompt or ""
+        if not self.tokenizer.chat_template:
+            raise EngineLoadError(
+                f"{self.spec.id}: prompt style {self.spec.prompt_style!r} is a chat style but the "
+                "tokenizer has no chat template; use a plain (few-shot) prompt style"
+            )
+        messages = [{"role": role, "content": content} for role, content in request.messages or ()]
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        import torch
+
+        outputs: list[str] = []
+        for start in range(0, len(requests), self.batch_size):
+            batch = requests[start:start + self.batch_size]
+            texts = [self._render(r) for r in batch]
+            chat = batch[0].kind == "chat"  # a chat template already holds the special tokens
+            encoded = self.tokenizer(
+                texts, return_tensors="pt", padding=True, add_special_tokens=not chat
+            ).to(self.device)
+            stops = sorted({s for r in batch for s in r.stop})
+            with torch.inference_mode():
+                generated = self.model.generate(
+                    **encoded,
+                    max_new_tokens=max(r.max_new_tokens for r in batch),
+                    do_sample=False,
+                    stop_strings=stops or None,
+                    tokenizer=self.tokenizer if stops else None,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+            new_tokens = generated[:, encoded["input_ids"].shape[1]:]
+            outputs += self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        return outputs
+
+    def close(self) -> None:
+        import gc
+
+        import torch
+
+        del self.model
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

@@ -1,0 +1,1 @@
+"""BLEU/chrF scoring, ∆, locale-specific word recall and rank agreement (no Dagster)."""

@@ -1,0 +1,124 @@
+"""The paper's two metrics as sacreBLEU objects, with their signatures (paper §3.2).
+
+- **spBLEU**: ``sacrebleu.metrics.BLEU(tokenize="flores200")``: corpus BLEU (Papineni et al., 2002)
+  over SentencePiece pieces of the FLORES-200 model,
+  ``BLEU = BP * exp(mean_{n=1..4} log p_n)``, ``p_n = sum_s match_n(s) / sum_s hyp_count_n(s)``,
+  ``BP = min(1, exp(1 - ref_len / hyp_len))``, times 100.
+- **chrF**: ``sacrebleu.metrics.CHRF(word_order=0)``: character n-gram F-score (Popović, 2015),
+  n = 1..6, whitespace removed, ``chrF = 100 * (1 + β²) P R / (β² P + R)`` with β = 2, where
+  P and R are the averages over n of corpus-level n-gram precision and recall.
+
+The flores200 SentencePiece model is never downloaded here: it is looked for where sacreBLEU caches
+it (``$SACREBLEU/models/flores200sacrebleuspm``, ``$SACREBLEU`` defaulting to ``~/.sacrebleu``) or at
+``spm_model_path``. When it is absent, building the metric stops with a message saying where to put
+it, unless the configuration selects another BLEU tokenizer explicitly; the signature then names
+that tokenizer. For SentencePiece tokenizers the stored signature ends with ``|spm_sha256:<16 hex>``,
+the hash of the model file actually used, so scores from a stand-in model never pass for spBLEU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+SPM_TOKENIZERS = ("flores200", "flores101", "spBLEU-1K")
+OTHER_TOKENIZERS = ("13a", "intl", "char", "zh", "none", "ja-mecab", "ko-mecab")
+METRIC_NAMES = ("bleu", "chrf")
+
+
+class MetricUnavailableError(RuntimeError):
+    """A metric cannot be computed as configured (e.g. the SentencePiece model is missing)."""
+
+
+class MetricConfig(BaseModel):
+    """How BLEU and chrF are computed. Defaults are the paper's: spBLEU (flores200) and chrF."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bleu_tokenize: str = "flores200"
+    spm_model_path: str | None = None
+    chrf_word_order: int = 0
+    lowercase: bool = False
+
+    @field_validator("bleu_tokenize")
+    @classmethod
+    def _known_tokenizer(cls, value: str) -> str:
+        if value not in SPM_TOKENIZERS + OTHER_TOKENIZERS:
+            raise ValueError(
+                f"unknown BLEU tokenizer {value!r}; choose one of "
+                f"{', '.join(SPM_TOKENIZERS + OTHER_TOKENIZERS)}"
+            )
+        return value
+
+    @field_validator("chrf_word_order")
+    @classmethod
+    def _order(cls, value: int) -> int:
+        if not 0 <= value <= 2:
+            raise ValueError("chrf_word_order must be 0 (chrF, the paper's) , 1 or 2 (chrF++)")
+        return value
+
+
+def sacrebleu_dir() -> Path:
+    """sacreBLEU's cache folder, read the way sacreBLEU reads it (``$SACREBLEU``)."""
+    from sacrebleu.utils import SACREBLEU_DIR
+
+    return Path(os.environ.get("SACREBLEU", SACREBLEU_DIR))
+
+
+def spm_model_location(config: MetricConfig) -> Path:
+    """Where the SentencePiece model of ``config.bleu_tokenize`` must be."""
+    if config.spm_model_path:
+        return Path(config.spm_model_path).expanduser()
+    from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS
+
+    return sacrebleu_dir() / "models" / os.path.basename(SPM_MODELS[config.bleu_tokenize]["url"])
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _spm_tokenizer(config: MetricConfig):
+    """sacreBLEU's SentencePiece tokenizer, loaded from a file we checked, never downloaded."""
+    import sentencepiece
+    from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
+
+    path = spm_model_location(config)
+    if not path.is_file():
+        raise MetricUnavailableError(
+            f"spBLEU needs the {config.bleu_tokenize} SentencePiece model, which is not at {path} "
+            "and cannot be downloaded here. Put the file there (sacreBLEU downloads it from "
+            f"{SPM_MODELS[config.bleu_tokenize]['url']}), or point metrics.spm_model_path at it, "
+            "or select another BLEU tokenizer explicitly (metrics.bleu_tokenize, e.g. '13a'): the "
+            "stored signature then names that tokenizer and such scores are kept apart."
+        )
+    tokenizer = TokenizerSPM.__new__(TokenizerSPM)  # its __init__ would download a missing file
+    tokenizer.name = SPM_MODELS[config.bleu_tokenize]["signature"]
+    tokenizer.sp = sentencepiece.SentencePieceProcessor()
+    tokenizer.sp.Load(str(path))
+    return tokenizer, _file_sha256(path)
+
+
+def build_metrics(config: MetricConfig) -> tuple[dict[str, object], dict[str, str]]:
+    """sacreBLEU metric objects and their stored signatures, keyed by 'bleu' and 'chrf'."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if config.bleu_tokenize in SPM_TOKENIZERS:
+        tokenizer, digest = _spm_tokenizer(config)
+        bleu = BLEU(tokenize="none", lowercase=config.lowercase)
+        bleu.tokenizer = tokenizer
+        bleu.tokenizer_signature = tokenizer.signature()
+        suffix = f"|spm_sha256:{digest[:16]}"
+    else:
+        bleu = BLEU(tokenize=config.bleu_tokenize, lowercase=config.lowercase)
+        suffix = ""
+    chrf = CHRF(word_order=config.chrf_word_order, lowercase=config.lowercase)
+    signatures = {}
+    for name, metric in (("bleu", bleu), ("chrf", chrf)):
+        metric.num_refs = 1  # Cultivar has one reference per segment
+        signatures[name] = metric.get_signature().format()
+    signatures["bleu"] += suffix
+    return {"bleu": bleu, "chrf": chrf}, signatures

@@ -1,0 +1,178 @@
+"""Corpus scores from per-segment sufficient statistics (after sacreBLEU's ``metrics/base.py``).
+
+For each test set and system, :class:`Scorer` computes the per-segment statistics of BLEU
+(``[hyp_len, ref_len, match_1..4, hyp_count_1..4]``) and chrF (``[hyp_count_n, ref_count_n,
+match_n]`` for n = 1..6, then word orders for chrF++) exactly as sacreBLEU does, sums them over the
+segments and turns the sums into the corpus score with sacreBLEU's own ``_compute_score_from_stats``.
+Stored per-segment statistics let later analyses (e.g. paired bootstrap over instances) resample
+without re-scoring.
+
+Speed: references are tokenised and counted once per test set for all systems, n-gram matching is
+vectorised (:mod:`cultivar_assets.metrics.ngram_stats`), and test sets are spread over processes.
+``benchmarks/bench_scoring.py`` compares it with a loop of ``corpus_score`` calls.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from cultivar_assets.metrics.ngram_stats import char_unit_ids, match_statistics, token_unit_ids
+from cultivar_assets.metrics.sacrebleu_metrics import METRIC_NAMES, MetricConfig, build_metrics
+
+BLEU_ORDER = 4
+
+
+class HypothesisCountError(ValueError):
+    """A system's hypotheses do not line up with the test set's references."""
+
+
+@dataclass(frozen=True)
+class TestSetScore:
+    __test__ = False
+
+    system: str
+    test_set: str
+    metric: str
+    score: float
+    signature: str
+    segment_stats: np.ndarray  # (n_segments, k) int64
+
+
+def _interleave(*columns: np.ndarray) -> np.ndarray:
+    """[a1, b1, c1, a2, b2, c2, ...] from per-order columns a, b, c of shape (rows, orders)."""
+    stacked = np.stack(columns, axis=2)
+    return stacked.reshape(stacked.shape[0], -1)
+
+
+class Scorer:
+    """Scores many systems on many test sets with one set of metric objects."""
+
+    def __init__(self, config: MetricConfig | None = None) -> None:
+        self.config = config or MetricConfig()
+        self.metrics, self.signatures = build_metrics(self.config)
+
+    def _bleu_stats(self, refs: Sequence[str], hyp_rows: Sequence[str], segs: np.ndarray):
+        bleu = self.metrics["bleu"]
+        preprocess = bleu._preprocess_segment
+        tokens = [preprocess(text).split() for text in (*refs, *hyp_rows)]
+        ids, lengths, vocabulary = token_unit_ids(tokens)
+        hyp_count, _, match = match_statistics(
+            ids, lengths, vocabulary, len(refs), segs, BLEU_ORDER
+        )
+        hyp_len = lengths[len(refs):]
+        ref_len = lengths[: len(refs)][segs]
+        return np.column_stack([hyp_len, ref_len, match, hyp_count])
+
+    def _chrf_stats(self, refs: Sequence[str], hyp_rows: Sequence[str], segs: np.ndarray):
+        chrf = self.metrics["chrf"]
+        texts = [chrf._preprocess_segment(text) for text in (*refs, *hyp_rows)]
+        chars = texts if chrf.whitespace else ["".join(text.split()) for text in texts]
+        ids, lengths, alphabet = char_unit_ids(chars)
+        parts = [match_statistics(ids, lengths, alphabet, len(refs), segs, chrf.char_order)]
+        if chrf.word_order > 0:
+            words = [chrf._remove_punctuation(text) for text in texts]
+            ids, lengths, vocabulary = token_unit_ids(words)
+            parts.append(
+                match_statistics(ids, lengths, vocabulary, len(refs), segs, chrf.word_order)
+            )
+        columns = []
+        for hyp_count, ref_count, match in parts:
+            # sacreBLEU counts no hypothesis n-grams of an order the reference does not have
+            columns.append(_interleave(np.where(ref_count > 0, hyp_count, 0), ref_count, match))
+        return np.concatenate(columns, axis=1)
+
+    def segment_statistics(
+        self, references: Sequence[str], systems: Mapping[str, Sequence[str]]
+    ) -> dict[str, dict[str, np.ndarray]]:
+        """metric -> system -> per-segment statistics for one test set."""
+        n = len(references)
+        if n == 0:
+            raise HypothesisCountError("a test set has no references")
+        for system, hyps in systems.items():
+            if len(hyps) != n:
+                raise HypothesisCountError(
+                    f"{system}: {len(hyps)} hypotheses for {n} references"
+                )
+            bad = [i for i, h in enumerate(hyps) if not isinstance(h, str)]
+            if bad:
+                raise HypothesisCountError(f"{system}: hypotheses {bad[:5]} are not strings")
+        names = list(systems)
+        rows = [h for name in names for h in systems[name]]
+        segs = np.tile(np.arange(n, dtype=np.int64), len(names))
+        result: dict[str, dict[str, np.ndarray]] = {}
+        for metric, stats in (
+            ("bleu", self._bleu_stats(references, rows, segs)),
+            ("chrf", self._chrf_stats(references, rows, segs)),
+        ):
+            result[metric] = {name: stats[i * n:(i + 1) * n] for i, name in enumerate(names)}
+        return result
+
+    def corpus_score(self, metric: str, stats: np.ndarray) -> float:
+        """The corpus score of summed per-segment statistics (sacreBLEU's formula)."""
+        totals = [int(x) for x in np.asarray(stats).sum(axis=0)]
+        return float(self.metrics[metric]._compute_score_from_stats(totals).score)
+
+    def score_test_set(
+        self, test_set: str, references: Sequence[str], systems: Mapping[str, Sequence[str]]
+    ) -> list[TestSetScore]:
+        stats = self.segment_statistics(references, systems)
+        return [
+            TestSetScore(system, test_set, metric, self.corpus_score(metric, stats[metric][system]),
+                         self.signatures[metric], stats[metric][system])
+            for system in systems
+            for metric in METRIC_NAMES
+        ]
+
+
+_worker_scorer: Scorer | None = None
+
+
+def _init_worker(config: MetricConfig) -> None:
+    global _worker_scorer
+    _worker_scorer = Scorer(config)
+
+
+def _score_in_worker(job: tuple[str, Sequence[str], Mapping[str, Sequence[str]]]):
+    assert _worker_scorer is not None
+    return _worker_scorer.score_test_set(*job)
+
+
+def score_systems(
+    references: Mapping[str, Sequence[str]],
+    hypotheses: Mapping[str, Mapping[str, Sequence[str]]],
+    config: MetricConfig | None = None,
+    processes: int | None = None,
+) -> Iterable[TestSetScore]:
+    """Score ``hypotheses[system][test_set]`` against ``references[test_set]``.
+
+    Every system must cover every test set it is given for; a test set missing from
+    ``references`` is an error. ``processes`` defaults to the number of CPUs (at most one per
+    test set); 1 scores in this process. Results are yielded per test set as they finish.
+    """
+    config = config or MetricConfig()
+    jobs = []
+    for test_set, refs in references.items():
+        systems = {s: tests[test_set] for s, tests in hypotheses.items() if test_set in tests}
+        if systems:
+            jobs.append((test_set, refs, systems))
+    unknown = {t for tests in hypotheses.values() for t in tests} - set(references)
+    if unknown:
+        raise HypothesisCountError(f"hypotheses for unknown test sets: {sorted(unknown)}")
+    processes = min(processes or os.cpu_count() or 1, len(jobs)) or 1
+    if processes == 1:
+        scorer = Scorer(config)
+        for job in jobs:
+            yield from scorer.score_test_set(*job)
+        return
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # safe beside torch / dagster threads
+    with ProcessPoolExecutor(processes, mp_context=context, initializer=_init_worker,
+                             initargs=(config,)) as pool:
+        for scores in pool.map(_score_in_worker, jobs):
+            yield from scores

@@ -1,0 +1,79 @@
+"""Locale-specific word recall (paper §3.2): false positives and false negatives.
+
+Terms of a text: ``T(x) = set(re.findall(r"\\w+", x.lower()))``: the set of maximal runs of
+Unicode word characters (letters, digits, underscore; Python's ``re`` with ``str`` patterns) of the
+lower-cased text. The paper does not define its tokenisation or normalisation; this is our choice.
+
+For one instance of locale l, with original English reference ``o``, localised English reference
+``c`` and the model's translation ``h`` of the *localised* source:
+
+- ``R = T(o) − T(c)``: terms removed by localisation,
+- ``I = T(c) − T(o)``: terms introduced by localisation,
+- ``H = T(h)``.
+
+False-positive rate of locale l = ``Σ|H ∩ R| / Σ|R|`` (memorised FLORES terms that should no longer
+appear); false-negative rate = ``Σ|I ∖ H| / Σ|I|`` (local terms the translation misses); sums run
+over the locale's instances. A model's rate is the unweighted mean of its locale rates; a locale
+whose denominator is 0 has no rate and is left out of that mean (and counted as such).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+TERM_PATTERN = re.compile(r"\w+")
+
+
+def terms(text: str) -> frozenset[str]:
+    """The set of lower-cased Unicode word tokens of ``text``."""
+    return frozenset(TERM_PATTERN.findall(text.lower()))
+
+
+@dataclass(frozen=True)
+class InstanceRecall:
+    locale: str
+    segment_id: int
+    n_removed: int  # |R|
+    n_removed_recalled: int  # |H ∩ R|
+    n_introduced: int  # |I|
+    n_introduced_missed: int  # |I \ H|
+
+
+def instance_recall(
+    locale: str, segment_id: int, original_ref: str, localised_ref: str, hypothesis: str
+) -> InstanceRecall:
+    original, localised, hyp = terms(original_ref), terms(localised_ref), terms(hypothesis)
+    removed = original - localised
+    introduced = localised - original
+    return InstanceRecall(locale, segment_id, len(removed), len(hyp & removed),
+                          len(introduced), len(introduced - hyp))
+
+
+@dataclass(frozen=True)
+class LocaleRates:
+    false_positive_rate: float | None  # None when Σ|R| = 0
+    false_negative_rate: float | None  # None when Σ|I| = 0
+
+
+def locale_rates(instances: Iterable[InstanceRecall]) -> dict[str, LocaleRates]:
+    """Σ-ratio rates per locale."""
+    sums: dict[str, list[int]] = {}
+    for item in instances:
+        s = sums.setdefault(item.locale, [0, 0, 0, 0])
+        s[0] += item.n_removed
+        s[1] += item.n_removed_recalled
+        s[2] += item.n_introduced
+        s[3] += item.n_introduced_missed
+    return {
+        locale: LocaleRates(s[1] / s[0] if s[0] else None, s[3] / s[2] if s[2] else None)
+        for locale, s in sums.items()
+    }
+
+
+def model_rates(rates: Mapping[str, LocaleRates]) -> tuple[float | None, float | None]:
+    """Mean over locales of the defined locale rates: (false positive, false negative)."""
+    fps = [r.false_positive_rate for r in rates.values() if r.false_positive_rate is not None]
+    fns = [r.false_negative_rate for r in rates.values() if r.false_negative_rate is not None]
+    return (sum(fps) / len(fps) if fps else None, sum(fns) / len(fns) if fns else None)

@@ -1,0 +1,153 @@
+"""The model registry: ``models.yaml``, validated on load.
+
+Every entry becomes a :class:`ModelSpec`. Loading checks each entry (fields, types, the engine
+and prompt style names, their compatibility, duplicate ids) and reports every bad entry at once,
+by position and id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cultivar_assets.engines import engine_registry
+from cultivar_assets.engines.prompts import prompt_style_registry
+from cultivar_assets.registry import Registry
+from cultivar_assets.weights import weights_providers
+
+ModelType = Literal["LLM", "MT", "LLM+MT", "baseline"]
+
+
+class ModelRegistryError(ValueError):
+    """``models.yaml`` (or an entry added to it) is invalid."""
+
+
+class ModelSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+    hf_id: str | None = None
+    revision: str | None = None
+    weights: str = "hub"
+    type: ModelType
+    family: str
+    params_total_b: float | None = Field(default=None, gt=0)
+    params_active_b: float | None = Field(default=None, gt=0)
+    engine: str
+    prompt_style: str
+    engine_options: dict[str, Any] = {}
+    suites: list[str] = []
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.type == "baseline"
+
+    def fingerprint(self) -> str:
+        """sha256 of everything about the model that can change its outputs."""
+        from cultivar_assets.engines.prompts import get_prompt_style
+
+        payload = {
+            "hf_id": self.hf_id,
+            "revision": self.revision,
+            "weights": self.weights,
+            "engine": self.engine,
+            "engine_options": self.engine_options,
+            "prompt_template_hash": get_prompt_style(self.prompt_style).template_hash,
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(blob).hexdigest()
+
+
+def _check_entry(spec: ModelSpec) -> list[str]:
+    problems = []
+    engines = engine_registry()
+    styles = prompt_style_registry()
+    if spec.engine not in engines:
+        problems.append(f"unknown engine {spec.engine!r} (known: {', '.join(engines.names())})")
+    if spec.prompt_style not in styles:
+        problems.append(
+            f"unknown prompt style {spec.prompt_style!r} (known: {', '.join(styles.names())})"
+        )
+    if not problems:
+        kinds = engines.get(spec.engine).prompt_kinds
+        kind = styles.get(spec.prompt_style).kind
+        if kind not in kinds:
+            problems.append(
+                f"engine {spec.engine!r} takes {', '.join(kinds)} prompts, "
+                f"not {kind!r} (prompt style {spec.prompt_style!r})"
+            )
+    if spec.weights not in weights_providers():
+        problems.append(
+            f"unknown weights provider {spec.weights!r} (known: {', '.join(weights_providers())})"
+        )
+    if spec.weights == "hub" and not spec.hf_id and spec.type != "baseline":
+        problems.append("weights from the hub need hf_id")
+    if spec.params_active_b and spec.params_total_b and spec.params_active_b > spec.params_total_b:
+        problems.append("params_active_b is larger than params_total_b")
+    return problems
+
+
+def parse_models(entries: Any, where: str) -> list[ModelSpec]:
+    """Validate raw entries; one ModelRegistryError lists every problem."""
+    if not isinstance(entries, list):
+        raise ModelRegistryError(f"{where}: expected a top-level 'models' list")
+    specs, problems, seen = [], [], set()
+    for position, entry in enumerate(entries, 1):
+        label = f"entry {position}"
+        if isinstance(entry, dict) and "id" in entry:
+            label += f" ({entry['id']})"
+        try:
+            spec = ModelSpec.model_validate(entry)
+        except ValidationError as error:
+            details = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in error.errors()
+            )
+            problems.append(f"{label}: {details}")
+            continue
+        if spec.id in seen:
+            problems.append(f"{label}: duplicate id {spec.id!r}")
+        seen.add(spec.id)
+        problems += [f"{label}: {p}" for p in _check_entry(spec)]
+        specs.append(spec)
+    if problems:
+        raise ModelRegistryError(f"{where} has {len(problems)} problem(s):\n  " +
+                                 "\n  ".join(problems))
+    return specs
+
+
+def default_models_file() -> Path:
+    return Path(str(resources.files("cultivar_assets").joinpath("models.yaml")))
+
+
+def load_models(path: str | Path | None = None) -> Registry[ModelSpec]:
+    """The model registry from ``path`` (default: the bundled ``models.yaml``)."""
+    path = Path(path) if path else default_models_file()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise ModelRegistryError(f"cannot read model registry {path}: {error}") from error
+    registry: Registry[ModelSpec] = Registry("model")
+    for spec in parse_models((data or {}).get("models"), str(path)):
+        registry.register(spec.id, spec)
+    return registry
+
+
+def select_models(registry: Registry[ModelSpec], selection: list[str]) -> list[ModelSpec]:
+    """Models named in ``selection``: model ids or ``suite:<name>``; unknown names raise."""
+    chosen: dict[str, ModelSpec] = {}
+    for item in selection:
+        if item.startswith("suite:"):
+            suite = item.removeprefix("suite:")
+            members = [registry.get(n) for n in registry if suite in registry.get(n).suites]
+            if not members:
+                raise ModelRegistryError(f"no model belongs to suite {suite!r}")
+            chosen.update((m.id, m) for m in members)
+        else:
+            chosen[item] = registry.get(item)
+    return list(chosen.values())

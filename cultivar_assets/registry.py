@@ -1,0 +1,76 @@
+"""One generic registry for named entries, with lazy entries (after lm-evaluation-harness).
+
+An entry is either an object or a ``"package.module:attribute"`` string that is imported the first
+time the entry is asked for, so that registering, say, the vLLM engine costs nothing until a run
+uses it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownEntryError(KeyError):
+    """Raised for a name that is not registered; the message lists close matches."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want the plain message
+        return str(self.args[0])
+
+
+class Registry(Generic[T]):
+    """A mapping from names to entries of one kind (locales, models, engines, ...)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, T | str] = {}
+
+    def register(self, name: str, entry: T | str, *, overwrite: bool = False) -> None:
+        """Add ``entry`` under ``name``; a string ``"module:attr"`` is resolved lazily."""
+        if not name or not isinstance(name, str):
+            raise ValueError(f"{self.kind} name must be a non-empty string, got {name!r}")
+        if name in self._entries and not overwrite:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._entries[name] = entry
+
+    def get(self, name: str) -> T:
+        """Return the entry for ``name``, importing it first if it was registered lazily."""
+        try:
+            entry = self._entries[name]
+        except KeyError:
+            raise UnknownEntryError(self._unknown_message(name)) from None
+        if isinstance(entry, str) and ":" in entry:
+            module_name, _, attribute = entry.partition(":")
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError as error:
+                raise ImportError(
+                    f"{self.kind} {name!r} needs {module_name!r}, which cannot be imported "
+                    f"({error}). Install the optional dependencies it needs (see README)."
+                ) from error
+            entry = getattr(module, attribute)
+            self._entries[name] = entry
+        return entry  # type: ignore[return-value]
+
+    def _unknown_message(self, name: str) -> str:
+        close = difflib.get_close_matches(str(name), self._entries, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        known = ", ".join(sorted(self._entries)) if len(self._entries) <= 40 else None
+        listing = f" Known: {known}." if known else f" {len(self._entries)} are registered."
+        return f"unknown {self.kind} {name!r}{hint}{listing}"
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)

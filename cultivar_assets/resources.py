@@ -1,0 +1,62 @@
+"""Dagster resources: the core's configuration models, made configurable in Dagster.
+
+Each resource *is* the corresponding core settings model (multiple inheritance), so the fields,
+defaults and validation are defined once, in the core, and appear in the Dagster launchpad.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from cultivar_assets.data.sources import DataConfig
+from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.models import ModelSpec, load_models
+from cultivar_assets.settings import Settings
+from cultivar_assets.store.database import Store
+
+
+class DataSourceResource(dg.ConfigurableResource, DataConfig):
+    """Where the benchmark data comes from (demo, local files or the Hub)."""
+
+    def config(self) -> DataConfig:
+        return DataConfig.model_validate(self.model_dump(include=set(DataConfig.model_fields)))
+
+
+class MetricsResource(dg.ConfigurableResource, MetricConfig):
+    """How BLEU and chrF are computed (tokenizer, SentencePiece model path)."""
+
+    def config(self) -> MetricConfig:
+        return MetricConfig.model_validate(self.model_dump(include=set(MetricConfig.model_fields)))
+
+
+class EngineResource(dg.ConfigurableResource, EngineSettings):
+    """Engine settings for translation runs, and the model registry they read."""
+
+    models_file: str | None = None
+
+    def settings(self) -> EngineSettings:
+        return EngineSettings.model_validate(
+            self.model_dump(include=set(EngineSettings.model_fields))
+        )
+
+    def model(self, model_id: str) -> ModelSpec:
+        return load_models(self.models_file).get(model_id)
+
+
+class StoreResource(dg.ConfigurableResource):
+    """The DuckDB database file written by the assets."""
+
+    database: str
+
+    def store(self) -> Store:
+        return Store(self.database)
+
+
+def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableResource]:
+    return {
+        "data": DataSourceResource(**settings.data.model_dump()),
+        "metrics": MetricsResource(**settings.metrics.model_dump()),
+        "engine": EngineResource(**settings.engine.model_dump(), models_file=settings.models_file),
+        "store": StoreResource(database=str(settings.database_path)),
+    }

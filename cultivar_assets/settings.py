@@ -1,0 +1,75 @@
+"""Project settings: one YAML file shared by the ``cultivar`` CLI and the Dagster definitions.
+
+The file is ``$CULTIVAR_CONFIG`` if set, else ``cultivar.yaml`` in the current directory if it
+exists; without one, the embedded default is the demo (bundled demo data, the demo model suite,
+BLEU with the 13a tokenizer, explicitly, because the flores200 SentencePiece model of spBLEU is not
+bundled). A settings file without a ``metrics`` section gets the paper's metrics (spBLEU, chrF). Example for a real evaluation (``examples/cultivar.paper.yaml``)::
+
+    data: {kind: hub, flores: hub}
+    metrics: {bleu_tokenize: flores200}
+    models: ["suite:paper"]
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cultivar_assets.data.sources import DataConfig
+from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.paths import default_database
+
+DEMO_METRICS = MetricConfig(bleu_tokenize="13a")
+
+
+class SettingsError(ValueError):
+    """The settings file cannot be read or is invalid."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    database: str | None = None  # default: $CULTIVAR_HOME/db/<data source name>.duckdb
+    data: DataConfig = Field(default_factory=DataConfig)
+    metrics: MetricConfig = Field(default_factory=MetricConfig)  # the paper's: spBLEU + chrF
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+    models_file: str | None = None  # default: the bundled models.yaml
+    models: list[str] = ["suite:demo"]  # model ids or suite:<name>
+
+    @property
+    def database_path(self) -> Path:
+        return Path(self.database) if self.database else default_database(self.data.name)
+
+
+def demo_settings() -> Settings:
+    """The embedded default: demo data and models; BLEU tokenizer 13a, stated in the signature."""
+    return Settings(metrics=DEMO_METRICS.model_copy())
+
+
+def settings_file() -> Path | None:
+    configured = os.environ.get("CULTIVAR_CONFIG")
+    if configured:
+        path = Path(configured)
+        if not path.is_file():
+            raise SettingsError(f"CULTIVAR_CONFIG={configured} does not name a file")
+        return path
+    local = Path("cultivar.yaml")
+    return local if local.is_file() else None
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Settings from ``path`` (or the file found by :func:`settings_file`), else the defaults."""
+    path = Path(path) if path else settings_file()
+    if path is None:
+        return demo_settings()
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return Settings.model_validate(raw)
+    except (OSError, yaml.YAMLError) as error:
+        raise SettingsError(f"cannot read settings file {path}: {error}") from error
+    except ValidationError as error:
+        raise SettingsError(f"invalid settings in {path}:\n{error}") from error

@@ -1,0 +1,148 @@
+"""The DuckDB database file: schema, public views and named statements from ``sql/*.sql``.
+
+DuckDB allows one writing process per file, and a reader cannot open a file that another
+process is writing. So every step opens the file, does its work in one transaction and closes it:
+``Store.write`` either applies all of its steps or none (a failed write leaves the database as it
+was). Files are written in a storage format that DuckDB 1.5 can also read
+(``storage_compatibility_version``), so the standalone ``duckdb`` CLI 1.5.x opens them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from cultivar_assets.paths import resource_dir
+
+STORAGE_VERSION = "v1.5.0"
+_RESERVED_STEMS = {"raw", "main", "system", "temp", "memory"}
+_NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used as asked."""
+
+
+def _parse_named(text: str, source: str) -> dict[str, str]:
+    """``-- name: <name>`` blocks of a SQL file -> their SQL text."""
+    parts = _NAME_LINE.split(text)
+    named: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in named:
+            raise StoreError(f"{source}: query {name!r} is defined twice")
+        named[name] = body.strip()
+    return named
+
+
+@cache
+def named_statements() -> dict[str, str]:
+    sql = resource_dir("sql")
+    named: dict[str, str] = {}
+    for file in ("writes.sql", "reads.sql"):
+        named.update(_parse_named((sql / file).read_text(encoding="utf-8"), file))
+    return named
+
+
+@cache
+def _script(name: str) -> str:
+    return (resource_dir("sql") / name).read_text(encoding="utf-8")
+
+
+@dataclass
+class Step:
+    """One named block of ``writes.sql`` with its parameters and optional staging rows."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    rows: pa.Table | Sequence[dict[str, Any]] | None = None
+
+
+def _execute(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list:
+    try:
+        sql = named_statements()[name]
+    except KeyError:
+        raise StoreError(f"no SQL statement named {name!r} in sql/*.sql") from None
+    result: list = []
+    for statement in duckdb.extract_statements(sql):
+        used = {k: params[k] for k in statement.named_parameters}
+        result = con.execute(statement, used or None).fetchall() if used else con.execute(
+            statement).fetchall()
+    return result
+
+
+class Store:
+    """A Cultivar DuckDB database at ``path``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser().resolve()
+        if self.path.stem.lower() in _RESERVED_STEMS:
+            raise StoreError(
+                f"database file name {self.path.name!r} clashes with a schema name "
+                f"({', '.join(sorted(_RESERVED_STEMS))}); choose another name"
+            )
+
+    @contextmanager
+    def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open the file (creating schema and views when writing) and close it afterwards."""
+        if read_only and not self.path.exists():
+            raise StoreError(f"database {self.path} does not exist yet; run the pipeline first")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
+        try:
+            con = duckdb.connect(str(self.path), read_only=read_only, config=config)
+        except duckdb.IOException as error:
+            raise StoreError(
+                f"cannot open {self.path}: {error}. DuckDB allows one writing process per file; "
+                "close other programs (a DuckDB shell, a notebook) that hold it."
+            ) from error
+        try:
+            if not read_only:
+                con.execute(_script("schema.sql"))
+                con.execute(_script("views.sql"))
+            yield con
+        finally:
+            con.close()
+
+    def write(self, steps: Sequence[Step]) -> None:
+        """Run ``steps`` in one transaction: all of them take effect, or none."""
+        with self.connect() as con:
+            con.begin()
+            try:
+                for step in steps:
+                    if step.rows is not None:
+                        table = step.rows if isinstance(step.rows, pa.Table) else (
+                            pa.Table.from_pylist(list(step.rows)))
+                        if table.num_rows == 0:
+                            continue
+                        con.register("staging", table)
+                        try:
+                            _execute(con, step.name, step.params)
+                        finally:
+                            con.unregister("staging")
+                    else:
+                        _execute(con, step.name, step.params)
+                con.commit()
+            except Exception:
+                con.rollback()
+                raise
+
+    def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """Rows of a named query from ``sql/reads.sql`` as dicts (read-only connection)."""
+        with self.connect(read_only=True) as con:
+            try:
+                sql = named_statements()[name]
+            except KeyError:
+                raise StoreError(f"no SQL query named {name!r} in sql/reads.sql") from None
+            statement = duckdb.extract_statements(sql)[-1]
+            used = {k: params[k] for k in statement.named_parameters}
+            cursor = con.execute(statement, used) if used else con.execute(statement)
+            columns = [d[0] for d in cursor.description]
+            return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

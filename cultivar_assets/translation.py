@@ -1,0 +1,179 @@
+"""Translating a model's test sets: prompts, the on-disk cache, the engine and cleaning.
+
+One call loads the model at most once and translates every segment of every test set it is
+given. Outputs are cached on disk (SQLite, one file per model) under a key that hashes the
+model's fingerprint (id, weights, revision, engine, engine options, prompt template) and the full
+request (rendered prompt, stop strings, max tokens, source): a batch is committed as soon as it
+is generated, so a killed run loses at most the batch in flight and a finished run re-generates
+nothing. The model is not even loaded when every segment is cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from cultivar_assets.data.testsets import TestSet
+from cultivar_assets.engines import engine_registry
+from cultivar_assets.engines.base import EngineInfo, EngineSettings
+from cultivar_assets.engines.cleaning import clean_output
+from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
+from cultivar_assets.models import ModelSpec
+from cultivar_assets.paths import translation_cache_dir
+
+ProgressCallback = Callable[[int, int], None]  # (segments done, segments in total)
+
+
+@dataclass(frozen=True)
+class TranslationRow:
+    model_id: str
+    test_set: str
+    segment_id: int
+    source: str
+    reference: str
+    hypothesis: str
+    raw_output: str
+    cleaning_rules: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TranslationRun:
+    model: ModelSpec
+    info: EngineInfo
+    prompt_template_hash: str
+    rows: list[TranslationRow]
+    n_generated: int
+    n_cached: int
+    seconds: float
+
+
+class TranslationCache:
+    """Raw outputs by request key, in ``<cache_dir>/<model id>.sqlite``."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS outputs (key TEXT PRIMARY KEY, raw TEXT NOT NULL)"
+        )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS engine_info (fingerprint TEXT PRIMARY KEY, info TEXT)"
+        )
+        self._db.commit()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(keys), 500):
+            chunk = list(keys[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT key, raw FROM outputs WHERE key IN ({marks})"
+            found.update(self._db.execute(query, chunk).fetchall())
+        return found
+
+    def put_many(self, items: Sequence[tuple[str, str]]) -> None:
+        with self._db:  # one transaction: the whole batch or nothing
+            self._db.executemany("INSERT OR REPLACE INTO outputs VALUES (?, ?)", items)
+
+    def engine_info(self, fingerprint: str) -> EngineInfo | None:
+        row = self._db.execute(
+            "SELECT info FROM engine_info WHERE fingerprint = ?", (fingerprint,)
+        ).fetchone()
+        return EngineInfo(**json.loads(row[0])) if row else None
+
+    def set_engine_info(self, fingerprint: str, info: EngineInfo) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO engine_info VALUES (?, ?)",
+                (fingerprint, json.dumps(asdict(info))),
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def request_key(model_fingerprint: str, request: GenerationRequest) -> str:
+    blob = json.dumps([model_fingerprint, request.cache_payload()], ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def translate(
+    spec: ModelSpec,
+    test_sets: Sequence[TestSet],
+    settings: EngineSettings | None = None,
+    cache_dir: Path | None = None,
+    progress: ProgressCallback | None = None,
+    show_progress_bar: bool = True,
+) -> TranslationRun:
+    """Translate every segment of ``test_sets`` with ``spec``; see the module docstring."""
+    settings = settings or EngineSettings()
+    started = time.perf_counter()
+    style = get_prompt_style(spec.prompt_style)
+    max_new_tokens = int(spec.engine_options.get("max_new_tokens", settings.max_new_tokens))
+    fingerprint = spec.fingerprint()
+    jobs = [
+        (test_set, segment, style.request(segment.source, test_set.language, max_new_tokens))
+        for test_set in test_sets
+        for segment in test_set.segments
+    ]
+    keys = [request_key(fingerprint, request) for _, _, request in jobs]
+    cache = TranslationCache((cache_dir or translation_cache_dir()) / f"{spec.id}.sqlite")
+    try:
+        outputs = cache.get_many(keys)
+        n_cached = len(outputs)
+        pending = sorted(
+            {key: request for key, (_, _, request) in zip(keys, jobs, strict=True)
+             if key not in outputs}.items(),
+            key=lambda item: -len(item[1].prompt or item[1].source),
+        )
+        info = cache.engine_info(fingerprint)
+        if pending or info is None:
+            engine = engine_registry().get(spec.engine)(spec, settings)
+            try:
+                info = engine.info()
+                cache.set_engine_info(fingerprint, info)
+                _generate(engine, pending, cache, outputs, len(keys), progress, show_progress_bar,
+                          spec.id)
+            finally:
+                engine.close()
+        elif progress:
+            progress(len(keys), len(keys))
+    finally:
+        cache.close()
+    single_line = "\n" in style.definition.get("stop", [])
+    rows = []
+    for key, (test_set, segment, _) in zip(keys, jobs, strict=True):
+        cleaned = clean_output(outputs[key], segment.source, single_line)
+        rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id, segment.source,
+                                   segment.reference, cleaned.text, outputs[key], cleaned.rules))
+    return TranslationRun(spec, info, style.template_hash, rows, len(pending), n_cached,
+                          time.perf_counter() - started)
+
+
+def _generate(engine, pending, cache, outputs, total, progress, show_bar, label) -> None:
+    batch_size = max(1, getattr(engine, "batch_size", 0) or engine.settings.batch_size)
+    done = total - len(pending)
+    with tqdm(total=total, initial=done, desc=f"translate {label}", unit="seg",
+              disable=not show_bar) as bar:
+        for start in range(0, len(pending), batch_size):
+            batch = pending[start:start + batch_size]
+            raws = engine.generate([request for _, request in batch])
+            if len(raws) != len(batch):
+                raise RuntimeError(
+                    f"engine {engine.name} returned {len(raws)} outputs for {len(batch)} requests"
+                )
+            items = [(key, raw) for (key, _), raw in zip(batch, raws, strict=True)]
+            cache.put_many(items)
+            outputs.update(items)
+            done += len(batch)
+            bar.update(len(batch))
+            if progress:
+                progress(done, total)

@@ -1,0 +1,39 @@
+-- Named queries used by cultivar_assets/store to read what the assets need.
+
+-- name: dataset_fingerprint
+SELECT fingerprint FROM raw.dataset;
+
+-- name: test_set_segments
+SELECT test_set, kind, language, locale, segment_id, source, reference
+FROM raw.segments ORDER BY kind, test_set, segment_id;
+
+-- name: instances
+SELECT locale, instance_id, source_original, english_original, source_localised, english_localised
+FROM raw.instances ORDER BY locale, instance_id;
+
+-- name: model_translations
+SELECT test_set, segment_id, hypothesis FROM raw.translations
+WHERE model_id = $model_id ORDER BY test_set, segment_id;
+
+-- name: all_scores
+SELECT s.model_id, s.test_set, s.metric, s.score, s.signature, s.dataset_fingerprint
+FROM raw.scores s ORDER BY s.model_id, s.test_set, s.metric;
+
+-- name: all_word_recall
+SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+       n_introduced_missed
+FROM raw.word_recall ORDER BY model_id, locale, segment_id;
+
+-- name: model_ids
+SELECT model_id FROM raw.models ORDER BY model_id;
+
+-- name: leaderboard
+SELECT * FROM leaderboard;
+
+-- name: table_counts
+SELECT 'translations' AS name, count(*) AS n FROM raw.translations
+UNION ALL SELECT 'scores', count(*) FROM raw.scores
+UNION ALL SELECT 'segment_stats', count(*) FROM raw.segment_stats
+UNION ALL SELECT 'word_recall', count(*) FROM raw.word_recall
+UNION ALL SELECT 'segments', count(*) FROM raw.segments
+UNION ALL SELECT 'models', count(*) FROM raw.models;

@@ -1,0 +1,71 @@
+-- Public views: the queryable product. Column meanings are documented in the README.
+
+CREATE OR REPLACE VIEW locales AS
+SELECT * FROM raw.locales;
+
+CREATE OR REPLACE VIEW models AS
+SELECT m.*, r.engine_version, r.model_revision, r.prompt_template_hash, r.chat_template_hash,
+       r.finished_at
+FROM raw.models m LEFT JOIN raw.model_runs r USING (model_id);
+
+CREATE OR REPLACE VIEW test_sets AS
+SELECT test_set, any_value(kind) AS kind, any_value(language) AS language,
+       any_value(locale) AS locale, count(*) AS n_segments
+FROM raw.segments GROUP BY test_set;
+
+-- Test sets the configuration expects but the data could not provide.
+CREATE OR REPLACE VIEW missing_test_sets AS
+SELECT * FROM raw.missing;
+
+CREATE OR REPLACE VIEW translations AS
+SELECT model_id, test_set, segment_id, source, reference, hypothesis, raw_output, cleaning_rules
+FROM raw.translations;
+
+-- How often each cleaning rule changed a model's output, per test set.
+CREATE OR REPLACE VIEW cleaning_counts AS
+SELECT model_id, test_set, rule, count(*) AS n_segments
+FROM (SELECT model_id, test_set, unnest(cleaning_rules) AS rule FROM raw.translations)
+GROUP BY ALL;
+
+CREATE OR REPLACE VIEW scores AS
+SELECT s.model_id, s.test_set, t.kind, t.language, t.locale, s.metric, s.score, s.signature,
+       s.n_segments
+FROM raw.scores s LEFT JOIN test_sets t USING (test_set);
+
+CREATE OR REPLACE VIEW segment_stats AS
+SELECT * FROM raw.segment_stats;
+
+-- Locale-specific word recall per model and locale: FP = Σ|H∩R| / Σ|R|, FN = Σ|I∖H| / Σ|I|.
+CREATE OR REPLACE VIEW word_recall AS
+SELECT model_id, locale,
+       sum(n_removed_recalled) / nullif(sum(n_removed), 0)     AS false_positive_rate,
+       sum(n_introduced_missed) / nullif(sum(n_introduced), 0) AS false_negative_rate,
+       sum(n_removed)::BIGINT AS n_removed_terms, sum(n_introduced)::BIGINT AS n_introduced_terms
+FROM raw.word_recall GROUP BY model_id, locale;
+
+-- ∆ = score(model, cultivar_<locale>) − score(model, flores_<language of locale>).
+CREATE OR REPLACE VIEW model_locale_deltas AS
+SELECT * FROM raw.model_locale_deltas;
+
+-- Paper, Table 3.
+CREATE OR REPLACE VIEW leaderboard AS
+SELECT s.model_id, m.type, m.family, m.params_total_b, m.params_active_b,
+       s.delta_bleu, s.delta_chrf, s.flores_bleu, s.flores_chrf, s.cultivar_bleu, s.cultivar_chrf,
+       s.false_positive_rate, s.false_negative_rate,
+       s.n_locale_pairs, s.n_flores_test_sets, s.n_cultivar_test_sets,
+       s.bleu_signature, s.chrf_signature
+FROM raw.model_summary s JOIN raw.models m USING (model_id)
+ORDER BY s.delta_bleu DESC NULLS LAST, s.model_id;
+
+-- Paper, Table 4.
+CREATE OR REPLACE VIEW locale_deltas AS
+SELECT l.locale, l.language, l.script, l.location, l.official_or_de_facto,
+       s.delta_bleu, s.delta_chrf, s.n_models
+FROM raw.locale_summary s JOIN raw.locales l USING (locale)
+ORDER BY s.delta_bleu DESC, l.locale;
+
+-- Paper, Table 2 (per locale), plus two labelled averages (locale IS NULL).
+CREATE OR REPLACE VIEW rank_agreement AS
+SELECT locale, metric, spearman, kendall_tau_b, n_models, aggregation, note
+FROM raw.rank_agreement
+ORDER BY aggregation = 'per_locale' DESC, aggregation, locale, metric;

@@ -1,0 +1,71 @@
+-- Named statements used by cultivar_assets/store (one block per "-- name:" line).
+-- Blocks that insert read from a relation named "staging", registered by the caller.
+-- Each block runs in one transaction: the rows of a model are replaced, never duplicated.
+
+-- name: replace_dataset
+DELETE FROM raw.dataset;
+DELETE FROM raw.instances;
+DELETE FROM raw.segments;
+DELETE FROM raw.missing;
+DELETE FROM raw.locales;
+
+-- name: insert_dataset
+INSERT INTO raw.dataset BY NAME SELECT * FROM staging;
+
+-- name: insert_instances
+INSERT INTO raw.instances BY NAME SELECT * FROM staging;
+
+-- name: insert_segments
+INSERT INTO raw.segments BY NAME SELECT * FROM staging;
+
+-- name: insert_missing
+INSERT INTO raw.missing BY NAME SELECT * FROM staging;
+
+-- name: insert_locales
+INSERT INTO raw.locales BY NAME SELECT * FROM staging;
+
+-- name: delete_model_translations
+DELETE FROM raw.translations WHERE model_id = $model_id;
+DELETE FROM raw.model_runs WHERE model_id = $model_id;
+DELETE FROM raw.models WHERE model_id = $model_id;
+
+-- name: insert_translations
+INSERT INTO raw.translations BY NAME SELECT * FROM staging;
+
+-- name: insert_model_runs
+INSERT INTO raw.model_runs BY NAME SELECT * FROM staging;
+
+-- name: insert_models
+INSERT INTO raw.models BY NAME SELECT * FROM staging;
+
+-- name: delete_model_scores
+DELETE FROM raw.scores WHERE model_id = $model_id;
+DELETE FROM raw.segment_stats WHERE model_id = $model_id;
+DELETE FROM raw.word_recall WHERE model_id = $model_id;
+
+-- name: insert_scores
+INSERT INTO raw.scores BY NAME SELECT * FROM staging;
+
+-- name: insert_segment_stats
+INSERT INTO raw.segment_stats BY NAME SELECT * FROM staging;
+
+-- name: insert_word_recall
+INSERT INTO raw.word_recall BY NAME SELECT * FROM staging;
+
+-- name: delete_aggregates
+DELETE FROM raw.model_locale_deltas;
+DELETE FROM raw.model_summary;
+DELETE FROM raw.locale_summary;
+DELETE FROM raw.rank_agreement;
+
+-- name: insert_model_locale_deltas
+INSERT INTO raw.model_locale_deltas BY NAME SELECT * FROM staging;
+
+-- name: insert_model_summary
+INSERT INTO raw.model_summary BY NAME SELECT * FROM staging;
+
+-- name: insert_locale_summary
+INSERT INTO raw.locale_summary BY NAME SELECT * FROM staging;
+
+-- name: insert_rank_agreement
+INSERT INTO raw.rank_agreement BY NAME SELECT * FROM staging;
