@@ -63,7 +63,8 @@ def baseline(references, hypotheses, config: MetricConfig) -> dict:
     for model, tests in hypotheses.items():
         for test_set, hyps in tests.items():
             for name, metric in metrics.items():
-                scores[model, test_set, name] = metric.corpus_score(hyps, [references[test_set]]).score
+                refs = [references[test_set]]
+                scores[model, test_set, name] = metric.corpus_score(hyps, refs).score
     return scores
 
 

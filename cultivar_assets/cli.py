@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cultivar_assets.settings import Settings, SettingsError, load_settings
+from cultivar_assets.settings import Settings, load_settings
 
 
 def _console():
@@ -95,7 +95,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
     home = ensure_dagster_home()
     workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
     command = ["dagster", "dev"]
-    command += ["-w", str(workspace)] if workspace.is_file() else ["-m", "cultivar_assets.definitions"]
+    if workspace.is_file():
+        command += ["-w", str(workspace)]
+    else:  # installed from a wheel: no workspace.yaml beside the package
+        command += ["-m", "cultivar_assets.definitions"]
     print(f"DAGSTER_HOME={home}; starting: {' '.join(command)}", flush=True)
     return subprocess.call(command, env=os.environ.copy())
 

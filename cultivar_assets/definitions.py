@@ -10,14 +10,13 @@ import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard
 from cultivar_assets.assets.data_assets import test_sets
-from cultivar_assets.assets.model_assets import models_partitions, scores, translations
+from cultivar_assets.assets.model_assets import scores, translations
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import load_settings
 
 evaluate_model_job = dg.define_asset_job(
     "evaluate_model",
     selection=dg.AssetSelection.assets(translations, scores),
-    partitions_def=models_partitions,
     description="Translate every test set with one model and score it (one partition = one model).",
 )
 

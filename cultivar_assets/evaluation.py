@@ -57,7 +57,9 @@ def _hypotheses(store: Store, model_id: str, test_sets: Sequence[TestSet]) -> di
         hypotheses[test_set.name] = [got[i] for i in wanted]
     extra = set(by_set) - {t.name for t in test_sets}
     if extra:
-        raise HypothesisCountError(f"{model_id}: translations for unknown test sets {sorted(extra)}")
+        raise HypothesisCountError(
+            f"{model_id}: translations for unknown test sets {sorted(extra)}"
+        )
     return hypotheses
 
 

@@ -15,8 +15,11 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
-class UnknownEntryError(KeyError):
-    """Raised for a name that is not registered; the message lists close matches."""
+class UnknownEntryError(KeyError, ValueError):
+    """Raised for a name that is not registered; the message lists close matches.
+
+    A ValueError too, so that configuration validation reports it as a validation error.
+    """
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want the plain message
         return str(self.args[0])

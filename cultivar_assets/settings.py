@@ -3,7 +3,8 @@
 The file is ``$CULTIVAR_CONFIG`` if set, else ``cultivar.yaml`` in the current directory if it
 exists; without one, the embedded default is the demo (bundled demo data, the demo model suite,
 BLEU with the 13a tokenizer, explicitly, because the flores200 SentencePiece model of spBLEU is not
-bundled). A settings file without a ``metrics`` section gets the paper's metrics (spBLEU, chrF). Example for a real evaluation (``examples/cultivar.paper.yaml``)::
+bundled). A settings file without a ``metrics`` section gets the paper's metrics (spBLEU, chrF).
+Example for a real evaluation (README, 'Configuration')::
 
     data: {kind: hub, flores: hub}
     metrics: {bleu_tokenize: flores200}

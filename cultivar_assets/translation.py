@@ -125,7 +125,10 @@ def translate(
         for segment in test_set.segments
     ]
     keys = [request_key(fingerprint, request) for _, _, request in jobs]
-    cache = TranslationCache((cache_dir or translation_cache_dir()) / f"{spec.id}.sqlite")
+    folder = cache_dir or (
+        Path(settings.cache_dir) if settings.cache_dir else translation_cache_dir()
+    )
+    cache = TranslationCache(folder / f"{spec.id}.sqlite")
     try:
         outputs = cache.get_many(keys)
         n_cached = len(outputs)

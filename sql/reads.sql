@@ -5,7 +5,7 @@ SELECT fingerprint FROM raw.dataset;
 
 -- name: test_set_segments
 SELECT test_set, kind, language, locale, segment_id, source, reference
-FROM raw.segments ORDER BY kind, test_set, segment_id;
+FROM raw.segments ORDER BY kind DESC, test_set, segment_id;  -- flores_* first, as loaded
 
 -- name: instances
 SELECT locale, instance_id, source_original, english_original, source_localised, english_localised

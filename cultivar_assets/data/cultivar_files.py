@@ -67,14 +67,29 @@ def _read_rows(path: Path) -> list[dict]:
             for number, line in enumerate(handle, 1):
                 if line.strip():
                     try:
-                        rows.append(json.loads(line))
+                        row = json.loads(line)
                     except json.JSONDecodeError as error:
                         raise DataError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+                    if not isinstance(row, dict):
+                        raise DataError(f"{path}:{number}: expected a JSON object, got "
+                                        f"{type(row).__name__}")
+                    rows.append(row)
         return rows
     except DataError:
         raise
     except Exception as error:  # unreadable file: permissions, truncated parquet, bad encoding
         raise DataError(f"cannot read {path}: {error}") from error
+
+
+def _instance_id(value: object) -> int | None:
+    """A non-negative integer id (int, or a string of digits); anything else is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
 
 
 def read_locale(
@@ -101,11 +116,10 @@ def read_locale(
         if mapping["locale"] in row and row[mapping["locale"]] not in (None, locale):
             raise DataError(f"{where}: row {number} has locale {row[mapping['locale']]!r}, "
                             f"expected {locale!r}")
-        try:
-            instance_id = int(row[mapping["id"]])
-        except (TypeError, ValueError):
+        instance_id = _instance_id(row.get(mapping["id"]))
+        if instance_id is None:
             raise DataError(f"locale {locale}: row {number} has a non-integer id "
-                            f"{row.get(mapping['id'])!r}") from None
+                            f"{row.get(mapping['id'])!r} (column {mapping['id']!r} in {where})")
         texts = {}
         for name in ("source_localised", "english_localised", *ORIGINAL_COLUMNS):
             value = row.get(mapping[name])

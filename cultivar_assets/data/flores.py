@@ -59,7 +59,10 @@ def _read_parquet_text(path: Path) -> list[str]:
     rows = table.to_pylist()
     if "id" in table.column_names:
         rows.sort(key=lambda row: row["id"])
-    return [str(row["text"]).strip() for row in rows]
+    nulls = [i for i, row in enumerate(rows) if not isinstance(row["text"], str)]
+    if nulls:
+        raise DataError(f"{path}: rows {nulls[:10]} have no text")
+    return [row["text"].strip() for row in rows]
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -101,7 +104,9 @@ class LocalFlores:
         for code in codes:
             for path in self._candidates(code):
                 if path.is_file():
-                    return _read_parquet_text(path) if path.suffix == ".parquet" else _read_lines(path)
+                    if path.suffix == ".parquet":
+                        return _read_parquet_text(path)
+                    return _read_lines(path)
         return None
 
 
@@ -124,8 +129,10 @@ class HubFlores:
     def read(self, codes: list[str]) -> list[str] | None:
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import (
-            EntryNotFoundError,
             GatedRepoError,
+            HfHubHTTPError,
+            LocalEntryNotFoundError,
+            RemoteEntryNotFoundError,
             RepositoryNotFoundError,
         )
 
@@ -139,8 +146,13 @@ class HubFlores:
                     token=self.token or os.environ.get("HF_TOKEN"),
                     cache_dir=self.cache_dir,
                 )
-            except EntryNotFoundError:
-                continue
+            except RemoteEntryNotFoundError:
+                continue  # the Hub answered: this file does not exist
+            except LocalEntryNotFoundError as error:
+                raise DataError(
+                    f"cannot download {self.split}/{code}.parquet from {self.repo_id} and it is "
+                    f"not in the local cache (network or server error: {error})"
+                ) from error
             except GatedRepoError as error:
                 raise DataError(
                     f"{self.repo_id} is gated: accept its terms on the Hub and set HF_TOKEN "
@@ -150,6 +162,9 @@ class HubFlores:
                 raise DataError(
                     f"dataset {self.repo_id} not found or not accessible (set HF_TOKEN?)"
                 ) from error
+            except HfHubHTTPError as error:
+                raise DataError(f"the Hub refused {self.repo_id}/{self.split}/{code}.parquet: "
+                                f"{error}") from error
             return _read_parquet_text(Path(path))
         return None
 
@@ -175,13 +190,16 @@ def read_originals(
         if lines is None:
             legacy = source_languages()[language][0].flores200_code
             why = "" if legacy else f" ({language} is not part of FLORES-200; it is in FLORES+ 2.0)"
-            missing[language] = f"no FLORES file for {language}{why}; looked in {reader.where(codes)}"
+            missing[language] = (
+                f"no FLORES file for {language}{why}; looked in {reader.where(codes)}"
+            )
             continue
         if len(lines) != len(english_lines):
             raise DataError(
                 f"FLORES {language} has {len(lines)} lines but English has {len(english_lines)}: "
                 "the files are not aligned"
             )
+        _check_ids(lines, instance_ids, language, reader)
         sources[language] = {i: lines[i] for i in instance_ids}
     return sources, english, missing
 

@@ -81,7 +81,12 @@ def _cultivar_dir(config: DataConfig, token: str | None) -> tuple[Path, str]:
             raise DataError("data source 'local' needs cultivar_path (a dataset directory)")
         return Path(config.cultivar_path), f"Cultivar files in {config.cultivar_path}"
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
 
     try:
         folder = snapshot_download(
@@ -96,6 +101,11 @@ def _cultivar_dir(config: DataConfig, token: str | None) -> tuple[Path, str]:
         raise DataError(
             f"cannot access dataset {config.cultivar_repo} on the Hub ({error.__class__.__name__});"
             " check the repo id and HF_TOKEN"
+        ) from error
+    except (HfHubHTTPError, LocalEntryNotFoundError) as error:
+        raise DataError(
+            f"cannot download dataset {config.cultivar_repo} from the Hub and it is not in the "
+            f"local cache: {error}"
         ) from error
     return Path(folder), f"{config.cultivar_repo}@{config.cultivar_revision or 'main'} (Hub)"
 

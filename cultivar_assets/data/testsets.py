@@ -92,7 +92,7 @@ class BenchmarkData:
         self._check_originals_agree()
 
     def _check_originals_agree(self) -> None:
-        """The original source and English of an id must be the same in every locale of a language."""
+        """An id's original source and English must agree across the locales of a language."""
         seen: dict[tuple[str, int], tuple[str, str | None, str | None]] = {}
         for locale, rows in self.instances.items():
             language = get_locale(locale).source_language

@@ -25,6 +25,7 @@ class EngineSettings(BaseModel):
     max_new_tokens: int = Field(default=128, ge=1)
     device: str = "auto"  # "auto", "cpu", "cuda", "cuda:1", ...
     dtype: str = "auto"  # "auto", "float32", "bfloat16", "float16"
+    cache_dir: str | None = None  # translation cache; default $CULTIVAR_HOME/cache/translations
 
 
 class EngineLoadError(RuntimeError):

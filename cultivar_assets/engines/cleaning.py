@@ -37,11 +37,11 @@ class Cleaned:
 
 def _unquote(text: str, source: str) -> str:
     for left, right in _QUOTES:
-        if len(text) >= 2 and text.startswith(left) and text.endswith(right):
-            if not source.strip().startswith(left):
-                inner = text[len(left):-len(right)]
-                if left not in inner and right not in inner:
-                    return inner.strip()
+        quoted = len(text) >= 2 and text.startswith(left) and text.endswith(right)
+        if quoted and not source.strip().startswith(left):
+            inner = text[len(left):-len(right)]
+            if left not in inner and right not in inner:
+                return inner.strip()
     return text
 
 

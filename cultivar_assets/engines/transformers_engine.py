@@ -73,7 +73,9 @@ class TransformersEngine(Engine):
                 dtype=_dtype(options["dtype"], self.device),
             ).to(self.device)
         except (OSError, ValueError, RuntimeError, torch.OutOfMemoryError) as error:
-            raise EngineLoadError(f"cannot load {spec.id} from {weights.location}: {error}") from error
+            raise EngineLoadError(
+                f"cannot load {spec.id} from {weights.location}: {error}"
+            ) from error
         self.model.eval()
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:

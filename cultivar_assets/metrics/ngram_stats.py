@@ -31,7 +31,8 @@ def char_unit_ids(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
     joined = "".join(texts)
     if not joined:
         return np.zeros(0, dtype=np.int64), lengths, 1
-    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    # surrogatepass: a lone surrogate is a valid str (e.g. from JSON) and sacreBLEU counts it
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     alphabet, ids = np.unique(points, return_inverse=True)
     return ids.astype(np.int64, copy=False), lengths, len(alphabet)
 
@@ -81,7 +82,7 @@ def match_statistics(
         if n > 1:
             if bound * alphabet >= _LIMIT:
                 _, code = np.unique(code, return_inverse=True)
-                bound = int(code.max()) + 1
+                bound = int(code.max()) + 1 if len(code) else 1
             code = code[:-1] * alphabet + ids[n - 1 :]
             bound *= alphabet
         size = len(code)

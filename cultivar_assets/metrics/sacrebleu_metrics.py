@@ -8,12 +8,13 @@
   n = 1..6, whitespace removed, ``chrF = 100 * (1 + β²) P R / (β² P + R)`` with β = 2, where
   P and R are the averages over n of corpus-level n-gram precision and recall.
 
-The flores200 SentencePiece model is never downloaded here: it is looked for where sacreBLEU caches
-it (``$SACREBLEU/models/flores200sacrebleuspm``, ``$SACREBLEU`` defaulting to ``~/.sacrebleu``) or at
-``spm_model_path``. When it is absent, building the metric stops with a message saying where to put
-it, unless the configuration selects another BLEU tokenizer explicitly; the signature then names
-that tokenizer. For SentencePiece tokenizers the stored signature ends with ``|spm_sha256:<16 hex>``,
-the hash of the model file actually used, so scores from a stand-in model never pass for spBLEU.
+The flores200 SentencePiece model is never downloaded here: it is looked for where sacreBLEU
+caches it (``$SACREBLEU/models/flores200sacrebleuspm``, ``$SACREBLEU`` defaulting to
+``~/.sacrebleu``) or at ``spm_model_path``. When it is absent, building the metric stops with a
+message saying where to put it, unless the configuration selects another BLEU tokenizer
+explicitly; the signature then names that tokenizer. For SentencePiece tokenizers the stored
+signature ends with ``|spm_sha256:<16 hex>``, the hash of the model file actually used, so scores
+from a stand-in model never pass for spBLEU.
 """
 
 from __future__ import annotations

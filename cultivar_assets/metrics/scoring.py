@@ -3,7 +3,8 @@
 For each test set and system, :class:`Scorer` computes the per-segment statistics of BLEU
 (``[hyp_len, ref_len, match_1..4, hyp_count_1..4]``) and chrF (``[hyp_count_n, ref_count_n,
 match_n]`` for n = 1..6, then word orders for chrF++) exactly as sacreBLEU does, sums them over the
-segments and turns the sums into the corpus score with sacreBLEU's own ``_compute_score_from_stats``.
+segments and turns the sums into the corpus score with sacreBLEU's own
+``_compute_score_from_stats``.
 Stored per-segment statistics let later analyses (e.g. paired bootstrap over instances) resample
 without re-scoring.
 
@@ -155,14 +156,19 @@ def score_systems(
     test set); 1 scores in this process. Results are yielded per test set as they finish.
     """
     config = config or MetricConfig()
-    jobs = []
-    for test_set, refs in references.items():
-        systems = {s: tests[test_set] for s, tests in hypotheses.items() if test_set in tests}
-        if systems:
-            jobs.append((test_set, refs, systems))
     unknown = {t for tests in hypotheses.values() for t in tests} - set(references)
     if unknown:
         raise HypothesisCountError(f"hypotheses for unknown test sets: {sorted(unknown)}")
+    jobs = []
+    for test_set, refs in references.items():
+        systems = {s: tests[test_set] for s, tests in hypotheses.items() if test_set in tests}
+        for system, hyps in systems.items():  # every check before the first result is yielded
+            if len(hyps) != len(refs):
+                raise HypothesisCountError(
+                    f"{system}: {len(hyps)} hypotheses for {len(refs)} references of {test_set}"
+                )
+        if systems:
+            jobs.append((test_set, refs, systems))
     processes = min(processes or os.cpu_count() or 1, len(jobs)) or 1
     if processes == 1:
         scorer = Scorer(config)

@@ -1,8 +1,9 @@
 """Locale-specific word recall (paper §3.2): false positives and false negatives.
 
-Terms of a text: ``T(x) = set(re.findall(r"\\w+", x.lower()))``: the set of maximal runs of
-Unicode word characters (letters, digits, underscore; Python's ``re`` with ``str`` patterns) of the
-lower-cased text. The paper does not define its tokenisation or normalisation; this is our choice.
+Terms of a text: ``T(x) = set(re.findall(r"\\w+", unicodedata.normalize("NFC", x).lower()))``: the
+set of maximal runs of Unicode word characters (letters, digits, underscore; Python's ``re`` with
+``str`` patterns) of the NFC-normalised, lower-cased text (NFC first, so that a decomposed "Zürich"
+is one term). The paper does not define its tokenisation or normalisation; this is our choice.
 
 For one instance of locale l, with original English reference ``o``, localised English reference
 ``c`` and the model's translation ``h`` of the *localised* source:
@@ -20,6 +21,7 @@ whose denominator is 0 has no rate and is left out of that mean (and counted as 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -28,7 +30,7 @@ TERM_PATTERN = re.compile(r"\w+")
 
 def terms(text: str) -> frozenset[str]:
     """The set of lower-cased Unicode word tokens of ``text``."""
-    return frozenset(TERM_PATTERN.findall(text.lower()))
+    return frozenset(TERM_PATTERN.findall(unicodedata.normalize("NFC", text).lower()))
 
 
 @dataclass(frozen=True)

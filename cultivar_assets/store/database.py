@@ -123,10 +123,8 @@ class Store:
                         if table.num_rows == 0:
                             continue
                         con.register("staging", table)
-                        try:
-                            _execute(con, step.name, step.params)
-                        finally:
-                            con.unregister("staging")
+                        _execute(con, step.name, step.params)  # on error: rollback, then close
+                        con.unregister("staging")
                     else:
                         _execute(con, step.name, step.params)
                 con.commit()

@@ -1,0 +1,115 @@
+"""Shared fixtures: an isolated CULTIVAR_HOME, tiny random models built in the test session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = REPO_ROOT.parent / "shared"
+FLORES_DIR = SHARED / "data" / "flores200"
+
+TINY_VOCAB_TEXT = (
+    "on monday the team won in the city and the mayor said that a new bridge opens . "
+    "am montag hat die mannschaft in der stadt gewonnen und der bürgermeister sagte , "
+    "English : Source : German Hindi Spanish Chinese French Italian Portuguese translate "
+    "following text into reply with translation only without any explanation"
+)
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|> {{ message['content'] }} <|end|> "
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own CULTIVAR_HOME; no test touches the user's ~/.cultivar."""
+    home = tmp_path_factory.mktemp("cultivar_home")
+    monkeypatch.setenv("CULTIVAR_HOME", str(home))
+    monkeypatch.delenv("CULTIVAR_CONFIG", raising=False)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return home
+
+
+def build_tiny_model(folder: Path, chat_template: str | None) -> Path:
+    """A 2-layer random Llama with a byte-level BPE tokenizer, saved like a Hub checkout."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<s>", "</s>", "<unk>", "<|user|>", "<|assistant|>", "<|end|>"]
+    core = Tokenizer(models.BPE(unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    core.train_from_iterator([TINY_VOCAB_TEXT] * 4, trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        unk_token="<unk>",
+    )
+    vocab = core.get_vocab()
+    if chat_template:
+        tokenizer.chat_template = chat_template
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(vocab), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, head_dim=64, max_position_embeddings=4096,
+        bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False,
+    )
+    model = LlamaForCausalLM(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_llama"), chat_template=None)
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_model_dir(tmp_path_factory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_llama_chat"), CHAT_TEMPLATE)
+
+
+def write_models_file(path: Path, entries: list[dict]) -> Path:
+    import yaml
+
+    path.write_text(yaml.safe_dump({"models": entries}, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def tiny_entry(model_id: str, folder: Path, prompt_style: str, **extra) -> dict:
+    entry = {
+        "id": model_id, "hf_id": str(folder), "revision": None, "type": "LLM",
+        "family": "Tiny", "params_total_b": 0.0001, "params_active_b": 0.0001,
+        "engine": "transformers", "prompt_style": prompt_style,
+        "engine_options": {"max_new_tokens": 6, "batch_size": 16},
+    }
+    entry.update(extra)
+    return entry
+
+
+COPY_ENTRY = {"id": "copy-source-baseline", "type": "baseline", "family": "Baseline",
+              "engine": "copy-source", "prompt_style": "source"}
+
+
+@pytest.fixture
+def tiny_models_file(tmp_path, tiny_model_dir, tiny_chat_model_dir) -> Path:
+    """Three systems: a tiny base model (few-shot), a tiny chat model, and the copy baseline."""
+    return write_models_file(tmp_path / "models.yaml", [
+        tiny_entry("tiny-base", tiny_model_dir, "base-fewshot"),
+        tiny_entry("tiny-chat", tiny_chat_model_dir, "chat-instruction"),
+        COPY_ENTRY,
+    ])
+
+
+def cpu_count() -> int:
+    return os.cpu_count() or 1

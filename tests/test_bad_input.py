@@ -1,0 +1,171 @@
+"""Bad input stops the pipeline with a message naming the problem; the database stays as it was."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import duckdb
+import pytest
+from conftest import COPY_ENTRY, write_models_file
+from pydantic import ValidationError
+
+from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
+from cultivar_assets.definitions import ASSETS
+from cultivar_assets.engines import engine_registry
+from cultivar_assets.engines.base import Engine, EngineInfo
+from cultivar_assets.evaluation import score_model
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.scoring import HypothesisCountError
+from cultivar_assets.resources import resources_from_settings
+from cultivar_assets.settings import Settings
+from cultivar_assets.store.database import Store
+
+TABLES = ["raw.dataset", "raw.instances", "raw.segments", "raw.translations", "raw.scores",
+          "raw.segment_stats", "raw.word_recall", "raw.model_summary"]
+
+
+def snapshot(db) -> dict[str, list]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {t: sorted(map(repr, con.execute(f"SELECT * FROM {t}").fetchall())) for t in TABLES}
+
+
+def materialise(instance, settings, selection, partition=None):
+    import dagster as dg
+
+    return dg.materialize(ASSETS, selection=selection, partition_key=partition,
+                          resources=resources_from_settings(settings), instance=instance,
+                          raise_on_error=False)
+
+
+def failure_message(result) -> str:
+    event = next(e for e in result.all_events if e.is_step_failure)
+    return str(event.step_failure_data.error)
+
+
+@pytest.fixture
+def demo_run(tmp_path, tmp_path_factory):
+    """A database holding the demo data, translated and scored by the copy baseline."""
+    import dagster as dg
+
+    models = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
+    settings = Settings(database=str(tmp_path / "db.duckdb"), models_file=str(models),
+                        models=["copy-source-baseline"], metrics=MetricConfig(bleu_tokenize="13a"))
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("models", ["copy-source-baseline"])
+        for selection, partition in ((["test_sets"], None),
+                                     (["translations", "scores"], "copy-source-baseline"),
+                                     (["leaderboard"], None)):
+            assert materialise(instance, settings, selection, partition).success
+        yield settings, instance
+
+
+def _local_copy_of_demo(tmp_path):
+    folder = tmp_path / "cultivar_data"
+    shutil.copytree(demo_dataset_dir(), folder)
+    return folder
+
+
+def test_unknown_locale_is_rejected_with_a_suggestion():
+    with pytest.raises(ValidationError,
+                       match=r"unknown locale 'deu_Latn_Germny'.*deu_Latn_Germany"):
+        DataConfig(locales=["deu_Latn_Germny"])
+
+
+def test_missing_column_fails_and_leaves_the_database_unchanged(demo_run, tmp_path):
+    settings, instance = demo_run
+    before = snapshot(settings.database_path)
+    folder = _local_copy_of_demo(tmp_path)
+    path = folder / "spa_Latn_Spain.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "english_localised"})
+                            + "\n" for r in rows))
+    bad = settings.model_copy(update={"data": DataConfig(kind="local", cultivar_path=str(folder))})
+    result = materialise(instance, bad, ["test_sets"])
+    assert not result.success
+    message = failure_message(result)
+    assert "english_localised" in message and "spa_Latn_Spain" in message
+    assert snapshot(settings.database_path) == before
+
+
+def test_unreadable_file_fails_and_leaves_the_database_unchanged(demo_run, tmp_path):
+    settings, instance = demo_run
+    before = snapshot(settings.database_path)
+    folder = _local_copy_of_demo(tmp_path)
+    (folder / "deu_Latn_Germany.jsonl").unlink()
+    (folder / "deu_Latn_Germany.parquet").write_bytes(b"not a parquet file at all")
+    bad = settings.model_copy(update={"data": DataConfig(kind="local", cultivar_path=str(folder))})
+    result = materialise(instance, bad, ["test_sets"])
+    assert not result.success
+    assert "deu_Latn_Germany.parquet" in failure_message(result)
+    assert snapshot(settings.database_path) == before
+
+
+def test_missing_language_fails_when_configured_to(demo_run, tmp_path):
+    settings, instance = demo_run
+    before = snapshot(settings.database_path)
+    flores = tmp_path / "flores" / "dev"
+    flores.mkdir(parents=True)
+    # a FLORES directory with English and German only: Hindi, Spanish, Chinese are missing
+    (flores / "eng_Latn.dev").write_text("".join(f"English line {i}\n" for i in range(20)))
+    (flores / "deu_Latn.dev").write_text("".join(f"Deutsche Zeile {i}\n" for i in range(20)))
+    data = DataConfig(kind="demo", flores="local", flores_path=str(flores.parent),
+                      on_missing="fail")
+    result = materialise(instance, settings.model_copy(update={"data": data}), ["test_sets"])
+    assert not result.success
+    assert "no FLORES file for hin_Deva" in failure_message(result)
+    assert snapshot(settings.database_path) == before
+
+
+def test_mismatched_hypothesis_count_fails_and_keeps_scores(demo_run):
+    settings, _ = demo_run
+    store = Store(settings.database_path)
+    with duckdb.connect(str(settings.database_path)) as con:
+        con.execute("DELETE FROM raw.translations WHERE model_id = 'copy-source-baseline' "
+                    "AND test_set = 'cultivar_hin_Deva_US' AND segment_id = 3")
+    before = snapshot(settings.database_path)
+    with pytest.raises(HypothesisCountError, match="11 stored hypotheses for the 12 segments of "
+                                                   "cultivar_hin_Deva_US"):
+        score_model(store, "copy-source-baseline", MetricConfig(bleu_tokenize="13a"))
+    assert snapshot(settings.database_path) == before
+
+
+def test_unknown_model_partition_names_the_registry(demo_run):
+    settings, instance = demo_run
+    instance.add_dynamic_partitions("models", ["no-such-model"])
+    result = materialise(instance, settings, ["translations"], "no-such-model")
+    assert not result.success
+    assert "unknown model 'no-such-model'" in failure_message(result)
+
+
+class EmptyEveryThirdEngine(Engine):
+    """Stands in for a model that sometimes answers nothing."""
+
+    name = "empty-every-third"
+    prompt_kinds = ("source",)
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(self.name, "test", None, None)
+
+    def generate(self, requests):
+        return ["" if i % 3 == 0 else r.source for i, r in enumerate(requests)]
+
+
+def test_empty_hypotheses_are_counted_and_flagged(demo_run, tmp_path, monkeypatch):
+    settings, instance = demo_run
+    registry = engine_registry()
+    monkeypatch.setitem(registry._entries, "empty-every-third", EmptyEveryThirdEngine)
+    entry = {**COPY_ENTRY, "id": "sometimes-empty", "engine": "empty-every-third"}
+    models = write_models_file(tmp_path / "models2.yaml", [entry])
+    settings = settings.model_copy(update={"models_file": str(models)})
+    instance.add_dynamic_partitions("models", ["sometimes-empty"])
+    result = materialise(instance, settings, ["translations", "scores"], "sometimes-empty")
+    assert result.success
+    check = next(c for c in result.get_asset_check_evaluations()
+                 if c.check_name == "no_empty_hypotheses")
+    assert check.passed is False
+    assert check.metadata["empty"].value > 0
+    with duckdb.connect(str(settings.database_path), read_only=True) as con:
+        stored = con.execute("SELECT count(*) FROM translations WHERE model_id = "
+                             "'sometimes-empty' AND hypothesis = ''").fetchone()[0]
+    assert stored == check.metadata["empty"].value

@@ -1,0 +1,362 @@
+"""Local Cultivar datasets in the project's published format (JSONL / parquet, two layouts)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from data_helpers import (
+    cultivar_rows,
+    original_english,
+    original_source,
+    write_jsonl,
+    write_parquet,
+)
+
+from cultivar_assets.data.cultivar_files import find_locale_files, read_locale
+from cultivar_assets.data.sources import DataConfig, load_benchmark
+from cultivar_assets.data.testsets import DataError
+from cultivar_assets.registry import UnknownEntryError
+
+DE, CH, ES = "deu_Latn_Germany", "deu_Latn_Switzerland", "spa_Latn_Spain"
+
+
+def local(root, locales=(DE, ES), **kwargs) -> DataConfig:
+    return DataConfig(kind="local", cultivar_path=str(root), locales=list(locales), **kwargs)
+
+
+def check_loaded(data, ids_by_locale: dict[str, list[int]]) -> None:
+    assert data.is_demo is False
+    assert data.missing == []
+    assert data.locales == list(ids_by_locale)
+    for locale, ids in ids_by_locale.items():
+        rows = data.instances[locale]
+        assert [r.instance_id for r in rows] == ids
+        language = "_".join(locale.split("_")[:2])
+        for r in rows:
+            assert r.source_localised == f"[{locale}] localised sentence {r.instance_id}"
+            assert r.english_localised == f"Localised English for {locale}, number {r.instance_id}."
+            assert r.source_original == original_source(language, r.instance_id)
+            assert r.english_original == original_english(r.instance_id)
+
+
+# --- layouts and formats ---------------------------------------------------------------------
+
+
+def test_flat_jsonl_layout(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [4, 0, 2]))  # unordered on disk
+    write_jsonl(tmp_path / f"{ES}.jsonl", cultivar_rows(ES, [1, 3]))
+    data = load_benchmark(local(tmp_path))
+    check_loaded(data, {DE: [0, 2, 4], ES: [1, 3]})
+    assert str(tmp_path) in data.source
+
+
+def test_flat_parquet_layout(tmp_path):
+    write_parquet(tmp_path / f"{DE}.parquet", cultivar_rows(DE, [0, 1]))
+    write_parquet(tmp_path / f"{ES}.parquet", cultivar_rows(ES, [5]))
+    check_loaded(load_benchmark(local(tmp_path)), {DE: [0, 1], ES: [5]})
+
+
+def test_hub_layout_with_several_parquet_shards(tmp_path):
+    shards = tmp_path / "data" / DE
+    write_parquet(shards / "train-00000-of-00002.parquet", cultivar_rows(DE, [0, 1]))
+    write_parquet(shards / "train-00001-of-00002.parquet", cultivar_rows(DE, [7]))
+    write_parquet(tmp_path / "data" / ES / "train.parquet", cultivar_rows(ES, [2]))
+    (tmp_path / "README.md").write_text("# a dataset card\n")
+    files = find_locale_files(tmp_path)
+    assert sorted(files) == [DE, ES]
+    assert len(files[DE]) == 2
+    check_loaded(load_benchmark(local(tmp_path)), {DE: [0, 1, 7], ES: [2]})
+
+
+def test_locale_folder_without_data_prefix(tmp_path):
+    write_parquet(tmp_path / DE / "part.parquet", cultivar_rows(DE, [3]))
+    assert list(find_locale_files(tmp_path)) == [DE]
+
+
+def test_files_not_named_after_a_locale_are_ignored(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0]))
+    write_jsonl(tmp_path / "notes.jsonl", [{"x": 1}])
+    write_jsonl(tmp_path / "deu_Latn_Germany.txt", [{"x": 1}])
+    assert find_locale_files(tmp_path) == {DE: [tmp_path / f"{DE}.jsonl"]}
+
+
+def test_column_map_renames_columns(tmp_path):
+    rename = {"id": "idx", "source_localised": "src_loc", "english_localised": "eng_loc",
+              "source_original": "src_orig", "english_original": "eng_orig", "locale": "lc"}
+    for locale, ids in ((DE, [0, 1]), (ES, [2])):
+        rows = [{rename.get(k, k): v for k, v in row.items()} for row in cultivar_rows(locale, ids)]
+        write_parquet(tmp_path / f"{locale}.parquet", rows)
+    check_loaded(load_benchmark(local(tmp_path, column_map=rename)), {DE: [0, 1], ES: [2]})
+    with pytest.raises(DataError, match="src_loc"):  # without the map the columns are missing
+        load_benchmark(local(tmp_path))
+
+
+def test_blank_lines_in_jsonl_are_skipped(tmp_path):
+    path = tmp_path / f"{DE}.jsonl"
+    rows = cultivar_rows(DE, [0, 1])
+    path.write_text("\n" + json.dumps(rows[0]) + "\n   \n" + json.dumps(rows[1]) + "\n\n", "utf-8")
+    assert [i.instance_id for i in read_locale(DE, [path])] == [0, 1]
+
+
+def test_texts_are_stripped(tmp_path):
+    rows = cultivar_rows(DE, [0])
+    rows[0]["source_localised"] = "  padded source \t"
+    path = write_jsonl(tmp_path / f"{DE}.jsonl", rows)
+    assert read_locale(DE, [path])[0].source_localised == "padded source"
+
+
+def test_locale_column_is_optional(tmp_path):
+    path = write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0], with_locale=False))
+    assert read_locale(DE, [path])[0].locale == DE
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("column", ["id", "source_localised", "english_localised"])
+def test_missing_required_column_names_column_and_file(tmp_path, column):
+    rows = cultivar_rows(DE, [0, 1])
+    for row in rows:
+        del row[column]
+    path = write_parquet(tmp_path / f"{DE}.parquet", rows)
+    with pytest.raises(DataError) as info:
+        load_benchmark(local(tmp_path, locales=[DE]))
+    message = str(info.value)
+    assert repr(column) in message
+    assert str(path) in message
+    assert DE in message
+
+
+def test_missing_mapped_column_names_the_dataset_column(tmp_path):
+    path = write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0]))
+    with pytest.raises(DataError) as info:
+        read_locale(DE, [path], {"english_localised": "english_target"})
+    assert "'english_target'" in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_unknown_locale_in_config_raises_with_suggestion():
+    # UnknownEntryError (a KeyError), or pydantic's ValidationError wrapping it (a ValueError)
+    with pytest.raises((UnknownEntryError, ValueError), match="did you mean 'deu_Latn_Germany'"):
+        DataConfig(kind="local", cultivar_path="x", locales=["deu_Latn_Germny"])
+
+
+def test_unknown_config_field_is_rejected():
+    with pytest.raises(ValueError, match="extra"):
+        DataConfig(kind="local", cultivar_pth="x")
+
+
+def test_row_locale_disagreeing_with_file_raises(tmp_path):
+    rows = cultivar_rows(DE, [0, 1])
+    rows[1]["locale"] = CH
+    path = write_jsonl(tmp_path / f"{DE}.jsonl", rows)
+    with pytest.raises(DataError) as info:
+        load_benchmark(local(tmp_path, locales=[DE]))
+    message = str(info.value)
+    assert str(path) in message and "row 1" in message
+    assert repr(CH) in message and repr(DE) in message
+
+
+@pytest.mark.parametrize("bad_id", ["abc", None, "1.5", [1]])
+def test_non_integer_id_raises(tmp_path, bad_id):
+    rows = cultivar_rows(DE, [0, 1])
+    rows[1]["id"] = bad_id
+    write_jsonl(tmp_path / f"{DE}.jsonl", rows)
+    with pytest.raises(DataError, match=r"row 1 has a non-integer id"):
+        load_benchmark(local(tmp_path, locales=[DE]))
+
+
+@pytest.mark.parametrize("bad_id", [2.5, True])
+def test_fractional_or_boolean_id_raises(tmp_path, bad_id):
+    rows = cultivar_rows(DE, [0])
+    rows[0]["id"] = bad_id
+    path = write_jsonl(tmp_path / f"{DE}.jsonl", rows)
+    with pytest.raises(DataError, match="non-integer id"):
+        read_locale(DE, [path])
+
+
+def test_row_without_id_key_raises_data_error(tmp_path):
+    rows = cultivar_rows(DE, [0, 1])
+    del rows[1]["id"]
+    path = write_jsonl(tmp_path / f"{DE}.jsonl", rows)
+    with pytest.raises(DataError):
+        read_locale(DE, [path])
+
+
+@pytest.mark.parametrize("column", ["source_localised", "english_localised", "english_original"])
+@pytest.mark.parametrize("value", ["", "   ", None])
+def test_empty_text_raises(tmp_path, column, value):
+    rows = cultivar_rows(DE, [0, 1])
+    rows[1][column] = value
+    write_parquet(tmp_path / f"{DE}.parquet", rows)
+    with pytest.raises(DataError, match=rf"instance 1 has an empty '{column}'"):
+        load_benchmark(local(tmp_path, locales=[DE]))
+
+
+def test_duplicate_ids_raise(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0, 3, 3, 5, 5]))
+    with pytest.raises(DataError, match=rf"locale {DE}: duplicate instance ids \[3, 5\]"):
+        load_benchmark(local(tmp_path, locales=[DE]))
+
+
+def test_duplicate_ids_across_shards_raise(tmp_path):
+    write_parquet(tmp_path / "data" / DE / "a.parquet", cultivar_rows(DE, [0, 1]))
+    write_parquet(tmp_path / "data" / DE / "b.parquet", cultivar_rows(DE, [1]))
+    with pytest.raises(DataError, match="duplicate instance ids"):
+        load_benchmark(local(tmp_path, locales=[DE]))
+
+
+def test_invalid_json_line_names_file_and_line(tmp_path):
+    path = tmp_path / f"{DE}.jsonl"
+    good = [json.dumps(r) for r in cultivar_rows(DE, [0, 1])]
+    path.write_text(good[0] + "\n" + good[1] + "\n" + '{"id": 2, "source_localised": \n', "utf-8")
+    with pytest.raises(DataError, match="not valid JSON") as info:
+        load_benchmark(local(tmp_path, locales=[DE]))
+    assert f"{path}:3:" in str(info.value)
+
+
+def test_json_line_that_is_not_an_object_raises_data_error(tmp_path):
+    path = tmp_path / f"{DE}.jsonl"
+    path.write_text(json.dumps(cultivar_rows(DE, [0])[0]) + "\n[1, 2]\n", "utf-8")
+    with pytest.raises(DataError, match=rf"{path.name}:2"):
+        read_locale(DE, [path])
+
+
+def test_garbage_parquet_raises_data_error(tmp_path):
+    path = tmp_path / f"{DE}.parquet"
+    path.write_bytes(b"this is not a parquet file at all\x00\x01\x02")
+    with pytest.raises(DataError, match="cannot read") as info:
+        load_benchmark(local(tmp_path, locales=[DE]))
+    assert str(path) in str(info.value)
+
+
+def test_truncated_parquet_raises_data_error(tmp_path):
+    path = write_parquet(tmp_path / f"{DE}.parquet", cultivar_rows(DE, [0, 1, 2]))
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(DataError, match="cannot read"):
+        read_locale(DE, [path])
+
+
+def test_jsonl_that_is_not_utf8_raises_data_error(tmp_path):
+    path = tmp_path / f"{DE}.jsonl"
+    path.write_bytes(b'{"id": 0, "source_localised": "\xff\xfe"}\n')
+    with pytest.raises(DataError, match="cannot read") as info:
+        read_locale(DE, [path])
+    assert str(path) in str(info.value)
+
+
+def test_directory_named_like_a_parquet_file_is_not_data(tmp_path):
+    (tmp_path / f"{DE}.parquet").mkdir()
+    with pytest.raises(DataError, match="no locale files"):
+        load_benchmark(local(tmp_path, locales=[DE]))
+
+
+def test_directory_named_like_a_parquet_file_beside_real_data_is_reported_missing(tmp_path):
+    (tmp_path / f"{DE}.parquet").mkdir()
+    write_jsonl(tmp_path / f"{ES}.jsonl", cultivar_rows(ES, [0]))
+    data = load_benchmark(local(tmp_path))
+    assert data.locales == [ES]
+    assert [m.locale for m in data.missing] == [DE]  # not dropped silently
+    with pytest.raises(DataError, match=f"cultivar_{DE}"):
+        load_benchmark(local(tmp_path, on_missing="fail"))
+
+
+def test_empty_file_raises(tmp_path):
+    (tmp_path / f"{DE}.jsonl").write_text("\n", "utf-8")
+    with pytest.raises(DataError, match="no rows"):
+        load_benchmark(local(tmp_path, locales=[DE]))
+
+
+def test_missing_directory_raises(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        load_benchmark(local(tmp_path / "nowhere"))
+
+
+def test_local_kind_needs_a_path():
+    with pytest.raises(DataError, match="cultivar_path"):
+        load_benchmark(DataConfig(kind="local"))
+
+
+# --- expected but missing locales ------------------------------------------------------------
+
+
+def test_on_missing_skip_records_a_missing_item(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0, 1]))
+    data = load_benchmark(local(tmp_path, locales=[DE, ES]))
+    assert data.locales == [DE]
+    assert len(data.missing) == 1
+    item = data.missing[0]
+    assert (item.test_set, item.kind, item.language, item.locale) == (
+        f"cultivar_{ES}", "cultivar", "spa_Latn", ES)
+    assert str(tmp_path) in item.reason
+    assert [t.name for t in data.test_sets()] == ["flores_deu_Latn", f"cultivar_{DE}"]
+
+
+def test_on_missing_fail_raises(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0, 1]))
+    with pytest.raises(DataError, match=f"missing data: cultivar_{ES}"):
+        load_benchmark(local(tmp_path, locales=[DE, ES], on_missing="fail"))
+
+
+def test_all_27_locales_expected_by_default(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0]))
+    data = load_benchmark(DataConfig(kind="local", cultivar_path=str(tmp_path)))
+    assert data.locales == [DE]
+    assert len(data.missing) == 26
+    assert {m.kind for m in data.missing} == {"cultivar"}
+    assert DE not in {m.locale for m in data.missing}
+
+
+def test_none_of_the_expected_locales_present_raises(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0]))
+    with pytest.raises(DataError, match="none of the expected locales"):
+        load_benchmark(local(tmp_path, locales=[ES]))
+
+
+def test_unselected_locales_are_noted(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0]))
+    write_jsonl(tmp_path / f"{ES}.jsonl", cultivar_rows(ES, [0]))
+    data = load_benchmark(local(tmp_path, locales=[DE]))
+    assert data.locales == [DE]
+    assert data.notes == [f"locales in the data but not selected: {ES}"]
+
+
+# --- original FLORES sentences from the dataset ------------------------------------------------
+
+
+def test_without_original_columns_flores_dataset_raises(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0], originals=False))
+    write_jsonl(tmp_path / f"{ES}.jsonl", cultivar_rows(ES, [0], originals=False))
+    with pytest.raises(DataError) as info:
+        load_benchmark(local(tmp_path))
+    message = str(info.value)
+    assert "source_original" in message and "english_original" in message
+    assert DE in message and ES in message
+    assert "flores='local'" in message and "'hub'" in message
+
+
+def test_flores_local_needs_a_path(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0], originals=False))
+    with pytest.raises(DataError, match="flores_path"):
+        load_benchmark(local(tmp_path, locales=[DE], flores="local"))
+
+
+def test_flores_union_over_two_locales_of_a_language(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0, 1, 3]))
+    write_jsonl(tmp_path / f"{CH}.jsonl", cultivar_rows(CH, [1, 2]))
+    data = load_benchmark(local(tmp_path, locales=[DE, CH]))
+    flores = data.test_sets()[0]
+    assert flores.name == "flores_deu_Latn"
+    assert [s.segment_id for s in flores.segments] == [0, 1, 2, 3]
+    assert [s.source for s in flores.segments] == [original_source("deu_Latn", i) for i in range(4)]
+    assert [s.reference for s in flores.segments] == [original_english(i) for i in range(4)]
+
+
+def test_originals_that_differ_between_locales_of_a_language_raise(tmp_path):
+    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0, 1]))
+    rows = cultivar_rows(CH, [1])
+    rows[0]["source_original"] = "a different original"
+    write_jsonl(tmp_path / f"{CH}.jsonl", rows)
+    with pytest.raises(DataError, match="instance 1: the original deu_Latn source"):
+        load_benchmark(local(tmp_path, locales=[DE, CH]))

@@ -1,0 +1,321 @@
+"""Original FLORES sentences: a fake release built in tmp_path, and the real FLORES-200 dev set."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from data_helpers import (
+    cultivar_rows,
+    fake_english,
+    fake_source,
+    make_flores_dir,
+    shared_flores_dir,
+    write_jsonl,
+)
+
+from cultivar_assets.data.flores import (
+    FLORES_DEV_SIZE,
+    LocalFlores,
+    build_flores_test_sets,
+    file_codes,
+    read_originals,
+)
+from cultivar_assets.data.locales import source_languages
+from cultivar_assets.data.sources import DataConfig, load_benchmark
+from cultivar_assets.data.testsets import DataError
+
+# --- candidate file names --------------------------------------------------------------------
+
+
+def test_file_codes():
+    assert file_codes("eng_Latn") == ["eng_Latn"]
+    assert file_codes("deu_Latn") == ["deu_Latn"]
+    assert file_codes("cmn_Hans") == ["cmn_Hans", "zho_Hans"]
+    assert file_codes("fil_Latn") == ["fil_Latn", "tgl_Latn"]
+    assert file_codes("gom_Deva") == ["gom_Deva"]
+    with pytest.raises(DataError, match="unknown source language 'fra_Latn'"):
+        file_codes("fra_Latn")
+
+
+def test_local_flores_directory_must_exist(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        LocalFlores(tmp_path / "missing")
+
+
+# --- a fake release in tmp_path --------------------------------------------------------------
+
+
+def test_fake_release_dev_files(tmp_path):
+    root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(6),
+                                      "deu_Latn": fake_source("de", 6)})
+    test_sets, missing = build_flores_test_sets(LocalFlores(root), [5, 1, 3, 1], ["deu_Latn"])
+    assert missing == []
+    [flores] = test_sets
+    assert (flores.name, flores.kind, flores.language, flores.locale) == (
+        "flores_deu_Latn", "flores", "deu_Latn", None)
+    assert [s.segment_id for s in flores.segments] == [1, 3, 5]  # sorted, deduplicated
+    assert [s.source for s in flores.segments] == ["de made-up dev line 1",
+                                                   "de made-up dev line 3",
+                                                   "de made-up dev line 5"]
+    assert flores.segments[2].reference == "Made-up English dev line 5."
+
+
+def test_old_flores_plus_layout_dev_dot_code(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "dev.eng_Latn").write_text("e0\ne1\n", "utf-8")
+    (dev / "dev.spa_Latn").write_text("s0\ns1\n", "utf-8")
+    [flores], _ = build_flores_test_sets(LocalFlores(tmp_path), [1], ["spa_Latn"])
+    assert (flores.segments[0].source, flores.segments[0].reference) == ("s1", "e1")
+
+
+def test_flores200_names_are_used_when_the_flores_plus_name_is_absent(tmp_path):
+    root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(3), "zho_Hans": fake_source("zh", 3),
+                                      "tgl_Latn": fake_source("tl", 3)})
+    test_sets, missing = build_flores_test_sets(LocalFlores(root), [0], ["cmn_Hans", "fil_Latn"])
+    assert missing == []
+    assert [(t.name, t.segments[0].source) for t in test_sets] == [
+        ("flores_cmn_Hans", "zh made-up dev line 0"), ("flores_fil_Latn", "tl made-up dev line 0")]
+
+
+def test_flores_plus_name_wins_over_flores200_name(tmp_path):
+    root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(2),
+                                      "zho_Hans": fake_source("old", 2),
+                                      "cmn_Hans": fake_source("new", 2)})
+    [flores], _ = build_flores_test_sets(LocalFlores(root), [1], ["cmn_Hans"])
+    assert flores.segments[0].source == "new made-up dev line 1"
+
+
+def test_parquet_layout_is_sorted_by_id(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    order = [3, 0, 4, 1, 2]
+    pq.write_table(pa.table({"id": order, "text": [f"E{i}" for i in order]}),
+                   dev / "eng_Latn.parquet")
+    pq.write_table(pa.table({"text": [f" D{i} " for i in order], "id": order}),
+                   dev / "deu_Latn.parquet")
+    reader = LocalFlores(tmp_path)
+    assert reader.read(["eng_Latn"]) == ["E0", "E1", "E2", "E3", "E4"]
+    [flores], _ = build_flores_test_sets(reader, [0, 2, 4], ["deu_Latn"])
+    assert [(s.segment_id, s.source, s.reference) for s in flores.segments] == [
+        (0, "D0", "E0"), (2, "D2", "E2"), (4, "D4", "E4")]
+
+
+def test_parquet_without_text_column_raises(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    pq.write_table(pa.table({"id": [0], "sentence": ["x"]}), dev / "eng_Latn.parquet")
+    with pytest.raises(DataError, match="no 'text' column"):
+        LocalFlores(tmp_path).read(["eng_Latn"])
+
+
+def test_misaligned_line_counts_raise(tmp_path):
+    root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(5),
+                                      "deu_Latn": fake_source("de", 4)})
+    with pytest.raises(DataError, match="deu_Latn has 4 lines but English has 5"):
+        build_flores_test_sets(LocalFlores(root), [0], ["deu_Latn"])
+
+
+def test_missing_english_raises(tmp_path):
+    root = make_flores_dir(tmp_path, {"deu_Latn": fake_source("de", 5)})
+    with pytest.raises(DataError, match="no English FLORES file") as info:
+        build_flores_test_sets(LocalFlores(root), [0], ["deu_Latn"])
+    assert "eng_Latn" in str(info.value)
+
+
+def test_last_line_without_newline_is_kept(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "eng_Latn.dev").write_text("e0\ne1\ne2", "utf-8")
+    (dev / "deu_Latn.dev").write_text("d0\nd1\nd2\n", "utf-8")
+    reader = LocalFlores(tmp_path)
+    assert reader.read(["eng_Latn"]) == ["e0", "e1", "e2"]
+    [flores], _ = build_flores_test_sets(reader, [2], ["deu_Latn"])
+    assert (flores.segments[0].source, flores.segments[0].reference) == ("d2", "e2")
+
+
+def test_stray_whitespace_is_stripped(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "eng_Latn.dev").write_bytes(b"  e0 \r\n\te1\t\r\n")
+    (dev / "deu_Latn.dev").write_text(" d0\nd1   \n", "utf-8")
+    reader = LocalFlores(tmp_path)
+    assert reader.read(["eng_Latn"]) == ["e0", "e1"]
+    assert reader.read(["deu_Latn"]) == ["d0", "d1"]
+
+
+def test_unicode_line_separators_do_not_split_lines(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "eng_Latn.dev").write_text("a\u2028b\nc\x85d\n", "utf-8")
+    assert LocalFlores(tmp_path).read(["eng_Latn"]) == ["a\u2028b", "c\x85d"]
+
+
+def test_ids_out_of_range_and_empty_english_lines_raise(tmp_path):
+    root = make_flores_dir(tmp_path, {"eng_Latn": ["e0", "", "e2"], "deu_Latn": ["d0", "d1", "d2"]})
+    reader = LocalFlores(root)
+    with pytest.raises(DataError, match=r"instance ids \[3\] are outside the 3 lines"):
+        build_flores_test_sets(reader, [0, 3], ["deu_Latn"])
+    with pytest.raises(DataError, match=r"instance ids \[-1\]"):
+        build_flores_test_sets(reader, [-1], ["deu_Latn"])
+    with pytest.raises(DataError, match=r"empty lines at instance ids \[1\]"):
+        build_flores_test_sets(reader, [1], ["deu_Latn"])
+
+
+def test_empty_source_line_raises(tmp_path):
+    root = make_flores_dir(tmp_path, {"eng_Latn": ["e0", "e1", "e2"],
+                                      "deu_Latn": ["d0", "  ", "d2"]})
+    with pytest.raises(DataError, match="empty"):
+        build_flores_test_sets(LocalFlores(root), [0, 1], ["deu_Latn"])
+
+
+def test_null_text_in_parquet_is_not_the_string_none(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    pq.write_table(pa.table({"id": [0, 1], "text": ["e0", "e1"]}), dev / "eng_Latn.parquet")
+    pq.write_table(pa.table({"id": [0, 1], "text": [None, "d1"]}), dev / "deu_Latn.parquet")
+    try:
+        test_sets, _ = build_flores_test_sets(LocalFlores(tmp_path), [0, 1], ["deu_Latn"])
+    except DataError:
+        return  # refusing the null line is fine
+    assert test_sets[0].segments[0].source != "None"
+
+
+def test_missing_language_is_reported_or_fails(tmp_path):
+    root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(3),
+                                      "deu_Latn": fake_source("de", 3)})
+    reader = LocalFlores(root)
+    test_sets, missing = build_flores_test_sets(reader, [0], ["deu_Latn", "spa_Latn"])
+    assert [t.name for t in test_sets] == ["flores_deu_Latn"]
+    [item] = missing
+    assert (item.test_set, item.kind, item.language, item.locale) == (
+        "flores_spa_Latn", "flores", "spa_Latn", None)
+    assert "spa_Latn" in item.reason and str(root) in item.reason
+    with pytest.raises(DataError, match="no FLORES file for spa_Latn"):
+        build_flores_test_sets(reader, [0], ["deu_Latn", "spa_Latn"], on_missing="fail")
+
+
+def test_load_benchmark_with_fake_flores_replaces_dataset_originals(tmp_path):
+    data_dir = tmp_path / "cultivar"
+    write_jsonl(data_dir / "spa_Latn_Spain.jsonl", cultivar_rows("spa_Latn_Spain", [1, 2]))
+    flores = make_flores_dir(tmp_path / "flores",
+                             {"eng_Latn": fake_english(4), "spa_Latn": fake_source("es", 4)})
+    data = load_benchmark(DataConfig(kind="local", cultivar_path=str(data_dir),
+                                     locales=["spa_Latn_Spain"], flores="local",
+                                     flores_path=str(flores)))
+    rows = data.instances["spa_Latn_Spain"]
+    assert [(r.source_original, r.english_original) for r in rows] == [
+        ("es made-up dev line 1", "Made-up English dev line 1."),
+        ("es made-up dev line 2", "Made-up English dev line 2.")]
+    assert "FLORES files in" in data.source
+
+
+# --- the real FLORES-200 dev set (skipped when ../shared/data/flores200 is absent) -----------
+
+REAL_IDS = [0, 2, 5, 996]
+
+
+@pytest.fixture(scope="module")
+def real_flores():
+    return LocalFlores(shared_flores_dir())
+
+
+@pytest.fixture(scope="module")
+def real_english(real_flores):
+    return real_flores.read(["eng_Latn"])
+
+
+def test_real_english_dev_has_997_lines(real_english):
+    assert len(real_english) == FLORES_DEV_SIZE == 997
+    assert real_english[0].startswith("On Monday")
+    assert all(real_english)
+
+
+def test_real_flores_all_21_languages(real_flores, real_english):
+    test_sets, missing = build_flores_test_sets(real_flores, REAL_IDS)
+    assert len(source_languages()) == 21
+    assert len(test_sets) == 20
+    assert [t.language for t in test_sets] == [
+        lang for lang in source_languages() if lang != "gom_Deva"]
+    for t in test_sets:
+        assert t.name == f"flores_{t.language}"
+        assert [s.segment_id for s in t.segments] == REAL_IDS
+        assert [s.reference for s in t.segments] == [real_english[i] for i in REAL_IDS]
+        assert all(s.source and s.source != s.reference for s in t.segments)
+    [item] = missing
+    assert (item.test_set, item.language, item.kind) == ("flores_gom_Deva", "gom_Deva", "flores")
+    assert "FLORES-200" in item.reason and "FLORES+" in item.reason
+
+
+def test_real_flores_renamed_languages_come_from_flores200_files(real_flores):
+    test_sets, _ = build_flores_test_sets(real_flores, REAL_IDS, ["cmn_Hans", "fil_Latn"])
+    by_lang = {t.language: t for t in test_sets}
+    zho = real_flores.read(["zho_Hans"])
+    tgl = real_flores.read(["tgl_Latn"])
+    assert [s.source for s in by_lang["cmn_Hans"].segments] == [zho[i] for i in REAL_IDS]
+    assert [s.source for s in by_lang["fil_Latn"].segments] == [tgl[i] for i in REAL_IDS]
+    assert len(zho) == len(tgl) == 997
+
+
+def test_real_flores_missing_gom_fails_when_asked(real_flores):
+    with pytest.raises(DataError, match="gom_Deva"):
+        build_flores_test_sets(real_flores, REAL_IDS, on_missing="fail")
+
+
+def test_real_flores_id_out_of_range(real_flores):
+    with pytest.raises(DataError, match=r"\[997\] are outside the 997 lines"):
+        build_flores_test_sets(real_flores, [0, 997], ["deu_Latn"])
+
+
+def test_read_originals_on_real_flores(real_flores, real_english):
+    sources, english, missing = read_originals(real_flores, ["deu_Latn", "gom_Deva"], [5])
+    assert list(sources) == ["deu_Latn"]
+    assert english == {5: real_english[5]}
+    assert list(missing) == ["gom_Deva"]
+
+
+def test_load_benchmark_local_dataset_with_real_flores(tmp_path, real_flores, real_english):
+    data_dir = tmp_path / "cultivar"
+    write_jsonl(data_dir / "deu_Latn_Germany.jsonl", [
+        {"id": 0, "locale": "deu_Latn_Germany",
+         "source_localised": "Am Montag gewann der erfundene Verein in Musterstadt.",
+         "english_localised": "On Monday the made-up club won in Sample Town."},
+        {"id": 2, "locale": "deu_Latn_Germany",
+         "source_localised": "Die erfundene Bürgermeisterin eröffnete eine Brücke.",
+         "english_localised": "The made-up mayor opened a bridge."},
+    ])
+    write_jsonl(data_dir / "gom_Deva_India.jsonl", [
+        {"id": 0, "locale": "gom_Deva_India", "source_localised": "कल्पित वाक्य शून्य",
+         "english_localised": "Invented sentence zero."},
+        {"id": 2, "locale": "gom_Deva_India", "source_localised": "कल्पित वाक्य दोन",
+         "english_localised": "Invented sentence two."},
+    ])
+    config = DataConfig(kind="local", cultivar_path=str(data_dir),
+                        locales=["deu_Latn_Germany", "gom_Deva_India"],
+                        flores="local", flores_path=str(shared_flores_dir()))
+    data = load_benchmark(config)
+    german = real_flores.read(["deu_Latn"])
+
+    de = data.instances["deu_Latn_Germany"]
+    assert [(r.instance_id, r.source_original, r.english_original) for r in de] == [
+        (0, german[0], real_english[0]), (2, german[2], real_english[2])]
+    assert de[0].english_original.startswith("On Monday")
+
+    gom = data.instances["gom_Deva_India"]
+    assert [r.source_original for r in gom] == [None, None]
+    assert [r.english_original for r in gom] == [real_english[0], real_english[2]]
+    assert gom[1].source_localised == "कल्पित वाक्य दोन"
+
+    [item] = data.missing
+    assert (item.test_set, item.kind, item.language) == ("flores_gom_Deva", "flores", "gom_Deva")
+    assert "FLORES+" in item.reason
+
+    names = [t.name for t in data.test_sets()]
+    assert names == ["flores_deu_Latn", "cultivar_deu_Latn_Germany", "cultivar_gom_Deva_India"]
+    gom_set = data.test_sets()[-1]
+    assert [(s.segment_id, s.reference) for s in gom_set.segments] == [
+        (0, "Invented sentence zero."), (2, "Invented sentence two.")]
+
+    with pytest.raises(DataError, match="flores_gom_Deva"):
+        load_benchmark(config.model_copy(update={"on_missing": "fail"}))

@@ -1,0 +1,57 @@
+"""The README's main job: ``cultivar demo`` with the real embedded model (slow: ~4 minutes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+CLI = [sys.executable, "-m", "cultivar_assets.cli"]
+
+
+def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.mark.slow
+def test_demo_runs_twice_and_the_second_run_reuses_the_cache(isolated_home):
+    env = {**os.environ, "CULTIVAR_HOME": str(isolated_home), "COLUMNS": "200"}
+    first = run_cli("demo", env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    database = isolated_home / "db" / "demo.duckdb"
+    assert f"Database: {database}" in first.stdout
+    for model in ("gemma-3-270m-fewshot", "gemma-3-270m-fewshot-unnamed", "copy-source-baseline"):
+        assert model in first.stdout
+    assert "tok:13a" in first.stdout  # the substitution for spBLEU is stated in the signature
+
+    with duckdb.connect(str(database), read_only=True) as con:
+        generated = dict(con.execute("SELECT model_id, n_generated FROM models "
+                                     "JOIN raw.model_runs USING (model_id)").fetchall())
+        english = con.execute(
+            "SELECT count(*) FROM translations WHERE model_id = 'gemma-3-270m-fewshot' "
+            "AND regexp_matches(hypothesis, '\\b(the|The|in|of|and)\\b')").fetchone()[0]
+    assert generated["gemma-3-270m-fewshot"] == 120
+    assert english > 60  # a real model: most outputs are English sentences
+
+    second = run_cli("demo", env=env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    with duckdb.connect(str(database), read_only=True) as con:
+        regenerated = con.execute("SELECT sum(n_generated) FROM raw.model_runs").fetchone()[0]
+        rows = con.execute("SELECT count(*) FROM translations").fetchone()[0]
+    assert regenerated == 0
+    assert rows == 3 * 120
+
+    query = run_cli("query", "SELECT locale, n_models FROM locale_deltas ORDER BY locale", env=env)
+    assert query.returncode == 0 and "hin_Deva_US" in query.stdout
+    assert Path(isolated_home / "dagster" / "dagster.yaml").is_file()
+
+
+def test_query_on_a_missing_database_is_a_clear_error(isolated_home):
+    env = {**os.environ, "CULTIVAR_HOME": str(isolated_home)}
+    result = run_cli("leaderboard", env=env)
+    assert result.returncode == 1
+    assert "does not exist yet; run the pipeline first" in result.stderr

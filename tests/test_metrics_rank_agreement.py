@@ -1,0 +1,172 @@
+"""rank_agreement.py against scipy.stats (and one hand computation), with ties and edge cases."""
+
+from __future__ import annotations
+
+import math
+from statistics import fmean
+
+import pytest
+from scipy.stats import kendalltau, spearmanr
+
+from cultivar_assets.metrics.delta import PairDelta
+from cultivar_assets.metrics.rank_agreement import coefficients, rank_agreement
+
+
+def pairs_for(locale: str, flores: dict[str, float], cultivar: dict[str, float]):
+    language = locale.rsplit("_", 1)[0]
+    return [PairDelta(m, locale, language, flores[m], cultivar[m]) for m in flores]
+
+
+def scipy_coefficients(x, y):
+    return (float(spearmanr(x, y).statistic),
+            float(kendalltau(x, y, variant="b").statistic))
+
+
+def test_coefficients_hand_computed_with_ties():
+    # x = [1, 2, 2, 3], y = [1, 3, 2, 4]
+    # Kendall: pairs (1,2) C, (1,3) C, (1,4) C, (2,3) tied in x only, (2,4) C, (3,4) C
+    #   P = 5, Q = 0, T_x = 1, T_y = 0 -> τ_b = 5 / sqrt((5 + 1) * 5) = 5 / sqrt(30)
+    # Spearman: ranks x = [1, 2.5, 2.5, 4], ranks y = [1, 3, 2, 4], means 2.5
+    #   dx = [-1.5, 0, 0, 1.5], dy = [-1.5, 0.5, -0.5, 1.5]
+    #   cov = 2.25 + 2.25 = 4.5; Sxx = 4.5; Syy = 2.25 + 0.25 + 0.25 + 2.25 = 5
+    #   r_s = 4.5 / sqrt(4.5 * 5) = sqrt(0.9)
+    rho, tau, note = coefficients([1, 2, 2, 3], [1, 3, 2, 4])
+    assert note is None
+    assert rho == pytest.approx(math.sqrt(0.9), rel=1e-12)
+    assert tau == pytest.approx(5 / math.sqrt(30), rel=1e-12)
+
+
+def test_per_locale_equal_scipy_with_ties():
+    flores = {"m1": 10.0, "m2": 20.0, "m3": 20.0, "m4": 30.0, "m5": 40.0, "m6": 15.0}
+    cultivar = {"m1": 1.0, "m2": 3.0, "m3": 2.0, "m4": 2.0, "m5": 5.0, "m6": 3.0}
+    rows = rank_agreement(pairs_for("hin_Deva_US", flores, cultivar), "bleu")
+    [row] = [r for r in rows if r.aggregation == "per_locale"]
+    models = sorted(flores)
+    rho, tau = scipy_coefficients([flores[m] for m in models], [cultivar[m] for m in models])
+    assert (row.locale, row.metric, row.n_models, row.note) == ("hin_Deva_US", "bleu", 6, None)
+    assert row.spearman == pytest.approx(rho, rel=1e-12)
+    assert row.kendall_tau_b == pytest.approx(tau, rel=1e-12)
+    # order of the input pairs does not matter
+    shuffled = pairs_for("hin_Deva_US", flores, cultivar)[::-1]
+    [again] = [r for r in rank_agreement(shuffled, "bleu") if r.aggregation == "per_locale"]
+    assert (again.spearman, again.kendall_tau_b) == (row.spearman, row.kendall_tau_b)
+
+
+def test_perfect_and_reversed_orders():
+    flores = {"a": 1.0, "b": 2.0, "c": 3.0}
+    up = rank_agreement(pairs_for("cmn_Hans_China", flores, {"a": 5, "b": 6, "c": 9}), "chrf")
+    down = rank_agreement(pairs_for("cmn_Hans_China", flores, {"a": 9, "b": 6, "c": 5}), "chrf")
+    assert (up[0].spearman, up[0].kendall_tau_b) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert (down[0].spearman, down[0].kendall_tau_b) == (pytest.approx(-1.0),
+                                                         pytest.approx(-1.0))
+
+
+def test_fewer_than_three_models_is_undefined():
+    rows = rank_agreement(pairs_for("deu_Latn_Germany", {"a": 1, "b": 2}, {"a": 2, "b": 1}),
+                          "bleu")
+    per_locale = rows[0]
+    assert per_locale.aggregation == "per_locale"
+    assert per_locale.spearman is None and per_locale.kendall_tau_b is None
+    assert per_locale.n_models == 2
+    assert "3" in per_locale.note
+    rho, tau, note = coefficients([1.0], [2.0])
+    assert (rho, tau) == (None, None) and "3" in note
+
+
+def test_constant_scores_are_undefined():
+    rows = rank_agreement(
+        pairs_for("deu_Latn_Germany", {"a": 5, "b": 5, "c": 5}, {"a": 1, "b": 2, "c": 3}),
+        "bleu",
+    )
+    assert rows[0].spearman is None and rows[0].kendall_tau_b is None
+    assert rows[0].note and "same score" in rows[0].note
+    rho, tau, note = coefficients([1, 2, 3], [4, 4, 4])
+    assert (rho, tau) == (None, None) and note
+
+
+def build_three_locales():
+    # five models on L1, L2 (all models), L3 (m5 missing)
+    l1 = pairs_for("hin_Deva_US",
+                   {"m1": 30, "m2": 25, "m3": 28, "m4": 10, "m5": 12},
+                   {"m1": 20, "m2": 22, "m3": 21, "m4": 8, "m5": 9})
+    l2 = pairs_for("hin_Deva_India",
+                   {"m1": 30, "m2": 25, "m3": 28, "m4": 10, "m5": 12},
+                   {"m1": 31, "m2": 24, "m3": 24, "m4": 15, "m5": 11})
+    l3 = pairs_for("deu_Latn_Germany",
+                   {"m1": 40, "m2": 35, "m3": 41, "m4": 20},
+                   {"m1": 38, "m2": 39, "m3": 36, "m4": 60})
+    return l1, l2, l3
+
+
+def test_mean_of_locales_is_mean_of_per_locale_values():
+    l1, l2, l3 = build_three_locales()
+    rows = rank_agreement(l1 + l2 + l3, "chrf")
+    per_locale = {r.locale: r for r in rows if r.aggregation == "per_locale"}
+    assert list(per_locale) == sorted(["hin_Deva_US", "hin_Deva_India", "deu_Latn_Germany"])
+    expected = {}
+    for pairs in (l1, l2, l3):
+        items = sorted(pairs, key=lambda p: p.model)
+        expected[pairs[0].locale] = scipy_coefficients(
+            [p.flores for p in items], [p.cultivar for p in items]
+        )
+    for locale, (rho, tau) in expected.items():
+        assert per_locale[locale].spearman == pytest.approx(rho, rel=1e-12)
+        assert per_locale[locale].kendall_tau_b == pytest.approx(tau, rel=1e-12)
+    [mean_row] = [r for r in rows if r.aggregation == "mean_of_locales"]
+    assert mean_row.locale is None and mean_row.note is None
+    assert mean_row.spearman == pytest.approx(fmean(v[0] for v in expected.values()))
+    assert mean_row.kendall_tau_b == pytest.approx(fmean(v[1] for v in expected.values()))
+
+
+def test_mean_of_locales_skips_undefined_locales():
+    l1, _, _ = build_three_locales()
+    two_models = pairs_for("cmn_Hans_China", {"m1": 1, "m2": 2}, {"m1": 1, "m2": 2})
+    rows = rank_agreement(l1 + two_models, "bleu")
+    by = {(r.aggregation, r.locale): r for r in rows}
+    assert by[("per_locale", "cmn_Hans_China")].spearman is None
+    defined = by[("per_locale", "hin_Deva_US")]
+    assert by[("mean_of_locales", None)].spearman == pytest.approx(defined.spearman)
+    assert by[("mean_of_locales", None)].kendall_tau_b == pytest.approx(defined.kendall_tau_b)
+
+
+def test_locale_averaged_scores_use_shared_locales_only():
+    l1, l2, l3 = build_three_locales()
+    rows = rank_agreement(l1 + l2 + l3, "bleu")
+    [row] = [r for r in rows if r.aggregation == "locale_averaged_scores"]
+    # deu_Latn_Germany lacks m5, so only hin_Deva_US and hin_Deva_India are shared by all.
+    # X_m = mean of flores over {US, India}; Y_m = mean of cultivar over {US, India}
+    # models sorted: m1, m2, m3, m4, m5
+    x = [(30 + 30) / 2, (25 + 25) / 2, (28 + 28) / 2, (10 + 10) / 2, (12 + 12) / 2]
+    y = [(20 + 31) / 2, (22 + 24) / 2, (21 + 24) / 2, (8 + 15) / 2, (9 + 11) / 2]
+    rho, tau = scipy_coefficients(x, y)
+    assert row.n_models == 5 and row.note is None
+    assert row.spearman == pytest.approx(rho, rel=1e-12)
+    assert row.kendall_tau_b == pytest.approx(tau, rel=1e-12)
+    # averaging each model over all of its own locales instead (deu included for m1..m4)
+    # would give a different coefficient (0.7 instead of 0.8), so the test discriminates
+    x_own = [(30 + 30 + 40) / 3, (25 + 25 + 35) / 3, (28 + 28 + 41) / 3, (10 + 10 + 20) / 3,
+             (12 + 12) / 2]
+    y_own = [(20 + 31 + 38) / 3, (22 + 24 + 39) / 3, (21 + 24 + 36) / 3, (8 + 15 + 60) / 3,
+             (9 + 11) / 2]
+    # by hand: ranks x = [5, 3, 4, 1, 2], ranks y = [5, 4, 3, 2, 1], no ties, Σd² = 4
+    # r_s = 1 - 6 * 4 / (5 * (25 - 1)) = 0.8
+    assert rho == pytest.approx(0.8)
+    assert scipy_coefficients(x_own, y_own)[0] == pytest.approx(0.7)
+
+
+def test_locale_averaged_scores_without_shared_locale():
+    a = pairs_for("hin_Deva_US", {"m1": 1, "m2": 2, "m3": 3}, {"m1": 1, "m2": 2, "m3": 3})
+    b = pairs_for("deu_Latn_Germany", {"m4": 1, "m5": 2, "m6": 3},
+                  {"m4": 3, "m5": 2, "m6": 1})
+    rows = rank_agreement(a + b, "bleu")
+    [row] = [r for r in rows if r.aggregation == "locale_averaged_scores"]
+    assert row.spearman is None and row.kendall_tau_b is None
+    assert row.n_models == 0
+    assert "no locale is shared" in row.note
+
+
+def test_no_pairs():
+    rows = rank_agreement([], "bleu")
+    assert [r.aggregation for r in rows] == ["mean_of_locales", "locale_averaged_scores"]
+    assert all(r.spearman is None and r.kendall_tau_b is None for r in rows)
+    assert rows[0].note and "no locale" in rows[0].note

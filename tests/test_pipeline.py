@@ -1,0 +1,156 @@
+"""The Dagster assets in process, on the demo data, with tiny random models built in the test."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from cultivar_assets.definitions import ASSETS, JOBS, build_definitions
+from cultivar_assets.demo import run_pipeline
+from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.evaluation import AggregationError, aggregate
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.resources import resources_from_settings
+from cultivar_assets.settings import Settings
+from cultivar_assets.store.database import Store
+
+MODELS = ["tiny-base", "tiny-chat", "copy-source-baseline"]
+N_SEGMENTS = 4 * 12 + 6 * 12  # 4 flores test sets and 6 cultivar test sets of 12 instances
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """One translation cache for the module: tiny models translate the demo data once."""
+    return tmp_path_factory.mktemp("translation_cache")
+
+
+@pytest.fixture
+def settings(tmp_path, tiny_models_file, shared_cache) -> Settings:
+    return Settings(database=str(tmp_path / "results.duckdb"), models_file=str(tiny_models_file),
+                    models=MODELS, metrics=MetricConfig(bleu_tokenize="13a"),
+                    engine=EngineSettings(cache_dir=str(shared_cache)))
+
+
+def _materialise(instance, settings, selection, partition=None):
+    import dagster as dg
+
+    result = dg.materialize(ASSETS, selection=selection, partition_key=partition,
+                            resources=resources_from_settings(settings), instance=instance)
+    assert result.success
+    return result
+
+
+def _count(db, sql):
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchone()[0]
+
+
+def test_definitions_load():
+    defs = build_definitions()
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert keys == {"test_sets", "translations", "scores", "leaderboard"}
+    assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results"}
+
+
+def test_assets_materialise_and_rematerialising_replaces_rows(settings):
+    import dagster as dg
+
+    db = settings.database_path
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("models", MODELS)
+        result = _materialise(instance, settings, ["test_sets"])
+        checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+        assert checks == {"instance_counts": True, "nothing_missing": True}
+        for model in MODELS:
+            result = _materialise(instance, settings, ["translations", "scores"], model)
+            checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+            assert checks["all_test_sets_scored"] is True
+            meta = result.asset_materializations_for_node("translations")[0].metadata
+            assert meta["segments"].value == N_SEGMENTS
+        _materialise(instance, settings, ["leaderboard"])
+
+        assert _count(db, "SELECT count(*) FROM translations") == 3 * N_SEGMENTS
+        assert _count(db, "SELECT count(*) FROM scores") == 3 * 10 * 2
+        assert _count(db, "SELECT count(*) FROM leaderboard") == 3
+        assert _count(db, "SELECT count(*) FROM locale_deltas") == 6
+        assert _count(db, "SELECT count(*) FROM segment_stats") == 3 * N_SEGMENTS * 2
+        # 6 locales x 2 metrics, plus 2 labelled averages x 2 metrics; each has a value or a note
+        assert _count(db, "SELECT count(*) FROM rank_agreement") == 6 * 2 + 2 * 2
+        assert _count(db, "SELECT count(*) FROM rank_agreement "
+                      "WHERE spearman IS NULL AND note IS NULL") == 0
+
+        # a second materialisation of one partition replaces its rows (and uses the cache)
+        result = _materialise(instance, settings, ["translations", "scores"], "tiny-base")
+        meta = result.asset_materializations_for_node("translations")[0].metadata
+        assert meta["generated"].value == 0 and meta["from_cache"].value == N_SEGMENTS
+        _materialise(instance, settings, ["test_sets"])
+        _materialise(instance, settings, ["leaderboard"])
+        assert _count(db, "SELECT count(*) FROM translations") == 3 * N_SEGMENTS
+        assert _count(db, "SELECT count(*) FROM scores") == 3 * 10 * 2
+        assert _count(db, "SELECT count(*) FROM word_recall") == 3 * 6
+        assert _count(db, "SELECT count(*) FROM leaderboard") == 3
+        assert _count(db, "SELECT count(DISTINCT signature) FROM scores WHERE metric = 'bleu'") == 1
+
+
+def test_views_hold_what_the_pipeline_computed(settings):
+    result = run_pipeline(settings, say=lambda _: None)
+    db = settings.database_path
+    assert [row["model_id"] for row in result.leaderboard] == sorted(
+        MODELS, key=lambda m: -next(r["delta_bleu"] for r in result.leaderboard
+                                    if r["model_id"] == m))
+    with duckdb.connect(str(db), read_only=True) as con:
+        # the copy baseline's hypotheses are its sources, stored verbatim
+        assert con.execute("SELECT count(*) FROM translations WHERE model_id = "
+                           "'copy-source-baseline' AND hypothesis <> source").fetchone()[0] == 0
+        # leaderboard ∆ = mean over locales of (cultivar − paired flores), from the scores view
+        expected = con.execute("""
+            SELECT avg(c.score - f.score) FROM scores c
+            JOIN scores f ON f.model_id = c.model_id AND f.metric = c.metric
+                         AND f.test_set = 'flores_' || c.language
+            WHERE c.kind = 'cultivar' AND c.metric = 'bleu' AND c.model_id = 'tiny-chat'
+        """).fetchone()[0]
+        got = con.execute("SELECT delta_bleu FROM leaderboard WHERE model_id = 'tiny-chat'"
+                          ).fetchone()[0]
+        assert got == pytest.approx(expected, abs=1e-9)
+        types = dict(con.execute("SELECT model_id, type FROM leaderboard").fetchall())
+        assert types["copy-source-baseline"] == "baseline"
+        hindi = con.execute("SELECT locale FROM locale_deltas WHERE language = 'hin' "
+                            "ORDER BY locale").fetchall()
+        assert hindi == [("hin_Deva_India",), ("hin_Deva_US",)]
+        assert con.execute("SELECT count(*) FROM models WHERE prompt_template_hash IS NULL"
+                           ).fetchone()[0] == 0
+
+
+def test_leaderboard_refuses_mixed_signatures(settings):
+    run_pipeline(settings, say=lambda _: None)
+    store = Store(settings.database_path)
+    from cultivar_assets.evaluation import score_model
+
+    score_model(store, "tiny-base", MetricConfig(bleu_tokenize="char"))
+    with pytest.raises(AggregationError, match="different signatures"):
+        aggregate(store, MODELS)
+    # the leaderboard tables are unchanged by the refused aggregation
+    assert len(store.query("leaderboard")) == 3
+
+
+def test_failed_model_load_fails_only_its_partition(settings, tmp_path, tiny_model_dir):
+    import dagster as dg
+    from conftest import COPY_ENTRY, tiny_entry, write_models_file
+
+    models_file = write_models_file(tmp_path / "broken.yaml", [
+        tiny_entry("tiny-base", tiny_model_dir, "base-fewshot"),
+        tiny_entry("broken", tmp_path / "no-weights-here", "base-fewshot"),
+        COPY_ENTRY,
+    ])
+    settings = settings.model_copy(update={"models_file": str(models_file)})
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("models", ["tiny-base", "broken"])
+        _materialise(instance, settings, ["test_sets"])
+        bad = dg.materialize(ASSETS, selection=["translations"], partition_key="broken",
+                             resources=resources_from_settings(settings), instance=instance,
+                             raise_on_error=False)
+        assert not bad.success
+        failure = next(e for e in bad.all_events if e.is_step_failure)
+        assert "cannot load broken" in str(failure.step_failure_data.error)
+        _materialise(instance, settings, ["translations", "scores"], "tiny-base")
+    assert _count(settings.database_path, "SELECT count(DISTINCT model_id) FROM translations") == 1
