@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cultivar_assets.settings import Settings, load_settings
+from cultivar_assets.settings import Settings, demo_settings, load_settings
 
 
 def _console():
@@ -37,7 +37,7 @@ def _print_leaderboard(rows: list[dict]) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    settings = load_settings(args.config)
+    settings = demo_settings() if args.command == "demo" else load_settings(args.config)
     if getattr(args, "bleu_tokenize", None):
         settings.metrics = settings.metrics.model_copy(update={"bleu_tokenize": args.bleu_tokenize})
     if getattr(args, "database", None):
@@ -46,10 +46,19 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """The embedded default (ignores cultivar.yaml): demo data, demo models, local DuckDB."""
+    return _run(_settings(args))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """The configured evaluation (cultivar.yaml / $CULTIVAR_CONFIG / --config)."""
+    return _run(_settings(args))
+
+
+def _run(settings: Settings) -> int:
     from cultivar_assets.demo import run_pipeline
 
     console = _console()
-    settings = _settings(args)
     if settings.data.kind == "demo":
         console.print("Cultivar demo: bundled DEMO data (written for this project, not FLORES or "
                       "Cultivar), models of " + ", ".join(settings.models))
@@ -90,9 +99,9 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from cultivar_assets.demo import ensure_dagster_home
+    from cultivar_assets.demo import dagster_home_dir
 
-    home = ensure_dagster_home()
+    home = dagster_home_dir()
     workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
     command = ["dagster", "dev"]
     if workspace.is_file():
@@ -100,7 +109,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     else:  # installed from a wheel: no workspace.yaml beside the package
         command += ["-m", "cultivar_assets.definitions"]
     print(f"DAGSTER_HOME={home}; starting: {' '.join(command)}", flush=True)
-    return subprocess.call(command, env=os.environ.copy())
+    return subprocess.call(command, env={**os.environ, "DAGSTER_HOME": home})
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -113,6 +122,41 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(f"{spec.id:40s} {spec.type:9s} {spec.engine:14s} {spec.prompt_style:22s} "
               f"{','.join(spec.suites)}")
     print(f"{len(registry)} models, registry valid", file=sys.stderr)
+    return 0
+
+
+DEFAULT_STYLES = {"seq2seq": "source", "copy-source": "source"}
+
+
+def cmd_models_add(args: argparse.Namespace) -> int:
+    import yaml
+
+    from cultivar_assets.models import add_model_entry, default_models_file
+
+    settings = _settings(args)
+    path = Path(args.file or settings.models_file or default_models_file())
+    options = {}
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--option {item!r}: expected key=value")
+        options[key] = yaml.safe_load(value)
+    entry = {
+        "id": args.id or args.hf_id.rstrip("/").split("/")[-1],
+        "hf_id": args.hf_id,
+        "revision": args.revision,
+        "type": args.type,
+        "family": args.family,
+        "params_total_b": args.params_total,
+        "params_active_b": args.params_active or args.params_total,
+        "engine": args.engine,
+        "prompt_style": args.prompt_style or DEFAULT_STYLES.get(args.engine, "chat-instruction"),
+        "engine_options": options,
+        "suites": args.suite or [],
+    }
+    entry = {k: v for k, v in entry.items() if v not in (None, {}, [])}
+    spec = add_model_entry(path, entry)
+    print(f"added {spec.id} to {path}; the registry sensor will run it on its next tick")
     return 0
 
 
@@ -137,6 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--database", help="DuckDB file to write")
     demo.set_defaults(func=cmd_demo)
 
+    run = sub.add_parser("run", help="run the whole pipeline as configured (cultivar.yaml)")
+    run.add_argument("--database", help="DuckDB file to write")
+    run.set_defaults(func=cmd_run)
+
     board = sub.add_parser("leaderboard", help="print the leaderboard from the database")
     board.add_argument("--database")
     board.set_defaults(func=cmd_leaderboard)
@@ -148,8 +196,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("ui", help="open the Dagster UI on the local instance").set_defaults(
         func=cmd_ui)
-    sub.add_parser("models", help="list and validate the model registry").set_defaults(
-        func=cmd_models)
+    models = sub.add_parser("models", help="list and validate the model registry")
+    models.set_defaults(func=cmd_models)
+    models_sub = models.add_subparsers(dest="models_command")
+    add = models_sub.add_parser("add", help="add a model to the registry (validated first)")
+    add.add_argument("hf_id", help="Hugging Face repository, e.g. Qwen/Qwen3.5-4B")
+    add.add_argument("--type", required=True, choices=["LLM", "MT", "LLM+MT", "baseline"])
+    add.add_argument("--engine", required=True, help="vllm, transformers, seq2seq, openai, ...")
+    add.add_argument("--family", required=True, help="model family, e.g. 'Qwen 3.5'")
+    add.add_argument("--id", help="model id (default: the repository name)")
+    add.add_argument("--revision", help="commit or tag to pin")
+    add.add_argument("--prompt-style", help="default: chat-instruction (source for seq2seq)")
+    add.add_argument("--params-total", type=float, help="total parameters, billions")
+    add.add_argument("--params-active", type=float, help="active parameters, billions")
+    add.add_argument("--suite", action="append", help="suite to join (repeatable)")
+    add.add_argument("--option", action="append", help="engine option key=value (repeatable)")
+    add.add_argument("--file", help="registry file (default: settings' models_file or the "
+                     "bundled models.yaml)")
+    add.set_defaults(func=cmd_models_add)
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
     return parser
 

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import dagster as dg
 
-from cultivar_assets.assets.aggregate_assets import leaderboard
+from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.model_assets import scores, translations
+from cultivar_assets.automation import (
+    automation_sensor,
+    model_registry_sensor,
+    nightly_reevaluation,
+)
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import load_settings
 
@@ -26,7 +31,7 @@ refresh_results_job = dg.define_asset_job(
     description="Recompute the cross-model tables from the stored scores.",
 )
 
-ASSETS = [test_sets, translations, scores, leaderboard]
+ASSETS = [test_sets, translations, scores, leaderboard, reported_results]
 JOBS = [evaluate_model_job, refresh_results_job]
 
 
@@ -34,6 +39,8 @@ def build_definitions() -> dg.Definitions:
     return dg.Definitions(
         assets=ASSETS,
         jobs=JOBS,
+        sensors=[model_registry_sensor, automation_sensor],
+        schedules=[nightly_reevaluation],
         resources=resources_from_settings(load_settings()),
     )
 

@@ -29,9 +29,9 @@ class PipelineResult:
     seconds: float
 
 
-def ensure_dagster_home() -> str:
-    """``$DAGSTER_HOME``, defaulting to a local instance folder created on first use."""
-    home = os.environ.setdefault("DAGSTER_HOME", str(dagster_home()))
+def dagster_home_dir() -> str:
+    """``$DAGSTER_HOME``, else ``$CULTIVAR_HOME/dagster``, created with a ``dagster.yaml``."""
+    home = os.environ.get("DAGSTER_HOME") or str(dagster_home())
     os.makedirs(home, exist_ok=True)
     config = os.path.join(home, "dagster.yaml")
     if not os.path.exists(config):
@@ -45,23 +45,25 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
     """Materialise every asset for the models selected in ``settings``."""
     import dagster as dg
 
+    from cultivar_assets.automation import run_tags
     from cultivar_assets.definitions import ASSETS
     from cultivar_assets.resources import resources_from_settings
     from cultivar_assets.store.database import Store
 
     started = time.perf_counter()
-    ensure_dagster_home()
+    home = dagster_home_dir()
     models = select_models(load_models(settings.models_file), settings.models)
     resources = resources_from_settings(settings)
-    with dg.DagsterInstance.get() as instance:
+    with dg.DagsterInstance.from_config(home) as instance:
         known = set(instance.get_dynamic_partitions("models"))
         instance.add_dynamic_partitions("models", [m.id for m in models if m.id not in known])
 
-        def materialise(selection: list[str], partition: str | None = None) -> None:
+        def materialise(selection: list[str], partition: str | None = None,
+                        tags: dict[str, str] | None = None) -> None:
             result = dg.materialize(
                 ASSETS, selection=selection, partition_key=partition, resources=resources,
                 instance=instance, run_config=QUIET, raise_on_error=False,
-                tags={"cultivar/entry": "cli"},
+                tags={"cultivar/entry": "cli", **(tags or {})},
             )
             if not result.success:
                 failure = next((e for e in result.all_events if e.is_step_failure), None)
@@ -77,9 +79,9 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
         for number, model in enumerate(models, 1):
             say(f"[2/3] model {number}/{len(models)}: {model.id} ({model.type}, "
                 f"engine {model.engine}, prompt style {model.prompt_style})")
-            materialise(["translations", "scores"], model.id)
-        say("[3/3] leaderboard, per-locale ∆ and rank agreement")
-        materialise(["leaderboard"])
+            materialise(["translations", "scores"], model.id, run_tags(model))
+        say("[3/3] leaderboard, per-locale ∆ and rank agreement; the paper's reported figures")
+        materialise(["leaderboard", "reported_results"])
     rows = Store(settings.database_path).query("leaderboard")
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
                           time.perf_counter() - started)

@@ -28,6 +28,27 @@ class ModelRegistryError(ValueError):
     """``models.yaml`` (or an entry added to it) is invalid."""
 
 
+class ReportedResults(BaseModel):
+    """Figures published in the paper (Table 3) for a model: reported, never evaluated here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    delta_bleu: float
+    delta_chrf: float
+    flores_bleu: float
+    flores_chrf: float
+    cultivar_bleu: float
+    cultivar_chrf: float
+    false_positive_rate: float
+    false_negative_rate: float
+
+
+REPORTED_SOURCE = (
+    "Chen et al., Cultivar: A Contrastive and Locale-Oriented Translation Benchmark for "
+    "Investigating Contamination and Localisation Robustness, arXiv 2608.09766 (2026), Table 3"
+)
+
+
 class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
 
@@ -43,21 +64,29 @@ class ModelSpec(BaseModel):
     prompt_style: str
     engine_options: dict[str, Any] = {}
     suites: list[str] = []
+    notes: str | None = None
+    reported: ReportedResults | None = None  # the paper's Table 3 figures, kept apart
 
     @property
     def is_baseline(self) -> bool:
         return self.type == "baseline"
 
     def fingerprint(self) -> str:
-        """sha256 of everything about the model that can change its outputs."""
+        """sha256 of everything about the model that can change its outputs.
+
+        Weights, revision, engine, engine options (except the engine's transport options, such
+        as batch size or server address) and the prompt template hash.
+        """
         from cultivar_assets.engines.prompts import get_prompt_style
 
+        transport = engine_registry().get(self.engine).transport_options
         payload = {
             "hf_id": self.hf_id,
             "revision": self.revision,
             "weights": self.weights,
             "engine": self.engine,
-            "engine_options": self.engine_options,
+            "engine_options": {k: v for k, v in self.engine_options.items()
+                               if k not in transport},
             "prompt_template_hash": get_prompt_style(self.prompt_style).template_hash,
         }
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
@@ -136,6 +165,28 @@ def load_models(path: str | Path | None = None) -> Registry[ModelSpec]:
     for spec in parse_models((data or {}).get("models"), str(path)):
         registry.register(spec.id, spec)
     return registry
+
+
+def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
+    """Append ``entry`` to the registry file at ``path`` after validating the whole registry.
+
+    The file's comments and layout are kept (the entry is appended as a YAML block); the file is
+    replaced atomically, so a failed validation leaves it untouched.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    existing = (yaml.safe_load(text) or {}).get("models") or []
+    specs = parse_models([*existing, entry], f"{path} + new entry")
+    block = yaml.safe_dump([entry], sort_keys=False, allow_unicode=True, width=100)
+    indented = "\n".join(("  " + line) if line else line for line in block.splitlines())
+    new_text = text.rstrip("\n") + "\n\n" + indented + "\n"
+    if not existing and "models:" not in text:
+        new_text = "models:\n" + indented + "\n"
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(new_text, encoding="utf-8")
+    parse_models((yaml.safe_load(new_text) or {}).get("models"), str(temporary))
+    temporary.replace(path)
+    return specs[-1]
 
 
 def select_models(registry: Registry[ModelSpec], selection: list[str]) -> list[ModelSpec]:

@@ -7,6 +7,7 @@ defaults and validation are defined once, in the core, and appear in the Dagster
 from __future__ import annotations
 
 import dagster as dg
+from pydantic import Field
 
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
@@ -34,6 +35,8 @@ class EngineResource(dg.ConfigurableResource, EngineSettings):
     """Engine settings for translation runs, and the model registry they read."""
 
     models_file: str | None = None
+    # model ids or suite:<name> that the sensor and schedule watch
+    selection: list[str] = Field(default_factory=lambda: ["suite:demo"])
 
     def settings(self) -> EngineSettings:
         return EngineSettings.model_validate(
@@ -57,6 +60,7 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
     return {
         "data": DataSourceResource(**settings.data.model_dump()),
         "metrics": MetricsResource(**settings.metrics.model_dump()),
-        "engine": EngineResource(**settings.engine.model_dump(), models_file=settings.models_file),
+        "engine": EngineResource(**settings.engine.model_dump(), models_file=settings.models_file,
+                                 selection=list(settings.models)),
         "store": StoreResource(database=str(settings.database_path)),
     }

@@ -31,6 +31,20 @@ from cultivar_assets.paths import translation_cache_dir
 ProgressCallback = Callable[[int, int], None]  # (segments done, segments in total)
 
 
+class SegmentFailuresError(RuntimeError):
+    """Some segments got no output (after the engine's own retries); nothing empty was stored.
+
+    Every successful output is cached, so running again retries only the failed segments.
+    """
+
+    def __init__(self, model_id: str, failures: list[tuple[str, int, str]]) -> None:
+        self.failures = failures  # (test set, segment id, reason)
+        listing = "; ".join(f"{t}:{i} ({why})" for t, i, why in failures[:5])
+        more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
+        super().__init__(f"{model_id}: {len(failures)} segment(s) failed: {listing}{more}. "
+                         "The others are cached; run again to retry only these.")
+
+
 @dataclass(frozen=True)
 class TranslationRow:
     model_id: str
@@ -138,19 +152,25 @@ def translate(
             key=lambda item: -len(item[1].prompt or item[1].source),
         )
         info = cache.engine_info(fingerprint)
+        failed: dict[str, str] = {}
         if pending or info is None:
             engine = engine_registry().get(spec.engine)(spec, settings)
             try:
                 info = engine.info()
                 cache.set_engine_info(fingerprint, info)
-                _generate(engine, pending, cache, outputs, len(keys), progress, show_progress_bar,
-                          spec.id)
+                _generate(engine, pending, cache, outputs, failed, len(keys), progress,
+                          show_progress_bar, spec.id)
             finally:
                 engine.close()
         elif progress:
             progress(len(keys), len(keys))
     finally:
         cache.close()
+    if failed:
+        raise SegmentFailuresError(spec.id, [
+            (test_set.name, segment.segment_id, failed[key])
+            for key, (test_set, segment, _) in zip(keys, jobs, strict=True) if key in failed
+        ])
     single_line = "\n" in style.definition.get("stop", [])
     rows = []
     for key, (test_set, segment, _) in zip(keys, jobs, strict=True):
@@ -161,7 +181,7 @@ def translate(
                           time.perf_counter() - started)
 
 
-def _generate(engine, pending, cache, outputs, total, progress, show_bar, label) -> None:
+def _generate(engine, pending, cache, outputs, failed, total, progress, show_bar, label) -> None:
     batch_size = max(1, getattr(engine, "batch_size", 0) or engine.settings.batch_size)
     done = total - len(pending)
     with tqdm(total=total, initial=done, desc=f"translate {label}", unit="seg",
@@ -173,7 +193,12 @@ def _generate(engine, pending, cache, outputs, total, progress, show_bar, label)
                 raise RuntimeError(
                     f"engine {engine.name} returned {len(raws)} outputs for {len(batch)} requests"
                 )
-            items = [(key, raw) for (key, _), raw in zip(batch, raws, strict=True)]
+            items = []
+            for (key, _), raw in zip(batch, raws, strict=True):
+                if isinstance(raw, str):
+                    items.append((key, raw))
+                else:  # a GenerationFailure: reported, never stored as a translation
+                    failed[key] = str(raw)
             cache.put_many(items)
             outputs.update(items)
             done += len(batch)

@@ -24,6 +24,9 @@ SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced
        n_introduced_missed
 FROM raw.word_recall ORDER BY model_id, locale, segment_id;
 
+-- name: model_fingerprints
+SELECT model_id, model_fingerprint FROM raw.model_runs ORDER BY model_id;
+
 -- name: model_ids
 SELECT model_id FROM raw.models ORDER BY model_id;
 

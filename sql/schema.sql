@@ -182,3 +182,21 @@ CREATE TABLE IF NOT EXISTS raw.rank_agreement (
     n_models      INTEGER NOT NULL,
     note          VARCHAR
 );
+
+-- Figures published in the paper (Table 3), from the model registry: reported, not evaluated.
+CREATE TABLE IF NOT EXISTS raw.reported_results (
+    model_id            VARCHAR PRIMARY KEY,
+    type                VARCHAR NOT NULL,
+    family              VARCHAR NOT NULL,
+    params_total_b      DOUBLE,
+    params_active_b     DOUBLE,
+    delta_bleu          DOUBLE NOT NULL,
+    delta_chrf          DOUBLE NOT NULL,
+    flores_bleu         DOUBLE NOT NULL,
+    flores_chrf         DOUBLE NOT NULL,
+    cultivar_bleu       DOUBLE NOT NULL,
+    cultivar_chrf       DOUBLE NOT NULL,
+    false_positive_rate DOUBLE NOT NULL,
+    false_negative_rate DOUBLE NOT NULL,
+    source              VARCHAR NOT NULL
+);

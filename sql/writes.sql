@@ -69,3 +69,9 @@ INSERT INTO raw.locale_summary BY NAME SELECT * FROM staging;
 
 -- name: insert_rank_agreement
 INSERT INTO raw.rank_agreement BY NAME SELECT * FROM staging;
+
+-- name: delete_reported_results
+DELETE FROM raw.reported_results;
+
+-- name: insert_reported_results
+INSERT INTO raw.reported_results BY NAME SELECT * FROM staging;

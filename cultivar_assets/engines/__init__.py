@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 _ENGINES = {
     "transformers": "cultivar_assets.engines.transformers_engine:TransformersEngine",
+    "seq2seq": "cultivar_assets.engines.seq2seq_engine:Seq2SeqEngine",
+    "vllm": "cultivar_assets.engines.vllm_engine:VLLMEngine",
+    "openai": "cultivar_assets.engines.openai_engine:OpenAIEngine",
     "copy-source": "cultivar_assets.engines.copy_source:CopySourceEngine",
 }
 

@@ -42,6 +42,20 @@ class EngineInfo:
     chat_template_hash: str | None
 
 
+@dataclass(frozen=True)
+class GenerationFailure:
+    """Returned by ``Engine.generate`` in place of a text when a request failed for good.
+
+    The translation loop caches every text, stores no failure, and reports all failures at the
+    end of the run (``SegmentFailuresError``).
+    """
+
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
 def text_sha256(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
@@ -51,6 +65,9 @@ class Engine(ABC):
 
     name: ClassVar[str]
     prompt_kinds: ClassVar[tuple[PromptKind, ...]]
+    # engine options that change how requests travel, not what comes back: left out of the
+    # model fingerprint, so changing them keeps the translation cache
+    transport_options: ClassVar[tuple[str, ...]] = ("batch_size",)
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         self.spec = spec
@@ -61,8 +78,8 @@ class Engine(ABC):
         """Engine name and version, model revision and chat-template hash."""
 
     @abstractmethod
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
-        """Raw output text for each request, in order."""
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str | GenerationFailure]:
+        """Raw output text for each request, in order (a GenerationFailure where one failed)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model (GPU memory, worker processes)."""

@@ -121,7 +121,7 @@ class Store:
                         table = step.rows if isinstance(step.rows, pa.Table) else (
                             pa.Table.from_pylist(list(step.rows)))
                         if table.num_rows == 0:
-                            continue
+                            continue  # an insert of nothing
                         con.register("staging", table)
                         _execute(con, step.name, step.params)  # on error: rollback, then close
                         con.unregister("staging")

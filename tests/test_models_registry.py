@@ -1,0 +1,110 @@
+"""The model registry: the paper's 32 models, validation, `cultivar models add`."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+import yaml
+from conftest import SHARED
+
+from cultivar_assets.cli import main
+from cultivar_assets.models import (
+    ModelRegistryError,
+    default_models_file,
+    load_models,
+    select_models,
+)
+
+TABLE3 = SHARED / "reference" / "paper-tables" / "table3_models.csv"
+
+
+def paper_models():
+    registry = load_models()
+    return select_models(registry, ["suite:paper"])
+
+
+def test_paper_suite_has_the_32_models_with_their_types():
+    models = paper_models()
+    assert len(models) == 32
+    counts = {t: sum(1 for m in models if m.type == t) for t in ("LLM", "MT", "LLM+MT")}
+    assert counts == {"LLM": 24, "MT": 4, "LLM+MT": 4}
+    by_id = {m.id: m for m in models}
+    for big in ("Llama-3.3-70B-Instruct", "Qwen3.5-122B-A10B-FP8"):
+        assert by_id[big].engine_options["tensor_parallel_size"] == 2
+    assert by_id["Qwen3.5-122B-A10B-FP8"].engine_options["quantization"] == "fp8"
+    assert all(m.engine == "seq2seq" for m in models if m.type == "MT")
+    assert by_id["Qwen3.5-9B"].engine_options["chat_template_kwargs"] == {"enable_thinking": False}
+    assert all(m.params_active_b <= m.params_total_b for m in models)
+    assert by_id["Qwen3.5-35B-A3B"].params_active_b == 3
+
+
+@pytest.mark.skipif(not TABLE3.is_file(), reason="../shared/reference is not available")
+def test_reported_figures_equal_the_papers_table_3():
+    by_id = {m.id: m for m in paper_models()}
+    with TABLE3.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert {row["model"] for row in rows} == set(by_id)
+    for row in rows:
+        spec = by_id[row["model"]]
+        assert spec.type == row["type"]
+        reported = spec.reported.model_dump()
+        for key, value in reported.items():
+            assert value == pytest.approx(float(row[key]), abs=1e-9), (spec.id, key)
+
+
+def test_fingerprint_ignores_transport_options_only():
+    spec = load_models().get("gemma-3-270m-fewshot")
+    faster = spec.model_copy(update={"engine_options": {**spec.engine_options, "batch_size": 4}})
+    longer = spec.model_copy(update={"engine_options": {**spec.engine_options,
+                                                        "max_new_tokens": 99}})
+    assert faster.fingerprint() == spec.fingerprint()
+    assert longer.fingerprint() != spec.fingerprint()
+    assert spec.model_copy(update={"revision": "x"}).fingerprint() != spec.fingerprint()
+
+
+def test_every_problem_of_a_bad_registry_is_reported(tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"models": [
+        {"id": "a", "type": "LLM", "family": "F", "engine": "warp-drive",
+         "prompt_style": "chat-instruction", "hf_id": "x/a"},
+        {"id": "b", "type": "Robot", "family": "F", "engine": "vllm",
+         "prompt_style": "chat-instruction", "hf_id": "x/b"},
+        {"id": "c", "type": "MT", "family": "F", "engine": "seq2seq",
+         "prompt_style": "chat-instruction", "hf_id": "x/c"},
+        {"id": "d", "type": "LLM", "family": "F", "engine": "vllm", "prompt_style": "nope"},
+        {"id": "a", "type": "LLM", "family": "F", "engine": "vllm",
+         "prompt_style": "chat-instruction", "hf_id": "x/a", "colour": "red"},
+    ]}))
+    with pytest.raises(ModelRegistryError) as info:
+        load_models(path)
+    message = str(info.value)
+    assert "entry 1 (a): unknown engine 'warp-drive'" in message
+    assert "entry 2 (b): type" in message
+    assert "entry 3 (c): engine 'seq2seq' takes source prompts, not 'chat'" in message
+    assert "entry 4 (d): unknown prompt style 'nope'" in message
+    assert "entry 5 (a): colour: Extra inputs are not permitted" in message
+
+
+def test_models_add_appends_a_validated_entry_and_keeps_comments(tmp_path, capsys):
+    path = tmp_path / "models.yaml"
+    shutil.copy(default_models_file(), path)
+    before = path.read_text()
+    assert main(["models", "add", "Qwen/Qwen3.5-4B", "--type", "LLM", "--engine", "vllm",
+                 "--family", "Qwen 3.5", "--id", "qwen-extra", "--params-total", "4",
+                 "--option", "tensor_parallel_size=1", "--option",
+                 "chat_template_kwargs={enable_thinking: false}", "--suite", "paper",
+                 "--file", str(path)]) == 0
+    after = path.read_text()
+    assert after.startswith(before.rstrip("\n"))  # comments and entries kept as they were
+    spec = load_models(path).get("qwen-extra")
+    assert spec.engine_options == {"tensor_parallel_size": 1,
+                                   "chat_template_kwargs": {"enable_thinking": False}}
+    assert spec.prompt_style == "chat-instruction" and spec.params_active_b == 4
+    assert len(select_models(load_models(path), ["suite:paper"])) == 33
+
+    assert main(["models", "add", "x/y", "--type", "MT", "--engine", "seq2seq", "--family", "F",
+                 "--id", "qwen-extra", "--file", str(path)]) == 1
+    assert "duplicate id 'qwen-extra'" in capsys.readouterr().err
+    assert path.read_text() == after  # a refused entry changes nothing

@@ -1,0 +1,71 @@
+"""Runs the project's VLLMEngine inside the vLLM virtualenv for tests/test_engine_vllm.py.
+
+Usage: ``python tests/vllm_worker.py INPUT.json OUTPUT.json`` with ``PYTHONPATH`` at the repo.
+
+INPUT: ``{"cases": [{"model": <models.yaml entry>, "calls": [[<request>, ...], ...]}]}``, a
+request being a ``GenerationRequest`` as a dict. Each case loads one engine, reads ``info()``,
+runs each call through ``generate()`` and closes the engine. OUTPUT: ``{"cases": [...]}`` with,
+per case, ``info``, ``batch_size`` and one ``{"outputs": [...]}`` or ``{"error": ...}`` per call,
+or a load ``error``; an error is ``{"type": class name, "message": text}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+
+def _request(data: dict[str, Any]):
+    from cultivar_assets.engines.prompts import GenerationRequest
+
+    messages = data.get("messages")
+    return GenerationRequest(**{
+        **data,
+        "messages": tuple(tuple(m) for m in messages) if messages is not None else None,
+        "stop": tuple(data["stop"]),
+    })
+
+
+def _error(error: Exception) -> dict[str, str]:
+    return {"type": type(error).__name__, "message": str(error)}
+
+
+def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    """Load the case's model once, run its calls, close it."""
+    from cultivar_assets.engines.base import EngineSettings
+    from cultivar_assets.engines.vllm_engine import VLLMEngine
+    from cultivar_assets.models import ModelSpec
+
+    started = time.perf_counter()
+    spec = ModelSpec.model_validate(case["model"])
+    try:
+        engine = VLLMEngine(spec, EngineSettings(**case.get("settings", {})))
+    except Exception as error:
+        return {"error": _error(error), "seconds": time.perf_counter() - started}
+    result: dict[str, Any] = {"info": asdict(engine.info()), "batch_size": engine.batch_size,
+                              "calls": []}
+    try:
+        for call in case["calls"]:
+            try:
+                result["calls"].append({"outputs": engine.generate([_request(r) for r in call])})
+            except Exception as error:
+                result["calls"].append({"error": _error(error)})
+    finally:
+        engine.close()
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def main(argv: list[str]) -> None:
+    source, target = Path(argv[1]), Path(argv[2])
+    cases = json.loads(source.read_text(encoding="utf-8"))["cases"]
+    results = [run_case(case) for case in cases]
+    target.write_text(json.dumps({"cases": results}, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":  # vLLM may start worker processes that re-import this module
+    main(sys.argv)
