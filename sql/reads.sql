@@ -40,3 +40,12 @@ UNION ALL SELECT 'segment_stats', count(*) FROM raw.segment_stats
 UNION ALL SELECT 'word_recall', count(*) FROM raw.word_recall
 UNION ALL SELECT 'segments', count(*) FROM raw.segments
 UNION ALL SELECT 'models', count(*) FROM raw.models;
+
+-- name: publish_dataset
+SELECT fingerprint, source, is_demo FROM raw.dataset;
+
+-- name: publish_locales
+SELECT l.locale, l.language, l.script, l.location, l.flores_plus_code, l.language_name,
+       l.official_or_de_facto, count(*) AS n_instances
+FROM raw.instances i JOIN raw.locales l ON l.locale = i.locale
+GROUP BY ALL ORDER BY l.locale;

@@ -24,6 +24,28 @@ CHAT_TEMPLATE = (
 
 
 @pytest.fixture(autouse=True)
+def no_stale_dagster_state(request):
+    """Keep Dagster's "current defs-state storage" from pointing at a closed instance.
+
+    Each DagsterInstance sets that context variable when entered and resets it when its exit
+    stack is closed; an exit stack that is only garbage-collected later (inside another test)
+    resets it to an older, deleted instance, and the next Definitions(...) then fails to open
+    that instance's database. So the variable is cleared around each test, and modules that
+    create instances (marked ``dagster_instances``) collect garbage after each test.
+    (Dagster-internal state, Dagster 1.13.)
+    """
+    from dagster._core.storage.defs_state import base
+
+    base._current_storage.set(None)
+    yield
+    if request.node.get_closest_marker("dagster_instances"):
+        import gc
+
+        gc.collect()
+    base._current_storage.set(None)
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     """Every test gets its own CULTIVAR_HOME; no test touches the user's ~/.cultivar."""
     home = tmp_path_factory.mktemp("cultivar_home")

@@ -15,6 +15,25 @@ It answers the requests that ``huggingface_hub`` 2.x makes for ``snapshot_downlo
     GET  /api/agent-harnesses                         best-effort telemetry, fetched once per
                                                       process: answered with an empty registry
 
+and the writes of ``HfApi.create_repo`` and ``HfApi.upload_folder`` (``hf_api.py``,
+``_commit_api.py``, ``_upload_pipeline.py``; the same requests with or without ``hf_xet``)::
+
+    POST /api/repos/create                            {"name", "organization", "type", ...}:
+         200 {"url"}, or 409 (with "url") when the repo exists (``exist_ok=True`` accepts it)
+    POST /api/validate-yaml                           {"content", "repoType"}: 400 with
+         {"errors"} when the README's front matter is not a YAML mapping; called by
+         upload_folder before hashing, and again by the single-commit path (create_commit,
+         taken when hf_xet is not installed or HF_HUB_DISABLE_XET is set)
+    POST /api/{type}s/{ns}/{name}/preupload/{rev}     {"files": [{"path", "sample", "size"}]}:
+         every file "regular" (sent inline in the commit: no LFS, no Xet), with the git oid of
+         the file already there, so the client skips unchanged files as with the Hub
+    POST /api/{type}s/{ns}/{name}/commit/{rev}        NDJSON: a "header" line (summary,
+         description), then "file" lines (base64 content), "deletedFile", "deletedFolder";
+         applied to the repo and recorded in ``HubServer.commits``
+
+Writes need an ``Authorization: Bearer <token>`` header (401 without); when ``write_tokens``
+is not empty, the token must be one of them (403).
+
 ``{type}`` is model, dataset or space; ``{prefix}`` is "" for models, "datasets/" or "spaces/".
 ``{rev}`` is "main" or the repo's commit sha (``snapshot_download`` asks for repo info on "main",
 then lists the tree and downloads every file at the sha).
@@ -33,10 +52,12 @@ Use::
         use_hub(monkeypatch, hub.url, tmp_path)   # point huggingface_hub at it
         ...
         hub.seen("GET", "/resolve/")  # requests to repos: method, path, headers, status
+        hub.commits[-1].files          # what the last commit uploaded: path -> bytes
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -46,9 +67,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import yaml
+
 _API_INFO = re.compile(r"^/api/(model|dataset|space)s/([^/]+/[^/]+)(?:/revision/([^/]+))?$")
 _API_TREE = re.compile(r"^/api/(model|dataset|space)s/([^/]+/[^/]+)/tree/([^/]+)(?:/(.*))?$")
 _RESOLVE = re.compile(r"^/(datasets/|spaces/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
+_API_WRITE = re.compile(r"^/api/(model|dataset|space)s/([^/]+/[^/]+)/(preupload|commit)/([^/]+)$")
+_URL_PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*$", re.DOTALL | re.MULTILINE)
 
 
 @dataclass
@@ -60,6 +86,7 @@ class HubRepo:
     lfs_suffixes: tuple[str, ...] = (".parquet",)  # stored in LFS on the real Hub
     gated: bool = False
     allowed_tokens: set[str] = field(default_factory=set)
+    private: bool | None = None  # as asked by create_repo
 
     def is_lfs(self, path: str) -> bool:
         return path.endswith(self.lfs_suffixes)
@@ -72,10 +99,23 @@ class SeenRequest:
     query: str
     headers: dict[str, str]  # lower-case names
     status: int | None = None  # the status answered
+    body: bytes = b""  # the request body (POST)
 
     @property
     def authorization(self) -> str | None:
         return self.headers.get("authorization")
+
+
+@dataclass
+class HubCommit:
+    repo_id: str
+    repo_type: str
+    revision: str
+    summary: str
+    description: str
+    files: dict[str, bytes]  # added or replaced: path -> content
+    deleted: list[str]  # deleted files and folders
+    sha: str  # the new commit
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -89,6 +129,9 @@ class HubServer:
         self.repos: dict[tuple[str, str], HubRepo] = {}
         self.requests: list[SeenRequest] = []
         self.failures: dict[str, int] = {}  # "<repo_id>/<path>" -> forced status, no error code
+        self.commits: list[HubCommit] = []
+        self.validated: list[str] = []  # README contents sent to /api/validate-yaml
+        self.write_tokens: set[str] = set()  # empty: any token may write
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
@@ -159,6 +202,9 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
         def do_HEAD(self):
             self._dispatch(send_body=False)
 
+        def do_POST(self):
+            self._dispatch(send_body=True)
+
         # -- plumbing ---------------------------------------------------------------------
 
         def _answer(self, status: int, body: bytes = b"", headers: dict | None = None,
@@ -217,6 +263,9 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             self.seen_request = SeenRequest(self.command, path, parts.query,
                                             {k.lower(): v for k, v in self.headers.items()})
             hub._record(self.seen_request)
+            if self.command == "POST":
+                self.seen_request.body = self.rfile.read(int(self.headers["Content-Length"] or 0))
+                return self._dispatch_post(path)
             if send_body and path == "/api/agent-harnesses":
                 return self._json(200, {"standardEnvVars": [], "harnesses": {}})
             if send_body and (m := _API_INFO.match(path)):
@@ -229,7 +278,98 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                 return self._resolve(repo_type, m.group(2), m.group(3), m.group(4), send_body)
             self._error(404, None, f"no route for {self.command} {path}", send_body)
 
+        def _dispatch_post(self, path: str) -> None:
+            if path == "/api/validate-yaml":
+                return self._validate_yaml()
+            if not self._write_allowed():
+                return
+            if path == "/api/repos/create":
+                return self._create_repo()
+            if m := _API_WRITE.match(path):
+                repo_type, repo_id, action, revision = m.groups()
+                repo = self._repo(repo_type, repo_id, True)
+                if repo is None or not self._revision_ok(repo, revision, True):
+                    return
+                if action == "preupload":
+                    return self._preupload(repo)
+                return self._commit(repo, unquote(revision))
+            self._error(404, None, f"no route for POST {path}")
+
+        def _write_allowed(self) -> bool:
+            """Writes need a token (401 without; 403 when it is not in ``write_tokens``)."""
+            auth = self.headers.get("Authorization") or ""
+            if not auth.startswith("Bearer "):
+                self._error(401, None, "Invalid credentials in Authorization header")
+                return False
+            if hub.write_tokens and auth.removeprefix("Bearer ").strip() not in hub.write_tokens:
+                self._error(403, None, "You don't have the rights to write to this namespace")
+                return False
+            return True
+
         # -- endpoints --------------------------------------------------------------------
+
+        def _create_repo(self) -> None:
+            payload = json.loads(self.seen_request.body or b"{}")
+            if not payload.get("organization"):
+                return self._error(400, None, "the fake hub needs a namespace in the repo id")
+            repo_type = payload.get("type") or "model"
+            repo_id = f"{payload['organization']}/{payload['name']}"
+            url = f"{hub.url}/{_URL_PREFIX[repo_type]}{repo_id}"
+            if (repo_type, repo_id) in hub.repos:
+                return self._json(409, {"error": f"You already created this {repo_type} repo",
+                                        "url": url})
+            repo = hub.add_repo(repo_id, {}, repo_type)
+            repo.private = {"private": True, "public": False}.get(payload.get("visibility"))
+            self._json(200, {"url": url, "name": repo_id, "id": repo.sha[:24]})
+
+        def _validate_yaml(self) -> None:
+            content = json.loads(self.seen_request.body or b"{}").get("content", "")
+            hub.validated.append(content)
+            match = _FRONT_MATTER.match(content)
+            try:
+                metadata = yaml.safe_load(match.group(1)) if match else {}
+            except yaml.YAMLError as error:
+                return self._json(400, {"errors": [{"message": f"invalid YAML: {error}"}]})
+            if not isinstance(metadata, dict | None):
+                return self._json(400, {"errors": [{"message": "metadata must be a mapping"}]})
+            self._json(200, {"errors": [], "warnings": []})
+
+        def _preupload(self, repo: HubRepo) -> None:
+            files = json.loads(self.seen_request.body or b"{}").get("files", [])
+            self._json(200, {"files": [
+                {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
+                 "oid": git_blob_sha1(repo.files[f["path"]]) if f["path"] in repo.files else None}
+                for f in files], "commitOid": repo.sha})
+
+        def _commit(self, repo: HubRepo, revision: str) -> None:
+            lines = [json.loads(line) for line in self.seen_request.body.splitlines() if line]
+            header = next((line["value"] for line in lines if line["key"] == "header"), {})
+            files: dict[str, bytes] = {}
+            deleted: list[str] = []
+            for line in lines:
+                key, value = line["key"], line["value"]
+                if key == "file":
+                    if value.get("encoding") != "base64":
+                        return self._error(400, None, "file content must be base64")
+                    files[value["path"]] = base64.b64decode(value["content"])
+                elif key in ("deletedFile", "deletedFolder"):
+                    deleted.append(value["path"])
+                elif key != "header":
+                    return self._error(400, None, f"the fake hub does not accept {key!r} lines")
+            for gone in deleted:
+                repo.files = {p: d for p, d in repo.files.items()
+                              if p != gone and not p.startswith(gone.rstrip("/") + "/")}
+            repo.files.update(files)
+            digest = hashlib.sha1(repo.sha.encode())
+            for path in sorted(repo.files):
+                digest.update(path.encode() + b"\0" + repo.files[path])
+            repo.sha = digest.hexdigest()
+            hub.commits.append(HubCommit(repo.repo_id, repo.repo_type, revision,
+                                         header.get("summary", ""), header.get("description", ""),
+                                         files, deleted, repo.sha))
+            self._json(200, {"success": True, "commitOid": repo.sha, "hookOutput": "",
+                             "commitUrl": f"{hub.url}/{_URL_PREFIX[repo.repo_type]}"
+                                          f"{repo.repo_id}/commit/{repo.sha}"})
 
         def _repo_info(self, repo_type: str, repo_id: str, revision: str) -> None:
             repo = self._repo(repo_type, repo_id, True)

@@ -20,6 +20,8 @@ from cultivar_assets.models import load_models
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings
 
+pytestmark = pytest.mark.dagster_instances
+
 
 def llm_entry(model_id: str, revision: str = "r1", **extra) -> dict:
     entry = {"id": model_id, "hf_id": f"org/{model_id}", "revision": revision, "type": "LLM",

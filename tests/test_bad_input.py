@@ -21,6 +21,8 @@ from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
 
+pytestmark = pytest.mark.dagster_instances
+
 TABLES = ["raw.dataset", "raw.instances", "raw.segments", "raw.translations", "raw.scores",
           "raw.segment_stats", "raw.word_recall", "raw.model_summary"]
 

@@ -27,6 +27,11 @@ def test_demo_runs_twice_and_the_second_run_reuses_the_cache(isolated_home):
     for model in ("gemma-3-270m-fewshot", "gemma-3-270m-fewshot-unnamed", "copy-source-baseline"):
         assert model in first.stdout
     assert "tok:13a" in first.stdout  # the substitution for spBLEU is stated in the signature
+    site = isolated_home / "site" / "index.html"
+    assert f"Site: {site.parent}/index.html" in first.stdout
+    assert "gemma-3-270m-fewshot" in site.read_text()
+    card = (isolated_home / "publish" / "hf_dataset" / "README.md").read_text()
+    assert "license: cc-by-sa-4.0" in card
 
     with duckdb.connect(str(database), read_only=True) as con:
         generated = dict(con.execute("SELECT model_id, n_generated FROM models "

@@ -14,6 +14,8 @@ from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
 
+pytestmark = pytest.mark.dagster_instances
+
 MODELS = ["tiny-base", "tiny-chat", "copy-source-baseline"]
 N_SEGMENTS = 4 * 12 + 6 * 12  # 4 flores test sets and 6 cultivar test sets of 12 instances
 
@@ -51,8 +53,9 @@ def test_definitions_load():
     with dg.instance_for_test():  # Dagster keeps global state tied to the latest live instance
         defs = build_definitions()
         keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    assert keys == {"test_sets", "translations", "scores", "leaderboard", "reported_results"}
-    assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results"}
+    assert keys == {"test_sets", "translations", "scores", "leaderboard", "reported_results",
+                    "charts", "hf_dataset_folder", "hf_dataset_push", "site"}
+    assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset"}
 
 
 def test_assets_materialise_and_rematerialising_replaces_rows(settings):

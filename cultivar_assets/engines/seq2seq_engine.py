@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cultivar_assets.data.locales import source_languages
 from cultivar_assets.engines.base import Engine, EngineInfo, EngineLoadError, EngineSettings
 from cultivar_assets.engines.prompts import GenerationRequest
-from cultivar_assets.engines.transformers_engine import _device, _dtype
+from cultivar_assets.engines.torch_support import release_memory, resolve_device, resolve_dtype
 from cultivar_assets.weights import resolve_weights
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class Seq2SeqEngine(Engine):
         options: dict[str, Any] = {**settings.model_dump(), **spec.engine_options}
         self.batch_size = int(options["batch_size"])
         self.num_beams = int(options.get("num_beams", 1))
-        self.device = _device(options["device"])
+        self.device = resolve_device(options["device"])
         source_code_map = options.get("source_code_map") or {}
         if not isinstance(source_code_map, Mapping):
             raise EngineLoadError(
@@ -88,7 +88,7 @@ class Seq2SeqEngine(Engine):
             self.model = transformers.AutoModelForSeq2SeqLM.from_pretrained(
                 weights.location,
                 revision=weights.revision,
-                dtype=_dtype(options["dtype"], self.device),
+                dtype=resolve_dtype(options["dtype"], self.device),
             ).to(self.device)
         except (OSError, ValueError, RuntimeError, torch.OutOfMemoryError) as error:
             if isinstance(error, EngineLoadError):
@@ -206,11 +206,5 @@ class Seq2SeqEngine(Engine):
         return outputs
 
     def close(self) -> None:
-        import gc
-
-        import torch
-
         del self.model
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        release_memory()

@@ -20,29 +20,11 @@ from cultivar_assets.engines.base import (
     text_sha256,
 )
 from cultivar_assets.engines.prompts import GenerationRequest
+from cultivar_assets.engines.torch_support import release_memory, resolve_device, resolve_dtype
 from cultivar_assets.weights import resolve_weights
 
 if TYPE_CHECKING:
     from cultivar_assets.models import ModelSpec
-
-
-def _device(requested: str) -> str:
-    import torch
-
-    if requested != "auto":
-        return requested
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _dtype(requested: str, device: str):
-    import torch
-
-    if requested == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    try:
-        return getattr(torch, requested)
-    except AttributeError:
-        raise EngineLoadError(f"unknown dtype {requested!r}") from None
 
 
 class TransformersEngine(Engine):
@@ -60,7 +42,7 @@ class TransformersEngine(Engine):
             ) from error
         options = {**settings.model_dump(), **spec.engine_options}
         self.batch_size = int(options["batch_size"])
-        self.device = _device(options["device"])
+        self.device = resolve_device(options["device"])
         weights = resolve_weights(spec.weights, spec.hf_id, spec.revision)
         self.revision = weights.revision
         try:
@@ -70,7 +52,7 @@ class TransformersEngine(Engine):
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 weights.location,
                 revision=weights.revision,
-                dtype=_dtype(options["dtype"], self.device),
+                dtype=resolve_dtype(options["dtype"], self.device),
             ).to(self.device)
         except (OSError, ValueError, RuntimeError, torch.OutOfMemoryError) as error:
             raise EngineLoadError(
@@ -129,11 +111,5 @@ class TransformersEngine(Engine):
         return outputs
 
     def close(self) -> None:
-        import gc
-
-        import torch
-
         del self.model
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        release_memory()

@@ -159,7 +159,8 @@ class VLLMEngine(Engine):
 
     def close(self) -> None:
         import contextlib
-        import gc
+
+        from cultivar_assets.engines.torch_support import release_memory
 
         llm = self.__dict__.pop("llm", None)
         if llm is not None:  # stop the engine-core process now rather than at garbage collection
@@ -171,9 +172,4 @@ class VLLMEngine(Engine):
             from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
 
             cleanup_dist_env_and_memory()
-        gc.collect()
-        with contextlib.suppress(ImportError):
-            import torch
-
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+        release_memory()

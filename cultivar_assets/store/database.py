@@ -46,7 +46,7 @@ def _parse_named(text: str, source: str) -> dict[str, str]:
 def named_statements() -> dict[str, str]:
     sql = resource_dir("sql")
     named: dict[str, str] = {}
-    for file in ("writes.sql", "reads.sql"):
+    for file in ("writes.sql", "reads.sql", "site.sql"):
         named.update(_parse_named((sql / file).read_text(encoding="utf-8"), file))
     return named
 
@@ -132,13 +132,25 @@ class Store:
                 con.rollback()
                 raise
 
+    def stream(self, name: str, batch_rows: int = 20_000,
+               **params: Any) -> Iterator[dict[str, Any]]:
+        """Rows of a named query, fetched in batches (for results too large to hold at once)."""
+        with self.connect(read_only=True) as con:
+            statement = duckdb.extract_statements(named_statements()[name])[-1]
+            used = {k: params[k] for k in statement.named_parameters}
+            cursor = con.execute(statement, used) if used else con.execute(statement)
+            columns = [d[0] for d in cursor.description]
+            while rows := cursor.fetchmany(batch_rows):
+                for row in rows:
+                    yield dict(zip(columns, row, strict=True))
+
     def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
         """Rows of a named query from ``sql/reads.sql`` as dicts (read-only connection)."""
         with self.connect(read_only=True) as con:
             try:
                 sql = named_statements()[name]
             except KeyError:
-                raise StoreError(f"no SQL query named {name!r} in sql/reads.sql") from None
+                raise StoreError(f"no SQL query named {name!r} in sql/*.sql") from None
             statement = duckdb.extract_statements(sql)[-1]
             used = {k: params[k] for k in statement.named_parameters}
             cursor = con.execute(statement, used) if used else con.execute(statement)

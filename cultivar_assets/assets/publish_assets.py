@@ -1,0 +1,63 @@
+"""Publishing the benchmark data as a Hugging Face dataset: the repository folder, then the push."""
+
+import dagster as dg
+
+from cultivar_assets.assets.data_assets import test_sets
+from cultivar_assets.publish.dataset_folder import FileEntry, build_dataset_folder
+from cultivar_assets.publish.push import push_dataset
+from cultivar_assets.publish.records import read_dataset_info, read_publish_data
+from cultivar_assets.reporting import markdown_table
+from cultivar_assets.resources import HubPublishResource, StoreResource
+
+
+def _files_table(files: list[FileEntry]) -> dg.MetadataValue:
+    return dg.MetadataValue.md(markdown_table(
+        [f.as_dict() for f in files], [("path", "path"), ("size", "bytes"), ("sha256", "sha256")]))
+
+
+@dg.asset(group_name="publish", deps=[test_sets], kinds={"parquet", "huggingface"})
+def hf_dataset_folder(
+    context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource
+) -> dg.MaterializeResult:
+    """The dataset repository folder in the Hub's layout: data/<locale>/test.parquet, README.md."""
+    folder = build_dataset_folder(read_publish_data(store.store()), hf_publish.config())
+    context.log.info(f"wrote {len(folder.files)} files to {folder.path} (originals "
+                     f"{'included' if folder.include_originals else 'left out'})")
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(folder.path)),
+            "demo_data": folder.info.is_demo,
+            "dataset_fingerprint": folder.info.fingerprint,
+            "include_originals": folder.include_originals,
+            "files": dg.MetadataValue.json([f.as_dict() for f in folder.files]),
+            "files_table": _files_table(folder.files),
+            "rows_per_locale": dg.MetadataValue.json(folder.rows),
+            "front_matter": dg.MetadataValue.json(folder.card.front_matter),
+            "card_preview": dg.MetadataValue.md(folder.card.body),
+        },
+        data_version=dg.DataVersion(folder.digest),
+    )
+
+
+@dg.asset(group_name="publish", deps=[hf_dataset_folder], kinds={"huggingface"})
+def hf_dataset_push(
+    context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource
+) -> dg.MaterializeResult:
+    """The folder pushed to the Hub; without a repo id and a token, a dry run listing the files."""
+    config = hf_publish.config()
+    info = read_dataset_info(store.store())
+    result = push_dataset(config.folder_path, config, is_demo=info.is_demo, token=config.token())
+    if result.pushed:
+        context.log.info(f"pushed {len(result.files)} files to {result.repo_id}: "
+                         f"{result.commit_url}")
+    else:
+        context.log.info(f"dry run, nothing pushed: {result.reason}")
+    meta = result.metadata()
+    return dg.MaterializeResult(metadata={
+        **{key: meta[key] for key in ("pushed", "repo_id", "endpoint", "reason")},
+        "token_env": config.token_env,
+        "commit_url": dg.MetadataValue.url(meta["commit_url"]) if result.pushed else "",
+        "kept_configs": dg.MetadataValue.json(meta["kept_configs"]),
+        "files": dg.MetadataValue.json(meta["files"]),
+        "files_table": _files_table(result.files),
+    })

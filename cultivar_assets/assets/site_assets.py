@@ -1,0 +1,40 @@
+"""The public face: charts and the static leaderboard site, built from the DuckDB store."""
+
+import dagster as dg
+
+from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
+from cultivar_assets.publish.card import card_for_store
+from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
+from cultivar_assets.site import charts as site_charts
+from cultivar_assets.site.build import build_site, chart_inputs
+
+
+@dg.asset(group_name="site", deps=[leaderboard, reported_results], kinds={"vega"})
+def charts(site: SiteResource, store: StoreResource):
+    """The paper's figures (∆ heatmaps, ∆ vs size, same language by location) as Vega-Lite + SVG."""
+    entries = site_charts.chart_entries(*chart_inputs(store.store()))
+    files = site_charts.write_charts(entries, site.charts_path())
+    return dg.MaterializeResult(metadata={
+        "charts": dg.MetadataValue.json([entry["id"] for entry in entries]),
+        "files": len(files),
+        "folder": dg.MetadataValue.path(str(site.charts_path())),
+    })
+
+
+@dg.asset(group_name="site", deps=[charts, "hf_dataset_folder"], kinds={"html"})
+def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
+         hf_publish: HubPublishResource):
+    """The static leaderboard site (self-contained; works from file:// and any static host)."""
+    card = card_for_store(store.store(), hf_publish.config())
+    summary = build_site(store.store(), site.site_path(), card_markdown=card.body,
+                         charts_dir=site.charts_path(), include_database=site.include_database,
+                         progress=context.log.info)
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(summary.path / "index.html")),
+        "pages": summary.pages,
+        "files": summary.files,
+        "megabytes": round(summary.bytes / 1e6, 2),
+        "seconds": round(summary.seconds, 1),
+        "models": summary.models,
+        "locales": summary.locales,
+    })

@@ -1,0 +1,382 @@
+"""The dataset card: YAML front matter and a Markdown body, kept apart.
+
+:func:`build_card` returns a :class:`Card` (:func:`card_for_store`: the card of the stored dataset,
+as ``hf_dataset_folder`` writes it); ``card.body`` is the Markdown that the static site renders,
+``card.front_matter`` the metadata, ``card.to_readme()`` the Hub's ``README.md``. The front
+matter is written with ``yaml.safe_dump``; every text value interpolated into the Markdown is
+escaped (:func:`md_text`, :func:`md_code`), so a ``|`` or ``<`` in a name cannot break a table
+or inject HTML.
+:func:`merge_front_matter` combines our front matter with that of a card already on the Hub.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from cultivar_assets.publish.config import REPO_ID, PublishConfig
+from cultivar_assets.publish.records import DatasetInfo, read_dataset_info, read_locales
+from cultivar_assets.store.database import Store
+
+LICENSE = "cc-by-sa-4.0"
+LICENSE_URL = "https://creativecommons.org/licenses/by-sa/4.0/"
+PAPER_URL = "https://arxiv.org/abs/2608.09766"
+SPLIT = "test"
+CITATION = "Chen et al., 2026"
+
+CULTIVAR_BIBTEX = r"""@misc{chen2026cultivar,
+  title         = {Cultivar: A Contrastive and Locale-Oriented Translation Benchmark for
+                   Investigating Contamination and Localisation Robustness},
+  author        = {Chen, Pinzhen and Dutta Chowdhury, Koel and Xu, Xiaoya and Tan, David and
+                   Osmelak, Doreen and de Gibert, Ona and Tumurchuluun, Ariun-Erdene and
+                   Urlana, Ashok and Sizov, Fedor and Sirin, Hale and Alabi, Jesujoba O. and
+                   Abed, Karrar Talib and Klimaszewski, Mateusz and Bogoychev, Nikolay and
+                   Bafna, Niyati and Schmidtov{\'a}, Patr{\'\i}cia and
+                   Shanbhag, Preksha Manjunath and Shen, Sherrie and Zouhar, Vil{\'e}m and
+                   Iyer, Vivek and Hamidullah, Yasser and Al Ghussin, Yusser and Zhao, Zheng},
+  year          = {2026},
+  eprint        = {2608.09766},
+  archivePrefix = {arXiv},
+  primaryClass  = {cs.CL},
+  url           = {https://arxiv.org/abs/2608.09766}
+}"""
+
+FLORES_BIBTEX = r"""@article{nllb2022,
+  title   = {No Language Left Behind: Scaling Human-Centered Machine Translation},
+  author  = {{NLLB Team} and Costa-juss{\`a}, Marta R. and Cross, James and
+             {\c{C}}elebi, Onur and Elbayad, Maha and Heafield, Kenneth and Heffernan, Kevin and
+             Kalbassi, Elahe and Lam, Janice and Licht, Daniel and Maillard, Jean and Sun, Anna and
+             Wang, Skyler and Wenzek, Guillaume and Youngblood, Al and Akula, Bapi and
+             Barrault, Loic and Mejia Gonzalez, Gabriel and Hansanti, Prangthip and
+             Hoffman, John and Jarrett, Semarley and Sadagopan, Kaushik Ram and Rowe, Dirk and
+             Spruit, Shannon and Tran, Chau and Andrews, Pierre and Ayan, Necip Fazil and
+             Bhosale, Shruti and Edunov, Sergey and Fan, Angela and Gao, Cynthia and
+             Goswami, Vedanuj and Guzm{\'a}n, Francisco and Koehn, Philipp and
+             Mourachko, Alexandre and Ropers, Christophe and Saleem, Safiyyah and
+             Schwenk, Holger and Wang, Jeff},
+  journal = {arXiv preprint arXiv:2207.04672},
+  year    = {2022}
+}
+
+@article{goyal2022flores,
+  title   = {The {FLORES}-101 Evaluation Benchmark for Low-Resource and Multilingual Machine
+             Translation},
+  author  = {Goyal, Naman and Gao, Cynthia and Chaudhary, Vishrav and Chen, Peng-Jen and
+             Wenzek, Guillaume and Ju, Da and Krishnan, Sanjana and Ranzato, Marc'Aurelio and
+             Guzm{\'a}n, Francisco and Fan, Angela},
+  journal = {Transactions of the Association for Computational Linguistics},
+  volume  = {10},
+  pages   = {522--538},
+  year    = {2022},
+  doi     = {10.1162/tacl_a_00474}
+}"""
+
+TABLE1_COLUMNS = (
+    ("locale", "Locale"),
+    ("kept_llm_paraphrase", "Kept LLM paraphrase"),
+    ("reverted_to_flores", "Reverted to FLORES"),
+    ("edited_source_only", "Edited: source only"),
+    ("edited_target_only", "Edited: English only"),
+    ("edited_both", "Edited: both"),
+    ("avg_edits_source", "Avg. edits, source"),
+    ("avg_edits_english", "Avg. edits, English"),
+)
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
+_SAFE_CODE = re.compile(r"^[\w.\-/]+$")
+_FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)",
+                           re.DOTALL | re.MULTILINE)
+
+
+class CardError(ValueError):
+    """A dataset card cannot be read or merged."""
+
+
+@dataclass(frozen=True)
+class Card:
+    """A dataset card: the front matter (a YAML mapping) and the Markdown body."""
+
+    front_matter: dict[str, Any]
+    body: str
+
+    def front_matter_yaml(self) -> str:
+        return yaml.safe_dump(self.front_matter, sort_keys=False, allow_unicode=True, width=100)
+
+    def to_readme(self) -> str:
+        return f"---\n{self.front_matter_yaml()}---\n\n{self.body.rstrip()}\n"
+
+
+def md_text(value: object) -> str:
+    """``value`` as inline Markdown text: punctuation escaped, line breaks folded."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+
+
+def md_code(value: object) -> str:
+    """``value`` as a code span when it is a plain identifier, else as escaped text."""
+    text = str(value)
+    return f"`{text}`" if _SAFE_CODE.match(text) else md_text(text)
+
+
+def md_table(rows: Iterable[Sequence[str]], headers: Sequence[str]) -> str:
+    """A Markdown table of already escaped cells."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def size_category(n_rows: int) -> str:
+    """The Hub's ``size_categories`` label for ``n_rows`` rows."""
+    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+              (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")]
+    return next((label for bound, label in bounds if n_rows < bound), "10M<n<100M")
+
+
+def reported_table1() -> dict[str, dict[str, str]]:
+    """The paper's Table 1 (annotation statistics) by locale, as shipped in ``data/reported``."""
+    text = resources.files("cultivar_assets.data").joinpath(
+        "reported", "table1_annotation.csv").read_text("utf-8")
+    return {row["locale"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def config_entry(locale: str) -> dict[str, Any]:
+    return {"config_name": locale,
+            "data_files": [{"split": SPLIT, "path": f"data/{locale}/{SPLIT}.parquet"}]}
+
+
+def build_card(
+    locales: Sequence[dict[str, Any]],
+    *,
+    is_demo: bool,
+    include_originals: bool,
+    pretty_name: str | None = None,
+    repo_id: str | None = None,
+) -> Card:
+    """The card for ``locales`` (rows of the ``publish_locales`` query, with ``n_instances``)."""
+    if not locales:
+        raise CardError("a dataset card needs at least one locale")
+    name = pretty_name or ("Cultivar toolkit demo data" if is_demo else "Cultivar")
+    n_rows = sum(int(row["n_instances"]) for row in locales)
+    front_matter = {
+        "license": LICENSE,
+        "language": sorted({str(row["language"]) for row in locales} | {"en"}),
+        "task_categories": ["translation"],
+        "pretty_name": name,
+        "size_categories": [size_category(n_rows)],
+        "configs": [config_entry(str(row["locale"])) for row in locales],
+    }
+    sections = [
+        f"# {md_text(name)}",
+        _demo_notice() if is_demo else None,
+        _overview(),
+        _data_section(locales, is_demo, include_originals, repo_id),
+        _locales_section(locales),
+        _method_section(is_demo),
+        _annotation_section([str(row["locale"]) for row in locales], is_demo),
+        _licence_section(is_demo, include_originals),
+        _citation_section(),
+    ]
+    return Card(front_matter, "\n\n".join(s for s in sections if s) + "\n")
+
+
+def card_for(
+    locales: Sequence[dict[str, Any]], info: DatasetInfo, config: PublishConfig
+) -> Card:
+    """The card of a dataset as ``config`` publishes it."""
+    return build_card(locales, is_demo=info.is_demo,
+                      include_originals=config.originals_included(info.is_demo),
+                      pretty_name=config.pretty_name, repo_id=config.repo_id)
+
+
+def card_for_store(store: Store, config: PublishConfig | None = None) -> Card:
+    """The card of the stored dataset, as ``hf_dataset_folder`` writes it (e.g. for the site)."""
+    return card_for(read_locales(store), read_dataset_info(store), config or PublishConfig())
+
+
+def _demo_notice() -> str:
+    return (
+        "> **Demo data, not Cultivar.** This dataset holds the demo data bundled with the Cultivar "
+        "toolkit. Its sentences were written for the toolkit, invented in the style of FLORES; "
+        "they are not taken from FLORES or from the Cultivar dataset, and scores on them say "
+        "nothing about real models. Its ids are demo ids, not FLORES dev line numbers."
+    )
+
+
+def _overview() -> str:
+    return (
+        "Cultivar is a source-contrastive, locale-oriented machine-translation benchmark "
+        f"([{CITATION}]({PAPER_URL})). It takes 200 named-entity-rich sentences of the FLORES "
+        "dev set and localises each of them to 27 locales (a language, a script and a location, "
+        "such as `deu_Latn_Switzerland` or `hin_Deva_US`), keeping the sentence structure but "
+        "replacing people, places, organisations and other locally specific content. Comparing "
+        "a model's translation into English of the original and of the localised sentence "
+        "exposes contamination with FLORES and a bias towards some locales."
+    )
+
+
+def _data_section(
+    locales: Sequence[dict[str, Any]], is_demo: bool, include_originals: bool,
+    repo_id: str | None,
+) -> str:
+    id_meaning = ("demo instance id, shared by every locale" if is_demo else
+                  "0-based line index in the FLORES dev set, shared by every locale")
+    rows = [("`id`", id_meaning),
+            ("`locale`", "locale key, `<language>_<Script>_<Location>`")]
+    if include_originals:
+        origin = "demo \"original\"" if is_demo else "original FLORES"
+        rows += [("`source_original`", f"{origin} sentence in the source language"),
+                 ("`english_original`", f"{origin} English sentence")]
+    rows += [("`source_localised`", "the sentence localised to the locale, in the source language"),
+             ("`english_localised`", "its English counterpart: the reference for translation "
+                                     "into English")]
+    parts = [
+        "## Data",
+        f"One configuration per locale ({len(locales)} here), each with a single `{SPLIT}` split "
+        f"(`data/<locale>/{SPLIT}.parquet`), with these columns:",
+        md_table(rows, ["column", "meaning"]),
+    ]
+    if include_originals and is_demo:
+        parts.append("`source_original` and `english_original` are the demo's own \"original\" "
+                     "sentences, written for the toolkit like the rest: they are not FLORES.")
+    elif include_originals:
+        parts.append(
+            "`source_original` and `english_original` are the original FLORES sentences "
+            "(CC BY-SA 4.0; NLLB Team et al., 2022; Goyal et al., 2022), included by this "
+            "repository's configuration. The FLORES maintainers ask that FLORES text not be "
+            "re-hosted in plain form where web crawlers can pick it up; keep such a copy gated "
+            "or private.")
+    else:
+        parts.append(
+            "The original FLORES sentences are not included. FLORES, like Cultivar, is licensed "
+            "under CC BY-SA 4.0, which would allow redistribution with attribution, but its "
+            "maintainers ask that FLORES text not be re-hosted in plain form where web crawlers "
+            "can pick it up (to limit contamination of future models). Take them from FLORES+ "
+            "(`openlanguagedata/flores_plus`, dev split) by `id`.")
+    if repo_id and REPO_ID.match(repo_id):
+        parts.append("```python\nfrom datasets import load_dataset\n\n"
+                     f"data = load_dataset({repo_id!r}, {str(locales[0]['locale'])!r}, "
+                     f"split={SPLIT!r})\n```")
+    return "\n\n".join(parts)
+
+
+def _locales_section(locales: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        (md_code(row["locale"]), md_text(row["language_name"]), md_code(row["script"]),
+         md_text(row["location"]), "yes" if row["official_or_de_facto"] else "no",
+         str(int(row["n_instances"])))
+        for row in locales
+    ]
+    table = md_table(rows, ["Locale", "Language", "Script", "Location",
+                            "Official or de facto", "Instances"])
+    return ("## Locales\n\n" + table + "\n\n\"Official or de facto\": whether the language has "
+            "official or de facto status at the location.")
+
+
+def _method_section(is_demo: bool) -> str:
+    lead = ("The demo data was written by hand for the toolkit. The Cultivar dataset itself was "
+            "made in three steps" if is_demo else "Cultivar was made in three steps")
+    return (
+        "## How the data was made\n\n"
+        f"{lead} ([{CITATION}]({PAPER_URL}), §2):\n\n"
+        "1. **Selection.** Named entities in the English FLORES dev set were found with spaCy "
+        "and corrected by hand; 658 sentences (about 65% of the dev set) contain at least one. "
+        "200 sentences with at least two named entities were chosen, leaving out sentences "
+        "dominated by numerals or on topics such as medicine and science, whose named entities "
+        "are shared worldwide.\n"
+        "2. **LLM localisation.** For each locale, GPT-5.5 (`gpt-5.5-2026-0423`) rewrote the "
+        "original FLORES source and English pair for the location, keeping the sentence "
+        "structure where possible and replacing content with alternatives that fit the location."
+        "\n"
+        "3. **Human post-editing.** For each locale, one annotator proficient in the source "
+        "language and in English, who lives or has lived in the location, reviewed every pair "
+        "and accepted the LLM paraphrase, post-edited it, or (sparingly) reverted to the original "
+        "FLORES entry.\n\n"
+        "Only translation into English is localised: the English references differ between "
+        "locales but remain comparable."
+    )
+
+
+def _annotation_section(locales: Sequence[str], is_demo: bool) -> str | None:
+    table1 = reported_table1()
+    present = [table1[key] for key in locales if key in table1]
+    if not present:
+        return None
+    rows = [
+        [md_code(row[key]) if key == "locale" else md_text(row[key]) for key, _ in TABLE1_COLUMNS]
+        for row in present
+    ]
+    scope = (" They describe the Cultivar dataset, not this demo data." if is_demo else "")
+    return (
+        "## Annotation statistics (reported)\n\n"
+        f"As reported by the paper ([{CITATION}]({PAPER_URL}), Table 1), not computed from this "
+        f"data: how the annotators treated the 200 LLM paraphrases of each locale, and the "
+        f"average number of edits per edited instance.{scope}\n\n"
+        + md_table(rows, [header for _, header in TABLE1_COLUMNS])
+    )
+
+
+def _licence_section(is_demo: bool, include_originals: bool) -> str:
+    if is_demo:
+        what = ("The demo data was written for the Cultivar toolkit and contains no FLORES text. "
+                "It follows the design of Cultivar, which is derived from FLORES: please cite "
+                "both (see Citation).")
+    else:
+        what = ("Cultivar is derived from FLORES (FLORES-200 and FLORES+, CC BY-SA 4.0; NLLB Team "
+                "et al., 2022; Goyal et al., 2022). When you use or redistribute this data, "
+                "credit the Cultivar paper and FLORES (see Citation) and share adaptations under "
+                "the same licence.")
+        if include_originals:
+            what += " This copy includes original FLORES sentences."
+    return f"## Licence and attribution\n\n[CC BY-SA 4.0]({LICENSE_URL}). {what}"
+
+
+def _citation_section() -> str:
+    return (
+        "## Citation\n\n"
+        f"Cultivar:\n\n```bibtex\n{CULTIVAR_BIBTEX}\n```\n\n"
+        f"FLORES:\n\n```bibtex\n{FLORES_BIBTEX}\n```"
+    )
+
+
+def parse_readme(text: str) -> Card:
+    """Split a ``README.md`` into its front matter (empty when there is none) and body."""
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return Card({}, text)
+    try:
+        front_matter = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as error:
+        raise CardError(f"the card's front matter is not valid YAML: {error}") from error
+    if not isinstance(front_matter, dict):
+        raise CardError("the card's front matter is not a YAML mapping")
+    return Card(front_matter, text[match.end():].lstrip("\n"))
+
+
+def merge_front_matter(
+    existing: dict[str, Any], ours: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """Our front matter, plus what the existing card has that ours does not replace.
+
+    Existing keys that we do not set are kept; ``configs`` keeps the existing configurations whose
+    name we do not have (ours replace those of the same name); ``language`` is the union, since the
+    kept configurations' data stays in the repository. Returns the result and the kept names.
+    """
+    merged = dict(ours)
+    for key, value in existing.items():
+        merged.setdefault(key, value)
+    ours_names = {entry["config_name"] for entry in ours.get("configs", [])}
+    kept = [entry for entry in existing.get("configs") or []
+            if isinstance(entry, dict) and entry.get("config_name", "default") not in ours_names]
+    merged["configs"] = [*ours.get("configs", []), *kept]
+    old_languages = existing.get("language") or []
+    if isinstance(old_languages, str):
+        old_languages = [old_languages]
+    languages = list(ours.get("language", []))
+    merged["language"] = languages + [code for code in old_languages if code not in languages]
+    return merged, [entry.get("config_name", "default") for entry in kept]

@@ -1,0 +1,124 @@
+"""The dataset repository folder in the Hub's layout, built from the DuckDB store.
+
+``data/<locale>/test.parquet`` (one configuration per locale, columns ``id``, ``locale``,
+``source_localised``, ``english_localised`` and, when configured, ``source_original`` and
+``english_original``; see :mod:`cultivar_assets.publish.config`) and the dataset card
+``README.md``. The folder is the project's published format, so the project's own reader
+(:mod:`cultivar_assets.data.cultivar_files`) and ``datasets.load_dataset`` both read it.
+
+The folder is written into a temporary sibling and swapped in when complete: a failed build
+leaves the previous folder as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cultivar_assets.data.cultivar_files import CANONICAL_COLUMNS, ORIGINAL_COLUMNS
+from cultivar_assets.publish.card import SPLIT, Card, card_for
+from cultivar_assets.publish.config import PublishConfig
+from cultivar_assets.publish.records import DatasetInfo, PublishData
+
+_TYPES = {"id": pa.int64()}
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str  # relative, with forward slashes
+    size: int
+    sha256: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DatasetFolder:
+    """A written dataset folder and what it holds."""
+
+    path: Path
+    card: Card
+    files: list[FileEntry]
+    rows: dict[str, int]  # locale -> instances
+    include_originals: bool
+    info: DatasetInfo
+
+    @property
+    def digest(self) -> str:
+        """sha256 over the files' paths and hashes: changes whenever a byte of the folder does."""
+        return digest(self.files)
+
+
+def locale_table(rows: list[dict[str, Any]], include_originals: bool) -> pa.Table:
+    """The parquet table of one locale (instances query rows, sorted by id)."""
+    columns = [c for c in CANONICAL_COLUMNS if include_originals or c not in ORIGINAL_COLUMNS]
+    values = {c: [row["instance_id" if c == "id" else c] for row in rows] for c in columns}
+    schema = pa.schema([(c, _TYPES.get(c, pa.string())) for c in columns])
+    return pa.table(values, schema=schema)
+
+
+def list_files(folder: Path) -> list[FileEntry]:
+    """Every file under ``folder`` with its size and sha256, sorted by path."""
+    entries = []
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        entries.append(FileEntry(path.relative_to(folder).as_posix(), len(data),
+                                 hashlib.sha256(data).hexdigest()))
+    return entries
+
+
+def digest(files: list[FileEntry]) -> str:
+    return hashlib.sha256("".join(f"{f.path}\0{f.sha256}\n" for f in files).encode()).hexdigest()
+
+
+def build_dataset_folder(data: PublishData, config: PublishConfig) -> DatasetFolder:
+    """Write the folder at ``config.folder_path``, replacing any previous one when complete."""
+    if not data.instances:
+        raise LookupError("the stored dataset has no instances to publish")
+    include = config.originals_included(data.info.is_demo)
+    card = card_for(data.locales, data.info, config)
+    target = config.folder_path
+
+    def write(work: Path) -> None:
+        for locale, rows in data.instances.items():
+            path = work / "data" / locale / f"{SPLIT}.parquet"
+            path.parent.mkdir(parents=True)
+            pq.write_table(locale_table(rows, include), path)
+        (work / "README.md").write_text(card.to_readme(), encoding="utf-8")
+
+    replace_folder(target, write)
+    return DatasetFolder(target, card, list_files(target),
+                         {k: len(v) for k, v in data.instances.items()}, include, data.info)
+
+
+def replace_folder(target: Path, write: Callable[[Path], None]) -> None:
+    """Run ``write(work)`` on a fresh sibling folder of ``target``, then swap it in."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    try:
+        write(work)
+        old = None
+        if target.exists():
+            old = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.old")
+            target.rename(old)
+        try:
+            work.rename(target)
+        except BaseException:
+            if old is not None:
+                old.rename(target)
+            raise
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,81 @@
+"""Word-level differences between an original and a localised sentence.
+
+Tokens are runs of word characters and runs of other non-space characters; CJK ideographs and
+kana are single tokens (those scripts do not separate words by spaces). ``difflib.SequenceMatcher``
+(no junk heuristic) aligns the two token sequences; tokens outside the matching blocks are marked
+changed. The whitespace between two changed tokens is marked changed too, so a replaced
+multi-word name is one highlighted span; all other whitespace is kept as it was.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    text: str
+    changed: bool
+
+
+def tokens(text: str) -> list[str]:
+    return TOKEN.findall(text)
+
+
+def _spans(text: str, bounds: list[tuple[int, int]], changed: list[bool]) -> list[Span]:
+    pieces: list[tuple[str, bool]] = []
+    position = 0
+    for index, (start, end) in enumerate(bounds):
+        if start > position:  # whitespace: changed only between two changed tokens
+            inner = index > 0 and changed[index - 1] and changed[index]
+            pieces.append((text[position:start], inner))
+        pieces.append((text[start:end], changed[index]))
+        position = end
+    if position < len(text):
+        pieces.append((text[position:], False))
+    spans: list[Span] = []
+    current, flag = "", None
+    for piece, piece_flag in pieces:
+        if piece_flag == flag:
+            current += piece
+        else:
+            if flag is not None:
+                spans.append(Span(current, flag))
+            current, flag = piece, piece_flag
+    if flag is not None:
+        spans.append(Span(current, flag))
+    return spans
+
+
+def word_diff(original: str, localised: str) -> tuple[list[Span], list[Span]]:
+    """Spans of ``original`` and of ``localised``, each marked changed or not."""
+    bounds_a = [m.span() for m in TOKEN.finditer(original)]
+    bounds_b = [m.span() for m in TOKEN.finditer(localised)]
+    a = [original[s:e] for s, e in bounds_a]
+    b = [localised[s:e] for s, e in bounds_b]
+    changed_a, changed_b = [True] * len(a), [True] * len(b)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        changed_a[block.a:block.a + block.size] = [False] * block.size
+        changed_b[block.b:block.b + block.size] = [False] * block.size
+    return _spans(original, bounds_a, changed_a), _spans(localised, bounds_b, changed_b)
+
+
+def spans_html(spans: list[Span]) -> Markup:
+    """HTML of spans: every text escaped, changed ones wrapped in ``<mark class="changed">``."""
+    parts = (f'<mark class="changed">{escape(span.text)}</mark>' if span.changed
+             else str(escape(span.text)) for span in spans)
+    return Markup("".join(parts))
+
+
+def diff_html(original: str, localised: str) -> tuple[Markup, Markup]:
+    """:func:`word_diff` rendered as escaped HTML."""
+    a, b = word_diff(original, localised)
+    return spans_html(a), spans_html(b)
