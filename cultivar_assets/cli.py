@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "./cultivar.yaml; without one, the demo defaults)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="run the whole pipeline on the embedded default")
+    demo = sub.add_parser("demo", help="run the whole pipeline on the embedded default (demo data "
+                          "and models; settings files are not read)")
     demo.add_argument("--bleu-tokenize", help="BLEU tokenizer, e.g. flores200 (spBLEU) when its "
                       "SentencePiece model is available")
     demo.add_argument("--database", help="DuckDB file to write")
