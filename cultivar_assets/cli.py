@@ -104,7 +104,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
     home = dagster_home_dir()
     workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
-    command = ["dagster", "dev"]
+    command = [sys.executable, "-m", "dagster", "dev"]  # this environment's dagster
     if workspace.is_file():
         command += ["-w", str(workspace)]
     else:  # installed from a wheel: no workspace.yaml beside the package
@@ -168,9 +168,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import functools
     import http.server
 
-    from cultivar_assets.site.config import SiteConfig
-
-    folder = Path(args.directory) if args.directory else SiteConfig().site_path()
+    folder = Path(args.directory) if args.directory else _settings(args).site.site_path()
     if not (folder / "index.html").is_file():
         raise FileNotFoundError(f"no site in {folder}; build it first (cultivar demo)")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
@@ -241,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
 
     serve = sub.add_parser("serve", help="serve the built site on localhost")
-    serve.add_argument("--directory", help="site folder (default: $CULTIVAR_HOME/site)")
+    serve.add_argument("--directory", help="site folder (default: the settings' site.output_dir, "
+                       "else $CULTIVAR_HOME/site)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)

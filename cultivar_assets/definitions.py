@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
-from cultivar_assets.assets.data_assets import test_sets
-from cultivar_assets.assets.model_assets import scores, translations
-from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
-from cultivar_assets.assets.site_assets import charts, site
+from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.automation import (
     automation_sensor,
     model_registry_sensor,
@@ -20,28 +16,6 @@ from cultivar_assets.automation import (
 )
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import load_settings
-
-evaluate_model_job = dg.define_asset_job(
-    "evaluate_model",
-    selection=dg.AssetSelection.assets(translations, scores),
-    description="Translate every test set with one model and score it (one partition = one model).",
-)
-
-refresh_results_job = dg.define_asset_job(
-    "refresh_results",
-    selection=dg.AssetSelection.assets(leaderboard, reported_results, charts, site),
-    description="Recompute the cross-model tables, the charts and the site from stored scores.",
-)
-
-publish_job = dg.define_asset_job(
-    "publish_dataset",
-    selection=dg.AssetSelection.assets(hf_dataset_folder, hf_dataset_push),
-    description="Build the Hugging Face dataset folder and push it (a dry run without a token).",
-)
-
-ASSETS = [test_sets, translations, scores, leaderboard, reported_results, charts,
-          hf_dataset_folder, hf_dataset_push, site]
-JOBS = [evaluate_model_job, refresh_results_job, publish_job]
 
 
 def build_definitions() -> dg.Definitions:

@@ -46,8 +46,8 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
     """Materialise every asset for the models selected in ``settings``."""
     import dagster as dg
 
+    from cultivar_assets.assets.graph import ASSETS
     from cultivar_assets.automation import run_tags
-    from cultivar_assets.definitions import ASSETS
     from cultivar_assets.resources import resources_from_settings
     from cultivar_assets.store.database import Store
 

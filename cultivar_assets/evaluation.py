@@ -68,6 +68,12 @@ def score_model(store: Store, model_id: str, config: MetricConfig | None = None,
     """Score one model's stored translations and replace its score rows."""
     config = config or MetricConfig()
     fingerprint = dataset_fingerprint(store)
+    runs = {r["model_id"]: r for r in store.query("model_fingerprints")}
+    if model_id in runs and runs[model_id]["dataset_fingerprint"] != fingerprint:
+        raise HypothesisCountError(
+            f"{model_id}: its stored translations were made from another version of the data; "
+            "re-materialise its translations before scoring"
+        )
     test_sets = read_test_sets(store)
     hypotheses = _hypotheses(store, model_id, test_sets)
     references = {t.name: [s.reference for s in t.segments] for t in test_sets}
@@ -157,7 +163,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None) -> Aggregates:
         raise AggregationError("no scores to aggregate; materialise scores first")
     signatures = _check_consistency(rows, fingerprint)
     model_ids = sorted({r["model_id"] for r in rows})
-    locales = sorted({t.locale for t in read_test_sets(store) if t.locale})
+    locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
     per_metric = {
         metric: {(r["model_id"], r["test_set"]): r["score"] for r in rows if r["metric"] == metric}
         for metric in METRIC_NAMES

@@ -67,10 +67,6 @@ class ModelSpec(BaseModel):
     notes: str | None = None
     reported: ReportedResults | None = None  # the paper's Table 3 figures, kept apart
 
-    @property
-    def is_baseline(self) -> bool:
-        return self.type == "baseline"
-
     def fingerprint(self) -> str:
         """sha256 of everything about the model that can change its outputs.
 
@@ -170,22 +166,35 @@ def load_models(path: str | Path | None = None) -> Registry[ModelSpec]:
 def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
     """Append ``entry`` to the registry file at ``path`` after validating the whole registry.
 
-    The file's comments and layout are kept (the entry is appended as a YAML block); the file is
-    replaced atomically, so a failed validation leaves it untouched.
+    The entry is appended as a YAML block, which keeps the file's comments and layout; when the
+    file's layout does not allow that (a flow-style or non-final ``models`` list), the whole
+    document is written anew. The file is replaced atomically: a refused entry changes nothing.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    existing = (yaml.safe_load(text) or {}).get("models") or []
+    try:
+        text = path.read_text(encoding="utf-8")
+        document = yaml.safe_load(text) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ModelRegistryError(f"cannot read model registry {path}: {error}") from error
+    existing = document.get("models") or []
     specs = parse_models([*existing, entry], f"{path} + new entry")
     block = yaml.safe_dump([entry], sort_keys=False, allow_unicode=True, width=100)
     indented = "\n".join(("  " + line) if line else line for line in block.splitlines())
-    new_text = text.rstrip("\n") + "\n\n" + indented + "\n"
-    if not existing and "models:" not in text:
-        new_text = "models:\n" + indented + "\n"
+    candidates = [text.rstrip("\n") + "\n\n" + indented + "\n",
+                  yaml.safe_dump({**document, "models": [*existing, entry]}, sort_keys=False,
+                                 allow_unicode=True, width=100)]
+    for new_text in candidates:
+        try:
+            if (yaml.safe_load(new_text) or {}).get("models") == [*existing, entry]:
+                break
+        except yaml.YAMLError:
+            continue
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(new_text, encoding="utf-8")
-    parse_models((yaml.safe_load(new_text) or {}).get("models"), str(temporary))
-    temporary.replace(path)
+    try:
+        temporary.write_text(new_text, encoding="utf-8")
+        temporary.replace(path)
+    finally:
+        temporary.unlink(missing_ok=True)
     return specs[-1]
 
 

@@ -6,8 +6,10 @@ defaults and validation are defined once, in the core, and appear in the Dagster
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import dagster as dg
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
@@ -18,19 +20,26 @@ from cultivar_assets.settings import Settings
 from cultivar_assets.site.config import SiteConfig
 from cultivar_assets.store.database import Store
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def core_config(resource: BaseModel, model: type[M]) -> M:
+    """The core settings model held by a resource (its fields, validated by the core class)."""
+    return model.model_validate(resource.model_dump(include=set(model.model_fields)))
+
 
 class DataSourceResource(dg.ConfigurableResource, DataConfig):
     """Where the benchmark data comes from (demo, local files or the Hub)."""
 
     def config(self) -> DataConfig:
-        return DataConfig.model_validate(self.model_dump(include=set(DataConfig.model_fields)))
+        return core_config(self, DataConfig)
 
 
 class MetricsResource(dg.ConfigurableResource, MetricConfig):
     """How BLEU and chrF are computed (tokenizer, SentencePiece model path)."""
 
     def config(self) -> MetricConfig:
-        return MetricConfig.model_validate(self.model_dump(include=set(MetricConfig.model_fields)))
+        return core_config(self, MetricConfig)
 
 
 class EngineResource(dg.ConfigurableResource, EngineSettings):
@@ -41,24 +50,21 @@ class EngineResource(dg.ConfigurableResource, EngineSettings):
     selection: list[str] = Field(default_factory=lambda: ["suite:demo"])
 
     def settings(self) -> EngineSettings:
-        return EngineSettings.model_validate(
-            self.model_dump(include=set(EngineSettings.model_fields))
-        )
+        return core_config(self, EngineSettings)
 
     def model(self, model_id: str) -> ModelSpec:
         return load_models(self.models_file).get(model_id)
 
 
 class SiteResource(dg.ConfigurableResource, SiteConfig):
-    """Output folders of the charts and the static site."""
+    """Output folders of the charts and the static site, and what the site shows."""
 
 
 class HubPublishResource(dg.ConfigurableResource, PublishConfig):
     """Where the dataset folder goes and where it is pushed (the token: only its variable name)."""
 
     def config(self) -> PublishConfig:
-        return PublishConfig.model_validate(
-            self.model_dump(include=set(PublishConfig.model_fields)))
+        return core_config(self, PublishConfig)
 
 
 class StoreResource(dg.ConfigurableResource):

@@ -2,8 +2,9 @@
 
 One call loads the model at most once and translates every segment of every test set it is
 given. Outputs are cached on disk (SQLite, one file per model) under a key that hashes the
-model's fingerprint (id, weights, revision, engine, engine options, prompt template) and the full
-request (rendered prompt, stop strings, max tokens, source): a batch is committed as soon as it
+model's fingerprint (weights, revision, engine, engine options, prompt template), the run-wide
+settings the engine's outputs depend on (dtype, device) and the full request (rendered prompt,
+stop strings, max tokens, source): a batch is committed as soon as it
 is generated, so a killed run loses at most the batch in flight and a finished run re-generates
 nothing. The model is not even loaded when every segment is cached.
 """
@@ -27,6 +28,7 @@ from cultivar_assets.engines.cleaning import clean_output
 from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
 from cultivar_assets.models import ModelSpec
 from cultivar_assets.paths import translation_cache_dir
+from cultivar_assets.store.database import statement_text
 
 ProgressCallback = Callable[[int, int], None]  # (segments done, segments in total)
 
@@ -75,43 +77,40 @@ class TranslationCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS outputs (key TEXT PRIMARY KEY, raw TEXT NOT NULL)"
-        )
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS engine_info (fingerprint TEXT PRIMARY KEY, info TEXT)"
-        )
-        self._db.commit()
+        self._db.executescript(statement_text("cache_schema"))
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for start in range(0, len(keys), 500):
-            chunk = list(keys[start:start + 500])
-            marks = ",".join("?" * len(chunk))
-            query = f"SELECT key, raw FROM outputs WHERE key IN ({marks})"
-            found.update(self._db.execute(query, chunk).fetchall())
-        return found
+        query = statement_text("cache_get_outputs")
+        return dict(self._db.execute(query, (json.dumps(list(keys)),)).fetchall())
 
     def put_many(self, items: Sequence[tuple[str, str]]) -> None:
         with self._db:  # one transaction: the whole batch or nothing
-            self._db.executemany("INSERT OR REPLACE INTO outputs VALUES (?, ?)", items)
+            self._db.executemany(statement_text("cache_put_output"), items)
 
     def engine_info(self, fingerprint: str) -> EngineInfo | None:
-        row = self._db.execute(
-            "SELECT info FROM engine_info WHERE fingerprint = ?", (fingerprint,)
-        ).fetchone()
+        row = self._db.execute(statement_text("cache_get_engine_info"),
+                               (fingerprint,)).fetchone()
         return EngineInfo(**json.loads(row[0])) if row else None
 
     def set_engine_info(self, fingerprint: str, info: EngineInfo) -> None:
         with self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO engine_info VALUES (?, ?)",
-                (fingerprint, json.dumps(asdict(info))),
-            )
+            self._db.execute(statement_text("cache_put_engine_info"),
+                             (fingerprint, json.dumps(asdict(info))))
 
     def close(self) -> None:
         self._db.close()
+
+
+def run_fingerprint(spec: ModelSpec, settings: EngineSettings) -> str:
+    """The model's fingerprint plus the run-wide settings its engine's outputs depend on.
+
+    A model option overrides the run-wide setting; ``auto`` values are hashed as ``auto``.
+    """
+    engine = engine_registry().get(spec.engine)
+    effective = {name: spec.engine_options.get(name, getattr(settings, name))
+                 for name in engine.output_settings}
+    blob = json.dumps([spec.fingerprint(), effective], sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def request_key(model_fingerprint: str, request: GenerationRequest) -> str:
@@ -132,7 +131,7 @@ def translate(
     started = time.perf_counter()
     style = get_prompt_style(spec.prompt_style)
     max_new_tokens = int(spec.engine_options.get("max_new_tokens", settings.max_new_tokens))
-    fingerprint = spec.fingerprint()
+    fingerprint = run_fingerprint(spec, settings)
     jobs = [
         (test_set, segment, style.request(segment.source, test_set.language, max_new_tokens))
         for test_set in test_sets
@@ -145,7 +144,7 @@ def translate(
     cache = TranslationCache(folder / f"{spec.id}.sqlite")
     try:
         outputs = cache.get_many(keys)
-        n_cached = len(outputs)
+        n_cached = sum(1 for key in keys if key in outputs)  # per segment, repeats included
         pending = sorted(
             {key: request for key, (_, _, request) in zip(keys, jobs, strict=True)
              if key not in outputs}.items(),
@@ -177,7 +176,7 @@ def translate(
         cleaned = clean_output(outputs[key], segment.source, single_line)
         rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id, segment.source,
                                    segment.reference, cleaned.text, outputs[key], cleaned.rules))
-    return TranslationRun(spec, info, style.template_hash, rows, len(pending), n_cached,
+    return TranslationRun(spec, info, style.template_hash, rows, len(keys) - n_cached, n_cached,
                           time.perf_counter() - started)
 
 

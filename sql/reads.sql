@@ -1,11 +1,14 @@
 -- Named queries used by cultivar_assets/store to read what the assets need.
 
--- name: dataset_fingerprint
-SELECT fingerprint FROM raw.dataset;
+-- name: dataset
+SELECT fingerprint, source, is_demo, notes, loaded_at FROM raw.dataset;
 
 -- name: test_set_segments
 SELECT test_set, kind, language, locale, segment_id, source, reference
 FROM raw.segments ORDER BY kind DESC, test_set, segment_id;  -- flores_* first, as loaded
+
+-- name: test_set_index
+SELECT test_set, kind, language, locale, n_segments FROM test_sets ORDER BY test_set;
 
 -- name: instances
 SELECT locale, instance_id, source_original, english_original, source_localised, english_localised
@@ -25,10 +28,7 @@ SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced
 FROM raw.word_recall ORDER BY model_id, locale, segment_id;
 
 -- name: model_fingerprints
-SELECT model_id, model_fingerprint FROM raw.model_runs ORDER BY model_id;
-
--- name: model_ids
-SELECT model_id FROM raw.models ORDER BY model_id;
+SELECT model_id, model_fingerprint, dataset_fingerprint FROM raw.model_runs ORDER BY model_id;
 
 -- name: leaderboard
 SELECT * FROM leaderboard;
@@ -40,9 +40,6 @@ UNION ALL SELECT 'segment_stats', count(*) FROM raw.segment_stats
 UNION ALL SELECT 'word_recall', count(*) FROM raw.word_recall
 UNION ALL SELECT 'segments', count(*) FROM raw.segments
 UNION ALL SELECT 'models', count(*) FROM raw.models;
-
--- name: publish_dataset
-SELECT fingerprint, source, is_demo FROM raw.dataset;
 
 -- name: publish_locales
 SELECT l.locale, l.language, l.script, l.location, l.flores_plus_code, l.language_name,

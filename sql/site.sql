@@ -1,11 +1,5 @@
 -- Named queries read by the static site builder (cultivar_assets/site).
 
--- name: site_dataset
-SELECT fingerprint, source, is_demo, loaded_at FROM raw.dataset;
-
--- name: site_leaderboard
-SELECT * FROM leaderboard;
-
 -- name: site_reported_leaderboard
 SELECT * FROM reported_leaderboard;
 
@@ -36,13 +30,7 @@ SELECT * FROM word_recall ORDER BY model_id, locale;
 -- name: site_missing
 SELECT * FROM missing_test_sets ORDER BY test_set;
 
--- name: site_models
-SELECT * FROM models ORDER BY model_id;
-
--- name: site_instances
-SELECT * FROM raw.instances ORDER BY locale, instance_id;
-
--- name: site_cleaning_counts
+-- name: cleaning_counts
 SELECT * FROM cleaning_counts ORDER BY model_id, test_set, rule;
 
 -- All translations in one ordered pass (the builder streams it model by model).

@@ -25,6 +25,9 @@ INSERT INTO raw.missing BY NAME SELECT * FROM staging;
 INSERT INTO raw.locales BY NAME SELECT * FROM staging;
 
 -- name: delete_model_translations
+DELETE FROM raw.scores WHERE model_id = $model_id;
+DELETE FROM raw.segment_stats WHERE model_id = $model_id;
+DELETE FROM raw.word_recall WHERE model_id = $model_id;
 DELETE FROM raw.translations WHERE model_id = $model_id;
 DELETE FROM raw.model_runs WHERE model_id = $model_id;
 DELETE FROM raw.models WHERE model_id = $model_id;

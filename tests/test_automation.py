@@ -9,12 +9,12 @@ import pytest
 import yaml
 from conftest import COPY_ENTRY, write_models_file
 
+from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.automation import (
     model_registry_sensor,
     nightly_reevaluation,
     run_tags,
 )
-from cultivar_assets.definitions import ASSETS, JOBS
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import resources_from_settings

@@ -10,8 +10,8 @@ import pytest
 from conftest import COPY_ENTRY, write_models_file
 from pydantic import ValidationError
 
+from cultivar_assets.assets.graph import ASSETS
 from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
-from cultivar_assets.definitions import ASSETS
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.base import Engine, EngineInfo
 from cultivar_assets.evaluation import score_model

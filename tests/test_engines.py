@@ -185,3 +185,20 @@ def test_importing_engines_does_not_import_torch():
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; "
             "e.engine_registry().get('copy-source'); assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("text", [
+    "The bank issued a note: all branches will close on Monday.",
+    "He gave no explanation: the match was simply cancelled.",
+    "Explanation: the mayor of Lyon opened a bridge.",
+])
+def test_notes_inside_a_translation_are_kept(text):
+    cleaned = clean_output(text, "x", single_line=False)
+    assert cleaned.text == text and cleaned.rules == ()
+
+
+@pytest.mark.parametrize("raw", ["The dog.\n\nNote: literal.", "The dog. (Note: literal)",
+                                 "The dog.\nExplanation: the source is German."])
+def test_trailing_notes_are_removed(raw):
+    cleaned = clean_output(raw, "x", single_line=False)
+    assert cleaned.text == "The dog." and cleaned.rules == ("trailing_note",)

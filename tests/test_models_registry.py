@@ -108,3 +108,18 @@ def test_models_add_appends_a_validated_entry_and_keeps_comments(tmp_path, capsy
                  "--id", "qwen-extra", "--file", str(path)]) == 1
     assert "duplicate id 'qwen-extra'" in capsys.readouterr().err
     assert path.read_text() == after  # a refused entry changes nothing
+
+
+@pytest.mark.parametrize("layout", ["models: []\n", "models:\n- id: x0\n  type: baseline\n"
+                                    "  family: B\n  engine: copy-source\n  prompt_style: source\n",
+                                    "models:\n  - {id: x0, type: baseline, family: B, "
+                                    "engine: copy-source, prompt_style: source}\nother: 1\n"])
+def test_models_add_works_with_other_layouts(tmp_path, layout):
+    path = tmp_path / "models.yaml"
+    path.write_text(layout)
+    assert main(["models", "add", "org/new", "--type", "MT", "--engine", "seq2seq",
+                 "--family", "F", "--file", str(path)]) == 0
+    assert "new" in load_models(path)
+    assert not (tmp_path / "models.yaml.tmp").exists()
+    if "other: 1" in layout:
+        assert yaml.safe_load(path.read_text())["other"] == 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from cultivar_assets.definitions import ASSETS, JOBS, build_definitions
+from cultivar_assets.assets.graph import ASSETS, JOBS
+from cultivar_assets.definitions import build_definitions
 from cultivar_assets.demo import run_pipeline
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.evaluation import AggregationError, aggregate

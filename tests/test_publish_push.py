@@ -200,3 +200,14 @@ def test_a_token_without_write_access_fails_without_showing_it(hub, demo_data, t
 def test_push_needs_a_built_folder(tmp_path):
     with pytest.raises(PublishError, match="materialise hf_dataset_folder first"):
         push_dataset(tmp_path / "nothing", config(tmp_path), is_demo=True, token=TOKEN)
+
+
+def test_a_folder_built_from_other_data_is_not_pushed(tmp_path, hub):
+    """The folder of another data source (e.g. the demo) is never pushed as this dataset."""
+    store = Store(tmp_path / "db.duckdb")
+    write_dataset(store, load_benchmark(DataConfig()))
+    cfg = config(tmp_path)
+    folder = build_dataset_folder(read_publish_data(store), cfg)
+    with pytest.raises(PublishError, match="built from other data"):
+        push_dataset(folder.path, cfg, is_demo=False, token=TOKEN, fingerprint="0" * 64)
+    assert not [r for r in hub.requests if r.method == "POST"]

@@ -15,8 +15,9 @@ from conftest import tiny_entry, write_models_file
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.engines import engine_registry
+from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.models import load_models
-from cultivar_assets.translation import request_key, translate
+from cultivar_assets.translation import request_key, run_fingerprint, translate
 
 WORKER = """
 import sys
@@ -72,7 +73,8 @@ def test_killed_run_resumes_and_equals_an_uninterrupted_run(tmp_path, tiny_model
     original = engine_class.generate
 
     def recording_generate(self, requests):
-        generated_keys.extend(request_key(spec.fingerprint(), r) for r in requests)
+        generated_keys.extend(request_key(run_fingerprint(spec, EngineSettings()), r)
+                              for r in requests)
         return original(self, requests)
 
     monkeypatch.setattr(engine_class, "generate", recording_generate)

@@ -269,3 +269,23 @@ def test_downloads_are_linked_and_complete(site_dir):
 
     assert pq.read_table(site_dir / "downloads" / "scores.parquet").num_rows == 2 * 10 * 2
     shutil.copytree(site_dir, site_dir.parent / "copy")  # self-contained: a plain copy works
+
+
+def test_real_data_sites_do_not_show_flores_text(site_dir, tmp_path):
+    """Outside the demo, original FLORES sentences stay off the public pages and downloads."""
+    store = Store(site_dir.parent / "site.duckdb")
+    out = tmp_path / "public"
+    build_site(store, out, show_originals=False, include_database=False)
+    page = (out / "locales" / "deu_Latn_Germany.html").read_text()
+    assert "Flamengo" not in page and "Bayern" in page  # localised side stays, highlighted
+    assert "not shown on public pages" in page
+    segments = (out / "models" / "copy-source-baseline" / "deu_Latn_Germany.html").read_text()
+    assert "Lucas Moreira" not in segments  # not even as the copy baseline's "translation"
+    assert "Jonas Becker" in segments
+    rows = [json.loads(line) for line in
+            (out / "downloads" / "translations" / "copy-source-baseline.jsonl").open()]
+    flores = [r for r in rows if r["test_set"].startswith("flores_")]
+    assert flores and all(r["source"] is None and "Moreira" not in r["hypothesis"]
+                          for r in flores)
+    assert not (out / "downloads" / "cultivar.duckdb").exists()
+    assert "cultivar.duckdb" not in (out / "index.html").read_text()

@@ -206,7 +206,7 @@ def test_unknown_step_name_is_a_store_error(store):
 def test_every_named_statement_is_unique_and_present():
     names = named_statements()
     for name in ("replace_dataset", "insert_locales", "insert_dataset", "insert_instances",
-                 "insert_segments", "insert_missing", "test_set_segments", "dataset_fingerprint",
+                 "insert_segments", "insert_missing", "test_set_segments", "dataset",
                  "leaderboard", "table_counts"):
         assert name in names
         assert names[name].strip()
@@ -231,7 +231,7 @@ def test_query_on_a_missing_file_raises_and_creates_nothing(tmp_path):
 
 def test_unknown_query_name_is_a_store_error(store):
     store.write([])
-    with pytest.raises(StoreError, match="no SQL query named 'nope'"):
+    with pytest.raises(StoreError, match="no SQL statement named 'nope'"):
         store.query("nope")
 
 

@@ -84,7 +84,7 @@ def scores(context: dg.AssetExecutionContext, metrics: MetricsResource, store: S
          "chrf": result.scores.get((test_set, "chrf"))}
         for test_set in sorted({t for t, _ in result.scores})
     ]
-    expected = {t.name for t in read_test_sets(db)}
+    expected = {t["test_set"] for t in db.query("test_set_index")}
     scored = {t for t, m in result.scores if m == "bleu"} & {t for t, m in result.scores
                                                            if m == "chrf"}
     yield dg.MaterializeResult(metadata={

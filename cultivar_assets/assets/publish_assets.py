@@ -46,7 +46,8 @@ def hf_dataset_push(
     """The folder pushed to the Hub; without a repo id and a token, a dry run listing the files."""
     config = hf_publish.config()
     info = read_dataset_info(store.store())
-    result = push_dataset(config.folder_path, config, is_demo=info.is_demo, token=config.token())
+    result = push_dataset(config.folder_path, config, is_demo=info.is_demo, token=config.token(),
+                          fingerprint=info.fingerprint)
     if result.pushed:
         context.log.info(f"pushed {len(result.files)} files to {result.repo_id}: "
                          f"{result.commit_url}")

@@ -5,13 +5,14 @@ import dagster as dg
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
-from cultivar_assets.site import charts as site_charts
 from cultivar_assets.site.build import build_site, chart_inputs
 
 
 @dg.asset(group_name="site", deps=[leaderboard, reported_results], kinds={"vega"})
 def charts(site: SiteResource, store: StoreResource):
     """The paper's figures (∆ heatmaps, ∆ vs size, same language by location) as Vega-Lite + SVG."""
+    from cultivar_assets.site import charts as site_charts  # altair: only when charts are drawn
+
     entries = site_charts.chart_entries(*chart_inputs(store.store()))
     files = site_charts.write_charts(entries, site.charts_path())
     return dg.MaterializeResult(metadata={
@@ -21,13 +22,14 @@ def charts(site: SiteResource, store: StoreResource):
     })
 
 
-@dg.asset(group_name="site", deps=[charts, "hf_dataset_folder"], kinds={"html"})
+@dg.asset(group_name="site", deps=[charts], kinds={"html"})
 def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
          hf_publish: HubPublishResource):
     """The static leaderboard site (self-contained; works from file:// and any static host)."""
     card = card_for_store(store.store(), hf_publish.config())
     summary = build_site(store.store(), site.site_path(), card_markdown=card.body,
                          charts_dir=site.charts_path(), include_database=site.include_database,
+                         show_originals=site.show_originals,
                          progress=context.log.info)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(summary.path / "index.html")),

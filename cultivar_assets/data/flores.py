@@ -23,7 +23,7 @@ from cultivar_assets.data.locales import flores_test_set_name, source_languages
 from cultivar_assets.data.testsets import DataError, MissingItem, Segment, TestSet
 
 ENGLISH = "eng_Latn"
-FLORES_DEV_SIZE = 997
+FLORES_DEV_SIZE = 997  # sentences in every FLORES-200 / FLORES+ dev file
 
 
 class FloresReader(Protocol):

@@ -35,6 +35,7 @@ class Locale:
 
     @property
     def test_set(self) -> str:
+        """``cultivar_<locale>``."""
         return cultivar_test_set_name(self.key)
 
 

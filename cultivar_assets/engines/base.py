@@ -68,6 +68,8 @@ class Engine(ABC):
     # engine options that change how requests travel, not what comes back: left out of the
     # model fingerprint, so changing them keeps the translation cache
     transport_options: ClassVar[tuple[str, ...]] = ("batch_size",)
+    # run-wide settings (EngineSettings) that can change the outputs; part of the cache key
+    output_settings: ClassVar[tuple[str, ...]] = ("dtype", "device")
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         self.spec = spec

@@ -7,7 +7,8 @@ formatting tokens"). The raw text is always kept beside the cleaned one.
 - ``reasoning_block``: remove ``<think>…</think>`` blocks (an unclosed ``<think>`` runs to the end).
 - ``first_line``: for prompts that stop at a newline, keep the first non-empty line.
 - ``preamble``: drop a leading "Here is the translation:", "Translation:" or "English:" label.
-- ``trailing_note``: drop a trailing paragraph or parenthesis starting with "Note"/"Explanation".
+- ``trailing_note``: drop a trailing line or parenthesis starting with "Note:"/"Explanation:"
+  (never a "note:" inside a sentence).
 - ``wrapping_quotes``: remove quotes around the whole output when the source is not quoted.
 Surrounding whitespace is always stripped (not counted as a rule).
 """
@@ -24,7 +25,8 @@ _PREAMBLE = re.compile(
     r"|(?:english )?translation|english)\s*:\s*",
     re.IGNORECASE,
 )
-_NOTE = re.compile(r"(?:\n\s*\n|\s+)\(?\s*(?:note|explanation)\s*:.*\Z", re.DOTALL | re.IGNORECASE)
+# a note starts a new line, or is a parenthesis at the end: "…\n\nNote: …", "… (Note: …)"
+_NOTE = re.compile(r"(?:\s*\n\s*|\s+\()(?:note|explanation)\s*:.*\Z", re.DOTALL | re.IGNORECASE)
 _QUOTES = [('"', '"'), ("“", "”"), ("'", "'"), ("«", "»"), ("„", "“"), ("「", "」")]
 RULES = ("reasoning_block", "first_line", "preamble", "trailing_note", "wrapping_quotes")
 

@@ -16,6 +16,7 @@ from cultivar_assets.engines.prompts import GenerationRequest
 class CopySourceEngine(Engine):
     name = "copy-source"
     prompt_kinds = ("source",)
+    output_settings = ()
 
     def info(self) -> EngineInfo:
         return EngineInfo(self.name, __version__, None, None)

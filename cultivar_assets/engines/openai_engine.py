@@ -96,6 +96,7 @@ def _host(url: str) -> str:
 class OpenAIEngine(Engine):
     name = "openai"
     prompt_kinds = ("chat", "plain")
+    output_settings = ()
     transport_options = ("batch_size", "base_url", "api_key_env", "max_concurrency",
                          "max_retries", "timeout")
 

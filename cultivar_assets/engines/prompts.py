@@ -108,8 +108,8 @@ def prompt_style_registry() -> Registry[PromptStyle]:
         if kind == "chat" and "messages" not in entry:
             raise ValueError(f"prompt style {name!r}: a chat style needs messages")
         definition = dict(entry)
-        uses_shots = "shots" in json.dumps(entry)
-        if uses_shots:
+        texts = [entry.get("template", "")] + [m["content"] for m in entry.get("messages", [])]
+        if any("shots" in text for text in texts):  # the template iterates over the examples
             definition["shots"] = data.get("shots", [])
         registry.register(name, PromptStyle(name, kind, entry.get("description", ""), definition))
     return registry

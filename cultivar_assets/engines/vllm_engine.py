@@ -63,6 +63,7 @@ LLM_OPTIONS = (
 class VLLMEngine(Engine):
     name = "vllm"
     prompt_kinds = ("plain", "chat")
+    output_settings = ("dtype",)
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         super().__init__(spec, settings)

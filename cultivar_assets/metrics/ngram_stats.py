@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 _LIMIT = 1 << 62
 
@@ -43,6 +42,8 @@ def token_unit_ids(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np
     tokens = [token for tokens in token_lists for token in tokens]
     if not tokens:
         return np.zeros(0, dtype=np.int64), lengths, 1
+    import pandas as pd  # factorize: hash-based ids in C (imported here: pandas is slow to load)
+
     ids, vocabulary = pd.factorize(np.array(tokens, dtype=object))
     return ids.astype(np.int64, copy=False), lengths, len(vocabulary)
 

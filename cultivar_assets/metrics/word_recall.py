@@ -15,7 +15,7 @@ For one instance of locale l, with original English reference ``o``, localised E
 False-positive rate of locale l = ``Σ|H ∩ R| / Σ|R|`` (memorised FLORES terms that should no longer
 appear); false-negative rate = ``Σ|I ∖ H| / Σ|I|`` (local terms the translation misses); sums run
 over the locale's instances. A model's rate is the unweighted mean of its locale rates; a locale
-whose denominator is 0 has no rate and is left out of that mean (and counted as such).
+whose denominator is 0 has no rate and is left out of that mean.
 """
 
 from __future__ import annotations

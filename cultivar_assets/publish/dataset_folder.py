@@ -13,10 +13,6 @@ leaves the previous folder as it was.
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
-import uuid
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cultivar_assets.data.cultivar_files import CANONICAL_COLUMNS, ORIGINAL_COLUMNS
+from cultivar_assets.files import MANIFEST, file_sha256, replace_folder
 from cultivar_assets.publish.card import SPLIT, Card, card_for
 from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.publish.records import DatasetInfo, PublishData
@@ -71,9 +68,10 @@ def list_files(folder: Path) -> list[FileEntry]:
     """Every file under ``folder`` with its size and sha256, sorted by path."""
     entries = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        data = path.read_bytes()
-        entries.append(FileEntry(path.relative_to(folder).as_posix(), len(data),
-                                 hashlib.sha256(data).hexdigest()))
+        if path.name == MANIFEST:  # the build manifest is ours, not part of the dataset
+            continue
+        entries.append(FileEntry(path.relative_to(folder).as_posix(), path.stat().st_size,
+                                 file_sha256(path)))
     return entries
 
 
@@ -96,29 +94,7 @@ def build_dataset_folder(data: PublishData, config: PublishConfig) -> DatasetFol
             pq.write_table(locale_table(rows, include), path)
         (work / "README.md").write_text(card.to_readme(), encoding="utf-8")
 
-    replace_folder(target, write)
+    replace_folder(target, write, {"kind": "hf_dataset", "fingerprint": data.info.fingerprint,
+                                   "is_demo": data.info.is_demo})
     return DatasetFolder(target, card, list_files(target),
                          {k: len(v) for k, v in data.instances.items()}, include, data.info)
-
-
-def replace_folder(target: Path, write: Callable[[Path], None]) -> None:
-    """Run ``write(work)`` on a fresh sibling folder of ``target``, then swap it in."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
-    try:
-        write(work)
-        old = None
-        if target.exists():
-            old = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.old")
-            target.rename(old)
-        try:
-            work.rename(target)
-        except BaseException:
-            if old is not None:
-                old.rename(target)
-            raise
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cultivar_assets.files import MANIFEST, read_manifest
 from cultivar_assets.publish.card import Card, merge_front_matter, parse_readme
 from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.publish.dataset_folder import FileEntry, list_files
@@ -70,14 +71,26 @@ def dry_run_reasons(config: PublishConfig, token: str | None, is_demo: bool) -> 
 
 
 def push_dataset(
-    folder: Path, config: PublishConfig, *, is_demo: bool, token: str | None
+    folder: Path, config: PublishConfig, *, is_demo: bool, token: str | None,
+    fingerprint: str | None = None,
 ) -> PushResult:
-    """Push ``folder`` to ``config.repo_id``, or return the dry run (see the module docstring)."""
+    """Push ``folder`` to ``config.repo_id``, or return the dry run (see the module docstring).
+
+    ``fingerprint`` (the stored dataset's) must match the one the folder was built from, so a
+    folder left by another data source (the demo, say) is never pushed as this one.
+    """
     from huggingface_hub import HfApi, constants
 
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         raise PublishError(f"no dataset folder at {folder}; materialise hf_dataset_folder first")
+    manifest = read_manifest(folder) or {}
+    if fingerprint is not None and manifest.get("fingerprint") != fingerprint:
+        raise PublishError(
+            f"the dataset folder {folder} was built from other data than the stored dataset "
+            "(its build manifest does not match); materialise hf_dataset_folder first"
+        )
+    is_demo = bool(manifest.get("is_demo", is_demo))
     endpoint = (config.endpoint or constants.ENDPOINT).rstrip("/")
     reasons = dry_run_reasons(config, token, is_demo)
     if reasons:
@@ -92,7 +105,7 @@ def push_dataset(
         front_matter, kept = merge_front_matter(existing.front_matter if existing else {},
                                                 ours.front_matter)
         staging = Path(tmp) / "repo"
-        shutil.copytree(folder, staging)
+        shutil.copytree(folder, staging, ignore=shutil.ignore_patterns(MANIFEST))
         (staging / "README.md").write_text(Card(front_matter, ours.body).to_readme(),
                                            encoding="utf-8")
         files = list_files(staging)

@@ -27,7 +27,7 @@ class PublishData:
 
 
 def read_dataset_info(store: Store) -> DatasetInfo:
-    rows = store.query("publish_dataset")
+    rows = store.query("dataset")
     if not rows:
         raise LookupError(f"{store.path} holds no dataset; materialise test_sets first")
     row = rows[0]

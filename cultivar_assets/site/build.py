@@ -36,13 +36,14 @@ import pyarrow.parquet as pq
 
 from cultivar_assets import __version__
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
+from cultivar_assets.files import MANIFEST, replace_folder
 from cultivar_assets.models import REPORTED_SOURCE
 from cultivar_assets.paths import resource_dir
-from cultivar_assets.site import charts
 from cultivar_assets.site.diff import diff_html
 from cultivar_assets.store.database import Store
 
 Progress = Callable[[str], None]
+HIDDEN_OUTPUT = "(output identical to the original FLORES source; not shown)"
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,13 @@ class _Writer:
         self.files += 1
         self.bytes += len(content)
 
+    def copy(self, source: Path, path: str) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        self.files += 1
+        self.bytes += target.stat().st_size
+
 
 def _stream_by_model(rows: Iterable[dict]) -> Iterator[tuple[str, list[dict]]]:
     current, batch = None, []
@@ -176,26 +184,45 @@ def chart_inputs(store: Store) -> tuple[list[dict], list[dict], list[dict], list
     locale_deltas = [{**row, "location_short": locale_info[row["locale"]]["location_short"],
                       "language_name": locale_info[row["locale"]]["language_name"]}
                      for row in store.query("site_locale_deltas")]
-    return (store.query("site_leaderboard"), store.query("site_reported_leaderboard"),
+    return (store.query("leaderboard"), store.query("site_reported_leaderboard"),
             store.query("site_model_locale_deltas"), locale_deltas)
 
 
 def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
-               charts_dir: Path | None = None, include_database: bool = True,
+               charts_dir: Path | None = None, include_database: bool | None = None,
+               show_originals: bool | None = None,
                progress: Progress | None = None) -> SiteSummary:
-    """Build the whole site into ``out_dir`` (replaced only when the build has succeeded).
+    """Build the whole site into ``out_dir`` (swapped in only when the build has succeeded).
 
     ``charts_dir``: charts written by :func:`charts.write_charts` (the ``charts`` asset); without
-    it the charts are drawn here.
+    it the charts are drawn here. ``show_originals``: show original FLORES sentences (and offer
+    them in downloads); ``include_database``: offer the DuckDB file, which holds them too. Both
+    default to "only for the demo data": the FLORES maintainers ask that FLORES text not be
+    re-hosted in crawlable plain form, and a public site is exactly that.
     """
     started = time.perf_counter()
-    say = progress or (lambda _message: None)
-    out_dir = Path(out_dir)
-    work = out_dir.with_name(out_dir.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    dataset = (store.query("dataset") or [{}])[0]
+    demo = bool(dataset.get("is_demo"))
+    options = {"show_originals": demo if show_originals is None else show_originals,
+               "include_database": demo if include_database is None else include_database}
+    counts: dict[str, int] = {}
 
-    dataset = (store.query("site_dataset") or [{}])[0]
+    def write(work: Path) -> None:
+        counts.update(_write_site(work, store, dataset, card_markdown, charts_dir, options,
+                                  progress or (lambda _message: None)))
+
+    replace_folder(Path(out_dir), write, {"kind": "site", "dataset": dataset.get("fingerprint"),
+                                          **options})
+    return SiteSummary(Path(out_dir), counts["pages"], counts["files"], counts["bytes"],
+                       time.perf_counter() - started, counts["models"], counts["locales"])
+
+
+def _write_site(work: Path, store: Store, dataset: dict, card_markdown: str | None,
+                charts_dir: Path | None, options: dict[str, bool],
+                say: Progress) -> dict[str, int]:
+    from cultivar_assets.site import charts  # altair: imported only when a site is built
+
+
     leaderboard, reported, deltas, locale_deltas = chart_inputs(store)
     locales = store.query("site_locales")
     locale_info = {row["locale"]: row for row in locales}
@@ -203,40 +230,41 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
     scores = store.query("site_scores")
     recall = store.query("site_word_recall")
     missing = store.query("site_missing")
+    cleaning = store.query("cleaning_counts")
     instances: dict[str, list[dict]] = defaultdict(list)
-    for row in store.query("site_instances"):
+    for row in store.query("instances"):
         instances[row["locale"]].append(row)
     present_locales = sorted(instances)
     signatures = sorted({(r["bleu_signature"], r["chrf_signature"]) for r in leaderboard})
+    show_originals = options["show_originals"]
 
     if charts_dir is not None:
         chart_entries = charts.read_charts(Path(charts_dir))
     else:
         chart_entries = charts.chart_entries(leaderboard, reported, deltas, locale_deltas)
-    common = {
-        "version": __version__, "dataset": dataset, "signatures": signatures,
-        "reported_source": REPORTED_SOURCE, "models_in_site": [r["model_id"] for r in leaderboard],
-    }
+    common = {"version": __version__, "dataset": dataset, "signatures": signatures,
+              "reported_source": REPORTED_SOURCE, "show_originals": show_originals}
     writer = _Writer(work, _environment(), common)
 
     say("static files and charts")
     static = resource_dir("site") / "static"
     for file in sorted(static.iterdir()):
         if file.is_file():
-            writer.data(f"static/{file.name}", file.read_bytes())
+            writer.copy(file, f"static/{file.name}")
     import vl_convert
 
     writer.text("static/vega-bundle.js", vl_convert.javascript_bundle())
     if charts_dir is not None:
         for file in sorted(Path(charts_dir).iterdir()):
-            writer.data(f"charts/{file.name}", file.read_bytes())
+            if file.name != MANIFEST:
+                writer.copy(file, f"charts/{file.name}")
     else:
         for entry in chart_entries:
             writer.text(f"charts/{entry['id']}.svg", charts.to_svg(entry["spec"]))
             writer.text(f"charts/{entry['id']}.vl.json", json.dumps(entry["spec"]))
 
     say("downloads")
-    _downloads(writer, store, leaderboard, scores, include_database)
+    _downloads(writer, store, leaderboard, scores, options["include_database"])
 
     reported_locales = {r["locale"]: r for r in _reported_csv("table4_locales.csv")}
     reported_agreement = {r["locale"]: r for r in _reported_csv("table2_rank_correlation.csv")}
@@ -246,7 +274,7 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
     say("leaderboard, locales and dataset pages")
     writer.page("index.html", "index.html.j2", leaderboard=leaderboard, reported=reported,
                 charts=[c for c in chart_entries if c["page"] == "index"], families=families,
-                types=types, missing=missing)
+                types=types, missing=missing, include_database=options["include_database"])
     writer.page("locales.html", "locales.html.j2", locale_deltas=locale_deltas,
                 agreement=agreement, reported_locales=reported_locales,
                 reported_agreement=reported_agreement, locale_info=locale_info,
@@ -269,37 +297,47 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
 
     say("model pages and segment browsers")
     board = {row["model_id"]: row for row in leaderboard}
-    scores_by_model: dict[str, list[dict]] = defaultdict(list)
-    for row in scores:
-        scores_by_model[row["model_id"]].append(row)
-    recall_by_model: dict[str, list[dict]] = defaultdict(list)
-    for row in recall:
-        recall_by_model[row["model_id"]].append(row)
+    by_model = {name: defaultdict(list) for name in ("scores", "recall", "cleaning")}
+    for name, rows in (("scores", scores), ("recall", recall), ("cleaning", cleaning)):
+        for row in rows:
+            by_model[name][row["model_id"]].append(row)
     models_done = 0
-    for model_id, rows in _stream_by_model(store.stream("site_translations")):
+    for model_id, raw_rows in _stream_by_model(store.stream("site_translations")):
         if model_id not in board:
             continue  # translated but not on the leaderboard (not aggregated)
+        rows = [_public_row(row, show_originals) for row in raw_rows]
         slug = model_slug(model_id)
         pages = _segment_pages(rows, instances, locale_info, diffs)
         writer.page(f"models/{slug}.html", "model.html.j2", model=board[model_id],
-                    scores=_pivot_scores(scores_by_model[model_id]),
-                    deltas=deltas_by_model[model_id], recall=recall_by_model[model_id],
-                    segment_locales=list(pages))
+                    scores=_pivot_scores(by_model["scores"][model_id]),
+                    deltas=deltas_by_model[model_id], recall=by_model["recall"][model_id],
+                    cleaning=by_model["cleaning"][model_id], segment_locales=list(pages))
         for locale, entries in pages.items():
             writer.page(f"models/{slug}/{locale}.html", "segments.html.j2",
                         model=board[model_id], locale=locale_info[locale], entries=entries)
         writer.text(f"downloads/translations/{slug}.jsonl", "".join(
-            json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()},
-                       ensure_ascii=False) + "\n" for r in rows))
+            json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         models_done += 1
         if models_done % 10 == 0:
             say(f"{models_done}/{len(board)} models")
+    return {"pages": writer.pages, "files": writer.files, "bytes": writer.bytes,
+            "models": models_done, "locales": len(present_locales)}
 
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    work.rename(out_dir)
-    return SiteSummary(out_dir, writer.pages, writer.files, writer.bytes,
-                       time.perf_counter() - started, models_done, len(present_locales))
+
+def _public_row(row: dict, show_originals: bool) -> dict:
+    """A translation as the site shows it: without FLORES text where originals are hidden.
+
+    FLORES text is the source and reference of a ``flores_*`` segment, and an output that merely
+    repeats that source (the copy baseline's).
+    """
+    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in row.items()}
+    if not show_originals and row["test_set"].startswith("flores_"):
+        source = (row["source"] or "").strip()
+        for key in ("hypothesis", "raw_output"):
+            if (out[key] or "").strip() == source:
+                out[key] = HIDDEN_OUTPUT
+        out["source"] = out["reference"] = None
+    return out
 
 
 def _pivot_scores(rows: list[dict]) -> list[dict]:
@@ -334,4 +372,4 @@ def _downloads(writer: _Writer, store: Store, leaderboard: list[dict], scores: l
     pq.write_table(pa.Table.from_pylist(scores) if scores else pa.table({}), sink)
     writer.data("downloads/scores.parquet", sink.getvalue())
     if include_database:
-        writer.data("downloads/cultivar.duckdb", store.path.read_bytes())
+        writer.copy(store.path, "downloads/cultivar.duckdb")

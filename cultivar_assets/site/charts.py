@@ -12,7 +12,6 @@ by Vega (never as HTML).
 from __future__ import annotations
 
 import json
-import shutil
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,8 @@ from statistics import fmean
 from typing import Any
 
 import altair as alt
+
+from cultivar_assets.files import MANIFEST, replace_folder
 
 METRIC_LABEL = {"bleu": "∆BLEU", "chrf": "∆chrF"}
 DIVERGING = alt.Scale(scheme="redblue", domainMid=0)
@@ -140,17 +141,16 @@ def to_svg(spec: dict[str, Any]) -> str:
 
 def write_charts(entries: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
     """Each chart as ``<id>.vl.json`` and ``<id>.svg``, plus ``charts.json`` (the index)."""
-    work = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    for entry in entries:
-        (work / f"{entry['id']}.vl.json").write_text(json.dumps(entry["spec"]), "utf-8")
-        (work / f"{entry['id']}.svg").write_text(to_svg(entry["spec"]), "utf-8")
-    index = [{k: v for k, v in entry.items() if k != "spec"} for entry in entries]
-    (work / "charts.json").write_text(json.dumps(index, indent=1), "utf-8")
-    shutil.rmtree(folder, ignore_errors=True)
-    work.rename(folder)
-    return sorted(folder.iterdir())
+
+    def write(work: Path) -> None:
+        for entry in entries:
+            (work / f"{entry['id']}.vl.json").write_text(json.dumps(entry["spec"]), "utf-8")
+            (work / f"{entry['id']}.svg").write_text(to_svg(entry["spec"]), "utf-8")
+        index = [{k: v for k, v in entry.items() if k != "spec"} for entry in entries]
+        (work / "charts.json").write_text(json.dumps(index, indent=1), "utf-8")
+
+    replace_folder(Path(folder), write, {"kind": "charts"})
+    return sorted(p for p in Path(folder).iterdir() if p.name != MANIFEST)
 
 
 def read_charts(folder: Path) -> list[dict[str, Any]]:

@@ -14,7 +14,9 @@ class SiteConfig(BaseModel):
 
     output_dir: str | None = None  # default: $CULTIVAR_HOME/site
     charts_dir: str | None = None  # default: $CULTIVAR_HOME/charts
-    include_database: bool = True  # offer the DuckDB file as a download
+    # None: only for the demo data (FLORES text is not re-hosted on public pages; see build.py)
+    show_originals: bool | None = None  # show original FLORES sentences
+    include_database: bool | None = None  # offer the DuckDB file (it holds them too)
 
     def site_path(self) -> Path:
         return Path(self.output_dir) if self.output_dir else cultivar_home() / "site"

@@ -1,7 +1,8 @@
 """The DuckDB database file: schema, public views and named statements from ``sql/*.sql``.
 
 DuckDB allows one writing process per file, and a reader cannot open a file that another
-process is writing. So every step opens the file, does its work in one transaction and closes it:
+process is writing. So every step opens the file (waiting, with backoff, up to ``lock_timeout``
+seconds while another process holds it), does its work in one transaction and closes it:
 ``Store.write`` either applies all of its steps or none (a failed write leaves the database as it
 was). Files are written in a storage format that DuckDB 1.5 can also read
 (``storage_compatibility_version``), so the standalone ``duckdb`` CLI 1.5.x opens them.
@@ -10,6 +11,7 @@ was). Files are written in a storage format that DuckDB 1.5 can also read
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,9 +48,20 @@ def _parse_named(text: str, source: str) -> dict[str, str]:
 def named_statements() -> dict[str, str]:
     sql = resource_dir("sql")
     named: dict[str, str] = {}
-    for file in ("writes.sql", "reads.sql", "site.sql"):
-        named.update(_parse_named((sql / file).read_text(encoding="utf-8"), file))
+    for file in ("writes.sql", "reads.sql", "site.sql", "cache.sql"):
+        for name, text in _parse_named((sql / file).read_text(encoding="utf-8"), file).items():
+            if name in named:
+                raise StoreError(f"{file}: query {name!r} is defined twice")
+            named[name] = text
     return named
+
+
+def statement_text(name: str) -> str:
+    """The SQL of a named block of ``sql/*.sql``; an unknown name is a StoreError."""
+    try:
+        return named_statements()[name]
+    except KeyError:
+        raise StoreError(f"no SQL statement named {name!r} in sql/*.sql") from None
 
 
 @cache
@@ -65,29 +78,46 @@ class Step:
     rows: pa.Table | Sequence[dict[str, Any]] | None = None
 
 
+def _run(con: duckdb.DuckDBPyConnection, statement, params: dict[str, Any]):
+    used = {k: params[k] for k in statement.named_parameters}
+    return con.execute(statement, used) if used else con.execute(statement)
+
+
 def _execute(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list:
-    try:
-        sql = named_statements()[name]
-    except KeyError:
-        raise StoreError(f"no SQL statement named {name!r} in sql/*.sql") from None
     result: list = []
-    for statement in duckdb.extract_statements(sql):
-        used = {k: params[k] for k in statement.named_parameters}
-        result = con.execute(statement, used or None).fetchall() if used else con.execute(
-            statement).fetchall()
+    for statement in duckdb.extract_statements(statement_text(name)):
+        result = _run(con, statement, params).fetchall()
     return result
 
 
 class Store:
     """A Cultivar DuckDB database at ``path``."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, lock_timeout: float = 120.0) -> None:
         self.path = Path(path).expanduser().resolve()
+        self.lock_timeout = lock_timeout
         if self.path.stem.lower() in _RESERVED_STEMS:
             raise StoreError(
                 f"database file name {self.path.name!r} clashes with a schema name "
                 f"({', '.join(sorted(_RESERVED_STEMS))}); choose another name"
             )
+
+    def _open(self, read_only: bool, config: dict) -> duckdb.DuckDBPyConnection:
+        """Connect, waiting (with backoff) while another process holds the file's lock."""
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.1
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=read_only, config=config)
+            except duckdb.IOException as error:
+                locked = "lock" in str(error).lower()
+                if not locked or time.monotonic() + delay > deadline:
+                    raise StoreError(
+                        f"cannot open {self.path}: {error}. DuckDB allows one writing process "
+                        "per file (another run, a DuckDB shell or a notebook may hold it)."
+                    ) from error
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     @contextmanager
     def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -96,13 +126,7 @@ class Store:
             raise StoreError(f"database {self.path} does not exist yet; run the pipeline first")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
-        try:
-            con = duckdb.connect(str(self.path), read_only=read_only, config=config)
-        except duckdb.IOException as error:
-            raise StoreError(
-                f"cannot open {self.path}: {error}. DuckDB allows one writing process per file; "
-                "close other programs (a DuckDB shell, a notebook) that hold it."
-            ) from error
+        con = self._open(read_only, config)
         try:
             if not read_only:
                 con.execute(_script("schema.sql"))
@@ -136,23 +160,12 @@ class Store:
                **params: Any) -> Iterator[dict[str, Any]]:
         """Rows of a named query, fetched in batches (for results too large to hold at once)."""
         with self.connect(read_only=True) as con:
-            statement = duckdb.extract_statements(named_statements()[name])[-1]
-            used = {k: params[k] for k in statement.named_parameters}
-            cursor = con.execute(statement, used) if used else con.execute(statement)
+            cursor = _run(con, duckdb.extract_statements(statement_text(name))[-1], params)
             columns = [d[0] for d in cursor.description]
             while rows := cursor.fetchmany(batch_rows):
                 for row in rows:
                     yield dict(zip(columns, row, strict=True))
 
     def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        """Rows of a named query from ``sql/reads.sql`` as dicts (read-only connection)."""
-        with self.connect(read_only=True) as con:
-            try:
-                sql = named_statements()[name]
-            except KeyError:
-                raise StoreError(f"no SQL query named {name!r} in sql/*.sql") from None
-            statement = duckdb.extract_statements(sql)[-1]
-            used = {k: params[k] for k in statement.named_parameters}
-            cursor = con.execute(statement, used) if used else con.execute(statement)
-            columns = [d[0] for d in cursor.description]
-            return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+        """Rows of a named query from ``sql/*.sql`` as dicts (read-only connection)."""
+        return list(self.stream(name, **params))

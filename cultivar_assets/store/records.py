@@ -42,7 +42,7 @@ def write_dataset(store: Store, data: BenchmarkData) -> str:
 
 
 def dataset_fingerprint(store: Store) -> str:
-    rows = store.query("dataset_fingerprint")
+    rows = store.query("dataset")
     if not rows:
         raise LookupError(f"{store.path} holds no dataset; materialise test_sets first")
     return rows[0]["fingerprint"]

@@ -1,0 +1,31 @@
+"""The asset graph and its jobs, without settings: imported by the definitions and the CLI."""
+
+import dagster as dg
+
+from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
+from cultivar_assets.assets.data_assets import test_sets
+from cultivar_assets.assets.model_assets import scores, translations
+from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
+from cultivar_assets.assets.site_assets import charts, site
+
+evaluate_model_job = dg.define_asset_job(
+    "evaluate_model",
+    selection=dg.AssetSelection.assets(translations, scores),
+    description="Translate every test set with one model and score it (one partition = one model).",
+)
+
+refresh_results_job = dg.define_asset_job(
+    "refresh_results",
+    selection=dg.AssetSelection.assets(leaderboard, reported_results, charts, site),
+    description="Recompute the cross-model tables, the charts and the site from stored scores.",
+)
+
+publish_job = dg.define_asset_job(
+    "publish_dataset",
+    selection=dg.AssetSelection.assets(hf_dataset_folder, hf_dataset_push),
+    description="Build the Hugging Face dataset folder and push it (a dry run without a token).",
+)
+
+ASSETS = [test_sets, translations, scores, leaderboard, reported_results, charts,
+          hf_dataset_folder, hf_dataset_push, site]
+JOBS = [evaluate_model_job, refresh_results_job, publish_job]
