@@ -56,13 +56,11 @@ def isolated_home(tmp_path_factory, monkeypatch):
     return home
 
 
-def build_tiny_model(folder: Path, chat_template: str | None) -> Path:
-    """A 2-layer random Llama with a byte-level BPE tokenizer, saved like a Hub checkout."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+def tiny_bpe_tokenizer(specials: list[str], eos_template: bool = False):
+    """A byte-level BPE tokenizer trained on a few words: (tokenizer, vocabulary size)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
 
-    specials = ["<pad>", "<s>", "</s>", "<unk>", "<|user|>", "<|assistant|>", "<|end|>"]
     core = Tokenizer(models.BPE(unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
@@ -71,16 +69,31 @@ def build_tiny_model(folder: Path, chat_template: str | None) -> Path:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
     )
     core.train_from_iterator([TINY_VOCAB_TEXT] * 4, trainer=trainer)
+    if eos_template:  # T5 appends </s>
+        core.post_processor = processors.TemplateProcessing(
+            single="$A </s>", special_tokens=[("</s>", core.token_to_id("</s>"))]
+        )
+    extra = [s for s in specials if s not in ("<s>", "<pad>", "</s>", "<unk>")]
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-        unk_token="<unk>",
+        tokenizer_object=core, eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
+        extra_special_tokens=extra,
+        **({"bos_token": "<s>"} if "<s>" in specials else {}),
     )
-    vocab = core.get_vocab()
+    return tokenizer, len(core.get_vocab())
+
+
+def build_tiny_model(folder: Path, chat_template: str | None) -> Path:
+    """A 2-layer random Llama with a byte-level BPE tokenizer, saved like a Hub checkout."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    specials = ["<pad>", "<s>", "</s>", "<unk>", "<|user|>", "<|assistant|>", "<|end|>"]
+    tokenizer, vocabulary_size = tiny_bpe_tokenizer(specials)
     if chat_template:
         tokenizer.chat_template = chat_template
     torch.manual_seed(0)
     config = LlamaConfig(
-        vocab_size=len(vocab), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        vocab_size=vocabulary_size, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=2, head_dim=64, max_position_embeddings=4096,
         bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False,
     )

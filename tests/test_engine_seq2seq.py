@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import TINY_VOCAB_TEXT, tiny_entry, write_models_file
+from conftest import tiny_bpe_tokenizer, tiny_entry, write_models_file
 
 from cultivar_assets.data.locales import source_languages
 from cultivar_assets.data.testsets import Segment, TestSet
@@ -26,38 +26,13 @@ SOURCES = [  # very different lengths, not in length order
 SETTINGS = EngineSettings(device="cpu", dtype="float32")
 
 
-def _bpe(specials: list[str], eos_template: bool):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    core = Tokenizer(models.BPE(unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    core.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
-    )
-    core.train_from_iterator([TINY_VOCAB_TEXT] * 4, trainer=trainer)
-    if eos_template:  # T5 appends </s>
-        core.post_processor = processors.TemplateProcessing(
-            single="$A </s>", special_tokens=[("</s>", core.token_to_id("</s>"))]
-        )
-    extra = [s for s in specials if s not in ("<s>", "<pad>", "</s>", "<unk>")]
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
-        extra_special_tokens=extra,
-        **({"bos_token": "<s>"} if "<s>" in specials else {}),
-    )
-    return tokenizer, len(core.get_vocab())
-
-
 @pytest.fixture(scope="module")
 def nllb_dir(tmp_path_factory) -> Path:
     """A 2-layer random M2M100 (the NLLB architecture) with NLLB's special-token layout."""
     import torch
     from transformers import M2M100Config, M2M100ForConditionalGeneration
 
-    tokenizer, size = _bpe(["<s>", "<pad>", "</s>", "<unk>", *NLLB_CODES], eos_template=False)
+    tokenizer, size = tiny_bpe_tokenizer(["<s>", "<pad>", "</s>", "<unk>", *NLLB_CODES])
     torch.manual_seed(0)
     config = M2M100Config(
         vocab_size=size, d_model=64, encoder_layers=2, decoder_layers=2,
@@ -77,7 +52,8 @@ def madlad_dir(tmp_path_factory) -> Path:
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 
-    tokenizer, size = _bpe(["<pad>", "</s>", "<unk>", "<2en>", "<2de>"], eos_template=True)
+    tokenizer, size = tiny_bpe_tokenizer(["<pad>", "</s>", "<unk>", "<2en>", "<2de>"],
+                                         eos_template=True)
     torch.manual_seed(0)
     config = T5Config(
         vocab_size=size, d_model=64, d_kv=32, d_ff=128, num_layers=2, num_decoder_layers=2,
