@@ -6,7 +6,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,6 +74,10 @@ class Engine(ABC):
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         self.spec = spec
         self.settings = settings
+
+    def options(self) -> dict[str, Any]:
+        """Run-wide settings overridden by the model's own ``engine_options``."""
+        return {**self.settings.model_dump(), **self.spec.engine_options}
 
     @abstractmethod
     def info(self) -> EngineInfo:

