@@ -23,7 +23,7 @@ def _console():
 def _print_leaderboard(rows: list[dict]) -> None:
     from rich.table import Table
 
-    from cultivar_assets.reporting import LEADERBOARD_COLUMNS, format_value
+    from cultivar_assets.tables import LEADERBOARD_COLUMNS, format_value
 
     table = Table(title="Cultivar leaderboard (sorted by ∆BLEU, as in the paper's Table 3)")
     for key, header in LEADERBOARD_COLUMNS:

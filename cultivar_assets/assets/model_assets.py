@@ -6,9 +6,9 @@ from collections import Counter
 import dagster as dg
 
 from cultivar_assets.evaluation import score_model
-from cultivar_assets.reporting import markdown_table
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
+from cultivar_assets.tables import markdown_table
 from cultivar_assets.translation import translate
 
 models_partitions = dg.DynamicPartitionsDefinition(name="models")

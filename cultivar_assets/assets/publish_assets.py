@@ -6,8 +6,8 @@ from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.publish.dataset_folder import FileEntry, build_dataset_folder
 from cultivar_assets.publish.push import push_dataset
 from cultivar_assets.publish.records import read_dataset_info, read_publish_data
-from cultivar_assets.reporting import markdown_table
 from cultivar_assets.resources import HubPublishResource, StoreResource
+from cultivar_assets.tables import markdown_table
 
 
 def _files_table(files: list[FileEntry]) -> dg.MetadataValue:

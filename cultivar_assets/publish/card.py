@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -24,6 +24,7 @@ import yaml
 from cultivar_assets.publish.config import REPO_ID, PublishConfig
 from cultivar_assets.publish.records import DatasetInfo, read_dataset_info, read_locales
 from cultivar_assets.store.database import Store
+from cultivar_assets.tables import md_code, md_table, md_text
 
 LICENSE = "cc-by-sa-4.0"
 LICENSE_URL = "https://creativecommons.org/licenses/by-sa/4.0/"
@@ -89,8 +90,6 @@ TABLE1_COLUMNS = (
     ("avg_edits_english", "Avg. edits, English"),
 )
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
-_SAFE_CODE = re.compile(r"^[\w.\-/]+$")
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)",
                            re.DOTALL | re.MULTILINE)
 
@@ -111,24 +110,6 @@ class Card:
 
     def to_readme(self) -> str:
         return f"---\n{self.front_matter_yaml()}---\n\n{self.body.rstrip()}\n"
-
-
-def md_text(value: object) -> str:
-    """``value`` as inline Markdown text: punctuation escaped, line breaks folded."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
-
-
-def md_code(value: object) -> str:
-    """``value`` as a code span when it is a plain identifier, else as escaped text."""
-    text = str(value)
-    return f"`{text}`" if _SAFE_CODE.match(text) else md_text(text)
-
-
-def md_table(rows: Iterable[Sequence[str]], headers: Sequence[str]) -> str:
-    """A Markdown table of already escaped cells."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def size_category(n_rows: int) -> str:

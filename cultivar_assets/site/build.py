@@ -17,20 +17,15 @@ with the number of models.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
-import re
-import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import jinja2
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -38,8 +33,8 @@ from cultivar_assets import __version__
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
 from cultivar_assets.files import MANIFEST, replace_folder
 from cultivar_assets.models import REPORTED_SOURCE
-from cultivar_assets.paths import resource_dir
 from cultivar_assets.site.diff import diff_html
+from cultivar_assets.site.pages import PageWriter, model_slug
 from cultivar_assets.store.database import Store
 
 Progress = Callable[[str], None]
@@ -57,70 +52,9 @@ class SiteSummary:
     locales: int
 
 
-def model_slug(model_id: str) -> str:
-    """A file name for a model id; ids with other characters get a short hash suffix."""
-    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip("-.")[:60]
-    if clean == model_id and clean:
-        return clean
-    return f"{clean or 'model'}-{hashlib.sha1(model_id.encode()).hexdigest()[:8]}"
-
-
-def _fmt(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resource_dir("site") / "templates")),
-        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["fmt"] = _fmt
-    env.filters["slug"] = model_slug
-    return env
-
-
 def _reported_csv(name: str) -> list[dict[str, str]]:
     text = resources.files("cultivar_assets.data").joinpath("reported", name).read_text("utf-8")
     return list(csv.DictReader(io.StringIO(text)))
-
-
-class _Writer:
-    """Writes pages and files under the output folder and counts them."""
-
-    def __init__(self, root: Path, env: jinja2.Environment, common: dict[str, Any]) -> None:
-        self.root, self.env, self.common = root, env, common
-        self.pages = self.files = self.bytes = 0
-
-    def page(self, path: str, template: str, **context: Any) -> None:
-        depth = path.count("/")
-        html = self.env.get_template(template).render(
-            **self.common, **context, root="../" * depth, page_path=path)
-        self.text(path, html)
-        self.pages += 1
-
-    def text(self, path: str, content: str) -> None:
-        self.data(path, content.encode("utf-8"))
-
-    def data(self, path: str, content: bytes) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-        self.files += 1
-        self.bytes += len(content)
-
-    def copy(self, source: Path, path: str) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        self.files += 1
-        self.bytes += target.stat().st_size
 
 
 def _stream_by_model(rows: Iterable[dict]) -> Iterator[tuple[str, list[dict]]]:
@@ -244,13 +178,10 @@ def _write_site(work: Path, store: Store, dataset: dict, card_markdown: str | No
         chart_entries = charts.chart_entries(leaderboard, reported, deltas, locale_deltas)
     common = {"version": __version__, "dataset": dataset, "signatures": signatures,
               "reported_source": REPORTED_SOURCE, "show_originals": show_originals}
-    writer = _Writer(work, _environment(), common)
+    writer = PageWriter(work, common)
 
     say("static files and charts")
-    static = resource_dir("site") / "static"
-    for file in sorted(static.iterdir()):
-        if file.is_file():
-            writer.copy(file, f"static/{file.name}")
+    writer.copy_static()
     import vl_convert
 
     writer.text("static/vega-bundle.js", vl_convert.javascript_bundle())
@@ -358,7 +289,7 @@ def _markdown(text: str | None) -> str | None:
     return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
 
 
-def _downloads(writer: _Writer, store: Store, leaderboard: list[dict], scores: list[dict],
+def _downloads(writer: PageWriter, store: Store, leaderboard: list[dict], scores: list[dict],
                include_database: bool) -> None:
     columns = list(leaderboard[0]) if leaderboard else []
     buffer = io.StringIO()

@@ -1,0 +1,91 @@
+"""One way to build static pages: Jinja2 templates from ``site/templates`` and a page writer.
+
+Used by the leaderboard site and by the annotation tools (post-editing, error analysis), so every
+page the project writes is rendered the same way: HTML autoescaping on for every template
+(``select_autoescape(default=True)``), undefined variables are errors, links are relative (a
+page at ``a/b.html`` gets ``root="../"``), and the shared static files (``site/static``: CSS,
+vendored JavaScript with its licences) are copied next to the pages, never loaded from a CDN.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from cultivar_assets.paths import resource_dir
+from cultivar_assets.tables import format_value
+
+
+def model_slug(model_id: str) -> str:
+    """A file name for a model id; ids with other characters get a short hash suffix."""
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip("-.")[:60]
+    if clean == model_id and clean:
+        return clean
+    return f"{clean or 'model'}-{hashlib.sha1(model_id.encode()).hexdigest()[:8]}"
+
+
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment of every page (autoescaping, strict undefined, shared filters)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("site") / "templates")),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["fmt"] = lambda value, digits=2: format_value(value, digits=digits)
+    env.filters["slug"] = model_slug
+    return env
+
+
+def static_dir() -> Path:
+    """The shared static files (CSS, JavaScript, vendored libraries and their licences)."""
+    return resource_dir("site") / "static"
+
+
+class PageWriter:
+    """Writes pages and files under ``root`` and counts pages, files and bytes."""
+
+    def __init__(self, root: Path, common: dict[str, Any] | None = None,
+                 env: jinja2.Environment | None = None) -> None:
+        self.root = Path(root)
+        self.env = env or environment()
+        self.common = dict(common or {})
+        self.pages = self.files = self.bytes = 0
+
+    def page(self, path: str, template: str, **context: Any) -> None:
+        """Render ``template`` to ``path`` (relative, forward slashes) with the common context."""
+        depth = path.count("/")
+        html = self.env.get_template(template).render(
+            **self.common, **context, root="../" * depth, page_path=path)
+        self.text(path, html)
+        self.pages += 1
+
+    def text(self, path: str, content: str) -> None:
+        self.data(path, content.encode("utf-8"))
+
+    def data(self, path: str, content: bytes) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+        self.files += 1
+        self.bytes += len(content)
+
+    def copy(self, source: Path, path: str) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        self.files += 1
+        self.bytes += target.stat().st_size
+
+    def copy_static(self, names: list[str] | None = None, folder: str = "static") -> None:
+        """Copy the shared static files (all, or ``names``) into ``folder``."""
+        for file in sorted(static_dir().rglob("*")):
+            relative = file.relative_to(static_dir()).as_posix()
+            if file.is_file() and (names is None or relative in names):
+                self.copy(file, f"{folder}/{relative}")

@@ -1,0 +1,72 @@
+"""Rendering result values and tables as text: one value formatter, one Markdown table writer.
+
+Used by the CLI, the Dagster metadata, the dataset card and the site, so a number reads the same
+everywhere: ``None`` is an en dash, rates (columns ending in ``_rate``) get 4 decimals, other
+floats 2 (or ``digits``). Markdown cells are escaped (:func:`md_text`), so a ``|`` or ``<`` in a
+model name cannot break a table or inject HTML.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+MISSING = "–"
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
+_SAFE_CODE = re.compile(r"^[\w.\-/]+$")
+
+
+def format_value(value: Any, column: str = "", digits: int | None = None) -> str:
+    """``value`` as display text (see the module docstring)."""
+    if value is None:
+        return MISSING
+    if isinstance(value, float):
+        places = digits if digits is not None else (4 if column.endswith("_rate") else 2)
+        return f"{value:.{places}f}"
+    return str(value)
+
+
+def md_text(value: object) -> str:
+    """``value`` as inline Markdown text: punctuation escaped, line breaks folded."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+
+
+def md_code(value: object) -> str:
+    """``value`` as a code span when it is a plain identifier, else as escaped text."""
+    text = str(value)
+    return f"`{text}`" if _SAFE_CODE.match(text) else md_text(text)
+
+
+def md_table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+    """A Markdown table of cells that are already Markdown (escaped by the caller)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
+    """A Markdown table of ``rows`` with (key, header) ``columns``; values formatted, escaped."""
+    cells = [[md_text(format_value(row.get(key), key)) for key, _ in columns] for row in rows]
+    return md_table(cells, [md_text(header) for _, header in columns])
+
+
+LEADERBOARD_COLUMNS = (
+    ("model_id", "model"),
+    ("type", "type"),
+    ("delta_bleu", "∆BLEU"),
+    ("delta_chrf", "∆chrF"),
+    ("flores_bleu", "FLORES BLEU"),
+    ("flores_chrf", "FLORES chrF"),
+    ("cultivar_bleu", "Cultivar BLEU"),
+    ("cultivar_chrf", "Cultivar chrF"),
+    ("false_positive_rate", "FP rate"),
+    ("false_negative_rate", "FN rate"),
+)
+
+
+def leaderboard_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The leaderboard (paper, Table 3) as Markdown, with the signatures it was scored with."""
+    table = markdown_table(rows, LEADERBOARD_COLUMNS)
+    signatures = sorted({f"BLEU: {r['bleu_signature']}; chrF: {r['chrf_signature']}" for r in rows})
+    return table + "\n\n" + "\n".join(f"Signatures: {md_text(s)}" for s in signatures)
