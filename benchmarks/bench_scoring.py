@@ -58,7 +58,7 @@ def synthetic_data(models: int, test_sets: int, segments: int, seed: int = 13):
 
 
 def baseline(references, hypotheses, config: MetricConfig) -> dict:
-    metrics, _ = build_metrics(config)
+    metrics = build_metrics(config).metrics
     scores = {}
     for model, tests in hypotheses.items():
         for test_set, hyps in tests.items():

@@ -23,8 +23,8 @@ from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Instance
 from cultivar_assets.engines.base import EngineInfo
 from cultivar_assets.evaluation import aggregate
-from cultivar_assets.models import ModelSpec
 from cultivar_assets.site.build import build_site
+from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import Step, Store
 from cultivar_assets.store.records import read_test_sets, write_dataset, write_translations
 from cultivar_assets.translation import TranslationRow, TranslationRun

@@ -20,18 +20,19 @@ import json
 import dagster as dg
 
 from cultivar_assets.assets.model_assets import models_partitions
-from cultivar_assets.models import ModelSpec, load_models, select_models
+from cultivar_assets.engines import engine_registry
+from cultivar_assets.engines.fingerprint import run_fingerprint
+from cultivar_assets.models import load_models, select_models
 from cultivar_assets.resources import EngineResource, StoreResource
+from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import StoreError
-
-GPU_ENGINES = {"vllm", "seq2seq", "transformers"}
 
 
 def gpus_for(spec: ModelSpec) -> int:
-    """GPUs a model's run needs: its tensor-parallel size on GPU engines; 0 on CPU or remote."""
-    if spec.engine not in GPU_ENGINES or spec.engine_options.get("device") == "cpu":
-        return 0
-    if spec.weights != "hub":  # locally converted demo weights run on CPU
+    """GPUs a model's run needs: its tensor-parallel size (default 1) when its engine uses GPUs
+    (``Engine.uses_gpu``) and its ``device`` option is not ``cpu``; 0 otherwise."""
+    engine = engine_registry().get(spec.engine)
+    if not engine.uses_gpu or spec.engine_options.get("device") == "cpu":
         return 0
     return int(spec.engine_options.get("tensor_parallel_size", 1))
 
@@ -52,10 +53,10 @@ def selected_models(engine: EngineResource) -> list[ModelSpec]:
     return select_models(load_models(engine.models_file), engine.selection)
 
 
-def run_request(spec: ModelSpec, reason: str) -> dg.RunRequest:
+def run_request(spec: ModelSpec, fingerprint: str, reason: str) -> dg.RunRequest:
     return dg.RunRequest(
         partition_key=spec.id,
-        run_key=f"{spec.id}:{spec.fingerprint()[:16]}",
+        run_key=f"{spec.id}:{fingerprint[:16]}",
         tags={**run_tags(spec), "cultivar/reason": reason},
     )
 
@@ -69,7 +70,8 @@ def run_request(spec: ModelSpec, reason: str) -> dg.RunRequest:
 )
 def model_registry_sensor(context: dg.SensorEvaluationContext, engine: EngineResource):
     specs = {spec.id: spec for spec in selected_models(engine)}
-    current = {model_id: spec.fingerprint() for model_id, spec in specs.items()}
+    settings = engine.settings()
+    current = {model_id: run_fingerprint(spec, settings) for model_id, spec in specs.items()}
     known = set(context.instance.get_dynamic_partitions(models_partitions.name))
     unregistered = [model_id for model_id in current if model_id not in known]
     add = [models_partitions.build_add_request(unregistered)] if unregistered else []
@@ -80,9 +82,9 @@ def model_registry_sensor(context: dg.SensorEvaluationContext, engine: EngineRes
     requests = []
     for model_id, fingerprint in current.items():
         if model_id not in previous:
-            requests.append(run_request(specs[model_id], "new in registry"))
+            requests.append(run_request(specs[model_id], fingerprint, "new in registry"))
         elif previous[model_id] != fingerprint:
-            requests.append(run_request(specs[model_id], "changed in registry"))
+            requests.append(run_request(specs[model_id], fingerprint, "changed in registry"))
     return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=add,
                            cursor=json.dumps(current, sort_keys=True))
 
@@ -102,10 +104,12 @@ def nightly_reevaluation(context: dg.ScheduleEvaluationContext, engine: EngineRe
     except StoreError as error:
         return dg.SkipReason(f"cannot read the database: {error}")
     known = set(context.instance.get_dynamic_partitions(models_partitions.name))
+    settings = engine.settings()
+    current = {spec.id: (spec, run_fingerprint(spec, settings)) for spec in selected_models(engine)}
     requests = [
-        run_request(spec, "changed since its last run")
-        for spec in selected_models(engine)
-        if spec.id in runs and spec.id in known and runs[spec.id] != spec.fingerprint()
+        run_request(spec, fingerprint, "changed since its last run")
+        for model_id, (spec, fingerprint) in current.items()
+        if model_id in runs and model_id in known and runs[model_id] != fingerprint
     ]
     return requests or dg.SkipReason("every evaluated model matches its registry entry")
 

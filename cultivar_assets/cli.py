@@ -32,8 +32,10 @@ def _print_leaderboard(rows: list[dict]) -> None:
         table.add_row(*(format_value(row.get(key), key) for key, _ in LEADERBOARD_COLUMNS))
     console = _console()
     console.print(table)
-    for signature in sorted({(r["bleu_signature"], r["chrf_signature"]) for r in rows}):
-        console.print(f"BLEU signature: {signature[0]}\nchrF signature: {signature[1]}")
+    for bleu, chrf, spm in sorted({(r["bleu_signature"], r["chrf_signature"],
+                                    r["bleu_tokenizer_sha256"]) for r in rows}, key=repr):
+        model = f" (SentencePiece model sha256 {spm})" if spm else ""
+        console.print(f"BLEU signature: {bleu}{model}\nchrF signature: {chrf}")
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -56,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(settings: Settings) -> int:
-    from cultivar_assets.demo import run_pipeline
+    from cultivar_assets.runner import run_pipeline
 
     console = _console()
     if settings.data.kind == "demo":
@@ -100,7 +102,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from cultivar_assets.demo import dagster_home_dir
+    from cultivar_assets.runner import dagster_home_dir
 
     home = dagster_home_dir()
     workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
@@ -145,6 +147,7 @@ def cmd_models_add(args: argparse.Namespace) -> int:
         if not sep:
             raise ValueError(f"--option {item!r}: expected key=value")
         options[key] = yaml.safe_load(value)
+    style = args.prompt_style or DEFAULT_STYLES.get(args.engine, "chat-instruction")
     entry = {
         "id": args.id or args.hf_id.rstrip("/").split("/")[-1],
         "hf_id": args.hf_id,
@@ -152,16 +155,44 @@ def cmd_models_add(args: argparse.Namespace) -> int:
         "type": args.type,
         "family": args.family,
         "params_total_b": args.params_total,
-        "params_active_b": args.params_active or args.params_total,
+        "params_active_b": args.params_active,
         "engine": args.engine,
-        "prompt_style": args.prompt_style or DEFAULT_STYLES.get(args.engine, "chat-instruction"),
+        "prompt_style": style,
         "engine_options": options,
         "suites": args.suite or [],
     }
     entry = {k: v for k, v in entry.items() if v not in (None, {}, [])}
     spec = add_model_entry(path, entry)
-    print(f"added {spec.id} to {path}; the registry sensor will run it on its next tick")
+    print(f"added {spec.id} to {path}")
+    if spec.params_active_b is None:
+        print("  active parameters: not given, stored as unknown (--params-active)")
+    if not args.prompt_style:
+        print(f"  prompt style: {style} (the default for engine {args.engine}; --prompt-style)")
+    if not args.revision:
+        print("  revision: not pinned; pin it (--revision) before a run you publish")
+    print("  " + _sensor_note(spec.id, path, settings))
     return 0
+
+
+def _sensor_note(model_id: str, path: Path, settings: Settings) -> str:
+    """Whether the registry sensor will pick up ``model_id``: it watches ``settings.models``."""
+    from cultivar_assets.models import ModelRegistryError, load_models, select_models
+
+    watched = Path(settings.models_file) if settings.models_file else None
+    from cultivar_assets.models import default_models_file
+
+    if path.resolve() != (watched or default_models_file()).resolve():
+        return (f"the registry sensor reads {watched or default_models_file()}, not {path}: it "
+                "will not see this entry (set models_file in the settings)")
+    try:
+        selected = {spec.id for spec in select_models(load_models(path), settings.models)}
+    except ModelRegistryError as error:
+        return f"the sensor's selection {settings.models} cannot be resolved: {error}"
+    if model_id in selected:
+        return "the registry sensor (when switched on) will run it on its next tick"
+    return (f"the registry sensor watches {', '.join(settings.models)}, which does not include "
+            f"{model_id}: it will not run it; add it to `models` in the settings (or join a "
+            "watched suite with --suite), or run it with `cultivar run`")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -84,6 +84,7 @@ def score_model(store: Store, model_id: str, config: MetricConfig | None = None,
         score_rows.append({
             "model_id": model_id, "test_set": result.test_set, "metric": result.metric,
             "score": result.score, "signature": result.signature,
+            "tokenizer_sha256": result.tokenizer_sha256,
             "n_segments": len(result.segment_stats), "dataset_fingerprint": fingerprint,
         })
         segments = by_name[result.test_set].segments
@@ -129,28 +130,32 @@ class Aggregates:
     rank_agreement: list[RankAgreement]
 
 
-def _check_consistency(rows: list[dict], fingerprint: str) -> dict[str, str]:
+def _check_consistency(rows: list[dict], fingerprint: str) -> dict[str, tuple[str, str | None]]:
+    """metric -> (signature, tokenizer sha256) shared by every row; raises when they differ."""
     stale = sorted({r["model_id"] for r in rows if r["dataset_fingerprint"] != fingerprint})
     if stale:
         raise AggregationError(
             f"scores of {', '.join(stale)} were computed on another version of the data; "
             "re-materialise their translations and scores"
         )
-    signatures: dict[str, str] = {}
+    found_by_metric: dict[str, tuple[str, str | None]] = {}
     for metric in METRIC_NAMES:
-        found: dict[str, set[str]] = {}
+        found: dict[tuple[str, str | None], set[str]] = {}
         for r in rows:
             if r["metric"] == metric:
-                found.setdefault(r["signature"], set()).add(r["model_id"])
+                found.setdefault((r["signature"], r["tokenizer_sha256"]), set()).add(r["model_id"])
         if len(found) > 1:
-            detail = "; ".join(f"{sig}: {', '.join(sorted(m))}" for sig, m in found.items())
+            detail = "; ".join(
+                f"{sig}{f' (tokenizer model sha256 {sha[:16]})' if sha else ''}: "
+                f"{', '.join(sorted(m))}" for (sig, sha), m in found.items())
             raise AggregationError(
-                f"{metric} scores carry {len(found)} different signatures and are never mixed in "
-                f"one table ({detail}). Re-score the models with one metric configuration."
+                f"{metric} scores carry {len(found)} different signatures or tokenizer models and "
+                f"are never mixed in one table ({detail}). Re-score the models with one metric "
+                "configuration."
             )
         if found:
-            signatures[metric] = next(iter(found))
-    return signatures
+            found_by_metric[metric] = next(iter(found))
+    return found_by_metric
 
 
 def aggregate(store: Store, models: Sequence[str] | None = None) -> Aggregates:
@@ -161,7 +166,8 @@ def aggregate(store: Store, models: Sequence[str] | None = None) -> Aggregates:
         rows = [r for r in rows if r["model_id"] in set(models)]
     if not rows:
         raise AggregationError("no scores to aggregate; materialise scores first")
-    signatures = _check_consistency(rows, fingerprint)
+    consistent = _check_consistency(rows, fingerprint)
+    signatures = {metric: signature for metric, (signature, _) in consistent.items()}
     model_ids = sorted({r["model_id"] for r in rows})
     locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
     per_metric = {
@@ -177,13 +183,16 @@ def aggregate(store: Store, models: Sequence[str] | None = None) -> Aggregates:
          "flores_chrf": c.flores, "cultivar_chrf": c.cultivar, "delta_chrf": c.delta}
         for b, c in zip(pairs["bleu"], pairs["chrf"], strict=True)
     ]
-    summary = []
+    summary, recall_table = [], []
     for model in model_ids:
         bleu = model_averages(per_metric["bleu"], model, pairs["bleu"])
         chrf = model_averages(per_metric["chrf"], model, pairs["chrf"])
         recall = [InstanceRecall(**{k: v for k, v in r.items() if k != "model_id"})
                   for r in recall_rows if r["model_id"] == model]
-        fp, fn = model_rates(locale_rates(recall))
+        rates = locale_rates(recall)
+        recall_table += [{"model_id": model, "locale": locale, **asdict(r)}
+                         for locale, r in sorted(rates.items())]
+        fp, fn = model_rates(rates)
         summary.append({
             "model_id": model, "delta_bleu": bleu.mean_delta, "delta_chrf": chrf.mean_delta,
             "flores_bleu": bleu.flores_average, "flores_chrf": chrf.flores_average,
@@ -193,6 +202,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None) -> Aggregates:
             "n_cultivar_test_sets": bleu.n_cultivar,
             "bleu_signature": signatures.get("bleu", ""),
             "chrf_signature": signatures.get("chrf", ""),
+            "bleu_tokenizer_sha256": consistent.get("bleu", ("", None))[1],
         })
     bleu_locales = locale_mean_deltas(pairs["bleu"])
     chrf_locales = locale_mean_deltas(pairs["chrf"])
@@ -205,6 +215,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None) -> Aggregates:
     store.write([
         Step("delete_aggregates"),
         Step("insert_model_locale_deltas", rows=delta_rows),
+        Step("insert_locale_word_recall", rows=recall_table),
         Step("insert_model_summary", rows=summary),
         Step("insert_locale_summary", rows=locale_rows),
         Step("insert_rank_agreement", rows=[asdict(r) for r in agreement]),

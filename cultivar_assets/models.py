@@ -1,92 +1,28 @@
 """The model registry: ``models.yaml``, validated on load.
 
-Every entry becomes a :class:`ModelSpec`. Loading checks each entry (fields, types, the engine
-and prompt style names, their compatibility, duplicate ids) and reports every bad entry at once,
-by position and id.
+Every entry becomes a :class:`~cultivar_assets.specs.ModelSpec`. Loading checks each entry
+(fields, types, the engine and prompt style names, their compatibility, duplicate ids) and
+reports every bad entry at once, by position and id.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.prompts import prompt_style_registry
+from cultivar_assets.engines.weights import weights_providers
 from cultivar_assets.registry import Registry
-from cultivar_assets.weights import weights_providers
-
-ModelType = Literal["LLM", "MT", "LLM+MT", "baseline"]
+from cultivar_assets.specs import ModelSpec
 
 
 class ModelRegistryError(ValueError):
     """``models.yaml`` (or an entry added to it) is invalid."""
-
-
-class ReportedResults(BaseModel):
-    """Figures published in the paper (Table 3) for a model: reported, never evaluated here."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    delta_bleu: float
-    delta_chrf: float
-    flores_bleu: float
-    flores_chrf: float
-    cultivar_bleu: float
-    cultivar_chrf: float
-    false_positive_rate: float
-    false_negative_rate: float
-
-
-REPORTED_SOURCE = (
-    "Chen et al., Cultivar: A Contrastive and Locale-Oriented Translation Benchmark for "
-    "Investigating Contamination and Localisation Robustness, arXiv 2608.09766 (2026), Table 3"
-)
-
-
-class ModelSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
-
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-    hf_id: str | None = None
-    revision: str | None = None
-    weights: str = "hub"
-    type: ModelType
-    family: str
-    params_total_b: float | None = Field(default=None, gt=0)
-    params_active_b: float | None = Field(default=None, gt=0)
-    engine: str
-    prompt_style: str
-    engine_options: dict[str, Any] = {}
-    suites: list[str] = []
-    notes: str | None = None
-    reported: ReportedResults | None = None  # the paper's Table 3 figures, kept apart
-
-    def fingerprint(self) -> str:
-        """sha256 of everything about the model that can change its outputs.
-
-        Weights, revision, engine, engine options (except the engine's transport options, such
-        as batch size or server address) and the prompt template hash.
-        """
-        from cultivar_assets.engines.prompts import get_prompt_style
-
-        transport = engine_registry().get(self.engine).transport_options
-        payload = {
-            "hf_id": self.hf_id,
-            "revision": self.revision,
-            "weights": self.weights,
-            "engine": self.engine,
-            "engine_options": {k: v for k, v in self.engine_options.items()
-                               if k not in transport},
-            "prompt_template_hash": get_prompt_style(self.prompt_style).template_hash,
-        }
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
-        return hashlib.sha256(blob).hexdigest()
 
 
 def _check_entry(spec: ModelSpec) -> list[str]:
@@ -168,7 +104,9 @@ def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
 
     The entry is appended as a YAML block, which keeps the file's comments and layout; when the
     file's layout does not allow that (a flow-style or non-final ``models`` list), the whole
-    document is written anew. The file is replaced atomically: a refused entry changes nothing.
+    document is written anew. Either text is written only if it reads back as exactly the old
+    entries plus the new one (otherwise ModelRegistryError). The file is replaced atomically: a
+    refused entry changes nothing.
     """
     path = Path(path)
     try:
@@ -183,12 +121,12 @@ def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
     candidates = [text.rstrip("\n") + "\n\n" + indented + "\n",
                   yaml.safe_dump({**document, "models": [*existing, entry]}, sort_keys=False,
                                  allow_unicode=True, width=100)]
-    for new_text in candidates:
-        try:
-            if (yaml.safe_load(new_text) or {}).get("models") == [*existing, entry]:
-                break
-        except yaml.YAMLError:
-            continue
+    new_text = next((text for text in candidates if _reads_back(text, [*existing, entry])), None)
+    if new_text is None:  # neither the appended block nor the rewritten document reads back
+        raise ModelRegistryError(
+            f"cannot add {entry.get('id')!r} to {path}: the updated file would not read back as "
+            "the registry plus the new entry; add it by hand"
+        )
     temporary = path.with_name(path.name + ".tmp")
     try:
         temporary.write_text(new_text, encoding="utf-8")
@@ -196,6 +134,13 @@ def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
     finally:
         temporary.unlink(missing_ok=True)
     return specs[-1]
+
+
+def _reads_back(text: str, models: list[Any]) -> bool:
+    try:
+        return (yaml.safe_load(text) or {}).get("models") == models
+    except yaml.YAMLError:
+        return False
 
 
 def select_models(registry: Registry[ModelSpec], selection: list[str]) -> list[ModelSpec]:

@@ -14,10 +14,11 @@ from pydantic import BaseModel, Field
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
-from cultivar_assets.models import ModelSpec, load_models
+from cultivar_assets.models import load_models
 from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.settings import Settings
 from cultivar_assets.site.config import SiteConfig
+from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import Store
 
 M = TypeVar("M", bound=BaseModel)

@@ -68,5 +68,9 @@ LEADERBOARD_COLUMNS = (
 def leaderboard_markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The leaderboard (paper, Table 3) as Markdown, with the signatures it was scored with."""
     table = markdown_table(rows, LEADERBOARD_COLUMNS)
-    signatures = sorted({f"BLEU: {r['bleu_signature']}; chrF: {r['chrf_signature']}" for r in rows})
+    signatures = sorted({
+        f"BLEU: {r['bleu_signature']}"
+        + (f" (SentencePiece model sha256 {r['bleu_tokenizer_sha256']})"
+           if r.get("bleu_tokenizer_sha256") else "")
+        + f"; chrF: {r['chrf_signature']}" for r in rows})
     return table + "\n\n" + "\n".join(f"Signatures: {md_text(s)}" for s in signatures)

@@ -25,10 +25,11 @@ from cultivar_assets.data.testsets import TestSet
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.base import EngineInfo, EngineSettings
 from cultivar_assets.engines.cleaning import clean_output
+from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
-from cultivar_assets.models import ModelSpec
 from cultivar_assets.paths import translation_cache_dir
-from cultivar_assets.store.database import statement_text
+from cultivar_assets.specs import ModelSpec
+from cultivar_assets.sqlfiles import statement_text
 
 ProgressCallback = Callable[[int, int], None]  # (segments done, segments in total)
 
@@ -62,6 +63,7 @@ class TranslationRow:
 @dataclass(frozen=True)
 class TranslationRun:
     model: ModelSpec
+    fingerprint: str  # run_fingerprint(model, settings): what the outputs depend on
     info: EngineInfo
     prompt_template_hash: str
     rows: list[TranslationRow]
@@ -99,18 +101,6 @@ class TranslationCache:
 
     def close(self) -> None:
         self._db.close()
-
-
-def run_fingerprint(spec: ModelSpec, settings: EngineSettings) -> str:
-    """The model's fingerprint plus the run-wide settings its engine's outputs depend on.
-
-    A model option overrides the run-wide setting; ``auto`` values are hashed as ``auto``.
-    """
-    engine = engine_registry().get(spec.engine)
-    effective = {name: spec.engine_options.get(name, getattr(settings, name))
-                 for name in engine.output_settings}
-    blob = json.dumps([spec.fingerprint(), effective], sort_keys=True)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def request_key(model_fingerprint: str, request: GenerationRequest) -> str:
@@ -176,8 +166,8 @@ def translate(
         cleaned = clean_output(outputs[key], segment.source, single_line)
         rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id, segment.source,
                                    segment.reference, cleaned.text, outputs[key], cleaned.rules))
-    return TranslationRun(spec, info, style.template_hash, rows, len(keys) - n_cached, n_cached,
-                          time.perf_counter() - started)
+    return TranslationRun(spec, fingerprint, info, style.template_hash, rows,
+                          len(keys) - n_cached, n_cached, time.perf_counter() - started)
 
 
 def _generate(engine, pending, cache, outputs, failed, total, progress, show_bar, label) -> None:

@@ -19,7 +19,8 @@ SELECT test_set, segment_id, hypothesis FROM raw.translations
 WHERE model_id = $model_id ORDER BY test_set, segment_id;
 
 -- name: all_scores
-SELECT s.model_id, s.test_set, s.metric, s.score, s.signature, s.dataset_fingerprint
+SELECT s.model_id, s.test_set, s.metric, s.score, s.signature, s.tokenizer_sha256,
+       s.dataset_fingerprint
 FROM raw.scores s ORDER BY s.model_id, s.test_set, s.metric;
 
 -- name: all_word_recall

@@ -116,11 +116,13 @@ CREATE TABLE IF NOT EXISTS raw.scores (
     test_set            VARCHAR NOT NULL,
     metric              VARCHAR NOT NULL,   -- 'bleu' or 'chrf'
     score               DOUBLE NOT NULL,
-    signature           VARCHAR NOT NULL,
+    signature           VARCHAR NOT NULL,   -- exactly as sacreBLEU formats it
     n_segments          INTEGER NOT NULL,
     dataset_fingerprint VARCHAR NOT NULL,
+    tokenizer_sha256    VARCHAR,            -- SentencePiece model file used (spBLEU); else NULL
     PRIMARY KEY (model_id, test_set, metric)
 );
+ALTER TABLE raw.scores ADD COLUMN IF NOT EXISTS tokenizer_sha256 VARCHAR;
 
 -- Locale-specific word recall counts per instance of a cultivar_* test set
 -- (R, I, H as defined in cultivar_assets/metrics/word_recall.py).
@@ -163,7 +165,21 @@ CREATE TABLE IF NOT EXISTS raw.model_summary (
     n_flores_test_sets   INTEGER NOT NULL,
     n_cultivar_test_sets INTEGER NOT NULL,
     bleu_signature       VARCHAR NOT NULL,
-    chrf_signature       VARCHAR NOT NULL
+    chrf_signature       VARCHAR NOT NULL,
+    bleu_tokenizer_sha256 VARCHAR
+);
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS bleu_tokenizer_sha256 VARCHAR;
+
+-- Word-recall rates per model and locale (cultivar_assets/metrics/word_recall.py).
+CREATE TABLE IF NOT EXISTS raw.locale_word_recall (
+    model_id            VARCHAR NOT NULL,
+    locale              VARCHAR NOT NULL,
+    false_positive_rate DOUBLE,            -- NULL when Σ|R| = 0
+    false_negative_rate DOUBLE,            -- NULL when Σ|I| = 0
+    n_removed_terms     BIGINT NOT NULL,   -- Σ|R|
+    n_introduced_terms  BIGINT NOT NULL,   -- Σ|I|
+    n_instances         INTEGER NOT NULL,
+    PRIMARY KEY (model_id, locale)
 );
 
 CREATE TABLE IF NOT EXISTS raw.locale_summary (

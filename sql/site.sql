@@ -21,7 +21,8 @@ FROM raw.model_locale_deltas d JOIN raw.models m USING (model_id)
 ORDER BY d.model_id, d.locale;
 
 -- name: site_scores
-SELECT model_id, test_set, kind, language, locale, metric, score, signature, n_segments
+SELECT model_id, test_set, kind, language, locale, metric, score, signature, tokenizer_sha256,
+       n_segments
 FROM scores ORDER BY model_id, kind DESC, test_set, metric;
 
 -- name: site_word_recall

@@ -29,19 +29,19 @@ GROUP BY ALL;
 
 CREATE OR REPLACE VIEW scores AS
 SELECT s.model_id, s.test_set, t.kind, t.language, t.locale, s.metric, s.score, s.signature,
-       s.n_segments
+       s.tokenizer_sha256, s.n_segments
 FROM raw.scores s LEFT JOIN test_sets t USING (test_set);
 
 CREATE OR REPLACE VIEW segment_stats AS
 SELECT * FROM raw.segment_stats;
 
--- Locale-specific word recall per model and locale: FP = Σ|H∩R| / Σ|R|, FN = Σ|I∖H| / Σ|I|.
+-- Locale-specific word recall per model and locale: FP = Σ|H∩R| / Σ|R|, FN = Σ|I∖H| / Σ|I|
+-- (computed by cultivar_assets/metrics/word_recall.py from the per-instance counts in
+-- raw.word_recall; written by the leaderboard asset).
 CREATE OR REPLACE VIEW word_recall AS
-SELECT model_id, locale,
-       sum(n_removed_recalled) / nullif(sum(n_removed), 0)     AS false_positive_rate,
-       sum(n_introduced_missed) / nullif(sum(n_introduced), 0) AS false_negative_rate,
-       sum(n_removed)::BIGINT AS n_removed_terms, sum(n_introduced)::BIGINT AS n_introduced_terms
-FROM raw.word_recall GROUP BY model_id, locale;
+SELECT model_id, locale, false_positive_rate, false_negative_rate, n_removed_terms,
+       n_introduced_terms, n_instances
+FROM raw.locale_word_recall;
 
 -- ∆ = score(model, cultivar_<locale>) − score(model, flores_<language of locale>).
 CREATE OR REPLACE VIEW model_locale_deltas AS
@@ -53,7 +53,7 @@ SELECT s.model_id, m.type, m.family, m.params_total_b, m.params_active_b,
        s.delta_bleu, s.delta_chrf, s.flores_bleu, s.flores_chrf, s.cultivar_bleu, s.cultivar_chrf,
        s.false_positive_rate, s.false_negative_rate,
        s.n_locale_pairs, s.n_flores_test_sets, s.n_cultivar_test_sets,
-       s.bleu_signature, s.chrf_signature
+       s.bleu_signature, s.chrf_signature, s.bleu_tokenizer_sha256
 FROM raw.model_summary s JOIN raw.models m USING (model_id)
 ORDER BY s.delta_bleu DESC NULLS LAST, s.model_id;
 

@@ -57,12 +57,16 @@ INSERT INTO raw.word_recall BY NAME SELECT * FROM staging;
 
 -- name: delete_aggregates
 DELETE FROM raw.model_locale_deltas;
+DELETE FROM raw.locale_word_recall;
 DELETE FROM raw.model_summary;
 DELETE FROM raw.locale_summary;
 DELETE FROM raw.rank_agreement;
 
 -- name: insert_model_locale_deltas
 INSERT INTO raw.model_locale_deltas BY NAME SELECT * FROM staging;
+
+-- name: insert_locale_word_recall
+INSERT INTO raw.locale_word_recall BY NAME SELECT * FROM staging;
 
 -- name: insert_model_summary
 INSERT INTO raw.model_summary BY NAME SELECT * FROM staging;

@@ -21,11 +21,15 @@ def demo():
     return load_benchmark(DataConfig())
 
 
-def test_demo_config_defaults():
-    config = DataConfig()
-    assert config.kind == "demo"
-    assert config.name == "demo"
-    assert DataConfig(kind="local", cultivar_path="x").name == "cultivar-local"
+def test_demo_and_real_data_never_share_a_database(tmp_path, monkeypatch):
+    from cultivar_assets.settings import Settings
+
+    monkeypatch.setenv("CULTIVAR_HOME", str(tmp_path))
+    demo = Settings().database_path
+    local = Settings(data=DataConfig(kind="local", cultivar_path="x")).database_path
+    hub = Settings(data=DataConfig(kind="hub")).database_path
+    assert len({demo, local, hub}) == 3
+    assert all(path.parent == tmp_path / "db" for path in (demo, local, hub))
 
 
 def test_demo_has_six_locales_four_languages_twelve_instances(demo):

@@ -15,9 +15,7 @@ from data_helpers import (
 )
 
 from cultivar_assets.data.flores import (
-    FLORES_DEV_SIZE,
     LocalFlores,
-    build_flores_test_sets,
     file_codes,
     read_originals,
 )
@@ -49,16 +47,12 @@ def test_local_flores_directory_must_exist(tmp_path):
 def test_fake_release_dev_files(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(6),
                                       "deu_Latn": fake_source("de", 6)})
-    test_sets, missing = build_flores_test_sets(LocalFlores(root), [5, 1, 3, 1], ["deu_Latn"])
-    assert missing == []
-    [flores] = test_sets
-    assert (flores.name, flores.kind, flores.language, flores.locale) == (
-        "flores_deu_Latn", "flores", "deu_Latn", None)
-    assert [s.segment_id for s in flores.segments] == [1, 3, 5]  # sorted, deduplicated
-    assert [s.source for s in flores.segments] == ["de made-up dev line 1",
-                                                   "de made-up dev line 3",
-                                                   "de made-up dev line 5"]
-    assert flores.segments[2].reference == "Made-up English dev line 5."
+    sources, english, missing = read_originals(LocalFlores(root), ["deu_Latn"], [5, 1, 3])
+    assert missing == {}
+    assert sources == {"deu_Latn": {1: "de made-up dev line 1", 3: "de made-up dev line 3",
+                                    5: "de made-up dev line 5"}}
+    assert english[5] == "Made-up English dev line 5."
+    assert sorted(english) == [1, 3, 5]
 
 
 def test_old_flores_plus_layout_dev_dot_code(tmp_path):
@@ -66,25 +60,25 @@ def test_old_flores_plus_layout_dev_dot_code(tmp_path):
     dev.mkdir()
     (dev / "dev.eng_Latn").write_text("e0\ne1\n", "utf-8")
     (dev / "dev.spa_Latn").write_text("s0\ns1\n", "utf-8")
-    [flores], _ = build_flores_test_sets(LocalFlores(tmp_path), [1], ["spa_Latn"])
-    assert (flores.segments[0].source, flores.segments[0].reference) == ("s1", "e1")
+    sources, english, _ = read_originals(LocalFlores(tmp_path), ["spa_Latn"], [1])
+    assert (sources["spa_Latn"][1], english[1]) == ("s1", "e1")
 
 
 def test_flores200_names_are_used_when_the_flores_plus_name_is_absent(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(3), "zho_Hans": fake_source("zh", 3),
                                       "tgl_Latn": fake_source("tl", 3)})
-    test_sets, missing = build_flores_test_sets(LocalFlores(root), [0], ["cmn_Hans", "fil_Latn"])
-    assert missing == []
-    assert [(t.name, t.segments[0].source) for t in test_sets] == [
-        ("flores_cmn_Hans", "zh made-up dev line 0"), ("flores_fil_Latn", "tl made-up dev line 0")]
+    sources, _, missing = read_originals(LocalFlores(root), ["cmn_Hans", "fil_Latn"], [0])
+    assert missing == {}
+    assert sources == {"cmn_Hans": {0: "zh made-up dev line 0"},
+                       "fil_Latn": {0: "tl made-up dev line 0"}}
 
 
 def test_flores_plus_name_wins_over_flores200_name(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(2),
                                       "zho_Hans": fake_source("old", 2),
                                       "cmn_Hans": fake_source("new", 2)})
-    [flores], _ = build_flores_test_sets(LocalFlores(root), [1], ["cmn_Hans"])
-    assert flores.segments[0].source == "new made-up dev line 1"
+    sources, _, _ = read_originals(LocalFlores(root), ["cmn_Hans"], [1])
+    assert sources["cmn_Hans"][1] == "new made-up dev line 1"
 
 
 def test_parquet_layout_is_sorted_by_id(tmp_path):
@@ -97,8 +91,8 @@ def test_parquet_layout_is_sorted_by_id(tmp_path):
                    dev / "deu_Latn.parquet")
     reader = LocalFlores(tmp_path)
     assert reader.read(["eng_Latn"]) == ["E0", "E1", "E2", "E3", "E4"]
-    [flores], _ = build_flores_test_sets(reader, [0, 2, 4], ["deu_Latn"])
-    assert [(s.segment_id, s.source, s.reference) for s in flores.segments] == [
+    sources, english, _ = read_originals(reader, ["deu_Latn"], [0, 2, 4])
+    assert [(i, sources["deu_Latn"][i], english[i]) for i in (0, 2, 4)] == [
         (0, "D0", "E0"), (2, "D2", "E2"), (4, "D4", "E4")]
 
 
@@ -114,13 +108,13 @@ def test_misaligned_line_counts_raise(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(5),
                                       "deu_Latn": fake_source("de", 4)})
     with pytest.raises(DataError, match="deu_Latn has 4 lines but English has 5"):
-        build_flores_test_sets(LocalFlores(root), [0], ["deu_Latn"])
+        read_originals(LocalFlores(root), ["deu_Latn"], [0])
 
 
 def test_missing_english_raises(tmp_path):
     root = make_flores_dir(tmp_path, {"deu_Latn": fake_source("de", 5)})
     with pytest.raises(DataError, match="no English FLORES file") as info:
-        build_flores_test_sets(LocalFlores(root), [0], ["deu_Latn"])
+        read_originals(LocalFlores(root), ["deu_Latn"], [0])
     assert "eng_Latn" in str(info.value)
 
 
@@ -131,8 +125,8 @@ def test_last_line_without_newline_is_kept(tmp_path):
     (dev / "deu_Latn.dev").write_text("d0\nd1\nd2\n", "utf-8")
     reader = LocalFlores(tmp_path)
     assert reader.read(["eng_Latn"]) == ["e0", "e1", "e2"]
-    [flores], _ = build_flores_test_sets(reader, [2], ["deu_Latn"])
-    assert (flores.segments[0].source, flores.segments[0].reference) == ("d2", "e2")
+    sources, english, _ = read_originals(reader, ["deu_Latn"], [2])
+    assert (sources["deu_Latn"][2], english[2]) == ("d2", "e2")
 
 
 def test_stray_whitespace_is_stripped(tmp_path):
@@ -156,18 +150,18 @@ def test_ids_out_of_range_and_empty_english_lines_raise(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": ["e0", "", "e2"], "deu_Latn": ["d0", "d1", "d2"]})
     reader = LocalFlores(root)
     with pytest.raises(DataError, match=r"instance ids \[3\] are outside the 3 lines"):
-        build_flores_test_sets(reader, [0, 3], ["deu_Latn"])
+        read_originals(reader, ["deu_Latn"], [0, 3])
     with pytest.raises(DataError, match=r"instance ids \[-1\]"):
-        build_flores_test_sets(reader, [-1], ["deu_Latn"])
+        read_originals(reader, ["deu_Latn"], [-1])
     with pytest.raises(DataError, match=r"empty lines at instance ids \[1\]"):
-        build_flores_test_sets(reader, [1], ["deu_Latn"])
+        read_originals(reader, ["deu_Latn"], [1])
 
 
 def test_empty_source_line_raises(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": ["e0", "e1", "e2"],
                                       "deu_Latn": ["d0", "  ", "d2"]})
     with pytest.raises(DataError, match="empty"):
-        build_flores_test_sets(LocalFlores(root), [0, 1], ["deu_Latn"])
+        read_originals(LocalFlores(root), ["deu_Latn"], [0, 1])
 
 
 def test_null_text_in_parquet_is_not_the_string_none(tmp_path):
@@ -175,25 +169,19 @@ def test_null_text_in_parquet_is_not_the_string_none(tmp_path):
     dev.mkdir()
     pq.write_table(pa.table({"id": [0, 1], "text": ["e0", "e1"]}), dev / "eng_Latn.parquet")
     pq.write_table(pa.table({"id": [0, 1], "text": [None, "d1"]}), dev / "deu_Latn.parquet")
-    try:
-        test_sets, _ = build_flores_test_sets(LocalFlores(tmp_path), [0, 1], ["deu_Latn"])
-    except DataError:
-        return  # refusing the null line is fine
-    assert test_sets[0].segments[0].source != "None"
+    with pytest.raises(DataError, match=r"rows \[0\] have no text"):
+        read_originals(LocalFlores(tmp_path), ["deu_Latn"], [0, 1])
 
 
 def test_missing_language_is_reported_or_fails(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(3),
                                       "deu_Latn": fake_source("de", 3)})
     reader = LocalFlores(root)
-    test_sets, missing = build_flores_test_sets(reader, [0], ["deu_Latn", "spa_Latn"])
-    assert [t.name for t in test_sets] == ["flores_deu_Latn"]
-    [item] = missing
-    assert (item.test_set, item.kind, item.language, item.locale) == (
-        "flores_spa_Latn", "flores", "spa_Latn", None)
-    assert "spa_Latn" in item.reason and str(root) in item.reason
-    with pytest.raises(DataError, match="no FLORES file for spa_Latn"):
-        build_flores_test_sets(reader, [0], ["deu_Latn", "spa_Latn"], on_missing="fail")
+    sources, _, missing = read_originals(reader, ["deu_Latn", "spa_Latn"], [0])
+    assert list(sources) == ["deu_Latn"]
+    assert list(missing) == ["spa_Latn"]
+    assert "no FLORES file for spa_Latn" in missing["spa_Latn"]
+    assert str(root) in missing["spa_Latn"]
 
 
 def test_load_benchmark_with_fake_flores_replaces_dataset_originals(tmp_path):
@@ -227,45 +215,35 @@ def real_english(real_flores):
 
 
 def test_real_english_dev_has_997_lines(real_english):
-    assert len(real_english) == FLORES_DEV_SIZE == 997
+    assert len(real_english) == 997
     assert real_english[0].startswith("On Monday")
     assert all(real_english)
 
 
 def test_real_flores_all_21_languages(real_flores, real_english):
-    test_sets, missing = build_flores_test_sets(real_flores, REAL_IDS)
+    sources, english, missing = read_originals(real_flores, list(source_languages()), REAL_IDS)
     assert len(source_languages()) == 21
-    assert len(test_sets) == 20
-    assert [t.language for t in test_sets] == [
-        lang for lang in source_languages() if lang != "gom_Deva"]
-    for t in test_sets:
-        assert t.name == f"flores_{t.language}"
-        assert [s.segment_id for s in t.segments] == REAL_IDS
-        assert [s.reference for s in t.segments] == [real_english[i] for i in REAL_IDS]
-        assert all(s.source and s.source != s.reference for s in t.segments)
-    [item] = missing
-    assert (item.test_set, item.language, item.kind) == ("flores_gom_Deva", "gom_Deva", "flores")
-    assert "FLORES-200" in item.reason and "FLORES+" in item.reason
+    assert list(sources) == [lang for lang in source_languages() if lang != "gom_Deva"]
+    assert english == {i: real_english[i] for i in REAL_IDS}
+    for language, by_id in sources.items():
+        assert sorted(by_id) == REAL_IDS
+        assert all(by_id[i] and by_id[i] != english[i] for i in REAL_IDS), language
+    assert list(missing) == ["gom_Deva"]
+    assert "FLORES-200" in missing["gom_Deva"] and "FLORES+" in missing["gom_Deva"]
 
 
 def test_real_flores_renamed_languages_come_from_flores200_files(real_flores):
-    test_sets, _ = build_flores_test_sets(real_flores, REAL_IDS, ["cmn_Hans", "fil_Latn"])
-    by_lang = {t.language: t for t in test_sets}
+    sources, _, _ = read_originals(real_flores, ["cmn_Hans", "fil_Latn"], REAL_IDS)
     zho = real_flores.read(["zho_Hans"])
     tgl = real_flores.read(["tgl_Latn"])
-    assert [s.source for s in by_lang["cmn_Hans"].segments] == [zho[i] for i in REAL_IDS]
-    assert [s.source for s in by_lang["fil_Latn"].segments] == [tgl[i] for i in REAL_IDS]
+    assert sources["cmn_Hans"] == {i: zho[i] for i in REAL_IDS}
+    assert sources["fil_Latn"] == {i: tgl[i] for i in REAL_IDS}
     assert len(zho) == len(tgl) == 997
-
-
-def test_real_flores_missing_gom_fails_when_asked(real_flores):
-    with pytest.raises(DataError, match="gom_Deva"):
-        build_flores_test_sets(real_flores, REAL_IDS, on_missing="fail")
 
 
 def test_real_flores_id_out_of_range(real_flores):
     with pytest.raises(DataError, match=r"\[997\] are outside the 997 lines"):
-        build_flores_test_sets(real_flores, [0, 997], ["deu_Latn"])
+        read_originals(real_flores, ["deu_Latn"], [0, 997])
 
 
 def test_read_originals_on_real_flores(real_flores, real_english):

@@ -12,6 +12,7 @@ from dagster._core.instance.config import dagster_instance_config
 import cultivar_assets
 from cultivar_assets.automation import run_tags
 from cultivar_assets.models import load_models, select_models
+from cultivar_assets.specs import ModelSpec
 
 DEPLOY = Path(cultivar_assets.__file__).parent / "deploy"
 
@@ -46,12 +47,32 @@ def test_k8s_instance_config_is_valid():
         _validate(k8s.K8sRunLauncher, {**config["run_launcher"]["config"], "gpus": 2})
 
 
+# The paper ran two models on two A100s (tensor parallelism 2), every other one on one GPU.
+TWO_GPU_MODELS = {"Llama-3.3-70B-Instruct", "Qwen3.5-122B-A10B-FP8"}
+
+
 def test_paper_runs_carry_the_tags_the_queues_limit():
-    for spec in select_models(load_models(), ["suite:paper"]):
+    paper = select_models(load_models(), ["suite:paper"])
+    assert len(paper) == 32
+    gpus = {}
+    for spec in paper:
         tags = run_tags(spec)
-        tensor_parallel = spec.engine_options.get("tensor_parallel_size", 1)
-        assert tags["cultivar/gpu-run"] == "true"
+        assert tags["cultivar/gpu-run"] == "true"  # the tag the gpu-node queue limits to 1 run
         request = json.loads(tags["dagster-k8s/config"])["container_config"]["resources"]
-        assert request["limits"]["nvidia.com/gpu"] == str(tensor_parallel)
+        assert request["limits"] == request["requests"]
+        gpus[spec.id] = request["limits"]["nvidia.com/gpu"]
+        assert tags["cultivar/gpus"] == gpus[spec.id]
+    assert {m for m, n in gpus.items() if n == "2"} == TWO_GPU_MODELS
+    assert {n for m, n in gpus.items() if m not in TWO_GPU_MODELS} == {"1"}
+
+
+def test_cpu_demo_and_remote_models_ask_for_no_gpu():
     demo = select_models(load_models(), ["suite:demo"])
-    assert all("cultivar/gpu-run" not in run_tags(spec) for spec in demo)  # CPU demo
+    assert demo
+    for spec in demo:  # the demo's systems run on the CPU (device: cpu, or the copy baseline)
+        tags = run_tags(spec)
+        assert tags["cultivar/gpus"] == "0"
+        assert "cultivar/gpu-run" not in tags and "dagster-k8s/config" not in tags
+    remote = ModelSpec(id="served", hf_id="org/m", type="LLM", family="X", engine="openai",
+                       prompt_style="chat-instruction")
+    assert run_tags(remote)["cultivar/gpus"] == "0"  # the server has the GPUs, not this run

@@ -15,7 +15,8 @@ from cultivar_assets.data.testsets import Segment, TestSet
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings, GenerationFailure
 from cultivar_assets.engines.openai_engine import OpenAIEngine
 from cultivar_assets.engines.prompts import GenerationRequest
-from cultivar_assets.models import ModelSpec, load_models
+from cultivar_assets.models import load_models
+from cultivar_assets.specs import ModelSpec
 from cultivar_assets.translation import SegmentFailuresError, translate
 
 pytest.importorskip("openai")  # not a core dependency
@@ -221,8 +222,9 @@ def test_info_names_client_model_and_host_but_not_the_key(server):
     host = server.url.split("/")[2]
     assert info.engine == "openai"
     assert info.engine_version == (
-        f"openai-python {openai.__version__}; server model org/served-model@{host}")
-    assert info.model_revision == "rev1"
+        f"openai-python {openai.__version__}; server model org/served-model@{host}; "
+        "registry revision rev1 (not reported by the server)")
+    assert info.model_revision is None  # the server reports no revision; never claim one
     assert info.chat_template_hash is None
     assert KEY not in repr(info)
 

@@ -19,7 +19,7 @@ from conftest import REPO_ROOT, tiny_entry
 
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings
 from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
-from cultivar_assets.models import ModelSpec
+from cultivar_assets.specs import ModelSpec
 
 SOURCES = [
     ("deu_Latn", "Am Montag hat die Mannschaft in der Stadt gewonnen ."),

@@ -12,7 +12,8 @@ from cultivar_assets.data.testsets import Segment, TestSet
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings
 from cultivar_assets.engines.cleaning import clean_output
-from cultivar_assets.engines.prompts import get_prompt_style, language_name
+from cultivar_assets.engines.fingerprint import run_fingerprint
+from cultivar_assets.engines.prompts import PromptError, get_prompt_style, language_name
 from cultivar_assets.models import load_models
 from cultivar_assets.translation import translate
 
@@ -125,6 +126,9 @@ def test_prompt_styles_render_language_names_and_hash_their_definition():
               ("base-fewshot", "base-fewshot-unnamed", "chat-instruction", "source")}
     assert len(hashes) == 4
     assert language_name("cmn_Hans") == "Mandarin Chinese"
+    assert language_name("eng_Latn") == "English"
+    with pytest.raises(PromptError, match="no language name for 'fra_Latn'"):
+        get_prompt_style("base-fewshot").request("Bonjour", "fra_Latn", 8)
 
 
 def test_cleaning_rules_fire_and_are_named():
@@ -176,7 +180,7 @@ def test_changed_prompt_style_is_not_served_from_cache(tiny_models_file, tmp_pat
     other = spec.model_copy(update={"prompt_style": "base-fewshot-unnamed"})
     run = translate(other, _test_sets(), cache_dir=tmp_path, show_progress_bar=False)
     assert run.n_generated == 3
-    assert spec.fingerprint() != other.fingerprint()
+    assert run_fingerprint(spec) != run_fingerprint(other)
 
 
 def test_importing_engines_does_not_import_torch():

@@ -85,7 +85,9 @@ def test_locale_rates_are_ratios_of_sums_not_means_of_ratios():
     assert rates["A"].false_negative_rate == pytest.approx(2 / 5)
     assert rates["A"].false_positive_rate != pytest.approx(1 / 2)
     # B: both denominators 0 -> None
-    assert rates["B"] == LocaleRates(None, None)
+    assert rates["B"] == LocaleRates(None, None, 0, 0, 1)
+    assert (rates["A"].n_removed_terms, rates["A"].n_introduced_terms,
+            rates["A"].n_instances) == (4, 5, 2)
     # C: Σ|R| = 0 -> FP None; FN = 2/2
     assert rates["C"].false_positive_rate is None
     assert rates["C"].false_negative_rate == pytest.approx(1.0)
@@ -110,16 +112,16 @@ def test_locale_rates_from_instance_recall_end_to_end():
 
 def test_model_rates_average_defined_locales_only():
     rates = {
-        "A": LocaleRates(0.25, None),
-        "B": LocaleRates(None, None),
-        "C": LocaleRates(0.75, 0.1),
-        "D": LocaleRates(0.5, 0.3),
+        "A": LocaleRates(0.25, None, 1, 1, 1),
+        "B": LocaleRates(None, None, 1, 1, 1),
+        "C": LocaleRates(0.75, 0.1, 1, 1, 1),
+        "D": LocaleRates(0.5, 0.3, 1, 1, 1),
     }
     fp, fn = model_rates(rates)
     # FP: mean of 0.25, 0.75, 0.5 = 0.5 (B left out); FN: mean of 0.1, 0.3 = 0.2
     assert fp == pytest.approx(0.5)
     assert fn == pytest.approx(0.2)
-    assert model_rates({"B": LocaleRates(None, None)}) == (None, None)
+    assert model_rates({"B": LocaleRates(None, None, 0, 0, 1)}) == (None, None)
     assert model_rates({}) == (None, None)
 
 

@@ -10,6 +10,7 @@ import yaml
 from conftest import SHARED
 
 from cultivar_assets.cli import main
+from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.models import (
     ModelRegistryError,
     default_models_file,
@@ -59,9 +60,22 @@ def test_fingerprint_ignores_transport_options_only():
     faster = spec.model_copy(update={"engine_options": {**spec.engine_options, "batch_size": 4}})
     longer = spec.model_copy(update={"engine_options": {**spec.engine_options,
                                                         "max_new_tokens": 99}})
-    assert faster.fingerprint() == spec.fingerprint()
-    assert longer.fingerprint() != spec.fingerprint()
-    assert spec.model_copy(update={"revision": "x"}).fingerprint() != spec.fingerprint()
+    assert run_fingerprint(faster) == run_fingerprint(spec)
+    assert run_fingerprint(longer) != run_fingerprint(spec)
+    assert run_fingerprint(spec.model_copy(update={"revision": "x"})) != run_fingerprint(spec)
+
+
+def test_fingerprint_includes_the_run_wide_settings_the_engine_declares():
+    from cultivar_assets.engines.base import EngineSettings
+
+    registry = load_models()
+    local = registry.get("gemma-3-270m-fewshot")  # transformers: dtype and device matter
+    assert run_fingerprint(local, EngineSettings(dtype="float16")) != run_fingerprint(local)
+    assert run_fingerprint(local, EngineSettings(batch_size=2)) == run_fingerprint(local)
+    # its own device option (cpu) overrides the run-wide one
+    assert run_fingerprint(local, EngineSettings(device="cuda")) == run_fingerprint(local)
+    copy = registry.get("copy-source-baseline")  # declares no output settings
+    assert run_fingerprint(copy, EngineSettings(dtype="float16")) == run_fingerprint(copy)
 
 
 def test_every_problem_of_a_bad_registry_is_reported(tmp_path):
@@ -101,8 +115,14 @@ def test_models_add_appends_a_validated_entry_and_keeps_comments(tmp_path, capsy
     spec = load_models(path).get("qwen-extra")
     assert spec.engine_options == {"tensor_parallel_size": 1,
                                    "chat_template_kwargs": {"enable_thinking": False}}
-    assert spec.prompt_style == "chat-instruction" and spec.params_active_b == 4
+    assert spec.prompt_style == "chat-instruction"
+    assert spec.params_total_b == 4 and spec.params_active_b is None  # not given: unknown
     assert len(select_models(load_models(path), ["suite:paper"])) == 33
+    said = capsys.readouterr().out
+    assert "active parameters: not given, stored as unknown" in said
+    assert "prompt style: chat-instruction (the default for engine vllm" in said
+    # the demo settings' sensor watches suite:demo and another registry file
+    assert "will not see this entry" in said and "will run it" not in said
 
     assert main(["models", "add", "x/y", "--type", "MT", "--engine", "seq2seq", "--family", "F",
                  "--id", "qwen-extra", "--file", str(path)]) == 1
@@ -123,3 +143,21 @@ def test_models_add_works_with_other_layouts(tmp_path, layout):
     assert not (tmp_path / "models.yaml.tmp").exists()
     if "other: 1" in layout:
         assert yaml.safe_load(path.read_text())["other"] == 1
+
+
+def test_models_add_says_whether_the_sensor_will_run_the_model(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "models.yaml"
+    shutil.copy(default_models_file(), path)
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(f"models_file: {path}\nmodels: ['suite:paper']\n")
+    monkeypatch.setenv("CULTIVAR_CONFIG", str(config))
+    assert main(["models", "add", "org/in-suite", "--type", "MT", "--engine", "seq2seq",
+                 "--family", "F", "--suite", "paper", "--params-total", "1",
+                 "--params-active", "1"]) == 0
+    said = capsys.readouterr().out
+    assert "will run it on its next tick" in said and "active parameters" not in said
+    assert main(["models", "add", "org/outside", "--type", "MT", "--engine", "seq2seq",
+                 "--family", "F"]) == 0
+    said = capsys.readouterr().out
+    assert "watches suite:paper, which does not include outside: it will not run it" in said
+    assert {"in-suite", "outside"} <= set(load_models(path).names())

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import duckdb
 import pytest
 
 from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.definitions import build_definitions
-from cultivar_assets.demo import run_pipeline
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.evaluation import AggregationError, aggregate
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.resources import resources_from_settings
+from cultivar_assets.runner import run_pipeline
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
 
@@ -102,10 +104,17 @@ def test_assets_materialise_and_rematerialising_replaces_rows(settings):
 def test_views_hold_what_the_pipeline_computed(settings):
     result = run_pipeline(settings, say=lambda _: None)
     db = settings.database_path
-    assert [row["model_id"] for row in result.leaderboard] == sorted(
-        MODELS, key=lambda m: -next(r["delta_bleu"] for r in result.leaderboard
-                                    if r["model_id"] == m))
     with duckdb.connect(str(db), read_only=True) as con:
+        # the leaderboard's order is by mean pairwise ∆BLEU, recomputed here from the scores view
+        recomputed = dict(con.execute("""
+            SELECT c.model_id, avg(c.score - f.score) FROM scores c
+            JOIN scores f ON f.model_id = c.model_id AND f.metric = c.metric
+                         AND f.test_set = 'flores_' || c.language
+            WHERE c.kind = 'cultivar' AND c.metric = 'bleu' GROUP BY c.model_id
+        """).fetchall())
+        assert sorted(recomputed) == sorted(MODELS)
+        assert [row["model_id"] for row in result.leaderboard] == sorted(
+            recomputed, key=lambda m: (-recomputed[m], m))
         # the copy baseline's hypotheses are its sources, stored verbatim
         assert con.execute("SELECT count(*) FROM translations WHERE model_id = "
                            "'copy-source-baseline' AND hypothesis <> source").fetchone()[0] == 0
@@ -138,6 +147,26 @@ def test_leaderboard_refuses_mixed_signatures(settings):
         aggregate(store, MODELS)
     # the leaderboard tables are unchanged by the refused aggregation
     assert len(store.query("leaderboard")) == 3
+
+
+def test_leaderboard_refuses_scores_from_different_sentencepiece_models(settings, tmp_path):
+    from metrics_helpers import train_tiny_spm
+
+    from cultivar_assets.evaluation import score_model
+
+    run_pipeline(settings, say=lambda _: None)
+    store = Store(settings.database_path)
+    model_a = train_tiny_spm(tmp_path / "a", name="a", seed=0)
+    model_b = train_tiny_spm(tmp_path / "b", name="b", vocab_size=40, seed=1)
+    a = score_model(store, "tiny-base", MetricConfig(spm_model_path=str(model_a)))
+    b = score_model(store, "tiny-chat", MetricConfig(spm_model_path=str(model_b)))
+    assert a.signatures == b.signatures  # the same sacreBLEU signature (tok:flores200) ...
+    with pytest.raises(AggregationError, match="different signatures or tokenizer models"):
+        aggregate(store, ["tiny-base", "tiny-chat"])  # ... but different tokenizer models
+    score_model(store, "tiny-chat", MetricConfig(spm_model_path=str(model_a)))
+    aggregate(store, ["tiny-base", "tiny-chat"])
+    hashes = {row["bleu_tokenizer_sha256"] for row in store.query("leaderboard")}
+    assert hashes == {hashlib.sha256(model_a.read_bytes()).hexdigest()}
 
 
 def test_failed_model_load_fails_only_its_partition(settings, tmp_path, tiny_model_dir):

@@ -16,8 +16,9 @@ from conftest import tiny_entry, write_models_file
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.models import load_models
-from cultivar_assets.translation import request_key, run_fingerprint, translate
+from cultivar_assets.translation import request_key, translate
 
 WORKER = """
 import sys

@@ -2,45 +2,33 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from pathlib import Path
+
 import duckdb
 import pytest
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.data.testsets import BenchmarkData, Instance, MissingItem
-from cultivar_assets.store.database import Step, Store, StoreError, named_statements
+from cultivar_assets.sqlfiles import SQLFileError, named_statements
+from cultivar_assets.store.database import Step, Store, StoreError
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_dataset
 
-VIEW_COLUMNS = {
-    "translations": ["model_id", "test_set", "segment_id", "source", "reference", "hypothesis",
-                     "raw_output"],
-    "scores": ["model_id", "test_set", "metric", "score", "signature"],
-    "leaderboard": ["model_id", "type", "delta_bleu", "delta_chrf", "flores_bleu", "flores_chrf",
-                    "cultivar_bleu", "cultivar_chrf", "false_positive_rate",
-                    "false_negative_rate"],
-    "locale_deltas": ["locale", "language", "script", "location", "delta_bleu", "delta_chrf",
-                      "n_models"],
-    "rank_agreement": ["locale", "metric", "spearman", "kendall_tau_b", "n_models"],
-}
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-# The columns documented in the README ("The database").
-README_COLUMNS = {
-    "translations": VIEW_COLUMNS["translations"] + ["cleaning_rules"],
-    "scores": ["model_id", "test_set", "kind", "language", "locale", "metric", "score",
-               "signature", "n_segments"],
-    "leaderboard": ["model_id", "type", "family", "params_total_b", "params_active_b",
-                    "delta_bleu", "delta_chrf", "flores_bleu", "flores_chrf", "cultivar_bleu",
-                    "cultivar_chrf", "false_positive_rate", "false_negative_rate",
-                    "n_locale_pairs", "n_flores_test_sets", "n_cultivar_test_sets",
-                    "bleu_signature", "chrf_signature"],
-    "locale_deltas": ["locale", "language", "script", "location", "official_or_de_facto",
-                      "delta_bleu", "delta_chrf", "n_models"],
-    "rank_agreement": ["locale", "metric", "spearman", "kendall_tau_b", "n_models",
-                       "aggregation", "note"],
-    "word_recall": ["model_id", "locale", "false_positive_rate", "false_negative_rate",
-                    "n_removed_terms", "n_introduced_terms"],
-    "segment_stats": ["model_id", "test_set", "segment_id", "metric", "stats"],
-}
+def readme_view_columns() -> dict[str, list[str]]:
+    """The README's table of public views ("The database"): view -> documented columns."""
+    text = README.read_text("utf-8")
+    section = text[text.index("## The database"):]
+    section = section[:section.index("\n## ", 1)]
+    views = {}
+    for line in section.splitlines():
+        match = re.match(r"^\| `(\w+)` \|[^|]*\| ([^|]+) \|$", line)
+        if match:
+            views[match[1]] = [c.strip() for c in match[2].split(",")]
+    return views
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +175,7 @@ def test_a_failing_last_step_leaves_every_table_unchanged(store, demo, failing_s
         Step("delete_model_translations", {"model_id": "m"}),
         failing_step,  # ... and fails
     ]
-    with pytest.raises((duckdb.Error, StoreError)):
+    with pytest.raises((duckdb.Error, SQLFileError)):
         store.write(steps)
     assert raw_tables(store.path) == before
     assert {t.name: t for t in read_test_sets(store)} == {t.name: t for t in demo.test_sets()}
@@ -198,8 +186,8 @@ def test_a_failing_step_reports_its_own_error(store):
         store.write([Step("insert_locales", rows=[{"locale": "xx_Latn_Nowhere"}])])
 
 
-def test_unknown_step_name_is_a_store_error(store):
-    with pytest.raises(StoreError, match="no SQL statement named 'no_such_statement'"):
+def test_unknown_step_name_is_an_error_naming_it(store):
+    with pytest.raises(SQLFileError, match="no SQL statement named 'no_such_statement'"):
         store.write([Step("no_such_statement")])
 
 
@@ -229,77 +217,187 @@ def test_query_on_a_missing_file_raises_and_creates_nothing(tmp_path):
     assert not (tmp_path / "sub").exists()
 
 
-def test_unknown_query_name_is_a_store_error(store):
+def test_unknown_query_name_is_an_error_naming_it(store):
     store.write([])
-    with pytest.raises(StoreError, match="no SQL statement named 'nope'"):
+    with pytest.raises(SQLFileError, match="no SQL statement named 'nope'"):
         store.query("nope")
 
 
-def test_file_opens_read_only_with_the_public_views(store, demo):
+def test_readme_documents_every_public_view_and_its_columns(store, demo):
+    documented = readme_view_columns()
+    assert len(documented) >= 14
     write_dataset(store, demo)
     con = duckdb.connect(str(store.path), read_only=True)
     try:
-        views = {r[0] for r in con.execute(
-            "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        views = sorted(r[0] for r in con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'"
+        ).fetchall())
         columns = {view: [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
-                   for view in README_COLUMNS}
-        n_test_sets = con.execute("SELECT count(*) FROM test_sets").fetchone()[0]
+                   for view in views}
         with pytest.raises(duckdb.Error):  # read-only really is read-only
             con.execute("DELETE FROM raw.segments")
     finally:
         con.close()
-    assert set(VIEW_COLUMNS) <= views
-    assert {"locales", "models", "test_sets", "missing_test_sets", "segment_stats",
-            "word_recall", "model_locale_deltas", "cleaning_counts"} <= views
-    for view, expected in VIEW_COLUMNS.items():
-        assert set(expected) <= set(columns[view]), (view, columns[view])
-    assert columns == README_COLUMNS
-    assert n_test_sets == 10
+    assert sorted(documented) == views
+    assert columns == documented
 
 
-def test_views_show_rows_of_the_raw_tables(store, demo):
-    write_dataset(store, demo)
-    summary = {"model_id": "m1", "delta_bleu": -1.5, "delta_chrf": -0.5, "flores_bleu": 30.0,
-               "flores_chrf": 55.0, "cultivar_bleu": 28.5, "cultivar_chrf": 54.5,
-               "false_positive_rate": 0.1, "false_negative_rate": 0.2, "n_locale_pairs": 6,
-               "n_flores_test_sets": 4, "n_cultivar_test_sets": 6,
-               "bleu_signature": "bleu-sig", "chrf_signature": "chrf-sig"}
-    model = {"model_id": "m1", "hf_id": None, "revision": None, "weights": "none",
-             "type": "MT", "family": "Test", "params_total_b": 1.0, "params_active_b": 1.0,
-             "engine": "copy-source", "prompt_style": "source", "engine_options": "{}"}
-    store.write([
-        Step("insert_models", rows=[model]),
-        Step("insert_model_summary", rows=[summary]),
-        Step("insert_translations", rows=[{
-            "model_id": "m1", "test_set": "flores_deu_Latn", "segment_id": 0, "source": "s",
-            "reference": "r", "hypothesis": "h", "raw_output": " h ",
-            "cleaning_rules": ["strip"]}]),
-        Step("insert_scores", rows=[{
-            "model_id": "m1", "test_set": "cultivar_deu_Latn_Germany", "metric": "bleu",
-            "score": 28.5, "signature": "bleu-sig", "n_segments": 12,
-            "dataset_fingerprint": demo.fingerprint()}]),
-        Step("insert_locale_summary", rows=[{"locale": "deu_Latn_Germany", "delta_bleu": -1.0,
-                                             "delta_chrf": -2.0, "n_models": 1}]),
-        Step("insert_rank_agreement", rows=[{
-            "aggregation": "per_locale", "locale": "deu_Latn_Germany", "metric": "bleu",
-            "spearman": None, "kendall_tau_b": None, "n_models": 1, "note": "too few models"}]),
-    ])
-    [board] = store.query("leaderboard")
-    assert board["model_id"] == "m1" and board["type"] == "MT"
-    assert (board["delta_bleu"], board["false_negative_rate"]) == (-1.5, 0.2)
+def _terms(text: str) -> set[str]:
+    """Word-recall terms, written independently of metrics/word_recall.py."""
+    return {w for w in re.split(r"\W+", unicodedata.normalize("NFC", text).casefold()) if w}
+
+
+def test_views_agree_with_values_computed_independently(tmp_path, demo):
+    """Two systems through the real translate -> score -> aggregate path; every view value is
+    recomputed here from the raw text with sacreBLEU and plain Python."""
+    import sacrebleu
+
+    from cultivar_assets.evaluation import aggregate, score_model
+    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.models import load_models
+    from cultivar_assets.store.records import write_translations
+    from cultivar_assets.translation import TranslationRow, TranslationRun, translate
+
+    store = Store(tmp_path / "views.duckdb")
+    fingerprint = write_dataset(store, demo)
+    test_sets = read_test_sets(store)
+    copy = translate(load_models().get("copy-source-baseline"), test_sets,
+                     cache_dir=tmp_path / "cache", show_progress_bar=False)
+    write_translations(store, copy, fingerprint)
+    # a second system: the reference with every third word dropped
+    second = [TranslationRow("drop-words", r.test_set, r.segment_id, r.source, r.reference,
+                             " ".join(w for i, w in enumerate(r.reference.split()) if i % 3),
+                             r.reference, ()) for r in copy.rows]
+    spec = copy.model.model_copy(update={"id": "drop-words", "type": "LLM", "family": "Test"})
+    write_translations(store, TranslationRun(spec, "f", copy.info, "h", second, 0, 0, 0.0),
+                       fingerprint)
+    for model in ("copy-source-baseline", "drop-words"):
+        score_model(store, model, MetricConfig(bleu_tokenize="13a"))
+    aggregate(store)
+
+    hyps = {(r.model_id, r.test_set): [] for r in [*copy.rows, *second]}
+    for row in [*copy.rows, *second]:
+        hyps[row.model_id, row.test_set].append(row.hypothesis)
+    refs = {t.name: [seg.reference for seg in t.segments] for t in test_sets}
+    expected = {}
+    for (model, test_set), texts in hyps.items():
+        expected[model, test_set, "bleu"] = sacrebleu.corpus_bleu(
+            texts, [refs[test_set]], tokenize="13a").score
+        expected[model, test_set, "chrf"] = sacrebleu.corpus_chrf(texts, [refs[test_set]]).score
+
     con = duckdb.connect(str(store.path), read_only=True)
     try:
-        score = con.execute("SELECT model_id, test_set, kind, locale, metric, score, signature "
-                            "FROM scores").fetchall()
-        delta = con.execute("SELECT locale, language, script, location, delta_bleu, n_models "
-                            "FROM locale_deltas").fetchall()
-        rank = con.execute("SELECT locale, metric, spearman, kendall_tau_b, n_models "
-                           "FROM rank_agreement").fetchall()
-        translation = con.execute("SELECT hypothesis, raw_output FROM translations").fetchall()
+        scores = {(m, t, k): v for m, t, k, v in con.execute(
+            "SELECT model_id, test_set, metric, score FROM scores").fetchall()}
+        deltas = con.execute("SELECT model_id, locale, language, flores_bleu, cultivar_bleu, "
+                             "delta_bleu, delta_chrf FROM model_locale_deltas").fetchall()
+        board = {r[0]: r[1:] for r in con.execute(
+            "SELECT model_id, delta_bleu, delta_chrf, flores_bleu, cultivar_chrf, "
+            "false_positive_rate, false_negative_rate, n_locale_pairs FROM leaderboard"
+        ).fetchall()}
+        locales = dict(con.execute("SELECT locale, delta_bleu FROM locale_deltas").fetchall())
+        recall = {(m, loc): (fp, fn) for m, loc, fp, fn in con.execute(
+            "SELECT model_id, locale, false_positive_rate, false_negative_rate FROM word_recall"
+        ).fetchall()}
     finally:
         con.close()
-    assert score == [("m1", "cultivar_deu_Latn_Germany", "cultivar", "deu_Latn_Germany", "bleu",
-                      28.5, "bleu-sig")]
-    assert delta == [("deu_Latn_Germany", "deu", "Latn", "Germany", -1.0, 1)]
-    assert rank == [("deu_Latn_Germany", "bleu", None, None, 1)]
-    assert translation == [("h", " h ")]
+
+    assert scores.keys() == expected.keys()
+    for key, value in expected.items():
+        assert scores[key] == pytest.approx(value, abs=1e-9), key
+    by_locale = {loc: rows for loc, rows in demo.instances.items()}
+    want_delta = {}
+    for model in ("copy-source-baseline", "drop-words"):
+        for locale in by_locale:
+            language = "_".join(locale.split("_")[:2])
+            want_delta[model, locale] = {
+                m: expected[model, f"cultivar_{locale}", m]
+                - expected[model, f"flores_{language}", m]
+                for m in ("bleu", "chrf")}
+    assert len(deltas) == len(want_delta) == 12
+    for model, locale, language, flores_bleu, cultivar_bleu, d_bleu, d_chrf in deltas:
+        assert flores_bleu == pytest.approx(expected[model, f"flores_{language}", "bleu"])
+        assert cultivar_bleu == pytest.approx(expected[model, f"cultivar_{locale}", "bleu"])
+        assert d_bleu == pytest.approx(want_delta[model, locale]["bleu"], abs=1e-9)
+        assert d_chrf == pytest.approx(want_delta[model, locale]["chrf"], abs=1e-9)
+    for model, (d_bleu, d_chrf, flores_bleu, cultivar_chrf, fp, fn, n_pairs) in board.items():
+        mine = [v for (m, _), v in want_delta.items() if m == model]
+        assert n_pairs == 6
+        assert d_bleu == pytest.approx(sum(v["bleu"] for v in mine) / 6, abs=1e-9)
+        assert d_chrf == pytest.approx(sum(v["chrf"] for v in mine) / 6, abs=1e-9)
+        assert flores_bleu == pytest.approx(sum(
+            expected[model, f"flores_{lang}", "bleu"] for lang in demo.languages) / 4)
+        assert cultivar_chrf == pytest.approx(sum(
+            expected[model, f"cultivar_{loc}", "chrf"] for loc in by_locale) / 6)
+        assert fp == pytest.approx(sum(recall[model, loc][0] for loc in by_locale) / 6)
+        assert fn == pytest.approx(sum(recall[model, loc][1] for loc in by_locale) / 6)
+    for locale, value in locales.items():
+        assert value == pytest.approx((want_delta["copy-source-baseline", locale]["bleu"]
+                                       + want_delta["drop-words", locale]["bleu"]) / 2)
+    hyp_of = {(r.model_id, r.test_set, r.segment_id): r.hypothesis for r in [*copy.rows, *second]}
+    for (model, locale), (fp, fn) in recall.items():
+        removed = recalled = introduced = missed = 0
+        for inst in by_locale[locale]:
+            original, localised = _terms(inst.english_original), _terms(inst.english_localised)
+            hyp = _terms(hyp_of[model, f"cultivar_{locale}", inst.instance_id])
+            removed += len(original - localised)
+            recalled += len((original - localised) & hyp)
+            introduced += len(localised - original)
+            missed += len((localised - original) - hyp)
+        assert fp == pytest.approx(recalled / removed)
+        assert fn == pytest.approx(missed / introduced)
+    # the copy baseline copies German/Hindi/Chinese sources: it recalls no English term
+    assert all(recall["copy-source-baseline", loc][0] < 0.2 for loc in by_locale)
+
+
+# --- another process holding the file; a damaged file --------------------------------------
+
+HOLD = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+con.close()
+"""
+
+
+def _hold(path, seconds: float):
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", HOLD, str(path), str(seconds)],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "holding"
+    return process
+
+
+def test_a_write_waits_for_another_process_to_release_the_file(store, demo):
+    write_dataset(store, demo)
+    holder = _hold(store.path, 1.5)
+    try:
+        write_dataset(store, demo)  # waits (with backoff) instead of failing
+    finally:
+        holder.wait(timeout=30)
+    assert count(store.path, "raw.instances") == 72
+
+
+def test_a_held_file_times_out_naming_the_process(tmp_path, demo):
+    store = Store(tmp_path / "held.duckdb", lock_timeout=0.5)
+    write_dataset(store, demo)
+    holder = _hold(store.path, 10)
+    try:
+        with pytest.raises(StoreError, match=rf"process {holder.pid} holds its lock"):
+            store.query("dataset")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_damaged_file_is_reported_without_the_lock_hint(tmp_path):
+    path = tmp_path / "garbage.duckdb"
+    path.write_bytes(b"not a database" * 500)
+    with pytest.raises(StoreError, match="not a valid DuckDB database file") as info:
+        Store(path).write([])
+    assert "lock" not in str(info.value) and "another run" not in str(info.value)
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == b"not a database" * 500  # left as it was

@@ -38,7 +38,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """Load the case's model once, run its calls, close it."""
     from cultivar_assets.engines.base import EngineSettings
     from cultivar_assets.engines.vllm_engine import VLLMEngine
-    from cultivar_assets.models import ModelSpec
+    from cultivar_assets.specs import ModelSpec
 
     started = time.perf_counter()
     spec = ModelSpec.model_validate(case["model"])

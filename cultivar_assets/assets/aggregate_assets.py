@@ -4,8 +4,9 @@ import dagster as dg
 
 from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.evaluation import aggregate
-from cultivar_assets.models import REPORTED_SOURCE, load_models
+from cultivar_assets.models import load_models
 from cultivar_assets.resources import EngineResource, StoreResource
+from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.store.records import write_reported_results
 from cultivar_assets.tables import leaderboard_markdown, markdown_table
 

@@ -19,11 +19,10 @@ from typing import Protocol
 
 import pyarrow.parquet as pq
 
-from cultivar_assets.data.locales import flores_test_set_name, source_languages
-from cultivar_assets.data.testsets import DataError, MissingItem, Segment, TestSet
+from cultivar_assets.data.locales import source_languages
+from cultivar_assets.data.testsets import DataError
 
 ENGLISH = "eng_Latn"
-FLORES_DEV_SIZE = 997  # sentences in every FLORES-200 / FLORES+ dev file
 
 
 class FloresReader(Protocol):
@@ -214,38 +213,3 @@ def _check_ids(lines: list[str], ids: list[int], code: str, reader: FloresReader
     empty = [i for i in ids if not lines[i]]
     if empty:
         raise DataError(f"FLORES {code} has empty lines at instance ids {empty[:10]}")
-
-
-def build_flores_test_sets(
-    reader: FloresReader,
-    instance_ids: list[int],
-    languages: list[str] | None = None,
-    on_missing: str = "skip",
-) -> tuple[list[TestSet], list[MissingItem]]:
-    """``flores_<lang>`` test sets for ``instance_ids`` (default: all 21 Cultivar languages).
-
-    A language without a FLORES file is reported as a ``MissingItem`` (``on_missing="skip"``) or
-    raises ``DataError`` (``on_missing="fail"``).
-    """
-    languages = languages if languages is not None else list(source_languages())
-    ids = sorted(set(instance_ids))
-    sources, english, missing = read_originals(reader, languages, ids)
-    if missing and on_missing == "fail":
-        raise DataError("; ".join(missing.values()))
-    test_sets = [
-        TestSet(
-            name=flores_test_set_name(language),
-            kind="flores",
-            language=language,
-            locale=None,
-            segments=tuple(Segment(i, sources[language][i], english[i]) for i in ids),
-        )
-        for language in languages
-        if language in sources
-    ]
-    missing_items = [
-        MissingItem(flores_test_set_name(lang), "flores", lang, None, reason)
-        for lang, reason in missing.items()
-    ]
-    return test_sets, missing_items
-

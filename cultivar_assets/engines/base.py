@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cultivar_assets.engines.prompts import GenerationRequest, PromptKind
 
 if TYPE_CHECKING:
-    from cultivar_assets.models import ModelSpec
+    from cultivar_assets.specs import ModelSpec
 
 
 class EngineSettings(BaseModel):
@@ -70,6 +70,9 @@ class Engine(ABC):
     transport_options: ClassVar[tuple[str, ...]] = ("batch_size",)
     # run-wide settings (EngineSettings) that can change the outputs; part of the cache key
     output_settings: ClassVar[tuple[str, ...]] = ("dtype", "device")
+    # runs the model on this machine's GPUs unless its device option says "cpu" (run tags ask the
+    # launcher for GPUs); False for engines that run on the CPU only or call a remote server
+    uses_gpu: ClassVar[bool] = False
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         self.spec = spec

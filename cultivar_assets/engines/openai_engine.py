@@ -61,7 +61,7 @@ from cultivar_assets.engines.base import (
 from cultivar_assets.engines.prompts import GenerationRequest
 
 if TYPE_CHECKING:
-    from cultivar_assets.models import ModelSpec
+    from cultivar_assets.specs import ModelSpec
 
 OPENAI_HOST = "api.openai.com"
 DUMMY_KEY = "EMPTY"
@@ -146,10 +146,13 @@ class OpenAIEngine(Engine):
         self._checked = False  # has a first request reached the server?
 
     def info(self) -> EngineInfo:
+        claimed = (f"; registry revision {self.spec.revision} (not reported by the server)"
+                   if self.spec.revision else "")
         return EngineInfo(
             engine=self.name,
-            engine_version=f"openai-python {self._version}; server model {self.model}@{self.host}",
-            model_revision=self.spec.revision,
+            engine_version=(f"openai-python {self._version}; server model {self.model}@"
+                            f"{self.host}{claimed}"),
+            model_revision=None,  # the server does not say which weights it serves
             chat_template_hash=None,  # the server applies a template we cannot see
         )
 

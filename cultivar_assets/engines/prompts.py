@@ -88,10 +88,24 @@ class PromptStyle:
         )
 
 
+class PromptError(ValueError):
+    """A prompt cannot be built as asked (e.g. a language without a registered name)."""
+
+
+ENGLISH = ("eng_Latn", "English")
+
+
 def language_name(code: str) -> str:
-    """English name of a FLORES+ source-language code (``hin_Deva`` -> ``Hindi``)."""
+    """English name of a FLORES+ language code (``hin_Deva`` -> ``Hindi``), from the locale
+    registry (English: ``eng_Latn``). An unknown code is an error: a prompt never shows a bare
+    code in place of a name."""
+    if code == ENGLISH[0]:
+        return ENGLISH[1]
     locales = source_languages().get(code)
-    return locales[0].language_name if locales else code
+    if not locales:
+        raise PromptError(f"no language name for {code!r}: it is not the source language of any "
+                          "locale in the registry (cultivar_assets/data/locales.csv)")
+    return locales[0].language_name
 
 
 @cache

@@ -27,10 +27,10 @@ from cultivar_assets.data.locales import source_languages
 from cultivar_assets.engines.base import Engine, EngineInfo, EngineLoadError, EngineSettings
 from cultivar_assets.engines.prompts import GenerationRequest
 from cultivar_assets.engines.torch_support import release_memory, resolve_device, resolve_dtype
-from cultivar_assets.weights import resolve_weights
+from cultivar_assets.engines.weights import resolve_weights
 
 if TYPE_CHECKING:
-    from cultivar_assets.models import ModelSpec
+    from cultivar_assets.specs import ModelSpec
 
 FAMILIES = ("nllb", "madlad")
 FAMILY_BY_MODEL_TYPE = {"m2m_100": "nllb", "t5": "madlad"}
@@ -55,6 +55,7 @@ def nllb_source_code(language: str, source_code_map: Mapping[str, str] | None = 
 class Seq2SeqEngine(Engine):
     name = "seq2seq"
     prompt_kinds = ("source",)
+    uses_gpu = True
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         super().__init__(spec, settings)

@@ -21,15 +21,16 @@ from cultivar_assets.engines.base import (
 )
 from cultivar_assets.engines.prompts import GenerationRequest
 from cultivar_assets.engines.torch_support import release_memory, resolve_device, resolve_dtype
-from cultivar_assets.weights import resolve_weights
+from cultivar_assets.engines.weights import resolve_weights
 
 if TYPE_CHECKING:
-    from cultivar_assets.models import ModelSpec
+    from cultivar_assets.specs import ModelSpec
 
 
 class TransformersEngine(Engine):
     name = "transformers"
     prompt_kinds = ("plain", "chat")
+    uses_gpu = True
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         super().__init__(spec, settings)

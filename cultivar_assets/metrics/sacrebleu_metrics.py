@@ -12,18 +12,22 @@ The flores200 SentencePiece model is never downloaded here: it is looked for whe
 caches it (``$SACREBLEU/models/flores200sacrebleuspm``, ``$SACREBLEU`` defaulting to
 ``~/.sacrebleu``) or at ``spm_model_path``. When it is absent, building the metric stops with a
 message saying where to put it, unless the configuration selects another BLEU tokenizer
-explicitly; the signature then names that tokenizer. For SentencePiece tokenizers the stored
-signature ends with ``|spm_sha256:<16 hex>``, the hash of the model file actually used, so scores
-from a stand-in model never pass for spBLEU.
+explicitly; the signature then names that tokenizer. Signatures are stored exactly as sacreBLEU
+formats them; for SentencePiece tokenizers the sha256 of the model file actually used is stored
+beside the signature (``tokenizer_sha256``, a column of its own in ``scores`` and the
+leaderboard), and scores whose signature *or* tokenizer hash differ are never aggregated
+together, so scores from a stand-in model never pass for spBLEU (sacreBLEU itself checks no hash).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, field_validator
+
+from cultivar_assets.files import file_sha256
 
 SPM_TOKENIZERS = ("flores200", "flores101", "spBLEU-1K")
 OTHER_TOKENIZERS = ("13a", "intl", "char", "zh", "none", "ja-mecab", "ko-mecab")
@@ -78,10 +82,6 @@ def spm_model_location(config: MetricConfig) -> Path:
     return sacrebleu_dir() / "models" / os.path.basename(SPM_MODELS[config.bleu_tokenize]["url"])
 
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _spm_tokenizer(config: MetricConfig):
     """sacreBLEU's SentencePiece tokenizer, loaded from a file we checked, never downloaded."""
     import sentencepiece
@@ -100,26 +100,33 @@ def _spm_tokenizer(config: MetricConfig):
     tokenizer.name = SPM_MODELS[config.bleu_tokenize]["signature"]
     tokenizer.sp = sentencepiece.SentencePieceProcessor()
     tokenizer.sp.Load(str(path))
-    return tokenizer, _file_sha256(path)
+    return tokenizer, file_sha256(path)
 
 
-def build_metrics(config: MetricConfig) -> tuple[dict[str, object], dict[str, str]]:
-    """sacreBLEU metric objects and their stored signatures, keyed by 'bleu' and 'chrf'."""
+class BuiltMetrics(NamedTuple):
+    """sacreBLEU metric objects, their signatures and tokenizer model hashes, by metric name."""
+
+    metrics: dict[str, object]
+    signatures: dict[str, str]  # exactly as sacreBLEU formats them
+    tokenizer_sha256: dict[str, str | None]  # sha256 of a SentencePiece model; None: no model
+
+
+def build_metrics(config: MetricConfig) -> BuiltMetrics:
+    """sacreBLEU metric objects for 'bleu' and 'chrf', with signatures and tokenizer hashes."""
     from sacrebleu.metrics import BLEU, CHRF
 
+    digest = None
     if config.bleu_tokenize in SPM_TOKENIZERS:
         tokenizer, digest = _spm_tokenizer(config)
         bleu = BLEU(tokenize="none", lowercase=config.lowercase)
         bleu.tokenizer = tokenizer
         bleu.tokenizer_signature = tokenizer.signature()
-        suffix = f"|spm_sha256:{digest[:16]}"
     else:
         bleu = BLEU(tokenize=config.bleu_tokenize, lowercase=config.lowercase)
-        suffix = ""
     chrf = CHRF(word_order=config.chrf_word_order, lowercase=config.lowercase)
     signatures = {}
     for name, metric in (("bleu", bleu), ("chrf", chrf)):
         metric.num_refs = 1  # Cultivar has one reference per segment
         signatures[name] = metric.get_signature().format()
-    signatures["bleu"] += suffix
-    return {"bleu": bleu, "chrf": chrf}, signatures
+    return BuiltMetrics({"bleu": bleu, "chrf": chrf}, signatures,
+                        {"bleu": digest, "chrf": None})

@@ -41,6 +41,7 @@ class TestSetScore:
     metric: str
     score: float
     signature: str
+    tokenizer_sha256: str | None  # of the SentencePiece model used; None without one
     segment_stats: np.ndarray  # (n_segments, k) int64
 
 
@@ -55,7 +56,7 @@ class Scorer:
 
     def __init__(self, config: MetricConfig | None = None) -> None:
         self.config = config or MetricConfig()
-        self.metrics, self.signatures = build_metrics(self.config)
+        self.metrics, self.signatures, self.tokenizer_sha256 = build_metrics(self.config)
 
     def _bleu_stats(self, refs: Sequence[str], hyp_rows: Sequence[str], segs: np.ndarray):
         bleu = self.metrics["bleu"]
@@ -124,7 +125,8 @@ class Scorer:
         stats = self.segment_statistics(references, systems)
         return [
             TestSetScore(system, test_set, metric, self.corpus_score(metric, stats[metric][system]),
-                         self.signatures[metric], stats[metric][system])
+                         self.signatures[metric], self.tokenizer_sha256[metric],
+                         stats[metric][system])
             for system in systems
             for metric in METRIC_NAMES
         ]

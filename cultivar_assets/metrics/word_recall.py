@@ -55,21 +55,26 @@ def instance_recall(
 
 @dataclass(frozen=True)
 class LocaleRates:
-    false_positive_rate: float | None  # None when Σ|R| = 0
-    false_negative_rate: float | None  # None when Σ|I| = 0
+    false_positive_rate: float | None  # Σ|H ∩ R| / Σ|R|; None when Σ|R| = 0
+    false_negative_rate: float | None  # Σ|I ∖ H| / Σ|I|; None when Σ|I| = 0
+    n_removed_terms: int  # Σ|R|
+    n_introduced_terms: int  # Σ|I|
+    n_instances: int
 
 
 def locale_rates(instances: Iterable[InstanceRecall]) -> dict[str, LocaleRates]:
-    """Σ-ratio rates per locale."""
+    """Σ-ratio rates per locale (the one definition: the ``word_recall`` view stores these)."""
     sums: dict[str, list[int]] = {}
     for item in instances:
-        s = sums.setdefault(item.locale, [0, 0, 0, 0])
+        s = sums.setdefault(item.locale, [0, 0, 0, 0, 0])
         s[0] += item.n_removed
         s[1] += item.n_removed_recalled
         s[2] += item.n_introduced
         s[3] += item.n_introduced_missed
+        s[4] += 1
     return {
-        locale: LocaleRates(s[1] / s[0] if s[0] else None, s[3] / s[2] if s[2] else None)
+        locale: LocaleRates(s[1] / s[0] if s[0] else None, s[3] / s[2] if s[2] else None,
+                            s[0], s[2], s[4])
         for locale, s in sums.items()
     }
 

@@ -32,9 +32,9 @@ import pyarrow.parquet as pq
 from cultivar_assets import __version__
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
 from cultivar_assets.files import MANIFEST, replace_folder
-from cultivar_assets.models import REPORTED_SOURCE
 from cultivar_assets.site.diff import diff_html
 from cultivar_assets.site.pages import PageWriter, model_slug
+from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.store.database import Store
 
 Progress = Callable[[str], None]
@@ -169,7 +169,8 @@ def _write_site(work: Path, store: Store, dataset: dict, card_markdown: str | No
     for row in store.query("instances"):
         instances[row["locale"]].append(row)
     present_locales = sorted(instances)
-    signatures = sorted({(r["bleu_signature"], r["chrf_signature"]) for r in leaderboard})
+    signatures = sorted({(r["bleu_signature"], r["chrf_signature"], r["bleu_tokenizer_sha256"])
+                         for r in leaderboard}, key=repr)
     show_originals = options["show_originals"]
 
     if charts_dir is not None:

@@ -10,63 +10,56 @@ was). Files are written in a storage format that DuckDB 1.5 can also read
 
 from __future__ import annotations
 
-import re
+import fcntl
+import os
+import struct
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from cultivar_assets.paths import resource_dir
+from cultivar_assets.sqlfiles import script, statement_text
 
 STORAGE_VERSION = "v1.5.0"
 _RESERVED_STEMS = {"raw", "main", "system", "temp", "memory"}
-_NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
 
 class StoreError(RuntimeError):
     """The database cannot be used as asked."""
 
 
-def _parse_named(text: str, source: str) -> dict[str, str]:
-    """``-- name: <name>`` blocks of a SQL file -> their SQL text."""
-    parts = _NAME_LINE.split(text)
-    named: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in named:
-            raise StoreError(f"{source}: query {name!r} is defined twice")
-        named[name] = body.strip()
-    return named
+def lock_holder(path: Path) -> int | None:
+    """The PID of another process holding a lock on ``path``, or None (not locked, no file).
 
-
-@cache
-def named_statements() -> dict[str, str]:
-    sql = resource_dir("sql")
-    named: dict[str, str] = {}
-    for file in ("writes.sql", "reads.sql", "site.sql", "cache.sql"):
-        for name, text in _parse_named((sql / file).read_text(encoding="utf-8"), file).items():
-            if name in named:
-                raise StoreError(f"{file}: query {name!r} is defined twice")
-            named[name] = text
-    return named
-
-
-def statement_text(name: str) -> str:
-    """The SQL of a named block of ``sql/*.sql``; an unknown name is a StoreError."""
+    DuckDB locks its file with POSIX record locks (``fcntl``); its Python API raises the same
+    ``IOException`` for a lock conflict as for a damaged file, so the conflict is asked of the
+    operating system (``F_GETLK``, which tests without acquiring). Only called after DuckDB
+    failed to open the file, when this process holds no connection to it: closing the probe's
+    descriptor therefore cannot release a lock of this process.
+    """
     try:
-        return named_statements()[name]
-    except KeyError:
-        raise StoreError(f"no SQL statement named {name!r} in sql/*.sql") from None
-
-
-@cache
-def _script(name: str) -> str:
-    return (resource_dir("sql") / name).read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if sys.platform == "darwin":  # struct flock: start, len, pid, type, whence
+            request = struct.pack("qqihh", 0, 0, 0, fcntl.F_WRLCK, os.SEEK_SET)
+            _, _, pid, l_type, _ = struct.unpack("qqihh", fcntl.fcntl(fd, fcntl.F_GETLK, request))
+        else:  # Linux: type, whence, start, len, pid
+            request = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+            l_type, _, _, _, pid = struct.unpack("hhqqi4x", fcntl.fcntl(fd, fcntl.F_GETLK,
+                                                                       request))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if l_type == fcntl.F_UNLCK else pid
 
 
 @dataclass
@@ -110,11 +103,14 @@ class Store:
             try:
                 return duckdb.connect(str(self.path), read_only=read_only, config=config)
             except duckdb.IOException as error:
-                locked = "lock" in str(error).lower()
-                if not locked or time.monotonic() + delay > deadline:
+                holder = lock_holder(self.path)
+                if holder is None:  # not a lock conflict: a damaged file, permissions, ...
+                    raise StoreError(f"cannot open the database {self.path}: {error}") from error
+                if time.monotonic() + delay > deadline:
                     raise StoreError(
-                        f"cannot open {self.path}: {error}. DuckDB allows one writing process "
-                        "per file (another run, a DuckDB shell or a notebook may hold it)."
+                        f"cannot open the database {self.path}: process {holder} holds its lock "
+                        f"(waited {self.lock_timeout:g} s). DuckDB allows one writing process per "
+                        "file: another run, a DuckDB shell or a notebook may hold it."
                     ) from error
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
@@ -129,8 +125,8 @@ class Store:
         con = self._open(read_only, config)
         try:
             if not read_only:
-                con.execute(_script("schema.sql"))
-                con.execute(_script("views.sql"))
+                con.execute(script("schema.sql"))
+                con.execute(script("views.sql"))
             yield con
         finally:
             con.close()

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Segment, TestSet
-from cultivar_assets.models import REPORTED_SOURCE, ModelSpec
+from cultivar_assets.specs import REPORTED_SOURCE, ModelSpec
 from cultivar_assets.store.database import Step, Store
 from cultivar_assets.translation import TranslationRun
 
@@ -71,7 +71,7 @@ def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: s
     }
     run_row = {
         "model_id": spec.id, "dataset_fingerprint": dataset_fingerprint,
-        "model_fingerprint": spec.fingerprint(), "engine": run.info.engine,
+        "model_fingerprint": run.fingerprint, "engine": run.info.engine,
         "engine_version": run.info.engine_version, "model_revision": run.info.model_revision,
         "prompt_template_hash": run.prompt_template_hash,
         "chat_template_hash": run.info.chat_template_hash, "n_segments": len(run.rows),

@@ -1,4 +1,5 @@
-"""``cultivar demo``: materialise the whole asset graph in a local Dagster instance.
+"""Running the whole pipeline in one process: the asset graph materialised in a local Dagster
+instance, model after model (``cultivar demo`` and ``cultivar run``).
 
 Steps: register the selected models as partitions, materialise ``test_sets``, then
 ``translations`` and ``scores`` for each model (one run per model, as a cluster would), then the

@@ -1,0 +1,42 @@
+"""What a model's outputs depend on, as one hash: the translation cache, the stored run record,
+the registry sensor and the nightly schedule all use :func:`run_fingerprint`.
+
+``run_fingerprint(spec, settings)`` is the sha256 of
+
+- the model's weights (``weights``, ``hf_id``, ``revision``), its ``engine`` and its
+  ``engine_options`` except the engine's *transport options* (how requests travel: batch size,
+  server address, concurrency, retries), which do not change outputs;
+- the prompt style's template hash (its wording, examples and stop strings);
+- the run-wide settings that the engine declares as output settings (``Engine.output_settings``,
+  e.g. ``dtype`` and ``device`` for local engines), a model's own option overriding the run-wide
+  value; ``auto`` is hashed as ``auto``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from cultivar_assets.engines import engine_registry
+from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.engines.prompts import get_prompt_style
+from cultivar_assets.specs import ModelSpec
+
+
+def run_fingerprint(spec: ModelSpec, settings: EngineSettings | None = None) -> str:
+    """The hash of everything a run's outputs depend on (see the module docstring)."""
+    settings = settings or EngineSettings()
+    engine = engine_registry().get(spec.engine)
+    payload = {
+        "hf_id": spec.hf_id,
+        "revision": spec.revision,
+        "weights": spec.weights,
+        "engine": spec.engine,
+        "engine_options": {k: v for k, v in spec.engine_options.items()
+                           if k not in engine.transport_options},
+        "prompt_template_hash": get_prompt_style(spec.prompt_style).template_hash,
+        "output_settings": {name: spec.engine_options.get(name, getattr(settings, name))
+                            for name in engine.output_settings},
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()

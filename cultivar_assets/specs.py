@@ -1,0 +1,59 @@
+"""A model's registry entry (``models.yaml``) as a typed record: the leaf every layer can import.
+
+Validation of a whole registry (engine and prompt-style names, duplicates) and its loading live in
+:mod:`cultivar_assets.models`; what a run's outputs depend on (the fingerprint) in
+:mod:`cultivar_assets.engines.fingerprint`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ModelType = Literal["LLM", "MT", "LLM+MT", "baseline"]
+# Model ids name partitions, cache files and site pages: a Hub repository name's characters, and
+# at most 96 of them (the Hub's own limit for a repository name).
+MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
+MODEL_ID_MAX_LENGTH = 96
+
+REPORTED_SOURCE = (
+    "Chen et al., Cultivar: A Contrastive and Locale-Oriented Translation Benchmark for "
+    "Investigating Contamination and Localisation Robustness, arXiv 2608.09766 (2026), Table 3"
+)
+
+
+class ReportedResults(BaseModel):
+    """Figures published in the paper (Table 3) for a model: reported, never evaluated here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    delta_bleu: float
+    delta_chrf: float
+    flores_bleu: float
+    flores_chrf: float
+    cultivar_bleu: float
+    cultivar_chrf: float
+    false_positive_rate: float
+    false_negative_rate: float
+
+
+class ModelSpec(BaseModel):
+    """One entry of the model registry (field meanings: the header of ``models.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+
+    id: str = Field(pattern=MODEL_ID_PATTERN, max_length=MODEL_ID_MAX_LENGTH)
+    hf_id: str | None = None
+    revision: str | None = None
+    weights: str = "hub"
+    type: ModelType
+    family: str
+    params_total_b: float | None = Field(default=None, gt=0)
+    params_active_b: float | None = Field(default=None, gt=0)  # None: not known
+    engine: str
+    prompt_style: str
+    engine_options: dict[str, Any] = {}
+    suites: list[str] = []
+    notes: str | None = None
+    reported: ReportedResults | None = None  # the paper's Table 3 figures, kept apart
