@@ -279,15 +279,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cultivar_assets.secrets import (
+        install_log_redaction,
+        redact,
+        register_environment,
+        secrets_redacted,
+    )
+
     args = build_parser().parse_args(argv)
+    register_environment()  # *_TOKEN / *_KEY variables: never printed, logged or stored
+    install_log_redaction()
     try:
-        return args.func(args)
+        with secrets_redacted():
+            return args.func(args)
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # one clear line for users; the traceback with CULTIVAR_DEBUG=1
         if os.environ.get("CULTIVAR_DEBUG"):
             raise
-        print(f"cultivar {args.command}: error: {error}", file=sys.stderr)
+        print(redact(f"cultivar {args.command}: error: {error}"), file=sys.stderr)
         return 1
 
 

@@ -15,7 +15,11 @@ from cultivar_assets.automation import (
     nightly_reevaluation,
 )
 from cultivar_assets.resources import resources_from_settings
+from cultivar_assets.secrets import install_log_redaction, register_environment
 from cultivar_assets.settings import load_settings
+
+register_environment()  # every process that loads the definitions redacts secrets from its logs
+install_log_redaction()
 
 
 def build_definitions() -> dg.Definitions:

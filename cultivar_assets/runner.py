@@ -19,7 +19,12 @@ from cultivar_assets.models import load_models, select_models
 from cultivar_assets.paths import dagster_home
 from cultivar_assets.settings import Settings
 
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+def _console_config() -> dict:
+    """Dagster's console logger: silent unless ``CULTIVAR_DEBUG`` is set (this runner reports
+    progress and the cause of a failure itself; the full event log stays in the instance)."""
+    level = "DEBUG" if os.environ.get("CULTIVAR_DEBUG") else "CRITICAL"
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
 
 
 @dataclass
@@ -64,7 +69,7 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
                         tags: dict[str, str] | None = None) -> None:
             result = dg.materialize(
                 ASSETS, selection=selection, partition_key=partition, resources=resources,
-                instance=instance, run_config=QUIET, raise_on_error=False,
+                instance=instance, run_config=_console_config(), raise_on_error=False,
                 tags={"cultivar/entry": "cli", **(tags or {})},
             )
             if not result.success:

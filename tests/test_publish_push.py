@@ -185,16 +185,27 @@ def test_second_push_keeps_other_configs_keys_and_files(hub, demo_data, tmp_path
 
 
 def test_a_token_without_write_access_fails_without_showing_it(hub, demo_data, tmp_path):
-    from huggingface_hub.errors import HfHubHTTPError
-
     hub.write_tokens = {"some-other-token"}
     cfg = config(tmp_path)
     folder = build_dataset_folder(demo_data, cfg)
-    with pytest.raises(HfHubHTTPError) as info:
+    with pytest.raises(PublishError, match=r"refused the push to .* \(HTTP 403\)") as info:
         push_dataset(folder.path, cfg, is_demo=True, token=TOKEN)
-    assert info.value.response.status_code == 403
-    assert TOKEN not in str(info.value) and TOKEN not in repr(info.value)
+    assert hub.url in str(info.value)  # the endpoint is named ...
+    assert TOKEN not in str(info.value) and TOKEN not in repr(info.value)  # ... never the token
+    assert info.value.__cause__ is None and info.value.__suppress_context__
     assert hub.commits == []
+
+
+def test_an_unreachable_endpoint_is_named(hub, demo_data, tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cfg = config(tmp_path).model_copy(update={"endpoint": f"http://127.0.0.1:{port}"})
+    folder = build_dataset_folder(demo_data, cfg)
+    with pytest.raises(PublishError, match=rf"cannot reach the Hub at http://127.0.0.1:{port}"):
+        push_dataset(folder.path, cfg, is_demo=True, token=TOKEN)
 
 
 def test_push_needs_a_built_folder(tmp_path):

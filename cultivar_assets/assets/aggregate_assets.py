@@ -3,6 +3,7 @@
 import dagster as dg
 
 from cultivar_assets.assets.model_assets import models_partitions, scores
+from cultivar_assets.assets.safety import redacting
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import EngineResource, StoreResource
@@ -22,6 +23,7 @@ from cultivar_assets.tables import leaderboard_markdown, markdown_table
         & ~dg.AutomationCondition.in_progress()
     ).with_label("after new scores"),
 )
+@redacting
 def leaderboard(context: dg.AssetExecutionContext, store: StoreResource):
     """Per-model ∆ and averages (Table 3), per-locale ∆ (Table 4), rank agreement (Table 2).
 
@@ -51,6 +53,7 @@ def leaderboard(context: dg.AssetExecutionContext, store: StoreResource):
 
 
 @dg.asset(group_name="results", kinds={"duckdb"})
+@redacting
 def reported_results(engine: EngineResource, store: StoreResource):
     """The paper's Table 3 figures from the model registry, kept apart from evaluated results."""
     registry = load_models(engine.models_file)

@@ -3,12 +3,14 @@
 import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
+from cultivar_assets.assets.safety import redacting
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
 from cultivar_assets.site.build import build_site, chart_inputs
 
 
 @dg.asset(group_name="site", deps=[leaderboard, reported_results], kinds={"vega"})
+@redacting
 def charts(site: SiteResource, store: StoreResource):
     """The paper's figures (∆ heatmaps, ∆ vs size, same language by location) as Vega-Lite + SVG."""
     from cultivar_assets.site import charts as site_charts  # altair: only when charts are drawn
@@ -23,6 +25,7 @@ def charts(site: SiteResource, store: StoreResource):
 
 
 @dg.asset(group_name="site", deps=[charts], kinds={"html"})
+@redacting
 def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
          hf_publish: HubPublishResource):
     """The static leaderboard site (self-contained; works from file:// and any static host)."""

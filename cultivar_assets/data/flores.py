@@ -12,7 +12,6 @@ Lines are stripped of surrounding whitespace (a few hundred FLORES lines carry s
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -21,6 +20,7 @@ import pyarrow.parquet as pq
 
 from cultivar_assets.data.locales import source_languages
 from cultivar_assets.data.testsets import DataError
+from cultivar_assets.secrets import register, secret_from_env
 
 ENGLISH = "eng_Latn"
 
@@ -142,7 +142,7 @@ class HubFlores:
                     f"{self.split}/{code}.parquet",
                     repo_type="dataset",
                     revision=self.revision,
-                    token=self.token or os.environ.get("HF_TOKEN"),
+                    token=register(self.token) or secret_from_env("HF_TOKEN"),
                     cache_dir=self.cache_dir,
                 )
             except RemoteEntryNotFoundError:

@@ -18,7 +18,6 @@ A locale or language that is expected but missing is recorded as a ``MissingItem
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -34,6 +33,7 @@ from cultivar_assets.data.locales import (
     locale_registry,
 )
 from cultivar_assets.data.testsets import BenchmarkData, DataError, Instance, MissingItem
+from cultivar_assets.secrets import register, secret_from_env
 
 DEMO_NAME = "demo"
 
@@ -94,7 +94,7 @@ def _cultivar_dir(config: DataConfig, token: str | None) -> tuple[Path, str]:
             repo_type="dataset",
             revision=config.cultivar_revision,
             allow_patterns=["*.parquet", "*.jsonl", "README.md"],
-            token=token or os.environ.get("HF_TOKEN"),
+            token=register(token) or secret_from_env("HF_TOKEN"),
             cache_dir=config.hub_cache_dir,
         )
     except (GatedRepoError, RepositoryNotFoundError) as error:

@@ -59,6 +59,7 @@ from cultivar_assets.engines.base import (
     GenerationFailure,
 )
 from cultivar_assets.engines.prompts import GenerationRequest
+from cultivar_assets.secrets import redact, secret_from_env
 
 if TYPE_CHECKING:
     from cultivar_assets.specs import ModelSpec
@@ -122,7 +123,7 @@ class OpenAIEngine(Engine):
         self.model = options.model or spec.hf_id
         if not self.model:
             raise EngineLoadError(f"{spec.id}: set engine_options.model (the served model name)")
-        self._key = os.environ.get(options.api_key_env) or None
+        self._key = secret_from_env(options.api_key_env)
         if self._key is None:
             if urlsplit(base_url).hostname == OPENAI_HOST:
                 raise EngineLoadError(f"{spec.id}: set ${options.api_key_env} to the API key")
@@ -242,6 +243,4 @@ class OpenAIEngine(Engine):
         return f"HTTP {status}{after}: {str(message or error.message)[:200]}"
 
     def _redact(self, text: str) -> str:
-        if self._key and self._key != DUMMY_KEY:
-            text = text.replace(self._key, "***")
-        return text
+        return redact(text)

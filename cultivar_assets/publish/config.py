@@ -9,13 +9,13 @@ were written for this project, and leaves them out of real data; ``True`` or ``F
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from cultivar_assets.paths import cultivar_home
+from cultivar_assets.secrets import secret_from_env
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$", re.ASCII)
 
@@ -55,4 +55,4 @@ class PublishConfig(BaseModel):
 
     def token(self) -> str | None:
         """The token from the environment (never stored in the configuration)."""
-        return os.environ.get(self.token_env) or None
+        return secret_from_env(self.token_env)

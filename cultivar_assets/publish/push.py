@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from cultivar_assets.files import MANIFEST, read_manifest
 from cultivar_assets.publish.card import Card, merge_front_matter, parse_readme
 from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.publish.dataset_folder import FileEntry, list_files
+from cultivar_assets.secrets import redact, register
 
 REPO_TYPE = "dataset"
 
@@ -97,7 +100,43 @@ def push_dataset(
         return PushResult(False, config.repo_id, endpoint, list_files(folder), "; ".join(reasons))
 
     repo_id = str(config.repo_id)
-    api = HfApi(endpoint=endpoint, token=token)
+    api = HfApi(endpoint=endpoint, token=register(token))
+    with _hub_errors(endpoint, repo_id):
+        return _push(api, folder, config, repo_id, endpoint)
+
+
+@contextmanager
+def _hub_errors(endpoint: str, repo_id: str) -> Iterator[None]:
+    """Name the endpoint and the repository in every failure; never the token."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        yield
+    except HfHubHTTPError as error:
+        status = error.response.status_code if error.response is not None else "?"
+        raise PublishError(redact(f"the Hub at {endpoint} refused the push to {repo_id} "
+                                  f"(HTTP {status}): {error}")) from None
+    except _transport_errors() as error:
+        raise PublishError(redact(f"cannot reach the Hub at {endpoint} to push {repo_id}: "
+                                  f"{type(error).__name__}: {error}")) from None
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Network failures: the socket's own, and those of the HTTP client huggingface_hub uses
+    (``httpx2`` in huggingface_hub 2.x, ``httpx`` before)."""
+    import importlib
+
+    found: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+def _push(api: Any, folder: Path, config: PublishConfig, repo_id: str,
+          endpoint: str) -> PushResult:
     api.create_repo(repo_id, repo_type=REPO_TYPE, exist_ok=True, private=config.private)
     with tempfile.TemporaryDirectory(prefix=f".{folder.name}.push-", dir=folder.parent) as tmp:
         existing = fetch_card(api, repo_id, Path(tmp) / "cache")
