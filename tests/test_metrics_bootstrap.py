@@ -293,6 +293,12 @@ def test_config_and_input_errors():
         paired_bootstrap(stats, ("nobody",), LOCALES)
     with pytest.raises(UnknownEntryError):
         paired_bootstrap(stats, MODELS, ["xxx_Latn_Nowhere"])
+    # chrF (18 columns) of one model beside chrF++ (24) of another
+    wide = stats["chrf"][("m1", "flores_hin_Deva")]
+    stats["chrf"][("m2", "flores_hin_Deva")] = SegmentStats.build(
+        wide.ids, np.concatenate([wide.stats, wide.stats[:, :6]], axis=1))
+    with pytest.raises(BootstrapError, match="different widths"):
+        paired_bootstrap(stats, MODELS, LOCALES)
 
 
 def valid_chrf_rows(rng: np.random.Generator, n: int, quality: float) -> np.ndarray:

@@ -122,10 +122,10 @@ class Quantity:
     replicates: np.ndarray  # (B, n_items)
     n: np.ndarray  # (n_items,) how many values each item averages (module docstring)
     confidence: float
-    _interval: dict = field(default_factory=dict, repr=False)
+    _interval: dict = field(default_factory=dict, repr=False)  # cache: interval, key index
 
     def interval(self) -> tuple[np.ndarray, np.ndarray]:
-        if not self._interval:
+        if "value" not in self._interval:
             self._interval["value"] = percentile_interval(self.replicates, self.confidence)
         return self._interval["value"]
 
@@ -144,9 +144,11 @@ class Quantity:
         return (low > 0) | (high < 0)
 
     def index(self, key) -> int:
+        if "index" not in self._interval:
+            self._interval["index"] = {k: i for i, k in enumerate(self.keys)}
         try:
-            return self.keys.index(key)
-        except ValueError:
+            return self._interval["index"][key]
+        except KeyError:
             raise KeyError(f"{self.name}: no item {key!r}") from None
 
     def estimate(self, key) -> Estimate:
@@ -396,6 +398,11 @@ def paired_bootstrap(
     for (metric, test_set, ids_key), (ids, block_models) in tqdm(
             requests.blocks.items(), desc="bootstrap", unit="block", disable=not progress):
         table = stats[metric]
+        widths = {m: table[(m, test_set)].stats.shape[1] for m in block_models}
+        if len(set(widths.values())) > 1:
+            raise BootstrapError(f"{metric} statistics of {test_set} have different widths "
+                                 f"per model ({widths}): scores of different metric "
+                                 "configurations are never mixed")
         rows = np.stack([table[(m, test_set)].rows(ids, f"{metric} statistics of {m} on "
                                                         f"{test_set}") for m in block_models],
                         axis=1)  # (n, M, k)
