@@ -147,3 +147,51 @@ def train_tiny_spm(directory: Path, name: str = "tiny", vocab_size: int = 48,
         minloglevel=2,
     )
     return directory / f"{name}.model"
+
+
+def paired_benchmark(seed: int = 3, models: Sequence[str] = ("m1", "m2")):
+    """Texts keyed by instance id for two languages and three locales of the real registry.
+
+    hin_Deva: flores ids 0..29; locale India has all of them, US lacks ids 3, 7, 12, 20, 21.
+    deu_Latn: locale Germany has ids 0..9, but id 4 has no FLORES original (not in flores).
+    Returns (references[test set][id], hypotheses[model][test set][id]).
+    """
+    rng = random.Random(seed)
+    alphabet = ALPHABETS["ascii"]
+
+    def texts(ids):
+        return {i: random_sentence(rng, alphabet) for i in ids}
+
+    us = [i for i in range(30) if i not in (3, 7, 12, 20, 21)]
+    references = {
+        "flores_hin_Deva": texts(range(30)),
+        "cultivar_hin_Deva_India": texts(range(30)),
+        "cultivar_hin_Deva_US": texts(us),
+        "flores_deu_Latn": texts([i for i in range(10) if i != 4]),
+        "cultivar_deu_Latn_Germany": texts(range(10)),
+    }
+    hypotheses = {
+        model: {
+            name: {i: perturb(rng, ref, alphabet) if rng.random() < 0.8
+                   else random_sentence(rng, alphabet) for i, ref in refs.items()}
+            for name, refs in references.items()
+        }
+        for model in models
+    }
+    return references, hypotheses
+
+
+PAIRED_LOCALES = ("hin_Deva_India", "hin_Deva_US", "deu_Latn_Germany")
+
+
+def sacrebleu_segment_rows(metrics, references, hypotheses):
+    """metric -> (model, test set) -> (sorted ids, sacreBLEU's per-segment statistics)."""
+    out: dict = {name: {} for name in metrics}
+    for model, tests in hypotheses.items():
+        for test_set, hyps in tests.items():
+            ids = sorted(hyps)
+            for name, metric in metrics.items():
+                rows = metric._extract_corpus_statistics(
+                    [hyps[i] for i in ids], [[references[test_set][i] for i in ids]])
+                out[name][(model, test_set)] = (ids, rows)
+    return out

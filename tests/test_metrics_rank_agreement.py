@@ -1,4 +1,5 @@
-"""rank_agreement.py against scipy.stats (and one hand computation), with ties and edge cases."""
+"""rank_agreement.py against scipy.stats (and one hand computation), with ties and edge cases;
+the two labelled averages against the paper's reported Tables 2 and 3."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import pytest
 from scipy.stats import kendalltau, spearmanr
 
 from cultivar_assets.metrics.delta import PairDelta
-from cultivar_assets.metrics.rank_agreement import coefficients, rank_agreement
+from cultivar_assets.metrics.rank_agreement import (
+    RankAgreement,
+    agreement_averages,
+    coefficients,
+    mean_of_locales,
+    model_average_agreement,
+    rank_agreement,
+)
 
 
 def pairs_for(locale: str, flores: dict[str, float], cultivar: dict[str, float]):
@@ -170,3 +178,85 @@ def test_no_pairs():
     assert [r.aggregation for r in rows] == ["mean_of_locales", "locale_averaged_scores"]
     assert all(r.spearman is None and r.kendall_tau_b is None for r in rows)
     assert rows[0].note and "no locale" in rows[0].note
+
+
+# ---- the labelled averages: the paper's (model_averages, default) and mean_of_locales ----
+
+def reported_table3():
+    from cultivar_assets.models import load_models
+
+    registry = load_models()
+    specs = [registry.get(name) for name in registry]
+    return {s.id: s.reported for s in specs if s.reported is not None}
+
+
+def reported_table2():
+    import csv
+    from importlib import resources
+
+    text = resources.files("cultivar_assets.data").joinpath(
+        "reported/table2_rank_correlation.csv").read_text("utf-8")
+    rows = []
+    for r in csv.DictReader(text.splitlines()):
+        for metric in ("bleu", "chrf"):
+            rows.append(RankAgreement("per_locale", r["locale"], metric,
+                                      float(r[f"{metric}_spearman"]),
+                                      float(r[f"{metric}_kendall_tau_b"]), 32, None))
+    return rows
+
+
+@pytest.mark.parametrize("metric, rho, tau, printed_rho, printed_tau", [
+    ("bleu", 0.981, 0.907, 0.98, 0.91),
+    ("chrf", 0.976, 0.890, 0.98, 0.89),
+])
+def test_model_averages_reproduce_the_papers_table2_average(metric, rho, tau, printed_rho,
+                                                            printed_tau):
+    table3 = reported_table3()
+    assert len(table3) == 32
+    average = model_average_agreement(
+        {m: getattr(r, f"flores_{metric}") for m, r in table3.items()},
+        {m: getattr(r, f"cultivar_{metric}") for m, r in table3.items()}, metric, n_locales=27)
+    assert (average.aggregation, average.is_default) == ("model_averages", True)
+    assert (average.n_models, average.n_locales, average.note) == (32, 27, None)
+    assert round(average.spearman, 3) == rho and round(average.kendall_tau_b, 3) == tau
+    # the printed Average row of Table 2, to its precision
+    assert round(average.spearman, 2) == printed_rho
+    assert round(average.kendall_tau_b, 2) == printed_tau
+
+
+@pytest.mark.parametrize("metric, rho, tau", [("bleu", 0.964, 0.874), ("chrf", 0.973, 0.895)])
+def test_mean_of_locales_of_the_papers_per_locale_values(metric, rho, tau):
+    average = mean_of_locales(reported_table2(), metric)
+    assert (average.aggregation, average.is_default) == ("mean_of_locales", False)
+    assert (average.n_locales, average.n_models, average.note) == (27, 32, None)
+    assert round(average.spearman, 3) == rho and round(average.kendall_tau_b, 3) == tau
+
+
+def test_agreement_averages_default_first_with_ns():
+    l1, l2, l3 = build_three_locales()
+    pairs = l1 + l2 + l3
+    flores = {"m1": 33.3, "m2": 28.3, "m3": 32.3, "m4": 13.3, "m5": 12.0}
+    cultivar = {"m1": 29.7, "m2": 28.3, "m3": 27.0, "m4": 27.7, "m5": 10.0}
+    per_locale, averages = agreement_averages(pairs, flores, cultivar, "bleu")
+    assert [a.aggregation for a in averages] == ["model_averages", "mean_of_locales"]
+    assert [r.locale for r in per_locale] == sorted(["hin_Deva_US", "hin_Deva_India",
+                                                     "deu_Latn_Germany"])
+    default, mean_row = averages
+    rho, tau = scipy_coefficients([flores[m] for m in sorted(flores)],
+                                  [cultivar[m] for m in sorted(flores)])
+    assert default.spearman == pytest.approx(rho) and default.kendall_tau_b == pytest.approx(tau)
+    assert (default.n_models, default.n_locales) == (5, 3)
+    assert mean_row.spearman == pytest.approx(fmean(r.spearman for r in per_locale))
+    assert (mean_row.n_locales, mean_row.n_models) == (3, 5)
+
+
+def test_model_averages_use_models_with_both_averages_only():
+    average = model_average_agreement({"a": 1, "b": 2, "c": 3, "d": 4},
+                                      {"a": 1, "b": 3, "c": 2}, "chrf", n_locales=1)
+    assert average.n_models == 3
+    rho, tau = scipy_coefficients([1, 2, 3], [1, 3, 2])
+    assert average.spearman == pytest.approx(rho) and average.kendall_tau_b == pytest.approx(tau)
+    short = model_average_agreement({"a": 1, "b": 2}, {"a": 1, "b": 2}, "chrf", n_locales=1)
+    assert short.spearman is None and "3" in short.note
+    empty = mean_of_locales([], "bleu")
+    assert empty.spearman is None and empty.n_locales == 0 and "no locale" in empty.note

@@ -1,1 +1,2 @@
-"""BLEU/chrF scoring, ∆, locale-specific word recall and rank agreement (no Dagster)."""
+"""BLEU/chrF scoring, ∆, locale-specific word recall, rank agreement, and the statistics over them
+(paired bootstrap, rank intervals, contamination flags, sacreBLEU's paired tests); no Dagster."""

@@ -9,23 +9,34 @@ the models m that have both scores:
   T_x/T_y pairs tied only in x/y (``scipy.stats.kendalltau``, variant "b").
 
 Both are undefined (reported as None with a note) with fewer than 3 models or when either list is
-constant. Two averages, labelled by how they aggregate:
+constant. Two labelled averages (:class:`AgreementAverage`), each with its numbers of models and
+locales:
 
-- ``mean_of_locales``: the unweighted mean of the defined per-locale coefficients;
-- ``locale_averaged_scores``: the coefficients between X_m = mean_l s(m, flores_L(l)) and
-  Y_m = mean_l s(m, cultivar_l), over the locales every included model has.
+- ``model_averages`` — **the default, the paper's**: the coefficients between X_m, model m's
+  FLORES average over languages, and Y_m, its Cultivar average over locales (the FLORES and
+  Cultivar columns of Table 3). From the paper's reported Table 3 this gives r_s/τ_b 0.981/0.907
+  (BLEU) and 0.976/0.890 (chrF), the printed Average row of Table 2 (0.98/0.91, 0.98/0.89).
+- ``mean_of_locales``: the unweighted mean of the defined per-locale coefficients. On the paper's
+  per-locale Table 2 values it is 0.964/0.874 (BLEU) and 0.973/0.895 (chrF): a different quantity.
+
+The former ``locale_averaged_scores`` average (per-model means over the locales shared by all
+models, with each language's FLORES score counted once per locale) is neither of these; it
+survives only in the legacy :func:`rank_agreement`, which ``evaluation.py`` calls until it is
+switched to :func:`agreement_averages`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
 from cultivar_assets.metrics.delta import PairDelta
 
 MIN_MODELS = 3
+DEFAULT_AGGREGATION = "model_averages"
+AGGREGATIONS = ("model_averages", "mean_of_locales")
 
 
 @dataclass(frozen=True)
@@ -53,8 +64,8 @@ def coefficients(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, 
     return (None if math.isnan(rho) else rho, None if math.isnan(tau) else tau, None)
 
 
-def rank_agreement(pairs: Sequence[PairDelta], metric: str) -> list[RankAgreement]:
-    """Per-locale coefficients, then the two labelled averages (see the module docstring)."""
+def per_locale_agreement(pairs: Sequence[PairDelta], metric: str) -> list[RankAgreement]:
+    """r_s and τ_b per locale, over the models paired on it; rows sorted by locale."""
     by_locale: dict[str, list[PairDelta]] = {}
     for pair in pairs:
         by_locale.setdefault(pair.locale, []).append(pair)
@@ -63,6 +74,83 @@ def rank_agreement(pairs: Sequence[PairDelta], metric: str) -> list[RankAgreemen
         items = sorted(by_locale[locale], key=lambda p: p.model)
         rho, tau, note = coefficients([p.flores for p in items], [p.cultivar for p in items])
         rows.append(RankAgreement("per_locale", locale, metric, rho, tau, len(items), note))
+    return rows
+
+
+@dataclass(frozen=True)
+class AgreementAverage:
+    """One labelled average of Table 2 (module docstring), with the n it is computed over."""
+
+    aggregation: str  # 'model_averages' (default, the paper's) | 'mean_of_locales'
+    metric: str
+    spearman: float | None
+    kendall_tau_b: float | None
+    n_models: int  # models correlated (model_averages) / most models on one locale
+    n_locales: int  # locales behind the Cultivar averages / locales with a defined coefficient
+    is_default: bool
+    note: str | None
+
+
+def model_average_agreement(
+    flores_average: Mapping[str, float], cultivar_average: Mapping[str, float], metric: str,
+    n_locales: int,
+) -> AgreementAverage:
+    """The paper's Table 2 average: r_s, τ_b between the two per-model averages (Table 3).
+
+    Only models with both averages count. ``n_locales`` is the number of locales behind the
+    Cultivar averages (the caller knows it; the paper's is 27).
+    """
+    models = sorted(set(flores_average) & set(cultivar_average))
+    rho, tau, note = coefficients([flores_average[m] for m in models],
+                                  [cultivar_average[m] for m in models])
+    return AgreementAverage("model_averages", metric, rho, tau, len(models), n_locales,
+                            DEFAULT_AGGREGATION == "model_averages", note)
+
+
+def mean_of_locales(rows: Sequence[RankAgreement], metric: str) -> AgreementAverage:
+    """Mean of the defined per-locale coefficients of ``metric`` (rows of other metrics and
+    other aggregations are ignored)."""
+    per_locale = [r for r in rows if r.aggregation == "per_locale" and r.metric == metric]
+    rhos = [r.spearman for r in per_locale if r.spearman is not None]
+    taus = [r.kendall_tau_b for r in per_locale if r.kendall_tau_b is not None]
+    note = None if rhos else "undefined: no locale has a defined coefficient"
+    if rhos and len(taus) != len(rhos):
+        note = f"τ_b averaged over {len(taus)} locales, r_s over {len(rhos)}"
+    return AgreementAverage(
+        "mean_of_locales", metric, fmean(rhos) if rhos else None,
+        fmean(taus) if taus else None, max((r.n_models for r in per_locale), default=0),
+        len(rhos), DEFAULT_AGGREGATION == "mean_of_locales", note,
+    )
+
+
+def agreement_averages(
+    pairs: Sequence[PairDelta], flores_average: Mapping[str, float],
+    cultivar_average: Mapping[str, float], metric: str,
+) -> tuple[list[RankAgreement], list[AgreementAverage]]:
+    """Per-locale rows and the two averages, the default (``model_averages``) first.
+
+    ``flores_average``/``cultivar_average``: model -> its FLORES average over languages and its
+    Cultivar average over locales (``delta.model_averages``). The number of locales behind the
+    Cultivar averages is taken as the number of distinct locales in ``pairs``.
+    """
+    rows = per_locale_agreement(pairs, metric)
+    n_locales = len({p.locale for p in pairs})
+    return rows, [
+        model_average_agreement(flores_average, cultivar_average, metric, n_locales),
+        mean_of_locales(rows, metric),
+    ]
+
+
+def rank_agreement(pairs: Sequence[PairDelta], metric: str) -> list[RankAgreement]:
+    """Legacy: per-locale rows, ``mean_of_locales`` and ``locale_averaged_scores``.
+
+    Kept only because ``evaluation.py`` (and its table ``rank_agreement``) still use it; the
+    wiring step replaces it with :func:`agreement_averages`, whose default is the paper's.
+    """
+    by_locale: dict[str, list[PairDelta]] = {}
+    for pair in pairs:
+        by_locale.setdefault(pair.locale, []).append(pair)
+    rows = per_locale_agreement(pairs, metric)
 
     defined = [r for r in rows if r.spearman is not None]
     note = None if defined else "undefined: no locale has a defined coefficient"

@@ -1,0 +1,121 @@
+"""Per-instance statistics keyed by instance id: the input of paired ∆ and of the bootstrap.
+
+- :class:`SegmentStats`: the per-segment sufficient statistics of one (model, test set, metric)
+  (BLEU ``[hyp_len, ref_len, match_1..4, hyp_count_1..4]``, chrF ``[hyp_n, ref_n, match_n]`` for
+  n = 1..6, as :mod:`cultivar_assets.metrics.scoring` computes and the store keeps them in
+  ``segment_stats``), one row per instance id.
+- :class:`RecallCounts`: the word-recall counts of one (model, locale), one row per instance id,
+  columns ``n_removed, n_removed_recalled, n_introduced, n_introduced_missed``
+  (:mod:`cultivar_assets.metrics.word_recall`, table ``word_recall``).
+
+Rows are kept sorted by id; an id occurs once. ``stats_from_rows`` and ``recall_from_rows`` build
+them from the store's rows (dicts with the table's column names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+RECALL_COLUMNS = ("n_removed", "n_removed_recalled", "n_introduced", "n_introduced_missed")
+
+
+class StatsError(ValueError):
+    """Per-instance statistics are malformed (duplicate ids, ragged rows, missing ids)."""
+
+
+def _sorted_rows(ids, rows, width: int | None, name: str) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.ndim != 2 or len(rows) != len(ids):
+        raise StatsError(f"{name}: {len(ids)} ids but statistics of shape {rows.shape}")
+    if width is not None and rows.shape[1] != width:
+        raise StatsError(f"{name}: rows have {rows.shape[1]} columns, expected {width}")
+    order = np.argsort(ids, kind="stable")
+    ids, rows = ids[order], rows[order]
+    if len(ids) > 1 and (np.diff(ids) == 0).any():
+        dupes = np.unique(ids[1:][np.diff(ids) == 0])
+        raise StatsError(f"{name}: duplicate instance ids {dupes[:10].tolist()}")
+    if (rows < 0).any():
+        raise StatsError(f"{name}: negative counts")
+    ids.setflags(write=False)
+    rows.setflags(write=False)
+    return ids, rows
+
+
+def _positions(own: np.ndarray, wanted: np.ndarray, name: str) -> np.ndarray:
+    where = np.searchsorted(own, wanted)
+    where = np.minimum(where, max(len(own) - 1, 0))
+    if len(own) == 0 or (own[where] != wanted).any():
+        missing = np.setdiff1d(wanted, own)
+        raise StatsError(f"{name}: no row for instance ids {missing[:10].tolist()}")
+    return where
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentStats:
+    """Sufficient statistics of one (model, test set, metric); ``stats[i]`` is of ``ids[i]``."""
+
+    ids: np.ndarray  # (n,) int64, strictly increasing
+    stats: np.ndarray  # (n, k) int64
+
+    @classmethod
+    def build(cls, ids, stats, name: str = "statistics") -> SegmentStats:
+        """Sorted by id; duplicate ids, ragged or negative rows raise :class:`StatsError`."""
+        return cls(*_sorted_rows(ids, stats, None, name))
+
+    def rows(self, ids: np.ndarray, name: str = "statistics") -> np.ndarray:
+        """The rows of ``ids`` (sorted); an id without a row raises :class:`StatsError`."""
+        if len(ids) == len(self.ids) and np.array_equal(ids, self.ids):
+            return self.stats
+        return self.stats[_positions(self.ids, ids, name)]
+
+
+@dataclass(frozen=True, eq=False)
+class RecallCounts:
+    """Word-recall counts of one (model, locale); ``counts[i]`` belongs to ``ids[i]``."""
+
+    ids: np.ndarray  # (n,) int64, strictly increasing
+    counts: np.ndarray  # (n, 4) int64
+
+    @classmethod
+    def build(cls, ids, counts, name: str = "word recall") -> RecallCounts:
+        return cls(*_sorted_rows(ids, counts, len(RECALL_COLUMNS), name))
+
+
+StatsTable = Mapping[tuple[str, str], SegmentStats]  # (model, test set) -> statistics
+
+
+def stats_from_rows(rows: Iterable[Mapping]) -> dict[str, dict[tuple[str, str], SegmentStats]]:
+    """metric -> (model, test set) -> statistics, from ``segment_stats`` rows.
+
+    Each row has ``model_id, test_set, segment_id, metric, stats`` (a list of integers).
+    """
+    grouped: dict[tuple[str, str, str], tuple[list[int], list]] = {}
+    for row in rows:
+        key = (row["metric"], row["model_id"], row["test_set"])
+        ids, stats = grouped.setdefault(key, ([], []))
+        ids.append(row["segment_id"])
+        stats.append(row["stats"])
+    result: dict[str, dict[tuple[str, str], SegmentStats]] = {}
+    for (metric, model, test_set), (ids, stats) in grouped.items():
+        result.setdefault(metric, {})[(model, test_set)] = SegmentStats.build(
+            ids, stats, f"{metric} statistics of {model} on {test_set}"
+        )
+    return result
+
+
+def recall_from_rows(rows: Iterable[Mapping]) -> dict[tuple[str, str], RecallCounts]:
+    """(model, locale) -> counts, from ``word_recall`` rows (``model_id, locale, segment_id`` and
+    the four ``RECALL_COLUMNS``)."""
+    grouped: dict[tuple[str, str], tuple[list[int], list]] = {}
+    for row in rows:
+        ids, counts = grouped.setdefault((row["model_id"], row["locale"]), ([], []))
+        ids.append(row["segment_id"])
+        counts.append([row[c] for c in RECALL_COLUMNS])
+    return {
+        key: RecallCounts.build(ids, counts, f"word recall of {key[0]} on {key[1]}")
+        for key, (ids, counts) in grouped.items()
+    }

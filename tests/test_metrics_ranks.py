@@ -1,0 +1,73 @@
+"""ranks.py: rank intervals and separability on hand-made replicates and on a real bootstrap."""
+
+from __future__ import annotations
+
+import numpy as np
+from metrics_helpers import (
+    PAIRED_LOCALES,
+    paired_benchmark,
+    reference_metrics,
+    sacrebleu_segment_rows,
+)
+
+from cultivar_assets.metrics.bootstrap import BootstrapConfig, Quantity, paired_bootstrap
+from cultivar_assets.metrics.ranks import RANK_SENTENCE, rank_intervals
+from cultivar_assets.metrics.segment_stats import SegmentStats
+
+
+def quantity(point, replicates, keys=("a", "b", "c", "d")) -> Quantity:
+    replicates = np.asarray(replicates, dtype=float)
+    return Quantity("model_delta_bleu", tuple(keys), np.asarray(point, dtype=float), replicates,
+                    np.ones(len(keys), dtype=np.int64), 0.95)
+
+
+def test_hand_made_replicates():
+    # 100 replicates: a always clearly first; b and c swap places in half of them (their
+    # difference is +1 or -1 with equal frequency); d always last, 0.5 below c and b, except
+    # in 1 replicate
+    b = np.where(np.arange(100) % 2 == 0, 5.0, 4.0)
+    c = np.where(np.arange(100) % 2 == 0, 4.0, 5.0)
+    a = np.full(100, 9.0)
+    d = np.minimum(b, c) - 0.5
+    d[0] = 10.0  # one replicate where d is best (below the 2.5 % tail of 100: k = 2)
+    q = quantity([9.0, 4.6, 4.5, 3.0], np.column_stack([a, b, c, d]))
+    ranks = {r.key: r for r in rank_intervals(q)}
+    assert [r.key for r in rank_intervals(q)] == ["a", "b", "c", "d"]
+    assert (ranks["a"].rank, ranks["a"].rank_low, ranks["a"].rank_high) == (1, 1, 1)
+    assert (ranks["b"].rank, ranks["b"].rank_low, ranks["b"].rank_high) == (2, 2, 3)
+    assert (ranks["c"].rank, ranks["c"].rank_low, ranks["c"].rank_high) == (3, 2, 3)
+    assert (ranks["d"].rank_low, ranks["d"].rank_high) == (4, 4)
+    assert ranks["b"].label == "rank 2–3" and ranks["a"].label == "rank 1"
+    assert ranks["b"].not_separable_from == ("c",) and ranks["c"].not_separable_from == ("b",)
+    assert ranks["a"].not_separable_from == () and ranks["d"].not_separable_from == ()
+    assert "95 %" in RANK_SENTENCE
+
+
+def test_ties_lower_is_better_and_undefined_models():
+    reps = np.array([[1.0, 1.0, 2.0, np.nan]] * 10)
+    q = quantity([1.0, 1.0, 2.0, np.nan], reps)
+    ranks = rank_intervals(q)
+    assert [r.key for r in ranks] == ["c", "a", "b"]  # d has no point estimate: left out
+    by = {r.key: r for r in ranks}
+    assert (by["a"].rank, by["b"].rank, by["c"].rank) == (2, 2, 1)  # ties share the best rank
+    assert by["a"].not_separable_from == ("b",)
+    low = {r.key: r for r in rank_intervals(q, higher_is_better=False)}
+    assert (low["a"].rank, low["b"].rank, low["c"].rank) == (1, 1, 3)
+    assert rank_intervals(quantity([np.nan] * 4, np.full((5, 4), np.nan))) == []
+
+
+def test_rank_intervals_of_a_bootstrap():
+    """Two copies of one model are never separable and share rank intervals."""
+    metrics = reference_metrics("13a")
+    references, hypotheses = paired_benchmark(5, ("m1", "m2", "m3"))
+    hypotheses["copy"] = hypotheses["m1"]
+    raw = sacrebleu_segment_rows(metrics, references, hypotheses)
+    stats = {m: {k: SegmentStats.build(*v) for k, v in t.items()} for m, t in raw.items()}
+    result = paired_bootstrap(stats, list(hypotheses), list(PAIRED_LOCALES),
+                              config=BootstrapConfig(n_replicates=300))
+    ranks = {r.key: r for r in rank_intervals(result["model_cultivar_bleu"])}
+    assert "copy" in ranks["m1"].not_separable_from
+    assert (ranks["m1"].rank_low, ranks["m1"].rank_high) == (ranks["copy"].rank_low,
+                                                             ranks["copy"].rank_high)
+    for r in ranks.values():
+        assert 1 <= r.rank_low <= r.rank_high <= 4
