@@ -82,7 +82,7 @@ def paired_test(
     unknown = [m for m in metrics if m not in METRIC_NAMES]
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; known: {', '.join(METRIC_NAMES)}")
-    objects, _ = build_metrics(config or MetricConfig())
+    objects = build_metrics(config or MetricConfig()).metrics
     chosen = {m: objects[m] for m in metrics}
     with _sacrebleu_seed(seed):
         test = PairedTest([(name, list(hyps)) for name, hyps in systems.items()], chosen,
