@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -102,6 +101,9 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
+    """``dagster dev`` on the local instance, in its own process group: stopping ``cultivar ui``
+    (Ctrl-C, SIGTERM) stops the webserver, the daemon and the code servers with it."""
+    from cultivar_assets.processes import run_process_group
     from cultivar_assets.runner import dagster_home_dir
 
     home = dagster_home_dir()
@@ -111,8 +113,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
         command += ["-w", str(workspace)]
     else:  # installed from a wheel: no workspace.yaml beside the package
         command += ["-m", "cultivar_assets.definitions"]
-    print(f"DAGSTER_HOME={home}; starting: {' '.join(command)}", flush=True)
-    return subprocess.call(command, env={**os.environ, "DAGSTER_HOME": home})
+    command += ["--host", args.host, "--port", str(args.port), *args.dagster_args]
+    print(f"DAGSTER_HOME={home}; starting: {' '.join(command)}\n"
+          f"Dagster UI: http://{args.host}:{args.port}/ (Ctrl-C to stop)", flush=True)
+    return run_process_group(command, env={**os.environ, "DAGSTER_HOME": home})
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -196,17 +200,30 @@ def _sensor_note(model_id: str, path: Path, settings: Settings) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the built site until Ctrl-C or SIGTERM (both stop it cleanly)."""
     import functools
     import http.server
+    import signal
 
     folder = Path(args.directory) if args.directory else _settings(args).site.site_path()
     if not (folder / "index.html").is_file():
         raise FileNotFoundError(f"no site in {folder}; build it first (cultivar demo)")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    with http.server.ThreadingHTTPServer((args.host, args.port), handler) as httpd:
-        host, port = httpd.server_address[:2]
-        print(f"Serving {folder} at http://{host}:{port}/ (Ctrl-C to stop)", flush=True)
-        httpd.serve_forever()
+
+    def stop(_signum, _frame) -> None:
+        raise KeyboardInterrupt  # leaves serve_forever; the with-block closes the socket
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        with http.server.ThreadingHTTPServer((args.host, args.port), handler) as httpd:
+            host, port = httpd.server_address[:2]
+            print(f"Serving {folder} at http://{host}:{port}/ (Ctrl-C to stop)", flush=True)
+            try:
+                httpd.serve_forever()
+            except KeyboardInterrupt:
+                print("stopped", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 
@@ -245,8 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--database")
     query.set_defaults(func=cmd_query)
 
-    sub.add_parser("ui", help="open the Dagster UI on the local instance").set_defaults(
-        func=cmd_ui)
+    ui = sub.add_parser("ui", help="open the Dagster UI on the local instance (dagster dev); "
+                        "other options are passed to dagster dev")
+    ui.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    ui.add_argument("--port", type=int, default=3000, help="port (3000)")
+    ui.set_defaults(func=cmd_ui, dagster_args=[])
     models = sub.add_parser("models", help="list and validate the model registry")
     models.add_argument("--ids", metavar="SELECTION",
                         help="print the ids of a selection (ids or suite:<name>, comma-separated)")
@@ -286,7 +306,12 @@ def main(argv: list[str] | None = None) -> int:
         secrets_redacted,
     )
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "ui":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "ui":
+        args.dagster_args = extra  # passed through to dagster dev
     register_environment()  # *_TOKEN / *_KEY variables: never printed, logged or stored
     install_log_redaction()
     try:
