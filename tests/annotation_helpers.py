@@ -42,3 +42,33 @@ def demo_drafts(locale: str = "deu_Latn_Germany", *, hostile: bool = False,
                             flag_reason="no 'English:' line in the answer",
                             raw_answer=f"Sure! Here is the localised sentence: {HOSTILE[0]}")
     return drafts
+
+
+def annotation_document(task, finals: dict[int, tuple[str, str]] | None = None, *,
+                        annotator: str = "annotator-1", confirmed: bool = True) -> dict:
+    """An annotation file as the tool writes it: every item at its starting pair unless
+    ``finals`` gives its final (source, English); actions from the shared rule."""
+    from cultivar_assets import __version__
+    from cultivar_assets.construction.annotation_task import classify_action, starting_pair
+
+    finals = finals or {}
+    stamp = "2026-12-01T10:00:00.000Z"
+    items = []
+    for d in task.drafts:
+        source, english = finals.get(d.instance_id, starting_pair(d))
+        items.append({
+            "instance_id": d.instance_id, "locale": d.locale,
+            "original": {"source": d.source_original, "english": d.english_original},
+            "draft": {"source": d.source_draft, "english": d.english_draft,
+                      "flagged": d.flagged, "draft_hash": d.draft_hash,
+                      "prompt_hash": d.prompt_hash},
+            "final": {"source": source, "english": english},
+            "action": classify_action(d, source, english),
+            "confirmed": confirmed, "updated_at": stamp,
+            "confirmed_at": stamp if confirmed else None})
+    return {"format": "cultivar-annotation", "schema_version": 1,
+            "task": {"task_id": task.task_id, "locale": task.locale,
+                     "drafts_hash": task.drafts_hash, "n_items": len(task.drafts),
+                     "source_mode": task.source_mode, "tool_version": __version__,
+                     "annotator": annotator},
+            "saved_at": stamp, "items": items}

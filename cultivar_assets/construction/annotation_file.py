@@ -218,7 +218,9 @@ def _decode(data: bytes, check: _Checker) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        if error.pos >= len(text.rstrip()):
+        stripped = text.rstrip()
+        if (error.pos >= len(stripped) or error.msg.startswith("Unterminated string")
+                or not stripped.endswith(("}", "]"))):
             check.add("(file)", f"the JSON ends early (line {error.lineno}, column "
                       f"{error.colno}): the file is truncated; download it from the tool again")
         else:
@@ -299,11 +301,11 @@ def _check_item(item: dict[str, Any], draft: Draft, check: _Checker, allow_uncon
         if file_draft[key] != expected:
             check.add(f"draft.{key}", "differs from the task's draft", iid)
     final = item["final"]
-    for side in ("source", "english"):
-        if final[side] and not final[side].strip():
-            check.add(f"final.{side}", "holds only whitespace", iid)
+    blank = [side for side in ("source", "english") if not final[side].strip()]
+    for side in blank:
+        check.add(f"final.{side}", "holds only whitespace", iid)
     expected_action = classify_action(draft, final["source"], final["english"])
-    if item["action"] != expected_action:
+    if not blank and item["action"] != expected_action:
         check.add("action", f"is {item['action']!r}, but the final texts make it "
                   f"{expected_action!r}", iid)
     if not item["confirmed"] and not allow_unconfirmed:

@@ -76,7 +76,6 @@ def mode_for_script(script: str) -> Mode:
 
 def mode_for_locale(locale: str) -> Mode:
     """Source-side mode of a locale key ``<lang>_<Script>_<Location>`` (or ``<lang>_<Script>``)."""
-
     match = _LOCALE_SCRIPT.match(locale)
     if not match:
         raise ValueError(f"cannot read a script code from locale {locale!r} "

@@ -6,11 +6,13 @@ Table 1 computed from the files; definitions in ``construction/annotation_stats.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cultivar_assets.construction.annotation_file import AnnotationFile
+from cultivar_assets.construction.annotation_file import AnnotationFile, read_annotation_file
+from cultivar_assets.construction.annotation_task import AnnotationTask
 from cultivar_assets.store.database import Step, Store
 
 
@@ -49,6 +51,23 @@ def write_annotations(store: Store, file: AnnotationFile) -> int:
         Step("insert_annotations", rows=rows),
     ])
     return len(rows)
+
+
+def ingest_annotation_file(
+    store: Store,
+    path: str | Path,
+    task: AnnotationTask,
+    *,
+    benchmark_originals: Mapping[int, tuple[str, str]] | None = None,
+) -> AnnotationFile:
+    """Validate the file at ``path`` against ``task``, then replace the locale's stored rows.
+
+    A file with any problem raises ``AnnotationFileError`` (every problem in one message) before
+    anything is written, so the database keeps the locale's previous rows.
+    """
+    file = read_annotation_file(path, task, benchmark_originals=benchmark_originals)
+    write_annotations(store, file)
+    return file
 
 
 def read_annotation_summary(store: Store) -> list[dict[str, Any]]:

@@ -256,8 +256,8 @@
 
   document.addEventListener("keydown", function (event) {
     var target = event.target;
-    var typing = target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" ||
-      target.tagName === "SELECT");
+    var typing = target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
+      (target.tagName === "INPUT" && ["checkbox", "radio", "button"].indexOf(target.type) < 0));
     if (event.altKey && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
       event.preventDefault();
       move(event.key === "ArrowDown" ? 1 : -1);
