@@ -138,9 +138,10 @@ def test_javascript_agrees_with_python_on_the_hand_made_cases():
     cases = [(a, b, mode) for a, b, mode, _, _ in EDIT_CASES]
     cases += [(text, text, mode) for text, mode, _ in TOKEN_CASES]
     results = run_js(cases)
-    for (a, b, mode, edits, changed), js in zip(EDIT_CASES, results, strict=False):
+    for (a, b, _mode, edits, changed), js in zip(EDIT_CASES, results, strict=False):
         assert (js["edits"], js["count"], js["changed"]) == (edits, edits, changed), (a, b)
-    for (text, _mode, expected), js in zip(TOKEN_CASES, results[len(EDIT_CASES):], strict=True):
+    for (_text, _mode, expected), js in zip(TOKEN_CASES, results[len(EDIT_CASES):],
+                                           strict=True):
         assert js["before"] == expected
 
 

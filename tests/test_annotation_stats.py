@@ -26,8 +26,8 @@ def draft(locale, iid, original, paraphrase):
 
 G = "deu_Latn_Germany"
 GERMAN = [  # (original, LLM paraphrase or None when flagged, final)
-    (("Anna wohnt in Rom.", "Anna lives in Rome."), ("Lena wohnt in Köln.", "Lena lives in Cologne."),
-     None),  # kept
+    (("Anna wohnt in Rom.", "Anna lives in Rome."),
+     ("Lena wohnt in Köln.", "Lena lives in Cologne."), None),  # kept
     (("Paolo fährt nach Mailand.", "Paolo drives to Milan."),
      ("Jonas fährt nach Hamburg.", "Jonas drives to Hamburg."),
      ("Jonas fährt nach Bremen.", "Jonas drives to Hamburg.")),  # source only: 1 edit
@@ -50,7 +50,8 @@ GERMAN = [  # (original, LLM paraphrase or None when flagged, final)
 
 C = "cmn_Hans_China"
 CHINESE = [
-    (("约翰住在纽约。", "John lives in New York."), ("李明住在上海。", "Li Ming lives in Shanghai."),
+    (("约翰住在纽约。", "John lives in New York."),
+     ("李明住在上海。", "Li Ming lives in Shanghai."),
      ("李明住在北京。", "Li Ming lives in Beijing.")),  # both: 上海 -> 北京 is 1 edit; 1
     (("玛丽在巴黎工作。", "Mary works in Paris."),
      ("王芳在杭州工作。", "Wang Fang works in Hangzhou."),
