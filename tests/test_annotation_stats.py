@@ -121,3 +121,22 @@ def test_table1_refuses_unconfirmed_or_foreign_annotations(tmp_path):
     pending = [replace(file.annotations[0], confirmed=False), *file.annotations[1:]]
     with pytest.raises(ValueError, match="unconfirmed: \\[0\\]"):
         table1_row(G, pending)
+
+
+def test_the_card_shows_computed_table1_apart_from_the_reported_one(tmp_path):
+    from cultivar_assets.publish.card import build_card
+
+    store = Store(tmp_path / "card.duckdb")
+    ingested(tmp_path, G, GERMAN, store)
+    locales = [{"locale": G, "language": "deu", "script": "Latn", "location": "Germany",
+                "language_name": "German", "official_or_de_facto": True, "n_instances": 9,
+                "flores_plus_code": "deu_Latn", "location_short": "DE"}]
+    body = build_card(locales, is_demo=False, include_originals=False,
+                      annotation_summary=store.query("annotation_summary")).body
+    computed = body.index("## Annotation statistics (computed from the annotation files)")
+    reported = body.index("## Annotation statistics (reported)")
+    assert computed < reported
+    assert "| `deu_Latn_Germany` | 2 | 3 | 1 | 1 | 2 | 1.20 | 1.50 | 9 |" in body
+    assert "| `deu_Latn_Germany` | 117 | 0 | 3 | 2 | 78 | 4.48 | 4.46 |" in body  # the paper's
+    plain = build_card(locales, is_demo=False, include_originals=False).body
+    assert "computed from the annotation files" not in plain
