@@ -269,6 +269,10 @@ def test_download_validates_ingests_and_loads_into_a_fresh_profile(tool, tasks, 
     assert fresh.page.inner_text("#progress") == "12 / 12 reviewed, 4 revised pairs"
     fresh.open()  # the loaded file is now the autosaved draft
     assert fresh.values() == filled
+    again = json.loads(fresh.download(tmp_path / "again.json").read_text("utf-8"))
+    first = json.loads(path.read_text("utf-8"))
+    assert again["task"] == first["task"]
+    assert again["items"] == first["items"]  # every field, timestamps included
 
 
 def load_and_read(t: Tool, path: Path) -> tuple[str, str]:

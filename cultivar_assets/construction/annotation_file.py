@@ -117,14 +117,16 @@ class Annotation:
     source_mode: Mode
 
     @property
+    def _from_original(self) -> bool:  # the rule of annotation_task.starting_pair
+        return self.flagged or self.source_draft is None or self.english_draft is None
+
+    @property
     def source_start(self) -> str:
-        return self.source_original if self.flagged or self.source_draft is None else (
-            self.source_draft)
+        return self.source_original if self._from_original else str(self.source_draft)
 
     @property
     def english_start(self) -> str:
-        return self.english_original if self.flagged or self.english_draft is None else (
-            self.english_draft)
+        return self.english_original if self._from_original else str(self.english_draft)
 
     @property
     def source_changed(self) -> bool:
