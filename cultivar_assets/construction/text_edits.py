@@ -23,10 +23,12 @@ The mode is chosen by the locale's script code (:func:`mode_for_script`); Englis
 mode. Categories come from Python's ``unicodedata`` and the browser's ``\\p{..}`` classes; they
 can differ only for code points assigned in a Unicode version one of them does not know yet.
 
-**Diff.** Two token sequences are aligned with Google's diff-match-patch (``diff_main`` on the
-tokens encoded one per character, no time limit, no cleanup after the diff), the same algorithm in
-its Python (PyPI ``diff-match-patch``) and JavaScript (vendored) ports, so both sides find the same
-alignment. Tokens outside the equal parts are *changed*.
+**Diff.** Two token sequences are aligned with Google's diff-match-patch: ``diff_main`` on the
+tokens encoded one per character (distinct tokens get distinct code points from U+0100, in order
+of first appearance), without line mode, without a time limit (``Diff_Timeout = 0``, so no
+machine-dependent cut-off) and without the optional semantic cleanups afterwards. Its Python
+(PyPI ``diff-match-patch``) and JavaScript (vendored) ports implement the same algorithm, so
+both sides find the same alignment. Tokens outside the equal parts are *changed*.
 
 **Edit** (paper: "a modified continuous string surrounded by original strings"): a maximal run of
 changed tokens — deletions, insertions or replacements — between two unchanged tokens (or the
