@@ -216,3 +216,46 @@ CREATE TABLE IF NOT EXISTS raw.reported_results (
     false_negative_rate DOUBLE NOT NULL,
     source              VARCHAR NOT NULL
 );
+
+-- Returned annotation files (post-editing, paper §2.3): one per locale, the last one ingested
+-- (cultivar_assets/construction/annotation_file.py; its JSON Schema annotation.schema.json).
+CREATE TABLE IF NOT EXISTS raw.annotation_files (
+    locale         VARCHAR PRIMARY KEY,
+    task_id        VARCHAR NOT NULL,
+    drafts_hash    VARCHAR NOT NULL,
+    annotator      VARCHAR NOT NULL,
+    tool_version   VARCHAR NOT NULL,
+    schema_version INTEGER NOT NULL,
+    saved_at       TIMESTAMP NOT NULL,
+    file_name      VARCHAR NOT NULL,
+    file_sha256    VARCHAR,
+    n_items        INTEGER NOT NULL,
+    ingested_at    TIMESTAMP NOT NULL
+);
+
+-- One row per annotated instance. *_changed: the final text differs from the starting text (the
+-- LLM paraphrase; the original for a flagged draft); *_edits: maximal runs of changed tokens
+-- from the starting text to the final text (construction/text_edits.py).
+CREATE TABLE IF NOT EXISTS raw.annotations (
+    locale           VARCHAR NOT NULL,
+    instance_id      INTEGER NOT NULL,
+    source_original  VARCHAR NOT NULL,
+    english_original VARCHAR NOT NULL,
+    source_draft     VARCHAR,
+    english_draft    VARCHAR,
+    flagged          BOOLEAN NOT NULL,
+    draft_hash       VARCHAR NOT NULL,
+    prompt_hash      VARCHAR NOT NULL,
+    source_final     VARCHAR NOT NULL,
+    english_final    VARCHAR NOT NULL,
+    action           VARCHAR NOT NULL,   -- 'kept', 'edited', 'reverted'
+    confirmed        BOOLEAN NOT NULL,
+    source_mode      VARCHAR NOT NULL,   -- 'word' or 'char'
+    source_changed   BOOLEAN NOT NULL,
+    english_changed  BOOLEAN NOT NULL,
+    source_edits     INTEGER NOT NULL,
+    english_edits    INTEGER NOT NULL,
+    updated_at       TIMESTAMP,
+    confirmed_at     TIMESTAMP,
+    PRIMARY KEY (locale, instance_id)
+);

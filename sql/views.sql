@@ -74,3 +74,31 @@ ORDER BY aggregation = 'per_locale' DESC, aggregation, locale, metric;
 -- leaderboard computed here.
 CREATE OR REPLACE VIEW reported_leaderboard AS
 SELECT * FROM raw.reported_results ORDER BY delta_bleu DESC, model_id;
+
+-- Post-edited instances, one row per locale and instance (from the returned annotation files).
+CREATE OR REPLACE VIEW annotations AS
+SELECT a.*, f.annotator, f.task_id
+FROM raw.annotations a JOIN raw.annotation_files f USING (locale);
+
+-- Paper, Table 1, computed from the annotation files (definitions: construction/annotation_stats.py).
+-- Edits are averaged over the revised instances (edited or reverted) whose side changed.
+CREATE OR REPLACE VIEW annotation_summary AS
+SELECT locale,
+       count(*)::INTEGER                                                  AS n_instances,
+       count(*) FILTER (flagged)::INTEGER                                 AS n_flagged,
+       count(*) FILTER (action = 'kept')::INTEGER                         AS kept_llm_paraphrase,
+       count(*) FILTER (action = 'reverted')::INTEGER                     AS reverted_to_flores,
+       count(*) FILTER (action = 'edited' AND source_changed AND NOT english_changed)::INTEGER
+                                                                          AS edited_source_only,
+       count(*) FILTER (action = 'edited' AND english_changed AND NOT source_changed)::INTEGER
+                                                                          AS edited_target_only,
+       count(*) FILTER (action = 'edited' AND source_changed AND english_changed)::INTEGER
+                                                                          AS edited_both,
+       avg(source_edits) FILTER (action <> 'kept' AND source_changed)     AS avg_edits_source,
+       avg(english_edits) FILTER (action <> 'kept' AND english_changed)   AS avg_edits_english,
+       count(*) FILTER (action <> 'kept' AND source_changed)::INTEGER     AS n_revised_source_changed,
+       count(*) FILTER (action <> 'kept' AND english_changed)::INTEGER    AS n_revised_english_changed,
+       any_value(annotator)                                               AS annotator
+FROM annotations
+GROUP BY locale
+ORDER BY locale;

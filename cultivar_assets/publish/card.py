@@ -24,7 +24,7 @@ import yaml
 from cultivar_assets.publish.config import REPO_ID, PublishConfig
 from cultivar_assets.publish.records import DatasetInfo, read_dataset_info, read_locales
 from cultivar_assets.store.database import Store
-from cultivar_assets.tables import md_code, md_table, md_text
+from cultivar_assets.tables import format_value, md_code, md_table, md_text
 
 LICENSE = "cc-by-sa-4.0"
 LICENSE_URL = "https://creativecommons.org/licenses/by-sa/4.0/"
@@ -138,8 +138,14 @@ def build_card(
     include_originals: bool,
     pretty_name: str | None = None,
     repo_id: str | None = None,
+    annotation_summary: Sequence[dict[str, Any]] | None = None,
 ) -> Card:
-    """The card for ``locales`` (rows of the ``publish_locales`` query, with ``n_instances``)."""
+    """The card for ``locales`` (rows of the ``publish_locales`` query, with ``n_instances``).
+
+    ``annotation_summary``: rows of the ``annotation_summary`` view (Table 1 computed from the
+    returned annotation files); when given, shown in their own section, before and apart from
+    the paper's reported Table 1.
+    """
     if not locales:
         raise CardError("a dataset card needs at least one locale")
     name = pretty_name or ("Cultivar toolkit demo data" if is_demo else "Cultivar")
@@ -159,6 +165,7 @@ def build_card(
         _data_section(locales, is_demo, include_originals, repo_id),
         _locales_section(locales),
         _method_section(is_demo),
+        _computed_annotation_section(annotation_summary or []),
         _annotation_section([str(row["locale"]) for row in locales], is_demo),
         _licence_section(is_demo, include_originals),
         _citation_section(),
@@ -167,12 +174,14 @@ def build_card(
 
 
 def card_for(
-    locales: Sequence[dict[str, Any]], info: DatasetInfo, config: PublishConfig
+    locales: Sequence[dict[str, Any]], info: DatasetInfo, config: PublishConfig,
+    annotation_summary: Sequence[dict[str, Any]] | None = None,
 ) -> Card:
     """The card of a dataset as ``config`` publishes it."""
     return build_card(locales, is_demo=info.is_demo,
                       include_originals=config.originals_included(info.is_demo),
-                      pretty_name=config.pretty_name, repo_id=config.repo_id)
+                      pretty_name=config.pretty_name, repo_id=config.repo_id,
+                      annotation_summary=annotation_summary)
 
 
 def card_for_store(store: Store, config: PublishConfig | None = None) -> Card:
@@ -280,6 +289,26 @@ def _method_section(is_demo: bool) -> str:
         "FLORES entry.\n\n"
         "Only translation into English is localised: the English references differ between "
         "locales but remain comparable."
+    )
+
+
+def _computed_annotation_section(rows: Sequence[dict[str, Any]]) -> str | None:
+    if not rows:
+        return None
+    cells = [
+        [md_code(row["locale"]) if key == "locale" else md_text(format_value(row[key], key))
+         for key, _ in TABLE1_COLUMNS] + [md_text(row["n_instances"])]
+        for row in rows
+    ]
+    return (
+        "## Annotation statistics (computed from the annotation files)\n\n"
+        "Computed by the Cultivar toolkit from the annotation files returned for this data, not "
+        "figures of the paper: how the annotators treated each locale's LLM paraphrases. An edit "
+        "is a maximal run of changed words (characters for Chinese and Japanese) between the LLM "
+        "paraphrase and the final text; the averages are over the edited or reverted instances "
+        "whose side changed (our reading of the paper's definition; see "
+        "`cultivar_assets/construction/annotation_stats.py`).\n\n"
+        + md_table(cells, [header for _, header in TABLE1_COLUMNS] + ["Instances"])
     )
 
 

@@ -1,0 +1,69 @@
+"""The post-editing tool (paper §2.3, Figure 1, Appendix B): one static page per locale task.
+
+:func:`build_postedit_tool` writes, into ``out_dir`` (replaced as a whole, see
+``files.replace_folder``)::
+
+    index.html                      the page: every item, the instructions, the task embedded as
+                                    JSON (<script type="application/json">, written with tojson)
+    static/postedit.js, postedit.css, postedit-textdiff.js, postedit-module-shim.js
+    static/vendor/diff-match-patch/ diff_match_patch.js, LICENSE, README.md (version, origin)
+    .cultivar-build.json            manifest: task id, drafts hash, tool and schema versions
+
+The page needs no network and no server: open ``index.html`` from disk (``file://``) or put the
+folder on any static host. Scripts are referenced relatively; a Content-Security-Policy allows
+only the page's own scripts and styles and no connections. Text from the drafts is escaped by
+the template (Jinja2 autoescaping) and set with ``textContent`` by the script.
+
+What the annotator sees and does is described in the page's instructions
+(``site/templates/postedit_instructions.html.j2``); the annotation file it downloads is described
+in ``annotation_file.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from cultivar_assets import __version__
+from cultivar_assets.construction.annotation_file import SCHEMA_VERSION
+from cultivar_assets.construction.annotation_task import AnnotationTask
+from cultivar_assets.construction.drafts import Draft
+from cultivar_assets.data.locales import get_locale
+from cultivar_assets.files import replace_folder
+from cultivar_assets.site.pages import PageWriter
+
+STATIC_FILES = [
+    "postedit.css",
+    "postedit.js",
+    "postedit-textdiff.js",
+    "postedit-module-shim.js",
+    "vendor/diff-match-patch/diff_match_patch.js",
+    "vendor/diff-match-patch/LICENSE",
+    "vendor/diff-match-patch/README.md",
+]
+
+
+def build_postedit_tool(drafts: Sequence[Draft] | AnnotationTask, out_dir: str | Path) -> Path:
+    """Write the tool of one locale's drafts into ``out_dir``; returns the page's path."""
+    task = drafts if isinstance(drafts, AnnotationTask) else AnnotationTask.from_drafts(drafts)
+    locale = get_locale(task.locale)
+    payload = task.payload(tool_version=__version__, schema_version=SCHEMA_VERSION)
+    out_dir = Path(out_dir)
+
+    def write(work: Path) -> None:
+        writer = PageWriter(work)
+        writer.page("index.html", "postedit.html.j2", task=payload["task"], payload=payload,
+                    schema_version=SCHEMA_VERSION, language_name=locale.language_name,
+                    location=locale.location,
+                    source_lang=f"{locale.language}-{locale.script}")
+        writer.copy_static(STATIC_FILES)
+        missing = sorted(set(STATIC_FILES) - {
+            p.relative_to(work / "static").as_posix() for p in (work / "static").rglob("*")})
+        if missing:
+            raise FileNotFoundError(f"static files of the post-editing tool are missing: {missing}")
+
+    replace_folder(out_dir, write, manifest={
+        "kind": "postedit-tool", "task_id": task.task_id, "locale": task.locale,
+        "drafts_hash": task.drafts_hash, "n_items": len(task.drafts),
+        "tool_version": __version__, "schema_version": SCHEMA_VERSION})
+    return out_dir / "index.html"

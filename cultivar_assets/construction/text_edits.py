@@ -1,0 +1,159 @@
+"""Tokens, token diffs and edit counts of post-edited text (paper §2.3, Table 1).
+
+One definition, used by the Python side (Table 1 from the annotation files) and mirrored line by
+line in the post-editing tool (``site/static/postedit-textdiff.js``), so the counts the tool shows
+while the annotator types are the counts Table 1 is computed with. Tests run both on the same
+cases (``tests/test_annotation_edits.py``).
+
+**Tokenisation** (ours; the paper says "string" without defining it). Text is read as a sequence
+of Unicode code points; *whitespace* is the Unicode ``White_Space`` property, listed explicitly in
+:data:`WHITESPACE` (the same list in the JavaScript), and is never a token.
+
+- *word mode* (scripts written with spaces between words: Latin, Cyrillic, Arabic, Devanagari,
+  Bengali, Telugu, ...): a token is a maximal run of *word characters* — general categories L
+  (letters), M (marks: Indic vowel signs and viramas belong to the word) and N (numbers), plus
+  ZERO WIDTH NON-JOINER and ZERO WIDTH JOINER (U+200C, U+200D), which occur inside Indic and
+  Persian words — or one single other non-whitespace code point (punctuation, symbols: ``"9:30"``
+  is ``9``, ``:``, ``30``);
+- *character mode* (scripts written without spaces: :data:`UNSEGMENTED_SCRIPTS`, e.g. ``Hans``,
+  ``Jpan``, ``Thai``): every non-whitespace code point is a token (Latin words inside such a text
+  too).
+
+The mode is chosen by the locale's script code (:func:`mode_for_script`); English is always word
+mode. Categories come from Python's ``unicodedata`` and the browser's ``\\p{..}`` classes; they
+can differ only for code points assigned in a Unicode version one of them does not know yet.
+
+**Diff.** Two token sequences are aligned with Google's diff-match-patch: ``diff_main`` on the
+tokens encoded one per character (distinct tokens get distinct code points from U+0100, in order
+of first appearance), without line mode, without a time limit (``Diff_Timeout = 0``, so no
+machine-dependent cut-off) and without the optional semantic cleanups afterwards. Its Python
+(PyPI ``diff-match-patch``) and JavaScript (vendored) ports implement the same algorithm, so
+both sides find the same alignment. Tokens outside the equal parts are *changed*.
+
+**Edit** (paper: "a modified continuous string surrounded by original strings"): a maximal run of
+changed tokens — deletions, insertions or replacements — between two unchanged tokens (or the
+text's ends). :func:`count_edits` counts them; :func:`count_changed_tokens` counts the tokens
+removed plus the tokens added (the per-item "diff" figure of the paper's Figure 1).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+from diff_match_patch import diff_match_patch
+
+Mode = Literal["word", "char"]
+
+# Unicode White_Space (PropList.txt), the same list as WHITESPACE in postedit-textdiff.js.
+WHITESPACE = frozenset(
+    "\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+JOINERS = frozenset("\u200c\u200d")
+# ISO 15924 codes of scripts written without spaces between words (character mode).
+UNSEGMENTED_SCRIPTS = frozenset(
+    {"Hans", "Hant", "Hani", "Jpan", "Hira", "Kana", "Thai", "Laoo", "Khmr", "Mymr"})
+_FIRST_CODE = 0x100  # tokens are encoded as code points from here, below the surrogates
+_LAST_CODE = 0xD7FF
+_LOCALE_SCRIPT = re.compile(r"^[a-z]{3}_([A-Z][a-z]{3})(?:_|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token and where it is in its text (``text[start:end]``)."""
+
+    text: str
+    start: int
+    end: int
+
+
+def mode_for_script(script: str) -> Mode:
+    """``"char"`` for :data:`UNSEGMENTED_SCRIPTS`, else ``"word"``."""
+    return "char" if script in UNSEGMENTED_SCRIPTS else "word"
+
+
+def mode_for_locale(locale: str) -> Mode:
+    """Source-side mode of a locale key ``<lang>_<Script>_<Location>`` (or ``<lang>_<Script>``)."""
+    match = _LOCALE_SCRIPT.match(locale)
+    if not match:
+        raise ValueError(f"cannot read a script code from locale {locale!r} "
+                         "(expected <lang>_<Script>_<Location>, e.g. deu_Latn_Germany)")
+    return mode_for_script(match.group(1))
+
+
+def _is_word_char(char: str) -> bool:
+    return char in JOINERS or unicodedata.category(char)[0] in "LMN"
+
+
+def tokenize(text: str, mode: Mode) -> list[Token]:
+    """The tokens of ``text`` in ``mode`` (see the module docstring)."""
+    if mode not in ("word", "char"):
+        raise ValueError(f"unknown token mode {mode!r} (expected 'word' or 'char')")
+    tokens: list[Token] = []
+    position, length = 0, len(text)
+    while position < length:
+        char = text[position]
+        if char in WHITESPACE:
+            position += 1
+            continue
+        end = position + 1
+        if mode == "word" and _is_word_char(char):
+            while end < length and _is_word_char(text[end]):
+                end += 1
+        tokens.append(Token(text[position:end], position, end))
+        position = end
+    return tokens
+
+
+def _encode(a: list[str], b: list[str]) -> tuple[str, str]:
+    codes: dict[str, str] = {}
+    for token in (*a, *b):
+        if token not in codes:
+            if _FIRST_CODE + len(codes) > _LAST_CODE:
+                raise ValueError("too many distinct tokens to diff (more than 55,000)")
+            codes[token] = chr(_FIRST_CODE + len(codes))
+    return "".join(codes[t] for t in a), "".join(codes[t] for t in b)
+
+
+def diff_ops(a: list[str], b: list[str]) -> list[tuple[int, int]]:
+    """``(operation, number of tokens)`` from diff-match-patch: -1 delete, 0 equal, 1 insert."""
+    engine = diff_match_patch()
+    engine.Diff_Timeout = 0  # no time limit: the same result on every machine
+    left, right = _encode(a, b)
+    return [(op, len(part)) for op, part in engine.diff_main(left, right, False)]
+
+
+def changed_flags(before: str, after: str, mode: Mode) -> tuple[list[bool], list[bool]]:
+    """For each token of ``before`` and of ``after``: is it outside the equal parts?"""
+    a = [t.text for t in tokenize(before, mode)]
+    b = [t.text for t in tokenize(after, mode)]
+    flags_a: list[bool] = []
+    flags_b: list[bool] = []
+    for op, count in diff_ops(a, b):
+        if op <= 0:
+            flags_a += [op != 0] * count
+        if op >= 0:
+            flags_b += [op != 0] * count
+    return flags_a, flags_b
+
+
+def count_edits(before: str, after: str, mode: Mode) -> int:
+    """Edits from ``before`` to ``after``: maximal runs of changed tokens (module docstring)."""
+    a = [t.text for t in tokenize(before, mode)]
+    b = [t.text for t in tokenize(after, mode)]
+    edits, in_run = 0, False
+    for op, _ in diff_ops(a, b):
+        if op != 0 and not in_run:
+            edits += 1
+        in_run = op != 0
+    return edits
+
+
+def count_changed_tokens(before: str, after: str, mode: Mode) -> int:
+    """Tokens removed from ``before`` plus tokens added in ``after``."""
+    flags_a, flags_b = changed_flags(before, after, mode)
+    return sum(flags_a) + sum(flags_b)

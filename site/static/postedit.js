@@ -1,0 +1,416 @@
+// Cultivar post-editing tool: live highlights, confirmation, autosave, JSON download and load.
+// The task (drafts, originals, hashes) is embedded in the page as JSON; nothing is fetched and
+// nothing is sent. Every text is set with textContent, never as HTML.
+// Rules shared with Python: the action of a final pair (annotation_task.py, classifyAction
+// below), tokens and edit counts (postedit-textdiff.js = text_edits.py), the file's layout
+// (annotation.schema.json, version 1).
+(function () {
+  "use strict";
+
+  var TD = window.CultivarTextDiff;
+  var data = JSON.parse(document.getElementById("task-data").textContent);
+  var task = data.task;
+  var FORMAT = "cultivar-annotation";
+  var SCHEMA_VERSION = data.schema_version;
+  var STORAGE_KEY = "cultivar-postedit:" + task.task_id + ":" + task.drafts_hash;
+  var SIDES = ["source", "english"];
+  var MODES = {source: task.source_mode, english: "word"};
+  var LANGUAGE = document.querySelector("[data-role=source-diff]") ?
+    document.querySelector("[data-role=source-diff]").textContent.replace(/ diff: \d+$/, "") :
+    "Source";
+
+  var items = data.items;
+  var byId = new Map(items.map(function (item) { return [item.instance_id, item]; }));
+  var state = freshState();
+  var current = items.length ? items[0].instance_id : null;
+
+  var $ = function (id) { return document.getElementById(id); };
+  var statusBox = $("status"), errorBox = $("error");
+
+  function now() { return new Date().toISOString(); }
+
+  function freshState() {
+    var entries = {};
+    items.forEach(function (item) {
+      entries[item.instance_id] = {source: item.start.source, english: item.start.english,
+        confirmed: false, updated_at: null, confirmed_at: null};
+    });
+    return {task_id: task.task_id, drafts_hash: task.drafts_hash, annotator: "",
+      items: entries, saved_at: null};
+  }
+
+  function say(message) { errorBox.textContent = ""; statusBox.textContent = message; }
+  function complain(message) { statusBox.textContent = ""; errorBox.textContent = message; }
+
+  // kept: final = LLM paraphrase (never for a flagged draft); reverted: final = original;
+  // edited: anything else (annotation_task.classify_action).
+  function classifyAction(item, entry) {
+    var d = item.draft, o = item.original;
+    if (!d.flagged && entry.source === d.source && entry.english === d.english) { return "kept"; }
+    if (entry.source === o.source && entry.english === o.english) { return "reverted"; }
+    return "edited";
+  }
+
+  // ---- storage ------------------------------------------------------------------------------
+  function save() {
+    state.saved_at = now();
+    try {
+      window.localStorage.setItem(STORAGE_KEY, JSON.stringify(state));
+    } catch (error) {
+      complain("Autosave failed (" + error.message + "): use Download JSON to keep your work.");
+    }
+  }
+
+  function restore() {
+    var text;
+    try {
+      text = window.localStorage.getItem(STORAGE_KEY);
+    } catch (error) {
+      complain("This browser does not allow saving here (" + error.message + "): your work " +
+        "is not autosaved; use Download JSON to keep it.");
+      return;
+    }
+    if (!text) { return; }
+    try {
+      var saved = JSON.parse(text);
+      if (saved.task_id !== task.task_id || saved.drafts_hash !== task.drafts_hash) { return; }
+      items.forEach(function (item) {
+        var entry = saved.items && saved.items[item.instance_id];
+        if (entry && typeof entry.source === "string" && typeof entry.english === "string") {
+          state.items[item.instance_id] = {source: entry.source, english: entry.english,
+            confirmed: entry.confirmed === true, updated_at: entry.updated_at || null,
+            confirmed_at: entry.confirmed_at || null};
+        }
+      });
+      state.annotator = typeof saved.annotator === "string" ? saved.annotator : "";
+      state.saved_at = saved.saved_at || null;
+      say("Restored the draft saved in this browser" +
+        (saved.saved_at ? " at " + saved.saved_at : "") + ".");
+    } catch (error) {
+      complain("The draft stored in this browser could not be read (" + error.message +
+        "); starting afresh. Load a downloaded JSON file if you have one.");
+    }
+  }
+
+  // ---- rendering ----------------------------------------------------------------------------
+  function article(id) { return $("item-" + id); }
+  function part(el, role) { return el.querySelector("[data-role=" + role + "]"); }
+
+  function fill(el, text, tokens) {
+    el.textContent = "";
+    TD.spans(text, tokens).forEach(function (piece) {
+      if (piece.changed) {
+        var mark = document.createElement("mark");
+        mark.className = "changed";
+        mark.textContent = piece.text;
+        el.appendChild(mark);
+      } else {
+        el.appendChild(document.createTextNode(piece.text));
+      }
+    });
+  }
+
+  function renderItem(item) {
+    var el = article(item.instance_id), entry = state.items[item.instance_id];
+    SIDES.forEach(function (side) {
+      var box = part(el, side + "-box");
+      if (box.value !== entry[side]) { box.value = entry[side]; }
+      box.readOnly = entry.confirmed;
+      box.setAttribute("aria-readonly", entry.confirmed ? "true" : "false");
+      var vsOriginal = TD.compare(item.original[side], entry[side], MODES[side]);
+      fill(part(el, side + "-original"), item.original[side], vsOriginal.before);
+      fill(part(el, side + "-current"), entry[side], vsOriginal.after);
+      part(el, side + "-diff").textContent =
+        (side === "source" ? LANGUAGE : "English") + " diff: " + vsOriginal.changedTokens;
+      var edits = TD.countEdits(item.start[side], entry[side], MODES[side]);
+      part(el, side + "-edits").textContent = (item.draft.flagged ?
+        "edits to the original: " : "edits to the LLM paraphrase: ") + edits;
+    });
+    var action = classifyAction(item, entry);
+    el.dataset.action = action;
+    el.classList.toggle("confirmed", entry.confirmed);
+    part(el, "action").textContent = {kept: "LLM paraphrase kept", edited: "edited",
+      reverted: "reverted to FLORES"}[action];
+    part(el, "state").textContent = entry.confirmed ? "confirmed" : "pending confirmation";
+    part(el, "confirm").checked = entry.confirmed;
+    part(el, "revert").disabled = entry.confirmed;
+    part(el, "restore").disabled = entry.confirmed;
+  }
+
+  function renderProgress() {
+    var reviewed = 0, revised = 0;
+    items.forEach(function (item) {
+      var entry = state.items[item.instance_id];
+      if (entry.confirmed) { reviewed += 1; }
+      if (classifyAction(item, entry) !== "kept") { revised += 1; }
+    });
+    $("progress").textContent = reviewed + " / " + items.length + " reviewed, " + revised +
+      " revised pair" + (revised === 1 ? "" : "s");
+    if ($("annotator").value !== state.annotator) { $("annotator").value = state.annotator; }
+  }
+
+  function applyFilter() {
+    var show = $("show").value, shown = 0;
+    items.forEach(function (item) {
+      var entry = state.items[item.instance_id];
+      var visible = show === "all" || (show === "pending" && !entry.confirmed) ||
+        (show === "confirmed" && entry.confirmed) || (show === "flagged" && item.draft.flagged) ||
+        (show === "revised" && classifyAction(item, entry) !== "kept");
+      article(item.instance_id).hidden = !visible;
+      if (visible) { shown += 1; }
+    });
+    $("shown").textContent = shown + " of " + items.length + " items shown";
+  }
+
+  function renderAll() {
+    items.forEach(renderItem);
+    renderProgress();
+    applyFilter();
+  }
+
+  // ---- editing ------------------------------------------------------------------------------
+  function change(id, update) {
+    var entry = state.items[id];
+    update(entry);
+    entry.updated_at = now();
+    save();
+    renderItem(byId.get(id));
+    renderProgress();
+  }
+
+  function setConfirmed(id, confirmed) {
+    change(id, function (entry) {
+      entry.confirmed = confirmed;
+      entry.confirmed_at = confirmed ? now() : null;
+    });
+  }
+
+  items.forEach(function (item) {
+    var id = item.instance_id, el = article(id);
+    SIDES.forEach(function (side) {
+      part(el, side + "-box").addEventListener("input", function (event) {
+        if (state.items[id].confirmed) { return; }
+        change(id, function (entry) { entry[side] = event.target.value; });
+      });
+    });
+    part(el, "confirm").addEventListener("change", function (event) {
+      setConfirmed(id, event.target.checked);
+    });
+    part(el, "revert").addEventListener("click", function () {
+      change(id, function (entry) {
+        entry.source = item.original.source;
+        entry.english = item.original.english;
+      });
+      say(item.key + ": reverted to the original FLORES entry.");
+    });
+    part(el, "restore").addEventListener("click", function () {
+      change(id, function (entry) {
+        entry.source = item.start.source;
+        entry.english = item.start.english;
+      });
+      say(item.key + (item.draft.flagged ? ": edits cleared." : ": LLM paraphrase restored."));
+    });
+    el.addEventListener("focusin", function () { current = id; });
+  });
+
+  $("annotator").addEventListener("input", function (event) {
+    state.annotator = event.target.value;
+    save();
+  });
+  $("show").addEventListener("change", applyFilter);
+
+  // ---- keyboard -----------------------------------------------------------------------------
+  function visibleIds() {
+    return items.filter(function (item) { return !article(item.instance_id).hidden; })
+      .map(function (item) { return item.instance_id; });
+  }
+
+  function focusItem(id) {
+    current = id;
+    var el = article(id);
+    el.scrollIntoView({block: "start"});
+    part(el, "source-box").focus();
+  }
+
+  function move(step) {
+    var ids = visibleIds();
+    if (!ids.length) { return; }
+    var index = ids.indexOf(current);
+    var next = index < 0 ? 0 : Math.min(Math.max(index + step, 0), ids.length - 1);
+    focusItem(ids[next]);
+  }
+
+  $("next-pending").addEventListener("click", function () {
+    var ids = items.map(function (item) { return item.instance_id; });
+    var start = Math.max(ids.indexOf(current), -1);
+    for (var k = 1; k <= ids.length; k += 1) {
+      var id = ids[(start + k) % ids.length];
+      if (!state.items[id].confirmed) {
+        if (article(id).hidden) { $("show").value = "all"; applyFilter(); }
+        focusItem(id);
+        return;
+      }
+    }
+    say("Every item is confirmed.");
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    var typing = target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
+      (target.tagName === "INPUT" && ["checkbox", "radio", "button"].indexOf(target.type) < 0));
+    if (event.altKey && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
+      event.preventDefault();
+      move(event.key === "ArrowDown" ? 1 : -1);
+    } else if ((event.ctrlKey || event.metaKey) && event.key === "Enter" && current !== null) {
+      event.preventDefault();
+      setConfirmed(current, !state.items[current].confirmed);
+      say(byId.get(current).key + (state.items[current].confirmed ? ": confirmed." :
+        ": confirmation removed."));
+    } else if (!typing && !event.altKey && !event.ctrlKey && !event.metaKey &&
+               (event.key === "j" || event.key === "k")) {
+      event.preventDefault();
+      move(event.key === "j" ? 1 : -1);
+    }
+  });
+
+  // ---- download -----------------------------------------------------------------------------
+  function annotationFile() {
+    return {
+      format: FORMAT,
+      schema_version: SCHEMA_VERSION,
+      task: {task_id: task.task_id, locale: task.locale, drafts_hash: task.drafts_hash,
+        n_items: task.n_items, source_mode: task.source_mode, tool_version: task.tool_version,
+        annotator: state.annotator.trim()},
+      saved_at: now(),
+      items: items.map(function (item) {
+        var entry = state.items[item.instance_id];
+        return {
+          instance_id: item.instance_id, locale: task.locale,
+          original: {source: item.original.source, english: item.original.english},
+          draft: {source: item.draft.source, english: item.draft.english,
+            flagged: item.draft.flagged, draft_hash: item.draft.draft_hash,
+            prompt_hash: item.draft.prompt_hash},
+          final: {source: entry.source, english: entry.english},
+          action: classifyAction(item, entry),
+          confirmed: entry.confirmed,
+          updated_at: entry.updated_at,
+          confirmed_at: entry.confirmed ? entry.confirmed_at : null
+        };
+      })
+    };
+  }
+
+  $("download").addEventListener("click", function () {
+    var file = annotationFile();
+    var blob = new Blob([JSON.stringify(file, null, 1) + "\n"], {type: "application/json"});
+    var url = URL.createObjectURL(blob);
+    var link = document.createElement("a");
+    link.href = url;
+    link.download = task.task_id + ".annotations.json";
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(function () { URL.revokeObjectURL(url); }, 0);
+    var pending = file.items.filter(function (i) { return !i.confirmed; }).length;
+    var notes = [];
+    if (pending) { notes.push(pending + " item" + (pending === 1 ? " is" : "s are") +
+      " not confirmed yet"); }
+    if (!file.task.annotator) { notes.push("no annotator label is entered"); }
+    say("Downloaded " + link.download + (notes.length ? " (not ready to hand in: " +
+      notes.join("; ") + ")." : ": every item is confirmed, ready to hand in."));
+  });
+
+  // ---- load ---------------------------------------------------------------------------------
+  function refuse(name, reason) {
+    complain("Refused " + name + ": " + reason + " Nothing was loaded.");
+  }
+
+  function load(name, text) {
+    var file;
+    try { file = JSON.parse(text); } catch (error) {
+      refuse(name, "it is not valid JSON (" + error.message + "; truncated or damaged?).");
+      return;
+    }
+    if (!file || typeof file !== "object" || file.format !== FORMAT) {
+      refuse(name, "it is not a Cultivar annotation file.");
+      return;
+    }
+    if (file.schema_version !== SCHEMA_VERSION) {
+      refuse(name, "it uses annotation file schema version " + file.schema_version +
+        "; this tool reads version " + SCHEMA_VERSION + ".");
+      return;
+    }
+    var header = file.task || {};
+    if (header.task_id !== task.task_id || header.drafts_hash !== task.drafts_hash) {
+      var reason = header.locale !== task.locale ?
+        "it belongs to task " + header.task_id + " (locale " + header.locale + "), not to " +
+          "this task " + task.task_id + " (locale " + task.locale + ")." :
+        "it was made against other drafts of " + task.locale + " (task " + header.task_id +
+          "), not this task's (" + task.task_id + ").";
+      refuse(name, reason);
+      return;
+    }
+    var entries = {}, problems = [];
+    (Array.isArray(file.items) ? file.items : []).forEach(function (it) {
+      var item = it && byId.get(it.instance_id);
+      if (!item) { problems.push("unknown instance " + (it && it.instance_id)); return; }
+      if (entries[it.instance_id]) { problems.push("instance " + it.instance_id + " twice"); }
+      if (!it.draft || it.draft.draft_hash !== item.draft.draft_hash) {
+        problems.push("instance " + it.instance_id + " was made against another draft");
+      }
+      if (!it.final || typeof it.final.source !== "string" ||
+          typeof it.final.english !== "string") {
+        problems.push("instance " + it.instance_id + " has no final texts");
+        return;
+      }
+      entries[it.instance_id] = {source: it.final.source, english: it.final.english,
+        confirmed: it.confirmed === true, updated_at: it.updated_at || null,
+        confirmed_at: it.confirmed === true ? (it.confirmed_at || null) : null};
+    });
+    var missing = items.filter(function (item) { return !entries[item.instance_id]; });
+    if (missing.length) { problems.push(missing.length + " instances missing"); }
+    if (problems.length) {
+      refuse(name, "it does not match this task's items (" + problems.slice(0, 5).join("; ") +
+        (problems.length > 5 ? "; …" : "") + ").");
+      return;
+    }
+    state.items = entries;
+    state.annotator = typeof header.annotator === "string" ? header.annotator : "";
+    save();
+    renderAll();
+    say("Loaded " + items.length + " items from " + name +
+      (file.saved_at ? " (saved " + file.saved_at + ")" : "") + ".");
+  }
+
+  $("load").addEventListener("change", function (event) {
+    var chosen = event.target.files && event.target.files[0];
+    if (!chosen) { return; }
+    chosen.text().then(function (text) {
+      load(chosen.name, text);
+    }, function (error) {
+      refuse(chosen.name, "it could not be read (" + error.message + ").");
+    }).then(function () { event.target.value = ""; });
+  });
+
+  // ---- reset --------------------------------------------------------------------------------
+  $("reset").addEventListener("click", function () {
+    $("reset-confirm").hidden = false;
+    $("reset-no").focus();
+  });
+  $("reset-no").addEventListener("click", function () {
+    $("reset-confirm").hidden = true;
+    $("reset").focus();
+  });
+  $("reset-yes").addEventListener("click", function () {
+    try { window.localStorage.removeItem(STORAGE_KEY); } catch (error) { /* nothing stored */ }
+    state = freshState();
+    $("reset-confirm").hidden = true;
+    renderAll();
+    say("The draft was reset: every item is back to its starting text and unconfirmed.");
+    $("reset").focus();
+  });
+
+  restore();
+  renderAll();
+  document.documentElement.dataset.ready = "true";
+})();

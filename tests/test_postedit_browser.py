@@ -1,0 +1,407 @@
+"""The post-editing tool in a real browser (Debian's Chromium driven by Playwright).
+
+Tools are built from the bundled demo data (German with a hostile and a flagged draft; Chinese).
+Every page records console errors, dialogs and the hosts it contacts: none may appear but the
+local server. Each test gets a fresh browser context, i.e. a fresh profile with empty storage.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import re
+import threading
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from annotation_helpers import HOSTILE, annotation_document, demo_drafts
+from playwright.sync_api import expect
+
+from cultivar_assets.construction.annotation_file import read_annotation_file
+from cultivar_assets.construction.annotation_stats import table1_row
+from cultivar_assets.construction.annotation_task import AnnotationTask
+from cultivar_assets.construction.postedit_tool import build_postedit_tool
+from cultivar_assets.construction.text_edits import count_edits
+from cultivar_assets.store.annotation_records import ingest_annotation_file
+from cultivar_assets.store.database import Store
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium "
+                                "(apt-get install -y chromium; .ci/run installs it)")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, AnnotationTask]:
+    return {"de": AnnotationTask.from_drafts(demo_drafts(hostile=True, flagged=True)),
+            "zh": AnnotationTask.from_drafts(demo_drafts("cmn_Hans_China"))}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory, tasks) -> Path:
+    root = tmp_path_factory.mktemp("postedit")
+    build_postedit_tool(tasks["de"].drafts, root / "de")
+    build_postedit_tool(tasks["zh"], root / "zh")
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(root):
+    handler = functools.partial(QuietHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Tool:
+    """A browser context (a fresh profile) on one tool, recording problems and hosts."""
+
+    def __init__(self, browser, url: str) -> None:
+        self.url = url
+        self.context = browser.new_context(accept_downloads=True)
+        self.problems: list[str] = []
+        self.hosts: set[str] = set()
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
+                     if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"),
+                                          d.dismiss()))
+        self.open()
+
+    def _route(self, route):
+        host = urlparse(route.request.url).hostname
+        self.hosts.add(host or urlparse(route.request.url).scheme)
+        if host in (None, "", "127.0.0.1"):
+            route.continue_()
+        else:
+            route.abort()
+
+    def open(self) -> None:
+        self.page.goto(self.url)
+        self.page.wait_for_selector("html[data-ready=true]")
+
+    def item(self, iid: int):
+        return self.page.locator(f"#item-{iid}")
+
+    def box(self, iid: int, side: str = "source"):
+        return self.item(iid).locator(f"[data-role={side}-box]")
+
+    def marks(self, iid: int, role: str) -> list[str]:
+        return self.item(iid).locator(f"[data-role={role}] mark.changed").all_inner_texts()
+
+    def values(self) -> dict:
+        items = self.page.locator("article.item")
+        return {"annotator": self.page.input_value("#annotator"),
+                "items": [(items.nth(i).locator("[data-role=source-box]").input_value(),
+                           items.nth(i).locator("[data-role=english-box]").input_value(),
+                           items.nth(i).locator("[data-role=confirm]").is_checked())
+                          for i in range(items.count())]}
+
+    def download(self, path: Path) -> Path:
+        with self.page.expect_download() as info:
+            self.page.click("#download")
+        info.value.save_as(path)
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.problems == []
+        assert self.hosts <= {"127.0.0.1", "file"}, self.hosts
+
+
+@pytest.fixture
+def tool(browser, server):
+    opened = []
+
+    def open_tool(name: str = "de") -> Tool:
+        opened.append(Tool(browser, f"{server}/{name}/index.html"))
+        return opened[-1]
+
+    yield open_tool
+    for each in opened:
+        each.close()
+
+
+def test_highlights_follow_the_annotators_edits(tool, tasks):
+    t = tool()
+    assert t.page.inner_text("#progress") == "0 / 12 reviewed, 1 revised pair"  # the flagged one
+    assert "Jonas Becker" in t.marks(0, "source-current")
+    assert "Lucas Moreira" in t.marks(0, "source-original")
+    assert t.item(0).locator("[data-role=source-edits]").inner_text() == (
+        "edits to the LLM paraphrase: 0")
+    before = t.item(0).locator("[data-role=source-diff]").inner_text()
+    assert before.startswith("German diff: ")
+
+    draft = tasks["de"].by_id()[0]
+    edited = draft.source_draft.replace("Jonas Becker", "Thomas Müller")
+    t.box(0).fill(edited)
+    assert "Thomas Müller" in t.marks(0, "source-current")
+    assert "Jonas Becker" not in " ".join(t.marks(0, "source-current"))
+    assert t.item(0).locator("[data-role=source-edits]").inner_text() == (
+        "edits to the LLM paraphrase: 1")
+    assert t.item(0).locator("[data-role=action]").inner_text() == "edited"
+    assert t.page.inner_text("#progress") == "0 / 12 reviewed, 2 revised pairs"
+
+    t.box(0).fill(draft.source_original)  # back to the original: nothing is highlighted
+    assert t.marks(0, "source-current") == [] and t.marks(0, "source-original") == []
+    assert t.item(0).locator("[data-role=source-diff]").inner_text() == "German diff: 0"
+
+
+def test_confirm_freezes_the_boxes_and_unticking_unfreezes_them(tool):
+    t = tool()
+    box = t.box(3)
+    start = box.input_value()
+    confirm = t.item(3).get_by_role("checkbox", name="Confirm final version")
+    confirm.check()
+    assert t.item(3).locator("[data-role=state]").inner_text() == "confirmed"
+    assert box.get_attribute("readonly") is not None
+    box.focus()
+    t.page.keyboard.type("typed while frozen")
+    assert box.input_value() == start
+    assert t.item(3).get_by_role("button", name="Revert to the original FLORES entry").is_disabled()
+    assert t.page.inner_text("#progress").startswith("1 / 12 reviewed")
+
+    confirm.uncheck()
+    assert box.get_attribute("readonly") is None
+    box.focus()
+    t.page.keyboard.press("Control+End")
+    t.page.keyboard.type(" Neu")
+    assert box.input_value() == start + " Neu"
+    assert t.page.inner_text("#progress").startswith("0 / 12 reviewed")
+
+
+def test_reload_restores_the_draft_and_reset_clears_it(tool):
+    t = tool()
+    start = t.values()
+    t.page.fill("#annotator", "A. Nonym")
+    t.box(3, "english").fill("An English sentence I wrote.")
+    t.item(4).get_by_role("checkbox", name="Confirm final version").check()
+    edited = t.values()
+    t.open()  # reload
+    assert t.values() == edited
+    assert "Restored the draft saved in this browser" in t.page.inner_text("#status")
+
+    t.page.click("#reset")
+    t.page.get_by_role("button", name="Cancel").click()
+    assert t.values() == edited
+    t.page.click("#reset")
+    t.page.get_by_role("button", name="Yes, reset the draft").click()
+    assert t.values() == start
+    t.open()
+    assert t.values() == start
+    assert t.page.inner_text("#status") == ""
+
+
+def test_download_validates_ingests_and_loads_into_a_fresh_profile(tool, tasks, tmp_path):
+    """End to end: edit two items, revert one, confirm all, download; the file validates, gives
+    Table 1 and the store's view; loaded into a fresh profile it restores every field."""
+    task = tasks["de"]
+    drafts = task.by_id()
+    t = tool()
+    t.page.fill("#annotator", "annotator-7")
+    t.box(0).fill(drafts[0].source_draft.replace("Jonas Becker", "Thomas Müller"))
+    t.box(0, "english").fill(drafts[0].english_draft.replace("Jonas Becker", "Thomas Müller"))
+    t.box(5, "english").fill(drafts[5].english_draft + " Indeed.")
+    t.item(7).get_by_role("button", name="Revert to the original FLORES entry").click()
+    for iid in drafts:
+        t.item(iid).get_by_role("checkbox", name="Confirm final version").check()
+    assert t.page.inner_text("#progress") == "12 / 12 reviewed, 4 revised pairs"
+    shown = {iid: (t.item(iid).locator("[data-role=source-edits]").inner_text(),
+                   t.item(iid).locator("[data-role=english-edits]").inner_text())
+             for iid in drafts}
+    path = t.download(tmp_path / "download.json")
+    assert "ready to hand in" in t.page.inner_text("#status")
+    filled = t.values()
+
+    file = read_annotation_file(path, task)  # the real download passes the validator
+    assert json.loads(path.read_text("utf-8"))["task"]["annotator"] == "annotator-7"
+    by_id = {a.instance_id: a for a in file.annotations}
+    assert [by_id[i].action for i in (0, 5, 7, 2, 1)] == [
+        "edited", "edited", "reverted", "reverted", "kept"]
+    for iid, annotation in by_id.items():  # the tool's counts are Python's counts
+        prefix = "edits to the original: " if annotation.flagged else (
+            "edits to the LLM paraphrase: ")
+        assert shown[iid] == (f"{prefix}{annotation.source_edits}",
+                              f"{prefix}{annotation.english_edits}")
+    row = table1_row(task.locale, file.annotations)
+    assert (row.kept_llm_paraphrase, row.reverted_to_flores, row.edited_source_only,
+            row.edited_target_only, row.edited_both) == (8, 2, 0, 1, 1)
+    assert row.n_revised_english_changed == 3  # item 0, item 5, item 7 (reverted)
+    revert_edits = count_edits(drafts[7].english_draft, drafts[7].english_original, "word")
+    assert row.avg_edits_english == pytest.approx((1 + 1 + revert_edits) / 3)
+
+    store = Store(tmp_path / "e2e.duckdb")
+    ingest_annotation_file(store, path, task)
+    (summary,) = store.query("annotation_summary")
+    assert summary["kept_llm_paraphrase"] == 8 and summary["annotator"] == "annotator-7"
+    assert summary["avg_edits_english"] == pytest.approx(row.avg_edits_english)
+
+    fresh = tool()
+    assert fresh.values() != filled
+    fresh.page.set_input_files("#load", str(path))
+    expect(fresh.page.locator("#status")).to_have_text(re.compile(r"\S"))
+    assert "Loaded 12 items from download.json" in fresh.page.inner_text("#status")
+    assert fresh.values() == filled
+    assert fresh.page.inner_text("#progress") == "12 / 12 reviewed, 4 revised pairs"
+    fresh.open()  # the loaded file is now the autosaved draft
+    assert fresh.values() == filled
+    again = json.loads(fresh.download(tmp_path / "again.json").read_text("utf-8"))
+    first = json.loads(path.read_text("utf-8"))
+    assert again["task"] == first["task"]
+    assert again["items"] == first["items"]  # every field, timestamps included
+
+
+def load_and_read(t: Tool, path: Path) -> tuple[str, str]:
+    t.page.set_input_files("#load", str(path))
+    expect(t.page.locator("#error")).to_have_text(re.compile(r"\S"))
+    return t.page.inner_text("#error"), t.page.inner_text("#status")
+
+
+def test_files_for_another_task_or_other_drafts_are_refused(tool, tasks, tmp_path):
+    t = tool()
+    t.box(0).fill("Mein eigener Satz.")
+    before = t.values()
+    other_task = AnnotationTask.from_drafts(demo_drafts("spa_Latn_Spain"))
+    spanish = tmp_path / "spanish.json"
+    spanish.write_text(json.dumps(annotation_document(other_task)), "utf-8")
+    error, _ = load_and_read(t, spanish)
+    assert error == (f"Refused spanish.json: it belongs to task {other_task.task_id} (locale "
+                     f"spa_Latn_Spain), not to this task {tasks['de'].task_id} (locale "
+                     "deu_Latn_Germany). Nothing was loaded.")
+    assert t.values() == before
+
+    drafts = list(tasks["de"].drafts)
+    drafts[4] = replace(drafts[4], english_draft="A different draft.")
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps(annotation_document(AnnotationTask.from_drafts(drafts))), "utf-8")
+    error, _ = load_and_read(t, stale)
+    assert "made against other drafts of deu_Latn_Germany" in error
+    assert t.values() == before
+
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(annotation_document(tasks["de"]))[:-30], "utf-8")
+    error, _ = load_and_read(t, broken)
+    assert error.startswith("Refused broken.json: it is not valid JSON")
+    assert t.values() == before
+    t.open()
+    assert t.values() == before  # nothing refused reached the autosave either
+
+
+def test_hostile_text_in_drafts_stays_text(tool, tasks):
+    t = tool()
+    hostile = tasks["de"].by_id()[1]
+    item = t.item(1)
+    assert t.box(1).input_value() == hostile.source_draft
+    assert t.box(1, "english").input_value() == hostile.english_draft
+    current = item.locator("[data-role=source-current]").inner_text()
+    assert HOSTILE[0] in current and "{{7*7}}" in current and "49" not in current
+    assert HOSTILE[1] in item.locator("[data-role=english-current]").inner_text()
+    assert HOSTILE[3] in item.locator("[data-role=english-current]").inner_text()
+    t.box(1).fill(hostile.source_draft + ' <img src=x onerror=alert(3)> "><svg onload=alert(4)>')
+    assert "onerror=alert(3)" in " ".join(t.marks(1, "source-current"))
+    assert t.page.locator("img, svg, iframe, object, embed").count() == 0
+    assert t.page.locator("script").count() == 5  # the data block and the four scripts
+    raw = t.item(2).locator("pre.raw-answer").inner_text()
+    assert raw.endswith(HOSTILE[0])
+
+
+def test_flagged_drafts_are_marked_with_the_raw_answer(tool, tasks):
+    t = tool()
+    flagged = tasks["de"].by_id()[2]
+    item = t.item(2)
+    assert "flagged" in (item.get_attribute("class") or "")
+    note = item.get_by_role("note").inner_text()
+    assert "Flagged draft." in note and "no 'English:' line in the answer" in note
+    assert t.box(2).input_value() == flagged.source_original
+    assert item.locator("[data-role=source-edits]").inner_text() == "edits to the original: 0"
+    assert item.locator("[data-role=action]").inner_text() == "reverted to FLORES"
+    t.page.select_option("#show", "flagged")
+    assert t.page.locator("article.item:visible").count() == 1
+    assert t.page.inner_text("#shown") == "1 of 12 items shown"
+
+
+def test_keyboard_moves_between_items_and_confirms(tool):
+    t = tool()
+    t.box(0).focus()
+    t.page.keyboard.press("Alt+ArrowDown")
+    assert t.page.evaluate("document.activeElement.id") == "item-1-source"
+    t.page.keyboard.press("Control+Enter")
+    assert t.item(1).locator("[data-role=confirm]").is_checked()
+    assert t.page.inner_text("#status") == "deu_Latn_Germany_1: confirmed."
+    t.page.keyboard.press("Alt+ArrowUp")
+    assert t.page.evaluate("document.activeElement.id") == "item-0-source"
+    t.item(0).locator("[data-role=confirm]").focus()  # outside a text box, j / k work too
+    t.page.keyboard.press("j")
+    assert t.page.evaluate("document.activeElement.id") == "item-1-source"
+    t.page.keyboard.press("Control+Enter")
+    assert not t.item(1).locator("[data-role=confirm]").is_checked()
+    t.page.click("#next-pending")
+    assert t.page.evaluate("document.activeElement.id") == "item-2-source"
+
+
+def test_every_control_has_an_accessible_name(tool):
+    t = tool()
+    page = t.page
+    assert page.get_by_label("Revised rephrased German sentence").count() == 12
+    assert page.get_by_label("Revised rephrased English sentence").count() == 12
+    assert page.get_by_role("checkbox", name="Confirm final version").count() == 12
+    assert page.get_by_label("Your annotator label").count() == 1
+    assert page.get_by_label("Load JSON", exact=True).count() == 1
+    # messages are announced: #status (role status), #error (role alert), the counters (output)
+    assert page.get_by_role("status").count() == 3 and page.get_by_role("alert").count() == 1
+    assert page.locator("#status").get_attribute("role") == "status"
+    for button in page.locator("button").all():
+        assert button.inner_text().strip() or button.get_attribute("aria-label")
+    assert page.get_by_role("heading", name="deu_Latn_Germany_11").count() == 1
+    assert "Revert to the original FLORES entry" in page.inner_text("#instructions")
+
+
+def test_chinese_highlights_single_characters(tool, tasks):
+    t = tool("zh")
+    draft = tasks["zh"].by_id()[3]
+    original = draft.source_original
+    k = original.index("，") + 1  # a character inside a clause (no spaces in Chinese)
+    t.box(3).fill(original[:k] + "鑫" + original[k + 1:])
+    assert t.marks(3, "source-current") == ["鑫"]  # character diff: one character marked
+    assert t.marks(3, "source-original") == [original[k]]
+    assert t.item(3).locator("[data-role=source-diff]").inner_text() == (
+        "Mandarin Chinese diff: 2")
+    edits = count_edits(draft.source_draft, t.box(3).input_value(), "char")
+    assert t.item(3).locator("[data-role=source-edits]").inner_text() == (
+        f"edits to the LLM paraphrase: {edits}")
+    assert t.box(3).get_attribute("lang") == "cmn-Hans"
+
+
+def test_the_tool_works_from_a_file_url(browser, root, tmp_path):
+    t = Tool(browser, (root / "de" / "index.html").as_uri())
+    t.box(0, "english").fill("Written offline.")
+    t.open()
+    assert t.box(0, "english").input_value() == "Written offline."
+    path = t.download(tmp_path / "offline.json")
+    assert json.loads(path.read_text("utf-8"))["items"][0]["final"]["english"] == (
+        "Written offline.")
+    t.close()
