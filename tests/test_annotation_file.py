@@ -19,8 +19,8 @@ from cultivar_assets.construction.annotation_file import (
     find_annotation_file,
     read_annotation_file,
 )
+from cultivar_assets.construction.annotation_store import ingest_annotation_file
 from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.store.annotation_records import ingest_annotation_file
 from cultivar_assets.store.database import Store
 
 

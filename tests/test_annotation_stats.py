@@ -10,9 +10,9 @@ from annotation_helpers import PROMPT_HASH, annotation_document
 
 from cultivar_assets.construction.annotation_file import read_annotation_file
 from cultivar_assets.construction.annotation_stats import TABLE1_FIELDS, table1_row
+from cultivar_assets.construction.annotation_store import ingest_annotation_file
 from cultivar_assets.construction.annotation_task import AnnotationTask
 from cultivar_assets.construction.drafts import Draft
-from cultivar_assets.store.annotation_records import ingest_annotation_file
 from cultivar_assets.store.database import Store
 
 

@@ -22,10 +22,10 @@ from playwright.sync_api import expect
 
 from cultivar_assets.construction.annotation_file import read_annotation_file
 from cultivar_assets.construction.annotation_stats import table1_row
+from cultivar_assets.construction.annotation_store import ingest_annotation_file
 from cultivar_assets.construction.annotation_task import AnnotationTask
 from cultivar_assets.construction.postedit_tool import build_postedit_tool
 from cultivar_assets.construction.text_edits import count_edits
-from cultivar_assets.store.annotation_records import ingest_annotation_file
 from cultivar_assets.store.database import Store
 
 CHROMIUM = Path("/usr/bin/chromium")
