@@ -48,7 +48,7 @@ def _parse_named(text: str, source: str) -> dict[str, str]:
 def named_statements() -> dict[str, str]:
     sql = resource_dir("sql")
     named: dict[str, str] = {}
-    for file in ("writes.sql", "reads.sql", "site.sql", "cache.sql"):
+    for file in ("writes.sql", "reads.sql", "site.sql", "cache.sql", "construction.sql"):
         for name, text in _parse_named((sql / file).read_text(encoding="utf-8"), file).items():
             if name in named:
                 raise StoreError(f"{file}: query {name!r} is defined twice")
