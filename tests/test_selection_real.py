@@ -52,3 +52,20 @@ def test_selection_over_all_997_flores_dev_sentences(tmp_path):
         languages = con.execute("SELECT count(DISTINCT language) FROM selected_sources").fetchone()
     assert languages[0] == 20  # every Cultivar source language but gom_Deva (not in FLORES-200)
     assert build.review_page.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_selection_over_flores_devtest_a_second_source(tmp_path):
+    source = SourceBenchmarkConfig(kind="flores", path=str(shared_flores_dir()), split="devtest")
+    build = build_selection(source, SelectionConfig(review_dir=str(tmp_path / "review")),
+                            Store(tmp_path / "devtest.duckdb"), show_bar=False)
+    counts = build.result.counts()
+    print(f"\nFLORES devtest: {counts}")
+    assert build.result.source_name == "flores-devtest"
+    assert counts["instances"] == 1012 and counts["selected"] == 200
+    assert counts["without_topic"] < 10  # topics come from metadata_devtest.tsv
+    with duckdb.connect(str(tmp_path / "devtest.duckdb"), read_only=True) as con:
+        english = dict(con.execute("SELECT instance_id, english FROM selection_candidates "
+                                   "WHERE instance_id IN (0, 1011)").fetchall())
+    lines = (shared_flores_dir() / "devtest" / "eng_Latn.devtest").read_text("utf-8").splitlines()
+    assert english == {0: lines[0].strip(), 1011: lines[1011].strip()}
