@@ -100,10 +100,9 @@ def flores_line_index(flores_id: object, where: str) -> int:
     """The 0-based FLORES-200 line index of a FLORES+ row, from its ``id`` column.
 
     Assumption (not checkable offline; ours): FLORES+ numbers the rows of each split from 0 in the
-    order of the FLORES-200 files, so ``id`` *is* the 0-based line index. Evidence: the first
-    FLORES+ ``eng_Latn`` dev row has ``id`` 0 and is FLORES-200 dev line 0 ("On Monday,
-    scientists from the Stanford University School of Medicine ..."), as published examples of
-    the dataset show. The readers check what can be checked: the ids of every file must be
+    order of the FLORES-200 files, so ``id`` *is* the 0-based line index. Evidence: published
+    examples of the dataset show its first ``eng_Latn`` dev row with ``id`` 0 and the text of
+    FLORES-200 dev line 0. The readers check what can be checked: the ids of every file must be
     exactly 0..n-1 (:func:`_rows_to_file`), so a release that numbers otherwise (from 1, or
     devtest continuing after dev) stops with an error naming this function instead of
     shifting every sentence by one.
