@@ -227,6 +227,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_select(args: argparse.Namespace) -> int:
+    """Named-entity-rich selection of the configured source benchmark (construction settings)."""
+    from cultivar_assets.construction.build import build_selection
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    selection = settings.construction.selection
+    if args.review_dir:
+        selection = selection.model_copy(update={"review_dir": args.review_dir})
+    build = build_selection(settings.construction.source, selection,
+                            Store(settings.database_path), say=print)
+    print("; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in build.result.counts().items()))
+    for note in build.result.notes:
+        print(f"note: {note}")
+    print(f"Database: {build.database} (views selection_candidates, selected_instances, ...)\n"
+          f"Review page: {build.review_page}\nFinished in {build.seconds:.0f} s")
+    return 0
+
+
 def cmd_locales(args: argparse.Namespace) -> int:
     from cultivar_assets.data.locales import all_locales
 
@@ -288,6 +307,16 @@ def build_parser() -> argparse.ArgumentParser:
                      "bundled models.yaml)")
     add.set_defaults(func=cmd_models_add)
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
+
+    build = sub.add_parser("build", help="build Cultivar from a source benchmark, without Dagster "
+                           "(settings: construction)")
+    build_sub = build.add_subparsers(dest="build_command", required=True)
+    select = build_sub.add_parser("select", help="named-entity-rich selection (paper §2.1): "
+                                  "DuckDB records and a review page")
+    select.add_argument("--database", help="DuckDB file to write")
+    select.add_argument("--review-dir", help="folder of the review page (default: "
+                        "$CULTIVAR_HOME/construction/selection)")
+    select.set_defaults(func=cmd_build_select)
 
     serve = sub.add_parser("serve", help="serve the built site on localhost")
     serve.add_argument("--directory", help="site folder (default: the settings' site.output_dir, "

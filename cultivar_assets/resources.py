@@ -11,6 +11,8 @@ from typing import TypeVar
 import dagster as dg
 from pydantic import BaseModel, Field
 
+from cultivar_assets.construction.config import SelectionConfig
+from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
@@ -68,6 +70,20 @@ class HubPublishResource(dg.ConfigurableResource, PublishConfig):
         return core_config(self, PublishConfig)
 
 
+class SourceBenchmarkResource(dg.ConfigurableResource, SourceBenchmarkConfig):
+    """The benchmark that Cultivar is built from (FLORES dev or devtest, parallel files, demo)."""
+
+    def config(self) -> SourceBenchmarkConfig:
+        return core_config(self, SourceBenchmarkConfig)
+
+
+class SelectionResource(dg.ConfigurableResource, SelectionConfig):
+    """How the named-entity-rich instances are selected (NER, corrections, rules, N)."""
+
+    def config(self) -> SelectionConfig:
+        return core_config(self, SelectionConfig)
+
+
 class StoreResource(dg.ConfigurableResource):
     """The DuckDB database file written by the assets."""
 
@@ -86,4 +102,6 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
         "store": StoreResource(database=str(settings.database_path)),
         "site": SiteResource(**settings.site.model_dump()),
         "hf_publish": HubPublishResource(**settings.publish.model_dump()),
+        "source_benchmark": SourceBenchmarkResource(**settings.construction.source.model_dump()),
+        "instance_selection": SelectionResource(**settings.construction.selection.model_dump()),
     }

@@ -1,7 +1,9 @@
 """Running the whole pipeline in one process: the asset graph materialised in a local Dagster
 instance, model after model (``cultivar demo`` and ``cultivar run``).
 
-Steps: register the selected models as partitions, materialise ``test_sets``, then
+Steps: register the selected models as partitions, materialise ``selected_instances`` (the
+named-entity-rich selection over the source benchmark's English side: for the demo, its own
+original sentences, every candidate kept) and ``test_sets``, then
 ``translations`` and ``scores`` for each model (one run per model, as a cluster would), then the
 ``leaderboard``. The Dagster instance lives in ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME``
 is set), so ``cultivar ui`` shows these runs afterwards. Translations are cached on disk: a second
@@ -81,13 +83,16 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
                                    f"{f' [{partition}]' if partition else ''} failed: "
                                    f"{message.strip()}")
 
-        say(f"[1/3] test sets ({settings.data.kind} data) -> {settings.database_path}")
+        say(f"[1/4] selection of named-entity-rich instances ({settings.construction.source.name}"
+            f" source benchmark, spaCy NER) -> {settings.database_path}")
+        materialise(["selected_instances"])
+        say(f"[2/4] test sets ({settings.data.kind} data) -> {settings.database_path}")
         materialise(["test_sets"])
         for number, model in enumerate(models, 1):
-            say(f"[2/3] model {number}/{len(models)}: {model.id} ({model.type}, "
+            say(f"[3/4] model {number}/{len(models)}: {model.id} ({model.type}, "
                 f"engine {model.engine}, prompt style {model.prompt_style})")
             materialise(["translations", "scores"], model.id, run_tags(model))
-        say("[3/3] leaderboard, per-locale ∆, rank agreement, reported figures, charts, the "
+        say("[4/4] leaderboard, per-locale ∆, rank agreement, reported figures, charts, the "
             "dataset folder (push: dry run unless configured) and the site")
         materialise(["leaderboard", "reported_results", "charts", "hf_dataset_folder",
                      "hf_dataset_push", "site"])

@@ -9,6 +9,15 @@ Example for a real evaluation (README, 'Configuration')::
     data: {kind: hub, flores: hub}
     metrics: {bleu_tokenize: flores200}
     models: ["suite:paper"]
+
+The ``construction`` section configures building Cultivar (:mod:`cultivar_assets.construction`):
+its ``source`` benchmark and the ``selection``. Without the section, the demo's (its original
+sentences, every candidate selected); with it, each part it leaves out takes that part's own
+defaults (the paper's: FLORES dev, 200 sentences)::
+
+    construction:
+      source: {kind: flores, path: ../shared/data/flores200, split: dev}
+      selection: {n: 200, corrections_file: corrections.yaml}
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cultivar_assets.construction.config import ConstructionConfig, demo_construction
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
@@ -44,6 +54,7 @@ class Settings(BaseModel):
     models: list[str] = ["suite:demo"]  # model ids or suite:<name>
     site: SiteConfig = Field(default_factory=SiteConfig)
     publish: PublishConfig = Field(default_factory=PublishConfig)
+    construction: ConstructionConfig = Field(default_factory=demo_construction)
 
     @property
     def database_path(self) -> Path:

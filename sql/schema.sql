@@ -259,3 +259,71 @@ CREATE TABLE IF NOT EXISTS raw.annotations (
     confirmed_at     TIMESTAMP,
     PRIMARY KEY (locale, instance_id)
 );
+
+-- Building Cultivar, named-entity-rich selection (paper §2.1; asset selected_instances). The
+-- tables hold the last selection run and are rewritten as a whole.
+CREATE TABLE IF NOT EXISTS raw.selection_runs (
+    fingerprint        VARCHAR NOT NULL,
+    source_name        VARCHAR NOT NULL,
+    source_description VARCHAR NOT NULL,
+    source_fingerprint VARCHAR NOT NULL,
+    is_demo            BOOLEAN NOT NULL,
+    spacy_version      VARCHAR NOT NULL,
+    pipeline           VARCHAR NOT NULL,
+    pipeline_version   VARCHAR NOT NULL,
+    counted_labels     VARCHAR[] NOT NULL,
+    config             VARCHAR NOT NULL,   -- JSON of the selection configuration
+    corrections_file   VARCHAR,
+    corrections_sha256 VARCHAR,
+    selection_file     VARCHAR,            -- the manual selection file, when one was given
+    selection_sha256   VARCHAR,
+    counts             VARCHAR NOT NULL,   -- JSON: the counts of the report
+    notes              VARCHAR[] NOT NULL,
+    created_at         TIMESTAMP NOT NULL
+);
+
+-- Every instance of the source benchmark with the selection's findings and decision.
+CREATE TABLE IF NOT EXISTS raw.selection_instances (
+    instance_id     INTEGER PRIMARY KEY,
+    english         VARCHAR NOT NULL,
+    domain          VARCHAR,
+    topic           VARCHAR,             -- as the source spells it
+    topic_terms     VARCHAR[] NOT NULL,  -- normalised (cultivar_assets/construction/rules.py)
+    n_entities      INTEGER NOT NULL,    -- counted entities after corrections
+    enough_entities BOOLEAN NOT NULL,    -- n_entities >= min_entities
+    excluded_by     VARCHAR[] NOT NULL,  -- rules that exclude it
+    candidate       BOOLEAN NOT NULL,    -- enough entities, no rule excludes it
+    selected        BOOLEAN NOT NULL,
+    selected_by     VARCHAR,             -- 'order' or 'manual'
+    selection_rank  INTEGER,             -- place in the order, or in the manual selection file
+    overrides       VARCHAR[] NOT NULL   -- what a manual selection overrode
+);
+
+CREATE TABLE IF NOT EXISTS raw.selection_entities (
+    instance_id INTEGER NOT NULL,
+    start_char  INTEGER NOT NULL,   -- character offsets into english, end exclusive
+    end_char    INTEGER NOT NULL,
+    text        VARCHAR NOT NULL,
+    label       VARCHAR NOT NULL,
+    origin      VARCHAR NOT NULL,   -- 'ner' (spaCy) or 'added' (corrections file)
+    removed     BOOLEAN NOT NULL,   -- a spaCy entity removed by the corrections file
+    counted     BOOLEAN NOT NULL,   -- kept and its label is counted
+    note        VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS raw.selection_rule_outcomes (
+    instance_id INTEGER NOT NULL,
+    rule        VARCHAR NOT NULL,
+    excluded    BOOLEAN NOT NULL,
+    value       DOUBLE,
+    detail      VARCHAR NOT NULL,
+    PRIMARY KEY (instance_id, rule)
+);
+
+-- The source sentences of the selected instances, for the localisation step.
+CREATE TABLE IF NOT EXISTS raw.selection_sources (
+    instance_id INTEGER NOT NULL,
+    language    VARCHAR NOT NULL,   -- FLORES+ code
+    source      VARCHAR NOT NULL,
+    PRIMARY KEY (instance_id, language)
+);

@@ -102,3 +102,27 @@ SELECT locale,
 FROM annotations
 GROUP BY locale
 ORDER BY locale;
+
+-- Building Cultivar: the named-entity-rich selection (paper §2.1).
+CREATE OR REPLACE VIEW selection_summary AS
+SELECT source_name, source_description, is_demo, spacy_version, pipeline, pipeline_version,
+       counted_labels, corrections_file, selection_file, counts, notes, fingerprint, created_at
+FROM raw.selection_runs;
+
+CREATE OR REPLACE VIEW selection_candidates AS
+SELECT * FROM raw.selection_instances ORDER BY instance_id;
+
+CREATE OR REPLACE VIEW selection_entities AS
+SELECT * FROM raw.selection_entities ORDER BY instance_id, start_char, removed;
+
+CREATE OR REPLACE VIEW selection_rule_outcomes AS
+SELECT * FROM raw.selection_rule_outcomes ORDER BY instance_id, rule;
+
+CREATE OR REPLACE VIEW selected_instances AS
+SELECT instance_id, selection_rank, selected_by, overrides, english, domain, topic, n_entities
+FROM raw.selection_instances WHERE selected ORDER BY instance_id;
+
+CREATE OR REPLACE VIEW selected_sources AS
+SELECT s.instance_id, s.language, s.source, i.english
+FROM raw.selection_sources s JOIN raw.selection_instances i USING (instance_id)
+ORDER BY s.instance_id, s.language;

@@ -169,7 +169,7 @@ def test_null_text_in_parquet_is_not_the_string_none(tmp_path):
     dev.mkdir()
     pq.write_table(pa.table({"id": [0, 1], "text": ["e0", "e1"]}), dev / "eng_Latn.parquet")
     pq.write_table(pa.table({"id": [0, 1], "text": [None, "d1"]}), dev / "deu_Latn.parquet")
-    with pytest.raises(DataError, match=r"rows \[0\] have no text"):
+    with pytest.raises(DataError, match=r"deu_Latn.parquet: id 0 has no text"):
         read_originals(LocalFlores(tmp_path), ["deu_Latn"], [0, 1])
 
 

@@ -1,0 +1,71 @@
+"""The selection over the real FLORES-200 dev set (skipped when ../shared/data/flores200 is absent).
+
+Runs spaCy NER over all 997 English dev sentences and the whole selection step with the default
+configuration, and prints the counts of the report (run with ``-s`` to see them). Timing is
+measured by ``benchmarks/bench_selection.py``, not asserted here.
+"""
+
+from __future__ import annotations
+
+import time
+
+import duckdb
+import pytest
+from data_helpers import shared_flores_dir
+
+from cultivar_assets.construction.build import build_selection
+from cultivar_assets.construction.config import NUMERIC_LABELS, SelectionConfig
+from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
+from cultivar_assets.store.database import Store
+
+PAPER_WITH_ENTITIES = 658  # paper §2.1: sentences with at least one named entity, after correction
+
+
+@pytest.mark.slow
+def test_selection_over_all_997_flores_dev_sentences(tmp_path):
+    source = SourceBenchmarkConfig(kind="flores", path=str(shared_flores_dir()))
+    started = time.perf_counter()
+    build = build_selection(source, SelectionConfig(review_dir=str(tmp_path / "review")),
+                            Store(tmp_path / "real.duckdb"), show_bar=False)
+    seconds = time.perf_counter() - started
+    result = build.result
+    counts = result.counts()
+    names_only = sum(1 for i in result.instances
+                     if any(not e.removed and e.label not in NUMERIC_LABELS for e in i.entities))
+    print(f"\nFLORES dev, {result.ner.pipeline} {result.ner.pipeline_version} (spaCy "
+          f"{result.ner.spacy_version}): {counts}; with ≥ 1 non-numeric entity: {names_only}; "
+          f"step {seconds:.1f} s (NER and choice {build.ner_seconds:.1f} s)")
+
+    assert counts["instances"] == 997
+    assert (counts["with_entities"] >= counts["with_enough_entities"] >= counts["candidates"]
+            >= counts["selected"] == 200)
+    assert counts["with_enough_entities"] - counts["candidates"] <= (
+        counts["excluded_by_numeral_share"] + counts["excluded_by_topic"])
+    # the basis of the default labels (construction/config.py): counting every label comes
+    # close to the paper's 658, counting only the non-numeric ones does not
+    assert abs(counts["with_entities"] - PAPER_WITH_ENTITIES) <= 0.03 * 997
+    assert abs(names_only - PAPER_WITH_ENTITIES) > abs(counts["with_entities"]
+                                                       - PAPER_WITH_ENTITIES)
+    with duckdb.connect(str(tmp_path / "real.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM selected_instances").fetchone()[0] == 200
+        assert con.execute("SELECT count(*) FROM selection_candidates").fetchone()[0] == 997
+        languages = con.execute("SELECT count(DISTINCT language) FROM selected_sources").fetchone()
+    assert languages[0] == 20  # every Cultivar source language but gom_Deva (not in FLORES-200)
+    assert build.review_page.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_selection_over_flores_devtest_a_second_source(tmp_path):
+    source = SourceBenchmarkConfig(kind="flores", path=str(shared_flores_dir()), split="devtest")
+    build = build_selection(source, SelectionConfig(review_dir=str(tmp_path / "review")),
+                            Store(tmp_path / "devtest.duckdb"), show_bar=False)
+    counts = build.result.counts()
+    print(f"\nFLORES devtest: {counts}")
+    assert build.result.source_name == "flores-devtest"
+    assert counts["instances"] == 1012 and counts["selected"] == 200
+    assert counts["without_topic"] < 10  # topics come from metadata_devtest.tsv
+    with duckdb.connect(str(tmp_path / "devtest.duckdb"), read_only=True) as con:
+        english = dict(con.execute("SELECT instance_id, english FROM selection_candidates "
+                                   "WHERE instance_id IN (0, 1011)").fetchall())
+    lines = (shared_flores_dir() / "devtest" / "eng_Latn.devtest").read_text("utf-8").splitlines()
+    assert english == {0: lines[0].strip(), 1011: lines[1011].strip()}
