@@ -439,3 +439,51 @@ CREATE TABLE IF NOT EXISTS raw.selection_sources (
     source      VARCHAR NOT NULL,
     PRIMARY KEY (instance_id, language)
 );
+
+-- Error analysis (paper §5, Table 5): the returned error-annotation files, one per locale, and
+-- one row per annotated translation (cultivar_assets/evaluation/error_file.py; its JSON Schema
+-- error_annotation.schema.json). Replaced as a whole by the error_analysis asset.
+CREATE TABLE IF NOT EXISTS raw.error_files (
+    locale                VARCHAR PRIMARY KEY,
+    task_id               VARCHAR NOT NULL,
+    annotator             VARCHAR NOT NULL,
+    tool_version          VARCHAR NOT NULL,
+    schema_version        INTEGER NOT NULL,
+    saved_at              TIMESTAMP NOT NULL,
+    file_name             VARCHAR NOT NULL,
+    file_sha256           VARCHAR,
+    is_demo               BOOLEAN NOT NULL,   -- the toolkit's bundled, illustrative demo files
+    n_items               INTEGER NOT NULL,
+    n_translation_changed INTEGER NOT NULL,   -- items whose stored translation differs (demo only)
+    ingested_at           TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS raw.error_annotations (
+    locale              VARCHAR NOT NULL,
+    instance_id         INTEGER NOT NULL,
+    model_id            VARCHAR NOT NULL,
+    item_key            VARCHAR NOT NULL,
+    system              VARCHAR NOT NULL,   -- what the page called the model ('system 2' when blind)
+    errors              VARCHAR[] NOT NULL, -- error type codes (evaluation/error_types.py), each once
+    note                VARCHAR NOT NULL,
+    done                BOOLEAN NOT NULL,
+    hypothesis_sha256   VARCHAR NOT NULL,   -- of the translation annotated
+    translation_matches BOOLEAN NOT NULL,   -- it equals the stored translation
+    updated_at          TIMESTAMP,
+    done_at             TIMESTAMP,
+    PRIMARY KEY (locale, instance_id, model_id)
+);
+
+-- The error analysis's configuration at the last ingest (one row): the outlier model of the
+-- second correlation and the sample's definition.
+CREATE TABLE IF NOT EXISTS raw.error_analysis_settings (
+    outlier_model   VARCHAR,
+    seed            VARCHAR NOT NULL,
+    n_instances     INTEGER,            -- per locale; NULL: all
+    locales         VARCHAR[] NOT NULL,
+    models          VARCHAR[],          -- NULL: every model on the leaderboard
+    blind           BOOLEAN NOT NULL,
+    annotations_dir VARCHAR,
+    n_files         INTEGER NOT NULL,
+    ingested_at     TIMESTAMP NOT NULL
+);

@@ -196,3 +196,78 @@ CREATE OR REPLACE VIEW selected_sources AS
 SELECT s.instance_id, s.language, s.source, i.english
 FROM raw.selection_sources s JOIN raw.selection_instances i USING (instance_id)
 ORDER BY s.instance_id, s.language;
+
+-- Error analysis (paper §5): one row per annotated translation, with its file's annotator.
+CREATE OR REPLACE VIEW error_annotations AS
+SELECT a.locale, a.instance_id, a.model_id, a.system, a.errors, a.note, a.done,
+       a.translation_matches, a.hypothesis_sha256, a.updated_at, a.done_at,
+       f.annotator, f.task_id, f.is_demo
+FROM raw.error_annotations a JOIN raw.error_files f USING (locale)
+ORDER BY a.locale, a.instance_id, a.model_id;
+
+CREATE OR REPLACE VIEW error_files AS
+SELECT locale, task_id, annotator, is_demo, n_items, n_translation_changed, file_name,
+       file_sha256, tool_version, schema_version, saved_at, ingested_at
+FROM raw.error_files ORDER BY locale;
+
+-- Paper, Table 5: per model and locale, how many annotated translations show each error type
+-- (a type counts once per translation); totals over the four locale-specific types, the five
+-- general ones and all nine; BLEU = the model's instance-paired Cultivar BLEU of the locale
+-- (model_locale_deltas, the leaderboard's signature). n_translations: translations annotated.
+CREATE OR REPLACE VIEW error_table5 AS
+WITH counts AS (
+    SELECT a.model_id, a.locale,
+           count(*)::INTEGER AS n_translations,
+           count(*) FILTER (list_contains(a.errors, 'NE'))::INTEGER AS ne,
+           count(*) FILTER (list_contains(a.errors, 'PY'))::INTEGER AS py,
+           count(*) FILTER (list_contains(a.errors, 'IC'))::INTEGER AS ic,
+           count(*) FILTER (list_contains(a.errors, 'NU'))::INTEGER AS nu,
+           count(*) FILTER (list_contains(a.errors, 'MT'))::INTEGER AS mt,
+           count(*) FILTER (list_contains(a.errors, 'OM'))::INTEGER AS om,
+           count(*) FILTER (list_contains(a.errors, 'AD'))::INTEGER AS ad,
+           count(*) FILTER (list_contains(a.errors, 'UT'))::INTEGER AS ut,
+           count(*) FILTER (list_contains(a.errors, 'RF'))::INTEGER AS rf,
+           count(*) FILTER (NOT a.translation_matches)::INTEGER AS n_translation_changed
+    FROM raw.error_annotations a GROUP BY a.model_id, a.locale
+)
+SELECT c.model_id, c.locale, l.language, c.ne, c.py, c.ic, c.nu,
+       (c.ne + c.py + c.ic + c.nu) AS locale_specific_total,
+       (c.mt + c.om + c.ad + c.ut + c.rf) AS general_total,
+       (c.ne + c.py + c.ic + c.nu + c.mt + c.om + c.ad + c.ut + c.rf) AS total,
+       d.cultivar_bleu AS bleu, c.mt, c.om, c.ad, c.ut, c.rf, c.n_translations,
+       c.n_translation_changed, f.annotator, f.is_demo
+FROM counts c JOIN raw.locales l USING (locale) JOIN raw.error_files f USING (locale)
+LEFT JOIN raw.model_locale_deltas d USING (model_id, locale)
+ORDER BY c.locale, c.model_id;
+
+-- Pearson r between BLEU and the total error count per language, over every (model, locale)
+-- cell of the language in Table 5 (the paper's r_incl = −0.64 and r_excl = −0.86 for Chinese
+-- are these over its 10 models × 3 locales); "excluding": without the configured outlier model.
+-- NULL (undefined) with fewer than 3 cells, or when BLEU or the total is the same in every cell.
+CREATE OR REPLACE VIEW error_correlations AS
+WITH cells AS (
+    SELECT t.language, t.model_id, t.locale, t.total, t.bleu, s.outlier_model,
+           t.model_id IS NOT DISTINCT FROM s.outlier_model AS is_outlier
+    FROM error_table5 t LEFT JOIN raw.error_analysis_settings s ON true
+    WHERE t.bleu IS NOT NULL
+), coefficients AS (
+    SELECT language, corr(bleu, total) AS r_all, count(*)::INTEGER AS n_all,
+           any_value(outlier_model) AS outlier_model,
+           corr(bleu, total) FILTER (NOT is_outlier) AS r_rest,
+           count(*) FILTER (NOT is_outlier)::INTEGER AS n_rest,
+           bool_or(is_outlier) AS outlier_present,
+           count(DISTINCT model_id)::INTEGER AS n_models,
+           count(DISTINCT locale)::INTEGER AS n_locales
+    FROM cells GROUP BY language
+)
+SELECT language,
+       CASE WHEN n_all >= 3 AND NOT isnan(r_all) THEN r_all END AS r_including,
+       n_all AS n_including, outlier_model,
+       CASE WHEN outlier_model IS NOT NULL AND n_rest >= 3 AND NOT isnan(r_rest) THEN r_rest END
+           AS r_excluding,
+       CASE WHEN outlier_model IS NOT NULL THEN n_rest END AS n_excluding,
+       outlier_present, n_models, n_locales
+FROM coefficients ORDER BY language;
+
+CREATE OR REPLACE VIEW error_analysis_settings AS
+SELECT * FROM raw.error_analysis_settings;

@@ -7,11 +7,25 @@ human error analysis.
   Tables 2-4 with intervals, ranks and contamination flags (``aggregate``);
 - :mod:`~cultivar_assets.evaluation.contamination`: the same rules on the paper's reported
   Table 3;
-- ``error_*`` modules: the error analysis of §5 (Table 5): the sample, the annotation page, the
-  returned files and the table.
+- ``error_*`` modules: the error analysis of §5 (Table 5): the configuration, the sample, the
+  annotation page, the returned files, the ingest and the table (``error_analysis``).
+
+The names below are imported on first use, so that reading the settings (which import
+``error_config``) does not import the scoring code.
 """
 
-from cultivar_assets.evaluation.aggregates import Aggregates, AggregationError, aggregate
-from cultivar_assets.evaluation.model_scores import ModelScores, score_model
+from __future__ import annotations
 
-__all__ = ["Aggregates", "AggregationError", "ModelScores", "aggregate", "score_model"]
+from importlib import import_module
+
+_EXPORTS = {
+    "Aggregates": "aggregates", "AggregationError": "aggregates", "aggregate": "aggregates",
+    "ModelScores": "model_scores", "score_model": "model_scores",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
