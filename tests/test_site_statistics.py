@@ -54,6 +54,8 @@ def test_the_leaderboard_shows_intervals_ranks_and_flags(site):
     # the reported Table 3's rules: what could not be applied, and why
     assert "no per-locale ∆ in the data" in page
     assert "The Average row: each column's mean over the models evaluated here" in page
+    assert "rank 6 delta_outlier_bleu" in page  # the memoriser's rank and first flag
+    assert page.count("6 / 4 / 6 / 6 / 6") == 6  # every model's n: pairs, languages, locales
 
 
 def test_the_locales_page_shows_table4_averages_agreement_ns_and_table5(site):
