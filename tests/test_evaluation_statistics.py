@@ -335,3 +335,30 @@ def test_mixed_signatures_are_refused_and_leave_the_tables_unchanged(aggregated,
     with pytest.raises(AggregationError, match="never mixed in one table"):
         aggregate(store, config=CONFIG)
     assert rows(store, "SELECT * FROM leaderboard") == before
+
+
+def test_the_arrow_readers_equal_the_row_readers(aggregated):
+    """The aggregation reads statistics and recall counts as Arrow tables; the result is the
+    same as the row-by-row readers'."""
+    from cultivar_assets.metrics.segment_stats import (
+        recall_from_rows,
+        recall_from_table,
+        stats_from_rows,
+        stats_from_table,
+    )
+
+    store = aggregated[0]
+    by_rows = stats_from_rows(store.query("all_segment_stats"))
+    by_table = stats_from_table(store.arrow("all_segment_stats"))
+    assert by_rows.keys() == by_table.keys() == {"bleu", "chrf"}
+    for metric, table in by_rows.items():
+        assert table.keys() == by_table[metric].keys() and len(table) == 6 * 10
+        for key, stats in table.items():
+            assert np.array_equal(stats.ids, by_table[metric][key].ids)
+            assert np.array_equal(stats.stats, by_table[metric][key].stats)
+    recall_rows = recall_from_rows(store.query("all_word_recall"))
+    recall_table = recall_from_table(store.arrow("all_word_recall"))
+    assert recall_rows.keys() == recall_table.keys() and len(recall_rows) == 6 * 6
+    for key, counts in recall_rows.items():
+        assert np.array_equal(counts.ids, recall_table[key].ids)
+        assert np.array_equal(counts.counts, recall_table[key].counts)

@@ -21,8 +21,8 @@ from cultivar_assets.metrics.bootstrap import paired_bootstrap
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.ranks import rank_sentence
 from cultivar_assets.metrics.sacrebleu_metrics import METRIC_NAMES, MetricConfig
-from cultivar_assets.metrics.segment_stats import recall_from_rows, stats_from_table
-from cultivar_assets.metrics.word_recall import InstanceRecall, locale_rates
+from cultivar_assets.metrics.segment_stats import recall_from_table, stats_from_table
+from cultivar_assets.metrics.word_recall import rates_from_sums
 from cultivar_assets.store.database import Step, Store
 from cultivar_assets.store.records import dataset_fingerprint
 
@@ -116,19 +116,18 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     chosen = set(model_ids)
     locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
     stats = _read_statistics(store, rows, chosen)
-    recall_rows = [r for r in store.query("all_word_recall") if r["model_id"] in chosen]
+    recall = {key: counts for key, counts in recall_from_table(
+        store.arrow("all_word_recall")).items() if key[0] in chosen}
     bootstrap = config.bootstrap_config()
-    result = paired_bootstrap(stats, model_ids, locales, recall_from_rows(recall_rows),
-                              bootstrap, progress=progress)
+    result = paired_bootstrap(stats, model_ids, locales, recall, bootstrap, progress=progress)
     tables = statistics_tables(result, config.flag_config(), signatures,
                                consistent.get("bleu", ("", None))[1])
 
-    recall_table = []
-    for model in model_ids:
-        recall = [InstanceRecall(**{k: v for k, v in r.items() if k != "model_id"})
-                  for r in recall_rows if r["model_id"] == model]
-        recall_table += [{"model_id": model, "locale": locale, **asdict(r)}
-                         for locale, r in sorted(locale_rates(recall).items())]
+    recall_table = [  # per (model, locale): word_recall.locale_rates from the summed counts
+        {"model_id": model, "locale": locale,
+         **asdict(rates_from_sums(*(int(x) for x in counts.counts.sum(axis=0)),
+                                  len(counts.ids)))}
+        for (model, locale), counts in sorted(recall.items())]
     settings = {
         "n_replicates": bootstrap.n_replicates, "seed": bootstrap.seed,
         "confidence": bootstrap.confidence, "n_instances": result.n_instances,

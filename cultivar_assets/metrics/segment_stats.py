@@ -108,41 +108,56 @@ def stats_from_rows(rows: Iterable[Mapping]) -> dict[str, dict[tuple[str, str], 
     return result
 
 
-def stats_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
-    """Like :func:`stats_from_rows`, from a ``pyarrow.Table`` with the same columns
-    (``model_id, test_set, segment_id, metric, stats``; ``stats`` a list of integers)."""
-    import pyarrow as pa
+def _groups(table, columns: tuple[str, ...]):
+    """(key values, row positions) per distinct combination of ``columns`` of an Arrow table."""
     import pyarrow.compute as pc
 
-    if table.num_rows == 0:
-        return {}
-    keys = [table.column(c).combine_chunks() for c in ("metric", "model_id", "test_set")]
     codes = []
-    for column in keys:
-        encoded = pc.dictionary_encode(column)
+    for name in columns:
+        encoded = pc.dictionary_encode(table.column(name).combine_chunks())
         codes.append((encoded.dictionary.to_pylist(), encoded.indices.to_numpy()))
     order = np.lexsort([c[1] for c in reversed(codes)])
     group = np.stack([c[1][order] for c in codes], axis=1)
     starts = np.flatnonzero(np.r_[True, (np.diff(group, axis=0) != 0).any(axis=1)])
     ends = np.r_[starts[1:], len(order)]
-    ids = table.column("segment_id").to_numpy()[order]
+    for start, end in zip(starts, ends, strict=True):
+        yield tuple(codes[k][0][group[start, k]] for k in range(len(columns))), order[start:end]
+
+
+def recall_from_table(table) -> dict[tuple[str, str], RecallCounts]:
+    """Like :func:`recall_from_rows`, from a ``pyarrow.Table`` with the same columns."""
+    if table.num_rows == 0:
+        return {}
+    ids = table.column("segment_id").to_numpy()
+    counts = np.column_stack([table.column(c).to_numpy() for c in RECALL_COLUMNS])
+    return {key: RecallCounts.build(ids[rows], counts[rows], f"word recall of {key[0]} on "
+                                                           f"{key[1]}")
+            for key, rows in _groups(table, ("model_id", "locale"))}
+
+
+def stats_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
+    """Like :func:`stats_from_rows`, from a ``pyarrow.Table`` with the same columns
+    (``model_id, test_set, segment_id, metric, stats``; ``stats`` a list of integers)."""
+    import pyarrow as pa
+
+    if table.num_rows == 0:
+        return {}
+    ids = table.column("segment_id").to_numpy()
     lists = table.column("stats").combine_chunks()
     if not isinstance(lists, pa.ListArray | pa.LargeListArray):
         raise StatsError(f"the stats column must hold lists of integers, not {lists.type}")
     offsets = lists.offsets.to_numpy()
     values = lists.values.to_numpy(zero_copy_only=False)
-    lengths = np.diff(offsets)[order]
-    begins = offsets[:-1][order]
+    lengths = np.diff(offsets)
     result: dict[str, dict[tuple[str, str], SegmentStats]] = {}
-    for start, end in zip(starts, ends, strict=True):
-        metric, model, test_set = (codes[k][0][group[start, k]] for k in range(3))
+    for (metric, model, test_set), rows in _groups(table, ("metric", "model_id", "test_set")):
         name = f"{metric} statistics of {model} on {test_set}"
-        width = lengths[start:end]
+        width = lengths[rows]
         if (width != width[0]).any():
             raise StatsError(f"{name}: rows of different lengths {sorted(set(width.tolist()))}")
-        at = begins[start:end, None] + np.arange(width[0])
+        at = offsets[:-1][rows][:, None] + np.arange(width[0])
         result.setdefault(metric, {})[(model, test_set)] = SegmentStats.build(
-            ids[start:end], values[at], name)
+            ids[rows], values[at], name)
     return result
 
 
