@@ -60,7 +60,7 @@ def test_definitions_load():
                     "reported_results", "error_annotation_tool", "error_analysis", "charts",
                     "hf_dataset_folder", "hf_dataset_push", "site"}
     assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
-                                          "build_benchmark", "error_analysis"}
+                                          "build_benchmark", "analyse_errors"}
 
 
 def test_assets_materialise_and_rematerialising_replaces_rows(settings):

@@ -36,7 +36,7 @@ build_benchmark_job = dg.define_asset_job(
 )
 
 error_analysis_job = dg.define_asset_job(
-    "error_analysis",
+    "analyse_errors",  # not "error_analysis": a job may not share its name with an asset's op
     selection=dg.AssetSelection.assets(error_annotation_tool, error_analysis),
     description="The error analysis (paper §5): build the annotation pages of the sample, then "
                 "Table 5 from the returned files.",
