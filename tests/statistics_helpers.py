@@ -12,6 +12,9 @@ matters.
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,9 +45,25 @@ def drop_words(text: str, k: int) -> str:
     return " ".join(w for i, w in enumerate(text.split(), 1) if i % k)
 
 
+_BUILT: dict[tuple, Path] = {}  # one build per test process and arguments, copied to callers
+
+
 def build_statistics_store(path: Path, cache: Path, drop_ids=DROPPED_IDS,
                            config: MetricConfig | None = None) -> tuple[Store, BenchmarkData]:
-    """The store with the six systems translated and scored (not yet aggregated)."""
+    """The store with the six systems translated and scored (not yet aggregated), at ``path``.
+    Built once per test process (and arguments), then copied."""
+    key = (tuple(drop_ids), None if config is None else config.model_dump_json())
+    if key not in _BUILT:
+        folder = Path(tempfile.mkdtemp(prefix="statistics-store-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _build(folder / "built.duckdb", cache, drop_ids, config)
+        _BUILT[key] = folder / "built.duckdb"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_BUILT[key], path)
+    return Store(path), demo_with_a_short_locale(drop_ids)
+
+
+def _build(path: Path, cache: Path, drop_ids, config: MetricConfig | None) -> None:
     data = demo_with_a_short_locale(drop_ids)
     store = Store(path)
     fingerprint = write_dataset(store, data)
@@ -71,4 +90,3 @@ def build_statistics_store(path: Path, cache: Path, drop_ids=DROPPED_IDS,
                            fingerprint)
     for model in MODELS:
         score_model(store, model, config or MetricConfig(bleu_tokenize="13a"))
-    return store, data
