@@ -265,7 +265,7 @@ def test_a_damaged_translation_cache_is_named(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "copy-source-baseline.sqlite").write_bytes(b"garbage" * 1000)
-    with pytest.raises(TranslationCacheError, match="copy-source-baseline.sqlite cannot be used"):
+    with pytest.raises(TranslationCacheError, match=r"copy-source-baseline\.sqlite cannot be used"):
         translate(load_models().get("copy-source-baseline"),
                   load_benchmark(DataConfig()).test_sets(), cache_dir=cache,
                   show_progress_bar=False)
