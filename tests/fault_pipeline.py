@@ -14,35 +14,39 @@ import sys
 from pathlib import Path
 
 
-def run(database: Path, cache: Path) -> None:
-    from cultivar_assets.data.sources import DataConfig, load_benchmark
-    from cultivar_assets.evaluation import aggregate, score_model
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+def translate_two_systems(store, fingerprint: str, cache: Path):
+    """The copy baseline and a second system (the reference with every third word dropped),
+    translated and stored; returns their TranslationRuns."""
     from cultivar_assets.models import load_models
-    from cultivar_assets.store.database import Store
-    from cultivar_assets.store.records import (
-        read_test_sets,
-        write_dataset,
-        write_reported_results,
-        write_translations,
-    )
+    from cultivar_assets.store.records import read_test_sets, write_translations
     from cultivar_assets.translation import TranslationRow, TranslationRun, translate
 
-    store = Store(database)
-    fingerprint = write_dataset(store, load_benchmark(DataConfig()))
-    registry = load_models()
-    copy = translate(registry.get("copy-source-baseline"), read_test_sets(store),
+    copy = translate(load_models().get("copy-source-baseline"), read_test_sets(store),
                      cache_dir=cache, show_progress_bar=False)
     write_translations(store, copy, fingerprint)
     rows = [TranslationRow("drop-words", r.test_set, r.segment_id, r.source, r.reference,
                            " ".join(w for i, w in enumerate(r.reference.split()) if i % 3),
                            r.reference, ()) for r in copy.rows]
     spec = copy.model.model_copy(update={"id": "drop-words", "type": "LLM", "family": "Test"})
-    write_translations(store, TranslationRun(spec, "f", copy.info, "h", rows, 0, 0, 0.0),
-                       fingerprint)
+    second = TranslationRun(spec, "f", copy.info, "h", rows, 0, 0, 0.0)
+    write_translations(store, second, fingerprint)
+    return copy, second
+
+
+def run(database: Path, cache: Path) -> None:
+    from cultivar_assets.data.sources import DataConfig, load_benchmark
+    from cultivar_assets.evaluation import aggregate, score_model
+    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.models import load_models
+    from cultivar_assets.store.database import Store
+    from cultivar_assets.store.records import write_dataset, write_reported_results
+
+    store = Store(database)
+    translate_two_systems(store, write_dataset(store, load_benchmark(DataConfig())), cache)
     for model in ("copy-source-baseline", "drop-words"):
         score_model(store, model, MetricConfig(bleu_tokenize="13a"))
     aggregate(store)
+    registry = load_models()
     write_reported_results(store, [registry.get(m) for m in registry])
 
 

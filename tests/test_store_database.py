@@ -251,26 +251,16 @@ def test_views_agree_with_values_computed_independently(tmp_path, demo):
     """Two systems through the real translate -> score -> aggregate path; every view value is
     recomputed here from the raw text with sacreBLEU and plain Python."""
     import sacrebleu
+    from fault_pipeline import translate_two_systems
 
     from cultivar_assets.evaluation import aggregate, score_model
     from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
-    from cultivar_assets.models import load_models
-    from cultivar_assets.store.records import write_translations
-    from cultivar_assets.translation import TranslationRow, TranslationRun, translate
 
     store = Store(tmp_path / "views.duckdb")
     fingerprint = write_dataset(store, demo)
     test_sets = read_test_sets(store)
-    copy = translate(load_models().get("copy-source-baseline"), test_sets,
-                     cache_dir=tmp_path / "cache", show_progress_bar=False)
-    write_translations(store, copy, fingerprint)
-    # a second system: the reference with every third word dropped
-    second = [TranslationRow("drop-words", r.test_set, r.segment_id, r.source, r.reference,
-                             " ".join(w for i, w in enumerate(r.reference.split()) if i % 3),
-                             r.reference, ()) for r in copy.rows]
-    spec = copy.model.model_copy(update={"id": "drop-words", "type": "LLM", "family": "Test"})
-    write_translations(store, TranslationRun(spec, "f", copy.info, "h", second, 0, 0, 0.0),
-                       fingerprint)
+    copy, run = translate_two_systems(store, fingerprint, tmp_path / "cache")
+    second = run.rows
     for model in ("copy-source-baseline", "drop-words"):
         score_model(store, model, MetricConfig(bleu_tokenize="13a"))
     aggregate(store)
