@@ -61,6 +61,12 @@ def _check_consistency(rows: list[dict], fingerprint: str) -> dict[str, tuple[st
             f"scores of {', '.join(stale)} were computed on another version of the data; "
             "re-materialise their translations and scores"
         )
+    outdated = sorted({r["model_id"] for r in rows if not r["current"]})
+    if outdated:
+        raise AggregationError(
+            f"scores of {', '.join(outdated)} were computed from earlier translations; "
+            "materialise their scores"
+        )
     found_by_metric: dict[str, tuple[str, str | None]] = {}
     for metric in METRIC_NAMES:
         found: dict[tuple[str, str | None], set[str]] = {}
