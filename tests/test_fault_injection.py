@@ -19,7 +19,8 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 # values that depend on when or how fast a run went, not on what it computed
-VOLATILE = {"loaded_at", "finished_at", "seconds", "ingested_at", "created_at", "n_generated",
+VOLATILE = {"loaded_at", "finished_at", "seconds", "ingested_at", "created_at", "computed_at",
+            "n_generated",
             "n_cached"}
 
 
