@@ -72,8 +72,8 @@ def fill(store: Store, n_models: int, n_ids: int, seed: int = 7) -> None:
                 rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id,
                                            segment.source, segment.reference, hypothesis,
                                            hypothesis, ()))
-        run = TranslationRun(spec, EngineInfo("copy-source", "synthetic", None, None), "0" * 64,
-                             rows, len(rows), 0, 0.0)
+        run = TranslationRun(spec, "0" * 64, EngineInfo("copy-source", "synthetic", None, None),
+                             "0" * 64, rows, len(rows), 0, 0.0)
         write_translations(store, run, fingerprint)
         scores = [{"model_id": spec.id, "test_set": t.name, "metric": metric,
                    "score": rng.uniform(10, 60), "signature": f"synthetic {metric}",

@@ -10,12 +10,15 @@ vendored JavaScript with its licences) are copied next to the pages, never loade
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from cultivar_assets.paths import resource_dir
 from cultivar_assets.tables import format_value
@@ -29,8 +32,10 @@ def model_slug(model_id: str) -> str:
     return f"{clean or 'model'}-{hashlib.sha1(model_id.encode()).hexdigest()[:8]}"
 
 
+@cache
 def environment() -> jinja2.Environment:
-    """The Jinja2 environment of every page (autoescaping, strict undefined, shared filters)."""
+    """The Jinja2 environment of every page (autoescaping, strict undefined, shared filters);
+    one per process, so templates are compiled once (the loader reloads changed files)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("site") / "templates")),
         autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
@@ -40,7 +45,32 @@ def environment() -> jinja2.Environment:
     )
     env.filters["fmt"] = lambda value, digits=2: format_value(value, digits=digits)
     env.filters["slug"] = model_slug
+    env.filters["num"] = num_cell
+    env.filters["num_interval"] = interval_cell
     return env
+
+
+def num_cell(value: Any, digits: int = 2) -> Markup:
+    """A numeric table cell: the formatted value, the exact one in ``data-value`` (sorting)."""
+    exact = "" if value is None else escape(value)
+    return Markup(f'<td class="num" data-value="{exact}">'
+                  f'{escape(format_value(value, digits=digits))}</td>')
+
+
+def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
+    """A numeric cell with its 95 % interval where ``row`` has ``<key>_low`` and ``<key>_high``,
+    and a mark where ``<key>_excludes_zero`` is true."""
+    key, digits = column["key"], column["digits"]
+    value, low, high = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
+    exact = "" if value is None else escape(value)
+    text = escape(format_value(value, digits=digits))
+    if low is not None and high is not None:
+        text += Markup(' <span class="interval">[{}, {}]</span>').format(
+            format_value(low, digits=digits), format_value(high, digits=digits))
+    if row.get(f"{key}_excludes_zero"):
+        text += Markup(' <span class="excludes-zero" title="the 95 % interval excludes 0">'
+                       '◆</span>')
+    return Markup(f'<td class="num" data-value="{exact}">{text}</td>')
 
 
 def static_dir() -> Path:
@@ -80,6 +110,24 @@ class PageWriter:
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
+        self.counted(target)
+
+    def link(self, source: Path, path: str) -> None:
+        """Put ``source`` at ``path`` as a hard link (instant; same file system), else a copy.
+
+        For files that are never written again in place: the previous build's unchanged files,
+        caches of fetched or generated files.
+        """
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copyfile(source, target)
+        self.counted(target)
+
+    def counted(self, target: Path) -> None:
+        """Count a file written under ``root`` by other means."""
         self.files += 1
         self.bytes += target.stat().st_size
 

@@ -83,6 +83,36 @@ def _execute(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) 
     return result
 
 
+class Reader:
+    """Named queries on one open read-only connection (see :meth:`Store.reader`)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        for statement in duckdb.extract_statements(statement_text("reader_session")):
+            con.execute(statement)
+
+    def _cursor(self, name: str, params: dict[str, Any]):
+        return _run(self.con, duckdb.extract_statements(statement_text(name))[-1], params)
+
+    def rows(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        cursor = self._cursor(name, params)
+        columns = [d[0] for d in cursor.description]
+        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+    def _relation(self, name: str, params: dict[str, Any]) -> duckdb.DuckDBPyRelation:
+        statement = duckdb.extract_statements(statement_text(name))[-1]
+        used = {k: params[k] for k in statement.named_parameters}
+        return self.con.sql(statement.query, params=used or None)
+
+    def arrow(self, name: str, **params: Any) -> pa.Table:
+        return self._relation(name, params).to_arrow_table()
+
+    def batches(self, name: str, batch_rows: int = 100_000,
+                **params: Any) -> Iterator[pa.RecordBatch]:
+        """The result as Arrow record batches (for results too large to hold at once)."""
+        yield from self._relation(name, params).to_arrow_reader(batch_rows)
+
+
 class Store:
     """A Cultivar DuckDB database at ``path``."""
 
@@ -151,6 +181,12 @@ class Store:
             except Exception:
                 con.rollback()
                 raise
+
+    @contextmanager
+    def reader(self) -> Iterator[Reader]:
+        """One read-only connection for many named queries (cheaper than :meth:`query` each)."""
+        with self.connect(read_only=True) as con:
+            yield Reader(con)
 
     def stream(self, name: str, batch_rows: int = 20_000,
                **params: Any) -> Iterator[dict[str, Any]]:
