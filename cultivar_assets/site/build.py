@@ -57,6 +57,7 @@ from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.pages import PageWriter, model_slug
 from cultivar_assets.site.query_engine import query_engine_for_build
+from cultivar_assets.site.svg_worker import SvgJob
 from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.sqlfiles import statement_text
 from cultivar_assets.store.database import Reader, Store
@@ -255,6 +256,13 @@ class _Build:
 
     # ---- the build -----------------------------------------------------------------------
     def write(self, work: Path) -> None:
+        self.svg_job = SvgJob([])
+        try:
+            self._write(work)
+        finally:
+            self.svg_job.cancel()
+
+    def _write(self, work: Path) -> None:
         self._read()
         signatures = sorted({(r["bleu_signature"], r["chrf_signature"],
                               r["bleu_tokenizer_sha256"]) for r in self.leaderboard}, key=repr)
@@ -278,6 +286,8 @@ class _Build:
         self._translations()
         self.say("pages")
         self._pages()
+        self.say("chart SVGs")
+        self._chart_svgs()
         self.manifest["notes"] = self.notes
 
     def _static(self) -> None:
@@ -288,6 +298,8 @@ class _Build:
                 self.writer.link(path, f"static/query/{path.name}")
 
     def _charts(self) -> None:
+        """Chart specs (shards, JSON) now; SVGs of changed specs in a child process (collected
+        by :meth:`_chart_svgs`), unchanged ones from the previous build."""
         from cultivar_assets.site import charts
 
         if self.charts_dir is not None:
@@ -297,6 +309,7 @@ class _Build:
                                            self.locale_deltas)
         old = self.previous.get("charts", {})
         self.manifest["charts"] = hashes = {}
+        pending = []
         for entry in entries:
             chart_id = entry["id"]
             hashes[chart_id] = digest = charts.spec_hash(entry["spec"])
@@ -309,8 +322,14 @@ class _Build:
             elif old.get(chart_id) == digest and (self.out_dir / svg).is_file():
                 self.writer.link(self.out_dir / svg, svg)
             else:
-                self.writer.text(svg, charts.to_svg(entry["spec"]))
+                pending.append(entry)
+        self.svg_paths = [f"charts/{entry['id']}.svg" for entry in pending]
+        self.svg_job = SvgJob([entry["spec"] for entry in pending])
         self.chart_entries = [{k: v for k, v in e.items() if k != "spec"} for e in entries]
+
+    def _chart_svgs(self) -> None:
+        for path, svg in zip(self.svg_paths, self.svg_job.result(), strict=True):
+            self.writer.text(path, svg)
 
     def _published(self) -> None:
         for name, table in self.published.items():
@@ -459,11 +478,23 @@ class _Build:
             deltas_by_locale[row["locale"]].append(row)
             deltas_by_model[row["model_id"]].append(row)
         slugs = {m: e["slug"] for m, e in self.manifest["models"].items()}
+        self.manifest["fragments"] = fragments = {}
         for locale in self.present_locales:
             rows = sorted(deltas_by_locale[locale], key=lambda r: -(r["delta_bleu"] or 0))
-            w.page(f"locales/{locale}.html", "locale.html.j2", locale=self.locale_info[locale],
-                   entries=_locale_entries(self.locale_payloads[locale]), deltas=rows,
-                   provenance=self.annotations.get(locale, {}), model_slugs=slugs,
+            path = f"locales/{locale}.html"
+            provenance = self.annotations.get(locale, {})
+            fragments[locale] = key = hashlib.sha256(json.dumps(
+                [self.key, _template_digest("locale.html.j2", "macros.html.j2"),
+                 sorted(provenance.items())], default=str).encode()).hexdigest()
+            old = self.out_dir / path
+            reused = (_between(old.read_text("utf-8"), INSTANCES_MARKERS)
+                      if self.previous.get("fragments", {}).get(locale) == key
+                      and old.is_file() else None)
+            w.page(path, "locale.html.j2", locale=self.locale_info[locale],
+                   entries=[] if reused is not None else _locale_entries(
+                       self.locale_payloads[locale]),
+                   instances_html=reused, n_instances=len(self.instance_ids[locale]),
+                   deltas=rows, provenance=provenance, model_slugs=slugs,
                    downloads={"deltas": self._table(f"locales/{locale}.deltas", rows)})
         by_model: dict[str, dict[str, list[dict]]] = {
             name: defaultdict(list) for name in ("scores", "recall", "cleaning")}
@@ -595,6 +626,25 @@ def leaderboard_columns(rows: list[dict], reported: bool = False) -> list[dict]:
              "interval": f"{key}_low" in present and f"{key}_high" in present,
              "excludes_zero": f"{key}_excludes_zero" in present, "reported": reported}
             for key, label, digits, title in columns]
+
+
+INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
+
+
+def _between(text: str, markers: tuple[str, str]) -> Markup | None:
+    """The HTML between two markers of a page this build wrote before (data is escaped, so no
+    text from the data can contain a marker)."""
+    start, end = text.find(markers[0]), text.find(markers[1])
+    if start < 0 or end < start or text.count(markers[0]) != 1:
+        return None
+    return Markup(text[start + len(markers[0]):end])
+
+
+def _template_digest(*names: str) -> str:
+    from cultivar_assets.paths import resource_dir
+
+    folder = resource_dir("site") / "templates"
+    return hashlib.sha256(b"".join((folder / n).read_bytes() for n in names)).hexdigest()
 
 
 def _locale_entries(payload: dict) -> list[dict]:

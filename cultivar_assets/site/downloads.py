@@ -108,15 +108,18 @@ def public_output(test_set: str, hypothesis: str, raw: str | None, source: str |
                   show_originals: bool) -> tuple[str, str | None]:
     """(hypothesis, raw) as published: an output that repeats a hidden FLORES source is hidden.
 
-    FLORES text is the source and reference of a ``flores_*`` segment; an output equal to that
-    source (the copy baseline's, or a model that echoes its input) would re-host it.
+    FLORES text is the source and reference of a ``flores_*`` segment; an output that contains
+    that source whole (the copy baseline's, or a model that echoes its input inside other text)
+    would re-host it, so it is replaced by :data:`HIDDEN_OUTPUT`.
     """
     if show_originals or not test_set.startswith("flores_") or source is None:
         return hypothesis, raw
     stripped = source.strip()
-    if hypothesis.strip() == stripped:
+    if not stripped:
+        return hypothesis, raw
+    if stripped in hypothesis:
         hypothesis = HIDDEN_OUTPUT
-    if raw is not None and raw.strip() == stripped:
+    if raw is not None and stripped in raw:
         raw = HIDDEN_OUTPUT
     return hypothesis, raw
 

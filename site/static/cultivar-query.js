@@ -30,11 +30,18 @@
     return;
   }
 
+  // The bytes of a .gz file, decompressed here unless the web server already did (some send
+  // .gz files with Content-Encoding: gzip, and the browser then decodes them itself).
   function gunzip(url) {
     return fetch(url).then(function (response) {
       if (!response.ok) { throw new Error("could not load " + url + " (" + response.status + ")"); }
-      return new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
-    }).then(function (buffer) { return new Uint8Array(buffer); });
+      return response.arrayBuffer();
+    }).then(function (buffer) {
+      var bytes = new Uint8Array(buffer);
+      if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b) { return bytes; }
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      return new Response(stream).arrayBuffer().then(function (b) { return new Uint8Array(b); });
+    });
   }
   function blobUrl(bytes, type) { return URL.createObjectURL(new Blob([bytes], { type: type })); }
 
