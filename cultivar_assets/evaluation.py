@@ -69,7 +69,9 @@ def score_model(store: Store, model_id: str, config: MetricConfig | None = None,
     config = config or MetricConfig()
     fingerprint = dataset_fingerprint(store)
     runs = {r["model_id"]: r for r in store.query("model_fingerprints")}
-    if model_id in runs and runs[model_id]["dataset_fingerprint"] != fingerprint:
+    if model_id not in runs:
+        raise HypothesisCountError(f"no translations stored for model {model_id!r}")
+    if runs[model_id]["dataset_fingerprint"] != fingerprint:
         raise HypothesisCountError(
             f"{model_id}: its stored translations were made from another version of the data; "
             "re-materialise its translations before scoring"
@@ -86,6 +88,7 @@ def score_model(store: Store, model_id: str, config: MetricConfig | None = None,
             "score": result.score, "signature": result.signature,
             "tokenizer_sha256": result.tokenizer_sha256,
             "n_segments": len(result.segment_stats), "dataset_fingerprint": fingerprint,
+            "translations_fingerprint": runs[model_id]["translations_fingerprint"],
         })
         segments = by_name[result.test_set].segments
         stats_rows += [
@@ -137,6 +140,12 @@ def _check_consistency(rows: list[dict], fingerprint: str) -> dict[str, tuple[st
         raise AggregationError(
             f"scores of {', '.join(stale)} were computed on another version of the data; "
             "re-materialise their translations and scores"
+        )
+    outdated = sorted({r["model_id"] for r in rows if not r["current"]})
+    if outdated:
+        raise AggregationError(
+            f"scores of {', '.join(outdated)} were computed from earlier translations; "
+            "materialise their scores"
         )
     found_by_metric: dict[str, tuple[str, str | None]] = {}
     for metric in METRIC_NAMES:

@@ -85,8 +85,10 @@ CREATE TABLE IF NOT EXISTS raw.model_runs (
     n_cached             INTEGER NOT NULL,
     n_empty              INTEGER NOT NULL,
     seconds              DOUBLE NOT NULL,
-    finished_at          TIMESTAMP NOT NULL
+    finished_at          TIMESTAMP NOT NULL,
+    translations_fingerprint VARCHAR     -- TranslationRun.translations_fingerprint
 );
+ALTER TABLE raw.model_runs ADD COLUMN IF NOT EXISTS translations_fingerprint VARCHAR;
 
 CREATE TABLE IF NOT EXISTS raw.translations (
     model_id       VARCHAR NOT NULL,
@@ -123,6 +125,8 @@ CREATE TABLE IF NOT EXISTS raw.scores (
     PRIMARY KEY (model_id, test_set, metric)
 );
 ALTER TABLE raw.scores ADD COLUMN IF NOT EXISTS tokenizer_sha256 VARCHAR;
+-- the translations the score was computed from (model_runs.translations_fingerprint then)
+ALTER TABLE raw.scores ADD COLUMN IF NOT EXISTS translations_fingerprint VARCHAR;
 
 -- Locale-specific word recall counts per instance of a cultivar_* test set
 -- (R, I, H as defined in cultivar_assets/metrics/word_recall.py).

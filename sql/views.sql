@@ -27,13 +27,24 @@ SELECT model_id, test_set, rule, count(*) AS n_segments
 FROM (SELECT model_id, test_set, unnest(cleaning_rules) AS rule FROM raw.translations)
 GROUP BY ALL;
 
+DROP VIEW IF EXISTS current_scores;
+
+-- Scores (and their per-segment statistics) of each model's current translations only: scores
+-- of earlier translations are stale until the scores asset replaces them.
 CREATE OR REPLACE VIEW scores AS
 SELECT s.model_id, s.test_set, t.kind, t.language, t.locale, s.metric, s.score, s.signature,
        s.tokenizer_sha256, s.n_segments
-FROM raw.scores s LEFT JOIN test_sets t USING (test_set);
+FROM raw.scores s
+JOIN raw.model_runs r ON r.model_id = s.model_id
+                     AND r.translations_fingerprint IS NOT DISTINCT FROM s.translations_fingerprint
+LEFT JOIN test_sets t ON t.test_set = s.test_set;
 
 CREATE OR REPLACE VIEW segment_stats AS
-SELECT * FROM raw.segment_stats;
+SELECT g.* FROM raw.segment_stats g
+WHERE EXISTS (
+    SELECT 1 FROM raw.scores s JOIN raw.model_runs r ON r.model_id = s.model_id
+    WHERE s.model_id = g.model_id AND s.test_set = g.test_set AND s.metric = g.metric
+      AND r.translations_fingerprint IS NOT DISTINCT FROM s.translations_fingerprint);
 
 -- Locale-specific word recall per model and locale: FP = Σ|H∩R| / Σ|R|, FN = Σ|I∖H| / Σ|I|
 -- (computed by cultivar_assets/metrics/word_recall.py from the per-instance counts in

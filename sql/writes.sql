@@ -24,10 +24,11 @@ INSERT INTO raw.missing BY NAME SELECT * FROM staging;
 -- name: insert_locales
 INSERT INTO raw.locales BY NAME SELECT * FROM staging;
 
+-- Replacing a model's translations keeps its scores: they carry the fingerprint of the
+-- translations they were computed from, so they stay valid when the new translations are the same
+-- (a re-run from the cache) and are recognised as stale otherwise (views hide them, the
+-- leaderboard refuses them) until the scores asset replaces them in one transaction.
 -- name: delete_model_translations
-DELETE FROM raw.scores WHERE model_id = $model_id;
-DELETE FROM raw.segment_stats WHERE model_id = $model_id;
-DELETE FROM raw.word_recall WHERE model_id = $model_id;
 DELETE FROM raw.translations WHERE model_id = $model_id;
 DELETE FROM raw.model_runs WHERE model_id = $model_id;
 DELETE FROM raw.models WHERE model_id = $model_id;
