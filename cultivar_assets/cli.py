@@ -71,6 +71,10 @@ def _run(settings: Settings) -> int:
     _print_leaderboard(result.leaderboard)
     console.print(f"\nDatabase: {result.database}")
     console.print(f"Site: {result.site}/index.html (open it, or: cultivar serve)")
+    from cultivar_assets.files import read_manifest
+
+    for note in (read_manifest(Path(result.site)) or {}).get("notes", []):
+        console.print(f"Site note: {note}")
     console.print(f"Finished in {result.seconds:.0f} s. Query it: cultivar query "
                   "\"SELECT * FROM locale_deltas\"; browse the runs: cultivar ui")
     return 0
@@ -227,6 +231,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fetch_query_engine(args: argparse.Namespace) -> int:
+    """Fetch DuckDB-Wasm for the site's Query page with npm into the web cache."""
+    from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
+
+    cache = Path(args.cache) if args.cache else _settings(args).site.web_cache_path()
+    engine = None if args.force else cached_query_engine(cache)
+    if engine is None:
+        engine = fetch_query_engine(cache, say=print)
+    print(f"DuckDB-Wasm {engine.version}: {engine.folder} (the next site build includes the "
+          "Query page)")
+    return 0
+
+
 def cmd_build_select(args: argparse.Namespace) -> int:
     """Named-entity-rich selection of the configured source benchmark (construction settings)."""
     from cultivar_assets.construction.build import build_selection
@@ -324,6 +341,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)
+
+    fetch = sub.add_parser("fetch-query-engine", help="fetch DuckDB-Wasm for the site's Query "
+                           "page with npm (the site build does this itself when npm is there)")
+    fetch.add_argument("--cache", help="web cache folder (default: the settings' "
+                       "site.web_cache_dir, else $CULTIVAR_HOME/cache/web)")
+    fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
+    fetch.set_defaults(func=cmd_fetch_query_engine)
     return parser
 
 

@@ -59,9 +59,10 @@ def _plain(value: Any) -> str:
 
 
 def csv_text(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
-    """``rows`` as CSV text (header row of ``columns``; ``None`` is an empty cell)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    """``rows`` as CSV text (RFC 4180: CRLF line ends, so a field holding a CR or LF is quoted;
+    header row of ``columns``; ``None`` is an empty cell)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
     writer.writerow([csv_safe(column) for column in columns])
     for row in rows:
         writer.writerow([csv_safe(row.get(column)) for column in columns])

@@ -12,7 +12,9 @@ objects took most of a second, which matters for a site rebuilt after every mode
   (320 models) is read from its head. The tooltip gives ∆ with its interval where the store has
   one.
 - :func:`delta_vs_size` (Fig. 2): mean ∆ against total parameters (log axis). One colour and
-  one shape per family with a single legend. Lines (our reading of the figure): one line per
+  one shape per family, in one legend (colour and shape share the field and its title, and no
+  layer turns its legend off, so Vega-Lite merges them). Lines (our reading of the figure): one
+  line per
   family and prompt style, through its models in order of size; models of one family, style
   and size (e.g. two variants of one base model) are drawn as separate points, never joined by
   a vertical segment; a family's prompt styles are told apart by the line's dash. Error bars
@@ -46,7 +48,8 @@ FONT = {"font": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"}
 
 def _config() -> dict[str, Any]:
     return {"view": {"stroke": None}, "axis": {"labelFontSize": 11, "titleFontSize": 12},
-            "legend": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 260},
+            "legend": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 260,
+                       "titleLimit": 320},
             "title": {"fontSize": 14, "anchor": "start"}, **FONT}
 
 
@@ -153,7 +156,7 @@ def delta_vs_size(summary: Sequence[dict], metric: str, title: str) -> dict[str,
     y = {"field": "delta", "type": "quantitative", "title": label}
     line: dict[str, Any] = {
         "mark": {"type": "line", "opacity": 0.6, "strokeWidth": 1.5},
-        "encoding": {"x": x, "y": y, "color": {**colour, "legend": None},
+        "encoding": {"x": x, "y": y, "color": colour,
                      "detail": {"field": "line", "type": "nominal"},
                      "order": {"field": "params", "type": "quantitative"}}}
     if variants:
@@ -168,10 +171,8 @@ def delta_vs_size(summary: Sequence[dict], metric: str, title: str) -> dict[str,
     if any(r["interval"] for r in rows):
         tooltip.append({"field": "interval", "type": "nominal", "title": "95% interval"})
         layers.append({"mark": {"type": "rule", "opacity": 0.7},
-                       "transform": [{"filter": "datum.low != null"}],
                        "encoding": {"x": x, "y": {"field": "low", "type": "quantitative"},
-                                    "y2": {"field": "high"},
-                                    "color": {**colour, "legend": None}}})
+                                    "y2": {"field": "high"}, "color": colour}})
     layers.append({"mark": {"type": "point", "size": 70, "filled": True, "opacity": 0.9},
                    "encoding": {"x": x, "y": y, "color": colour, "shape": shape,
                                 "tooltip": tooltip}})
@@ -191,52 +192,55 @@ def figure3_languages(locale_rows: Sequence[dict]) -> list[str]:
 
 
 def same_language(locale_deltas: Sequence[dict]) -> dict[str, Any] | None:
-    """Fig. 3: ∆BLEU and ∆chrF by location for the languages of :func:`figure3_languages`."""
+    """Fig. 3: ∆BLEU and ∆chrF by location for the languages of :func:`figure3_languages`.
+
+    One panel per metric (as in the paper), in it one group of bars per language, locations
+    sorted by ∆ (highest first); the y scale is shared within a metric."""
     languages = figure3_languages(locale_deltas)
     if not languages:
         return None
-    panels = []
+    groups = []
     for metric in METRICS:
         key = f"delta_{metric}"
-        rows = [{"language": r["language_name"], "location": r["location_short"],
-                 "locale": r["locale"], "delta": r[key], "n_models": r.get("n_models"),
-                 "official": "yes" if r["official_or_de_facto"] else "no",
-                 "low": (_interval(r, key) or (None, None))[0],
-                 "high": (_interval(r, key) or (None, None))[1],
-                 "interval": _interval_text(r, key)}
-                for r in locale_deltas if r["language_name"] in languages and r[key] is not None]
-        tooltip = [{"field": "locale", "type": "nominal"},
-                   {"field": "delta", "type": "quantitative", "format": ".2f",
-                    "title": METRIC_LABEL[metric]},
-                   {"field": "n_models", "type": "quantitative", "title": "models"}]
-        x = {"field": "location", "type": "nominal", "title": None, "sort": "-y",
-             "axis": {"labelAngle": 0}}
-        layers: list[dict[str, Any]] = [{
-            "mark": {"type": "bar"},
-            "encoding": {"x": x, "y": {"field": "delta", "type": "quantitative",
-                                       "title": METRIC_LABEL[metric]},
-                         "color": {"field": "official", "type": "nominal",
-                                   "title": "language official or de facto there",
-                                   "scale": OFFICIAL_COLOURS},
-                         "tooltip": tooltip}}]
-        if any(r["interval"] for r in rows):
-            tooltip.append({"field": "interval", "type": "nominal", "title": "95% interval"})
-            layers.append({"mark": {"type": "rule", "color": "#222"},
-                           "transform": [{"filter": "datum.low != null"}],
-                           "encoding": {"x": {**x, "sort": None},
-                                        "y": {"field": "low", "type": "quantitative"},
-                                        "y2": {"field": "high"}}})
-        panels.append({
-            "title": f"{METRIC_LABEL[metric]} by location",
-            "data": {"values": rows},
-            "facet": {"column": {"field": "language", "type": "nominal", "title": None,
-                                 "sort": languages, "header": {"labelOrient": "bottom",
-                                                               "labelFontSize": 12}}},
-            "spec": {"width": {"step": 42}, "height": 220, "layer": layers},
-            "resolve": {"scale": {"x": "independent"}},
-        })
-    return {"$schema": SCHEMA, "config": _config(), "hconcat": panels,
-            "resolve": {"scale": {"color": "shared"}, "legend": {"color": "shared"}}}
+        panels = []
+        for language in languages:
+            rows = sorted(({"language": r["language_name"], "location": r["location_short"],
+                            "locale": r["locale"], "delta": r[key], "n_models": r.get("n_models"),
+                            "official": "yes" if r["official_or_de_facto"] else "no",
+                            "low": (_interval(r, key) or (None, None))[0],
+                            "high": (_interval(r, key) or (None, None))[1],
+                            "interval": _interval_text(r, key)}
+                           for r in locale_deltas
+                           if r["language_name"] == language and r[key] is not None),
+                          key=lambda row: -row["delta"])
+            x = {"field": "location", "type": "nominal", "title": None,
+                 "sort": [row["location"] for row in rows], "axis": {"labelAngle": 0}}
+            tooltip = [{"field": "locale", "type": "nominal"},
+                       {"field": "delta", "type": "quantitative", "format": ".2f",
+                        "title": METRIC_LABEL[metric]},
+                       {"field": "n_models", "type": "quantitative", "title": "models"}]
+            layers: list[dict[str, Any]] = [{
+                "mark": {"type": "bar"},
+                "encoding": {"x": x, "y": {"field": "delta", "type": "quantitative",
+                                           "title": METRIC_LABEL[metric]},
+                             "color": {"field": "official", "type": "nominal",
+                                       "title": "official or de facto language there",
+                                       "scale": OFFICIAL_COLOURS},
+                             "tooltip": tooltip}}]
+            if any(row["interval"] for row in rows):
+                tooltip.append({"field": "interval", "type": "nominal", "title": "95% interval"})
+                layers.append({"mark": {"type": "rule", "color": "#222"},
+                               "encoding": {"x": x,
+                                            "y": {"field": "low", "type": "quantitative"},
+                                            "y2": {"field": "high"}}})
+            panels.append({"title": {"text": language, "orient": "bottom", "fontSize": 12},
+                           "data": {"values": rows}, "width": {"step": 42}, "height": 220,
+                           "layer": layers})
+        groups.append({"title": f"{METRIC_LABEL[metric]} by location", "hconcat": panels,
+                       "resolve": {"scale": {"y": "shared"}}})
+    return {"$schema": SCHEMA, "config": _config(), "hconcat": groups,
+            "resolve": {"scale": {"y": "independent", "color": "shared"},
+                        "legend": {"color": "shared"}}}
 
 
 def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas: Sequence[dict],

@@ -33,13 +33,14 @@
     return /[",\n\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
   }
 
-  // CSV text: a header row of `columns`, then one row per object (Python's csv module quoting).
+  // CSV text (RFC 4180, like Python's csv module: CRLF line ends, minimal quoting): a header
+  // row of `columns`, then one row per object.
   function toCsv(columns, rows) {
     var lines = [columns.map(csvCell).join(",")];
     rows.forEach(function (row) {
       lines.push(columns.map(function (c) { return csvCell(row[c]); }).join(","));
     });
-    return lines.join("\n") + "\n";
+    return lines.join("\r\n") + "\r\n";
   }
 
   function toJson(columns, rows) {

@@ -50,7 +50,17 @@
       .filter(function (s) { return s && !/^(--[^\n]*\n?)+$/.test(s); });
   }
 
-  function plain(value, typeName) {
+  // A decimal's unscaled integer text with `scale` digits after the point, as a number when
+  // it has at most 15 significant digits (else as exact text).
+  function decimal(digits, scale) {
+    var negative = digits.charAt(0) === "-", body = negative ? digits.slice(1) : digits;
+    while (body.length <= scale) { body = "0" + body; }
+    var text = (negative ? "-" : "") + (scale ? body.slice(0, body.length - scale) + "." +
+      body.slice(body.length - scale) : body);
+    return body.replace(/^0+/, "").length <= 15 ? Number(text) : text;
+  }
+
+  function plain(value, typeName, scale) {
     if (value === null || value === undefined) { return null; }
     if (/^(Timestamp|Date)/.test(typeName) && typeof value === "number") {
       return new Date(value).toISOString().replace("T", " ").replace(/\.000Z$/, "");
@@ -65,7 +75,13 @@
         return Array.from(value.toArray(), function (v) { return plain(v, ""); });
       }
       if (typeof value.toJSON === "function") {
-        var object = value.toJSON(), out = {};
+        var object = value.toJSON();
+        if (typeof object === "string") {  // a decimal: its unscaled integer as JSON text
+          var text = /^".*"$/.test(object) ? JSON.parse(object) : object;
+          return scale === undefined ? text : decimal(text, scale);
+        }
+        if (object === null || typeof object !== "object") { return object; }
+        var out = {};
         Object.keys(object).forEach(function (k) { out[k] = plain(object[k], ""); });
         return out;
       }
@@ -83,9 +99,11 @@
     var fields = result.schema.fields;
     var columns = fields.map(function (f) { return f.name; });
     var types = fields.map(function (f) { return String(f.type); });
+    var scales = fields.map(function (f) {
+      return /^Decimal/.test(String(f.type)) ? f.type.scale : undefined; });
     var rows = result.toArray().map(function (row) {
       var object = row.toJSON(), out = {};
-      columns.forEach(function (c, i) { out[c] = plain(object[c], types[i]); });
+      columns.forEach(function (c, i) { out[c] = plain(object[c], types[i], scales[i]); });
       return out;
     });
     last = { columns: columns, rows: rows };
