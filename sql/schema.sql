@@ -70,6 +70,7 @@ CREATE TABLE IF NOT EXISTS raw.models (
     prompt_style    VARCHAR NOT NULL,
     engine_options  VARCHAR NOT NULL   -- JSON
 );
+ALTER TABLE raw.models ADD COLUMN IF NOT EXISTS license VARCHAR;
 
 CREATE TABLE IF NOT EXISTS raw.model_runs (
     model_id             VARCHAR PRIMARY KEY,

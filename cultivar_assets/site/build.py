@@ -468,6 +468,7 @@ class _Build:
                agreement=self.agreement, reported_locales=reported_locales,
                reported_agreement=reported_agreement, locale_info=self.locale_info,
                present_locales=self.present_locales,
+               delta_columns=value_columns(self.locale_deltas, DELTA_COLUMNS),
                charts=[c for c in self.chart_entries if c["page"] == "locales"],
                downloads={"deltas": self._table("locale_deltas", self.locale_deltas),
                           "agreement": self._table("rank_agreement", self.agreement)})
@@ -495,6 +496,7 @@ class _Build:
                        self.locale_payloads[locale]),
                    instances_html=reused, n_instances=len(self.instance_ids[locale]),
                    deltas=rows, provenance=provenance, model_slugs=slugs,
+                   delta_columns=value_columns(rows, DELTA_COLUMNS),
                    downloads={"deltas": self._table(f"locales/{locale}.deltas", rows)})
         by_model: dict[str, dict[str, list[dict]]] = {
             name: defaultdict(list) for name in ("scores", "recall", "cleaning")}
@@ -514,6 +516,7 @@ class _Build:
                                   "deltas": _json_rows(model_deltas)}))
             w.page(f"{base}.html", "model.html.j2", model=row, card=self.models.get(model_id, {}),
                    slug=slug, scores=pivot, deltas=model_deltas,
+                   delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
                    recall=by_model["recall"][model_id], cleaning=by_model["cleaning"][model_id],
                    segment_locales=self.model_locales.get(model_id, []),
                    flags=[f for f in flags if f["model_id"] == model_id],
@@ -609,11 +612,24 @@ def vega_bundle(cache: Path) -> Path:
     return path
 
 
-def leaderboard_columns(rows: list[dict], reported: bool = False) -> list[dict]:
-    """The leaderboard's value columns; ∆ columns show their interval where the rows have one
-    (``<key>_low``/``<key>_high``, marked when ``<key>_excludes_zero``)."""
+def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | None]],
+                  reported: bool = False) -> list[dict]:
+    """Value columns of a table (key, label, digits, title); a column shows its 95 % interval
+    where the rows have ``<key>_low``/``<key>_high`` and is marked where ``<key>_excludes_zero``
+    (the statistics views add these columns; without them the table shows the values only)."""
     present = set(rows[0]) if rows else set()
-    columns = [("params_total_b", "Params (B)", 2, None),
+    return [{"key": key, "label": label, "digits": digits, "title": title,
+             "interval": f"{key}_low" in present and f"{key}_high" in present,
+             "excludes_zero": f"{key}_excludes_zero" in present, "reported": reported}
+            for key, label, digits, title in columns]
+
+
+DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None)]
+
+
+def leaderboard_columns(rows: list[dict], reported: bool = False) -> list[dict]:
+    """The leaderboard's value columns (see :func:`value_columns`)."""
+    return value_columns(rows, [("params_total_b", "Params (B)", 2, None),
                ("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None),
                ("flores_bleu", "FLORES BLEU", 2, None), ("flores_chrf", "FLORES chrF", 2, None),
                ("cultivar_bleu", "Cultivar BLEU", 2, None),
@@ -621,11 +637,7 @@ def leaderboard_columns(rows: list[dict], reported: bool = False) -> list[dict]:
                ("false_positive_rate", "FP rate", 4,
                 "false-positive rate of locale-specific word recall"),
                ("false_negative_rate", "FN rate", 4,
-                "false-negative rate of locale-specific word recall")]
-    return [{"key": key, "label": label, "digits": digits, "title": title,
-             "interval": f"{key}_low" in present and f"{key}_high" in present,
-             "excludes_zero": f"{key}_excludes_zero" in present, "reported": reported}
-            for key, label, digits, title in columns]
+                "false-negative rate of locale-specific word recall")], reported)
 
 
 INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
