@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import shutil
 import sys
 import tempfile
@@ -111,6 +113,18 @@ def add_one(store: Store, m: int) -> None:
     aggregate(store)
 
 
+def timed_build(store: Store, site: Path, mode: str):
+    """A build, its CPU seconds (this process and its children: the SVG worker) and the load."""
+    def cpu() -> float:
+        own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                           resource.RUSAGE_CHILDREN))
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    before = cpu()
+    summary = build_site(store, site, card_markdown="# Synthetic card", query_page=mode)
+    return summary, round(cpu() - before, 2), round(os.getloadavg()[0], 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, nargs="+", default=[32, 320])
@@ -134,13 +148,16 @@ def main(argv: list[str] | None = None) -> int:
         fill(store, n_models, args.segments)
         filled = time.perf_counter() - start
         site = folder / "site"
-        full = build_site(store, site, card_markdown="# Synthetic card", query_page=mode)
-        again = build_site(store, site, card_markdown="# Synthetic card", query_page=mode)
+        full, full_cpu, full_load = timed_build(store, site, mode)
+        again, again_cpu, again_load = timed_build(store, site, mode)
         add_one(store, n_models)
-        plus = build_site(store, site, card_markdown="# Synthetic card", query_page=mode)
+        plus, plus_cpu, plus_load = timed_build(store, site, mode)
         result = {"models": n_models, "database_s": round(filled, 1),
                   "full_s": round(full.seconds, 2), "unchanged_s": round(again.seconds, 2),
                   "plus_one_s": round(plus.seconds, 2), "reused_plus_one": plus.reused_models,
+                  "cpu_s": {"full": full_cpu, "unchanged": again_cpu, "plus_one": plus_cpu},
+                  "load_1min": {"full": full_load, "unchanged": again_load,
+                                "plus_one": plus_load},
                   "pages": full.pages, "files": full.files, "mb": round(full.bytes / 1e6, 1),
                   "largest": [full.largest_file[0], round(full.largest_file[1] / 1e6, 2)],
                   "parts_mb": {k: round(v / 1e6, 2) for k, v in full.sizes.items()},
@@ -153,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
           "unchanged (s) | one model added (s) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
+        cpu, load = r["cpu_s"], r["load_1min"]
         print(f"| {r['models']} | {r['pages']} | {r['files']} | {r['mb']} | {r['largest'][1]} | "
-              f"{r['full_s']} | {r['unchanged_s']} | {r['plus_one_s']} |")
+              f"{r['full_s']} (CPU {cpu['full']}, load {load['full']}) | {r['unchanged_s']} | "
+              f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) |")
     if len(results) >= 2:
         r1, r2 = results[0], results[-1]
         growth = (r2["full_s"] / r1["full_s"]) / (r2["models"] / r1["models"])
