@@ -84,9 +84,12 @@ def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Ran
     run = TranslationRun(spec, "0" * 64, EngineInfo("copy-source", "synthetic", None, None),
                          "0" * 64, rows, len(rows), 0, 0.0)
     write_translations(store, run, fingerprint)
+    translations = next(r["translations_fingerprint"] for r in store.query("model_fingerprints")
+                        if r["model_id"] == spec.id)  # the scores are of these translations
     scores = [{"model_id": spec.id, "test_set": t.name, "metric": metric,
                "score": rng.uniform(10, 60), "signature": f"synthetic {metric}",
-               "n_segments": len(t.segments), "dataset_fingerprint": fingerprint}
+               "n_segments": len(t.segments), "dataset_fingerprint": fingerprint,
+               "translations_fingerprint": translations}
               for t in test_sets for metric in ("bleu", "chrf")]
     recall = [{"model_id": spec.id, "locale": t.locale, "segment_id": s.segment_id,
                "n_removed": 2, "n_removed_recalled": rng.randint(0, 1), "n_introduced": 2,

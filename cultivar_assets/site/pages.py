@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from cultivar_assets.paths import resource_dir
+from cultivar_assets.paths import cultivar_home, resource_dir
 from cultivar_assets.tables import format_value
 
 
@@ -32,12 +32,21 @@ def model_slug(model_id: str) -> str:
     return f"{clean or 'model'}-{hashlib.sha1(model_id.encode()).hexdigest()[:8]}"
 
 
-@cache
 def environment() -> jinja2.Environment:
     """The Jinja2 environment of every page (autoescaping, strict undefined, shared filters);
-    one per process, so templates are compiled once (the loader reloads changed files)."""
+    one per process and ``$CULTIVAR_HOME``, so templates are compiled once (the loader reloads
+    changed files), and compiled templates are kept in ``$CULTIVAR_HOME/cache/jinja`` (keyed by
+    their source), which saves a new process most of a second."""
+    return _environment(cultivar_home())
+
+
+@cache
+def _environment(home: Path) -> jinja2.Environment:
+    bytecode = home / "cache" / "jinja"
+    bytecode.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("site") / "templates")),
+        bytecode_cache=jinja2.FileSystemBytecodeCache(str(bytecode)),
         autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
