@@ -31,6 +31,7 @@ unchanged.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -56,7 +57,7 @@ from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.pages import PageWriter, model_slug
-from cultivar_assets.site.query_engine import query_engine_for_build
+from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
 from cultivar_assets.site.svg_worker import SvgJob
 from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.sqlfiles import statement_text
@@ -152,6 +153,10 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
     started = time.perf_counter()
     out_dir = Path(out_dir)
     say = progress or (lambda _message: None)
+    web_cache = Path(web_cache) if web_cache else default_web_cache()
+    # before the store is opened: npm may take a while, and readers block the store's writers
+    engine = query_engine_for_build(query_page, web_cache, say)
+    vega_bundle(web_cache)
     with store.reader() as reader:
         dataset = (reader.rows("dataset") or [{}])[0]
         demo = bool(dataset.get("is_demo"))
@@ -160,9 +165,8 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
         previous = read_manifest(out_dir) if reuse and out_dir.is_dir() else None
         manifest: dict[str, Any] = {"kind": "site", "format": SITE_FORMAT,
                                     "dataset": dataset.get("fingerprint"), **options}
-        build = _Build(reader, dataset, options, card_markdown, charts_dir, query_page,
-                       Path(web_cache) if web_cache else default_web_cache(), previous,
-                       out_dir, manifest, say)
+        build = _Build(reader, dataset, options, card_markdown, charts_dir, engine,
+                       web_cache, previous, out_dir, manifest, say)
         replace_folder(out_dir, build.write, manifest)
     sizes, largest = component_sizes(out_dir)
     return SiteSummary(out_dir, build.writer.pages, build.writer.files, build.writer.bytes,
@@ -204,12 +208,13 @@ class _Build:
     """One site build: reads the store once, writes the work folder (see :func:`build_site`)."""
 
     def __init__(self, reader: Reader, dataset: dict, options: dict[str, bool],
-                 card_markdown: str | None, charts_dir: Path | None, query_page: str,
-                 web_cache: Path, previous: dict | None, out_dir: Path,
-                 manifest: dict[str, Any], say: Progress) -> None:
+                 card_markdown: str | None, charts_dir: Path | None,
+                 engine: tuple[QueryEngine | None, str | None], web_cache: Path,
+                 previous: dict | None, out_dir: Path, manifest: dict[str, Any],
+                 say: Progress) -> None:
         self.reader, self.dataset, self.options = reader, dataset, options
         self.card_markdown, self.charts_dir = card_markdown, charts_dir
-        self.query_page, self.web_cache = query_page, web_cache
+        (self.engine, self.engine_note), self.web_cache = engine, web_cache
         self.out_dir, self.manifest, self.say = out_dir, manifest, say
         self.show = options["show_originals"]
         self.key = reuse_key(dataset.get("fingerprint"), self.show)
@@ -239,7 +244,7 @@ class _Build:
         self.annotations: dict[str, dict[int, dict]] = defaultdict(dict)
         if "annotations" in self.views:
             for row in r.rows("site_annotations"):
-                self.annotations[row["locale"]][row["instance_id"]] = row
+                self.annotations[row["locale"]][row["instance_id"]] = _provenance(row, self.show)
         self.selection = (r.rows("site_selection_summary") or [None])[0] \
             if "selection_summary" in self.views else None
         self.instances: dict[str, list[dict]] = defaultdict(list)
@@ -266,10 +271,9 @@ class _Build:
         self._read()
         signatures = sorted({(r["bleu_signature"], r["chrf_signature"],
                               r["bleu_tokenizer_sha256"]) for r in self.leaderboard}, key=repr)
-        self.engine, note = query_engine_for_build(self.query_page, self.web_cache, self.say)
-        if note:
-            self.notes.append(note)
-            self.say(note)
+        if self.engine_note:
+            self.notes.append(self.engine_note)
+            self.say(self.engine_note)
         common = {"version": __version__, "dataset": self.dataset, "signatures": signatures,
                   "reported_source": REPORTED_SOURCE, "show_originals": self.show,
                   "query_included": self.engine is not None}
@@ -439,11 +443,36 @@ class _Build:
         return {"key": self.digests[model_id], "slug": slug, "locales": locales, "files": files}
 
     # ---- pages ---------------------------------------------------------------------------
+    def _unchanged(self, path: str, key: str) -> bool:
+        """Record ``key`` for ``path``; link the previous build's file when it had the same key
+        (the same inputs: the same bytes)."""
+        self.manifest.setdefault("outputs", {})[path] = key
+        old = self.out_dir / path
+        if self.previous.get("outputs", {}).get(path) == key and old.is_file():
+            self.writer.link(old, path)
+            return True
+        return False
+
+    def _key(self, *parts: Any) -> str:
+        blob = json.dumps([self.key, _template_digest(*TEMPLATES), self.writer.common, parts],
+                          sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def _page(self, path: str, template: str, **context: Any) -> None:
+        """A page, rendered only when its template or data changed since the previous build."""
+        if self._unchanged(path, self._key(path, template, context)):
+            self.writer.pages += 1
+        else:
+            self.writer.page(path, template, **context)
+
     def _table(self, name: str, rows: list[dict], columns: list[str] | None = None) -> dict:
         """Write ``downloads/<name>.csv`` and ``.json``; the links for the page's template."""
         columns = columns or (list(rows[0]) if rows else [])
-        self.writer.text(f"downloads/{name}.csv", csv_text(rows, columns))
-        self.writer.text(f"downloads/{name}.json", json_text(rows, columns))
+        key = self._key(name, rows, columns)
+        for suffix, write in (("csv", csv_text), ("json", json_text)):
+            path = f"downloads/{name}.{suffix}"
+            if not self._unchanged(path, key):
+                self.writer.text(path, write(rows, columns))
         return {"csv": f"downloads/{name}.csv", "json": f"downloads/{name}.json"}
 
     def _pages(self) -> None:
@@ -451,7 +480,7 @@ class _Build:
         families = sorted({r["family"] for r in self.leaderboard if r.get("family")})
         types = sorted({r["type"] for r in self.leaderboard if r.get("type")})
         flags = self._flags()
-        w.page("index.html", "index.html.j2", leaderboard=self.leaderboard,
+        self._page("index.html", "index.html.j2", leaderboard=self.leaderboard,
                reported=self.reported, families=families, types=types, missing=self.missing,
                include_database=self.options["include_database"],
                charts=[c for c in self.chart_entries if c["page"] == "index"],
@@ -464,7 +493,7 @@ class _Build:
         reported_locales = {r["locale"]: r for r in _reported_csv("table4_locales.csv")}
         reported_agreement = {r["locale"]: r for r in _reported_csv(
             "table2_rank_correlation.csv")}
-        w.page("locales.html", "locales.html.j2", locale_deltas=self.locale_deltas,
+        self._page("locales.html", "locales.html.j2", locale_deltas=self.locale_deltas,
                agreement=self.agreement, reported_locales=reported_locales,
                reported_agreement=reported_agreement, locale_info=self.locale_info,
                present_locales=self.present_locales,
@@ -491,7 +520,7 @@ class _Build:
             reused = (_between(old.read_text("utf-8"), INSTANCES_MARKERS)
                       if self.previous.get("fragments", {}).get(locale) == key
                       and old.is_file() else None)
-            w.page(path, "locale.html.j2", locale=self.locale_info[locale],
+            self._page(path, "locale.html.j2", locale=self.locale_info[locale],
                    entries=[] if reused is not None else _locale_entries(
                        self.locale_payloads[locale]),
                    instances_html=reused, n_instances=len(self.instance_ids[locale]),
@@ -511,10 +540,12 @@ class _Build:
             base = f"models/{slug}"
             pivot = _pivot_scores(by_model["scores"][model_id])
             model_deltas = deltas_by_model[model_id]
-            w.data(shards.shard_path(f"model/{slug}"), shards.encode_shard(
-                f"model/{slug}", {"v": shards.FORMAT, "model": model_id,
-                                  "deltas": _json_rows(model_deltas)}))
-            w.page(f"{base}.html", "model.html.j2", model=row, card=self.models.get(model_id, {}),
+            shard = shards.shard_path(f"model/{slug}")
+            if not self._unchanged(shard, self._key(shard, model_id, model_deltas)):
+                w.data(shard, shards.encode_shard(f"model/{slug}", {
+                    "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas)}))
+            self._page(f"{base}.html", "model.html.j2", model=row,
+                       card=self.models.get(model_id, {}),
                    slug=slug, scores=pivot, deltas=model_deltas,
                    delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
                    recall=by_model["recall"][model_id], cleaning=by_model["cleaning"][model_id],
@@ -538,9 +569,9 @@ class _Build:
                               "location": self.locale_info[loc]["location"]}
                              for loc in self.present_locales]}
         w.data(shards.shard_path("index"), shards.encode_shard("index", index))
-        w.page("browse.html", "browse.html.j2")
-        w.page("compare.html", "compare.html.j2")
-        w.page("query.html", "query.html.j2", tables=self._query_tables(),
+        self._page("browse.html", "browse.html.j2")
+        self._page("compare.html", "compare.html.j2")
+        self._page("query.html", "query.html.j2", tables=self._query_tables(),
                note=next((n for n in self.notes if "Query page" in n), None),
                model_slugs=[(m, slugs[m]) for m in self.board if m in slugs],
                examples=[{"title": title, "sql": statement_text(name).strip()}
@@ -567,7 +598,7 @@ class _Build:
     def _dataset_page(self) -> None:
         reported = _reported_csv("table1_annotation.csv")
         counts = {row["locale"]: row.get("n_instances") for row in self.locales}
-        self.writer.page(
+        self._page(
             "dataset.html", "dataset.html.j2", card_html=_markdown(self.card_markdown),
             locales=self.locales, present_locales=self.present_locales,
             table1=self.annotation_summary, table1_reported=reported,
@@ -640,7 +671,23 @@ def leaderboard_columns(rows: list[dict], reported: bool = False) -> list[dict]:
                 "false-negative rate of locale-specific word recall")], reported)
 
 
+def _provenance(row: dict, show_originals: bool) -> dict:
+    """An instance's post-editing record as a locale page shows it: without the FLORES
+    originals, and without a draft that merely repeats one, unless originals are shown."""
+    out = {k: v for k, v in row.items() if k not in ("source_original", "english_original")}
+    for side in ("source", "english"):
+        original, draft = row.get(f"{side}_original"), row.get(f"{side}_draft")
+        hidden = not show_originals and bool(original and draft and original.strip() in draft)
+        out[f"{side}_draft_hidden"] = hidden
+        if hidden:
+            out[f"{side}_draft"] = None
+    return out
+
+
 INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
+TEMPLATES = ("base.html.j2", "macros.html.j2", "index.html.j2", "locales.html.j2",
+             "locale.html.j2", "model.html.j2", "browse.html.j2", "compare.html.j2",
+             "query.html.j2", "dataset.html.j2", "postedit_instructions.html.j2")
 
 
 def _between(text: str, markers: tuple[str, str]) -> Markup | None:
@@ -653,6 +700,20 @@ def _between(text: str, markers: tuple[str, str]) -> Markup | None:
 
 
 def _template_digest(*names: str) -> str:
+    """The templates' bytes as one hash (read once per build: :func:`_digest_of`)."""
+    return _digest_of(names, _templates_stamp())
+
+
+def _templates_stamp() -> tuple:
+    from cultivar_assets.paths import resource_dir
+
+    folder = resource_dir("site") / "templates"
+    return tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
+                 for p in sorted(folder.glob("*.j2")))
+
+
+@functools.cache
+def _digest_of(names: tuple[str, ...], _stamp: tuple) -> str:
     from cultivar_assets.paths import resource_dir
 
     folder = resource_dir("site") / "templates"

@@ -77,8 +77,7 @@ def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
         text += Markup(' <span class="interval">[{}, {}]</span>').format(
             format_value(low, digits=digits), format_value(high, digits=digits))
     if row.get(f"{key}_excludes_zero"):
-        text += Markup(' <span class="excludes-zero" title="the 95 % interval excludes 0">'
-                       '◆</span>')
+        text += Markup('<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>')
     return Markup(f'<td class="num" data-value="{exact}">{text}</td>')
 
 
