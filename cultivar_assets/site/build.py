@@ -261,7 +261,7 @@ class _Build:
 
     # ---- the build -----------------------------------------------------------------------
     def write(self, work: Path) -> None:
-        self.svg_job = SvgJob([])
+        self.svg_job = SvgJob(start=self.charts_dir is None)  # warms up while the store is read
         try:
             self._write(work)
         finally:
@@ -328,7 +328,7 @@ class _Build:
             else:
                 pending.append(entry)
         self.svg_paths = [f"charts/{entry['id']}.svg" for entry in pending]
-        self.svg_job = SvgJob([entry["spec"] for entry in pending])
+        self.svg_job.submit([entry["spec"] for entry in pending])
         self.chart_entries = [{k: v for k, v in e.items() if k != "spec"} for e in entries]
 
     def _chart_svgs(self) -> None:
