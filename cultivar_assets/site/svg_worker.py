@@ -34,10 +34,12 @@ class SvgJob:
 
     def submit(self, specs: Sequence[dict[str, Any]]) -> None:
         self.count = len(specs)
-        if self.process is None:
-            if specs:
-                raise RuntimeError("the SVG renderer was not started")
+        if not specs:  # nothing changed: stop the runtime's start-up instead of finishing it
+            self.cancel()
+            self.process = None
             return
+        if self.process is None:
+            raise RuntimeError("the SVG renderer was not started")
         payload = json.dumps(list(specs)).encode("utf-8")
         process = self.process
 
