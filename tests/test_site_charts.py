@@ -22,7 +22,7 @@ def validate(spec: dict) -> None:
     jsonschema.validate(spec, core.load_schema())
 
 
-@pytest.mark.parametrize("n_models", [3, 32, 320])
+@pytest.mark.parametrize("n_models", [3, 32, pytest.param(320, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("intervals", [True, False])
 def test_every_chart_is_valid_vega_lite(n_models, intervals):
     entries = charts.chart_entries(*chart_inputs(n_models, intervals))
