@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fetch", action="store_true",
                         help="fetch DuckDB-Wasm with npm first if it is not in the web cache")
     parser.add_argument("--json", type=Path, help="write the figures to this file too")
+    parser.add_argument("--workdir", type=Path, help="keep each size's filled database here "
+                        "and reuse it in later runs (filling 320 models takes minutes)")
     args = parser.parse_args(argv)
     cache = default_web_cache()
     if args.fetch and cached_query_engine(cache) is None:
@@ -148,7 +150,14 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tempfile.mkdtemp(prefix=f"cultivar-site-{n_models}-"))
         store = Store(folder / "bench.duckdb")
         start = time.perf_counter()
-        fill(store, n_models, args.segments)
+        kept = args.workdir / f"bench-{n_models}x{args.segments}.duckdb" if args.workdir else None
+        if kept is not None and kept.is_file():
+            shutil.copyfile(kept, store.path)
+        else:
+            fill(store, n_models, args.segments)
+            if kept is not None:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(store.path, kept)
         filled = time.perf_counter() - start
         site = folder / "site"
         full, full_cpu, full_load = timed_build(store, site, mode)
