@@ -31,7 +31,6 @@ unchanged.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.metadata
 import json
@@ -218,6 +217,7 @@ class _Build:
         self.out_dir, self.manifest, self.say = out_dir, manifest, say
         self.show = options["show_originals"]
         self.key = reuse_key(dataset.get("fingerprint"), self.show)
+        self.templates = _template_digest(*TEMPLATES)
         manifest["reuse_key"] = self.key
         usable = previous is not None and previous.get("reuse_key") == self.key
         self.previous = previous if usable else {}
@@ -454,13 +454,16 @@ class _Build:
         return False
 
     def _key(self, *parts: Any) -> str:
-        blob = json.dumps([self.key, _template_digest(*TEMPLATES), self.writer.common, parts],
+        blob = json.dumps([self.key, self.templates, self.writer.common, parts],
                           sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
-    def _page(self, path: str, template: str, **context: Any) -> None:
-        """A page, rendered only when its template or data changed since the previous build."""
-        if self._unchanged(path, self._key(path, template, context)):
+    def _page(self, path: str, template: str, keyed_by: dict | None = None,
+              **context: Any) -> None:
+        """A page, rendered only when its template or data changed since the previous build
+        (``keyed_by``: what stands for the context in that comparison, when it is cheaper)."""
+        key = self._key(path, template, context if keyed_by is None else keyed_by)
+        if self._unchanged(path, key):
             self.writer.pages += 1
         else:
             self.writer.page(path, template, **context)
@@ -514,13 +517,15 @@ class _Build:
             path = f"locales/{locale}.html"
             provenance = self.annotations.get(locale, {})
             fragments[locale] = key = hashlib.sha256(json.dumps(
-                [self.key, _template_digest("locale.html.j2", "macros.html.j2"),
+                [self.key, self.templates,
                  sorted(provenance.items())], default=str).encode()).hexdigest()
             old = self.out_dir / path
             reused = (_between(old.read_text("utf-8"), INSTANCES_MARKERS)
                       if self.previous.get("fragments", {}).get(locale) == key
                       and old.is_file() else None)
-            self._page(path, "locale.html.j2", locale=self.locale_info[locale],
+            self._page(path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows,
+                                                         "slugs": slugs},
+                       locale=self.locale_info[locale],
                    entries=[] if reused is not None else _locale_entries(
                        self.locale_payloads[locale]),
                    instances_html=reused, n_instances=len(self.instance_ids[locale]),
@@ -700,20 +705,6 @@ def _between(text: str, markers: tuple[str, str]) -> Markup | None:
 
 
 def _template_digest(*names: str) -> str:
-    """The templates' bytes as one hash (read once per build: :func:`_digest_of`)."""
-    return _digest_of(names, _templates_stamp())
-
-
-def _templates_stamp() -> tuple:
-    from cultivar_assets.paths import resource_dir
-
-    folder = resource_dir("site") / "templates"
-    return tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
-                 for p in sorted(folder.glob("*.j2")))
-
-
-@functools.cache
-def _digest_of(names: tuple[str, ...], _stamp: tuple) -> str:
     from cultivar_assets.paths import resource_dir
 
     folder = resource_dir("site") / "templates"
