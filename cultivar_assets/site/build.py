@@ -38,6 +38,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -262,10 +263,24 @@ class _Build:
     # ---- the build -----------------------------------------------------------------------
     def write(self, work: Path) -> None:
         self.svg_job = SvgJob(start=self.charts_dir is None)  # warms up while the store is read
+        # compressing and writing shards and parquet files release the GIL: two threads do it
+        # beside the Python work
+        self.background = ThreadPoolExecutor(2, thread_name_prefix="site-writer")
+        self.pending: list[Future] = []
         try:
             self._write(work)
         finally:
             self.svg_job.cancel()
+            self.background.shutdown(wait=True, cancel_futures=True)
+
+    def _later(self, path: str, make: Callable[[], bytes]) -> None:
+        """Write ``make()`` to ``path`` in a worker thread (:meth:`_settle` waits for them)."""
+        self.pending.append(self.background.submit(lambda: self.writer.data(path, make())))
+
+    def _settle(self) -> None:
+        for future in self.pending:
+            future.result()
+        self.pending.clear()
 
     def _write(self, work: Path) -> None:
         self._read()
@@ -292,6 +307,7 @@ class _Build:
         self._pages()
         self.say("chart SVGs")
         self._chart_svgs()
+        self._settle()
         self.manifest["notes"] = self.notes
 
     def _static(self) -> None:
@@ -336,13 +352,12 @@ class _Build:
             self.writer.text(path, svg)
 
     def _published(self) -> None:
-        for name, table in self.published.items():
-            self.writer.data(f"downloads/{name}.parquet", dl.parquet_bytes(table))
         self.public_segments = dl.public_segments(self.segments, self.show)
-        self.writer.data("downloads/segments.parquet", dl.parquet_bytes(self.public_segments))
-        if self.engine is not None:
-            for name, table in [*self.published.items(), ("segments", self.public_segments)]:
-                self.writer.data(f"data/query/{name}.arrow.gz", dl.ipc_gz_bytes(table))
+        tables = [*self.published.items(), ("segments", self.public_segments)]
+        for name, table in tables:
+            self._later(f"downloads/{name}.parquet", lambda t=table: dl.parquet_bytes(t))
+            if self.engine is not None:
+                self._later(f"data/query/{name}.arrow.gz", lambda t=table: dl.ipc_gz_bytes(t))
         self.writer.text("downloads/leaderboard.csv", csv_text(
             self.leaderboard, list(self.published["leaderboard"].column_names)))
         self.writer.text("downloads/leaderboard.json", json_text(
@@ -361,7 +376,8 @@ class _Build:
                 self.locale_payloads[locale] = shards.decode_shard(old.read_bytes())[1]
                 continue
             payload = shards.locale_payload(locale, self.instances[locale], self.show)
-            self.writer.data(path, shards.encode_shard(f"locale/{locale}", payload))
+            data, key = shards.shard_json(payload), f"locale/{locale}"
+            self._later(path, lambda key=key, data=data: shards.pack_shard(key, data))
             self.locale_payloads[locale] = payload
         self.manifest["locales"] = self.present_locales
 
@@ -394,6 +410,7 @@ class _Build:
             entries[model_id] = self._model_files(model_id, table, sources)
             self.model_locales[model_id] = entries[model_id]["locales"]
         self.models_done = len(entries)
+        self._settle()
         if self.options["include_database"]:
             self.say("DuckDB download")
             files = [self.writer.root / f"downloads/translations/{entries[m]['slug']}.parquet"
@@ -434,11 +451,13 @@ class _Build:
             if not payload["items"]:
                 continue
             path = shards.shard_path(f"hyp/{slug}/{locale}")
-            self.writer.data(path, shards.encode_shard(f"hyp/{slug}/{locale}", payload))
+            data, key = shards.shard_json(payload), f"hyp/{slug}/{locale}"
+            self._later(path, lambda key=key, data=data: shards.pack_shard(key, data))
             files.append(path)
             locales.append(locale)
         parquet = f"downloads/translations/{slug}.parquet"
-        self.writer.data(parquet, dl.parquet_bytes(dl.translations_table(table)))
+        published = dl.translations_table(table)
+        self._later(parquet, lambda: dl.parquet_bytes(published))
         files.append(parquet)
         return {"key": self.digests[model_id], "slug": slug, "locales": locales, "files": files}
 

@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,7 @@ class PageWriter:
         self.env = env or environment()
         self.common = dict(common or {})
         self.pages = self.files = self.bytes = 0
+        self._lock = threading.Lock()  # writes may come from worker threads
 
     def page(self, path: str, template: str, **context: Any) -> None:
         """Render ``template`` to ``path`` (relative, forward slashes) with the common context."""
@@ -111,8 +113,9 @@ class PageWriter:
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
-        self.files += 1
-        self.bytes += len(content)
+        with self._lock:
+            self.files += 1
+            self.bytes += len(content)
 
     def copy(self, source: Path, path: str) -> None:
         target = self.root / path
@@ -136,8 +139,10 @@ class PageWriter:
 
     def counted(self, target: Path) -> None:
         """Count a file written under ``root`` by other means."""
-        self.files += 1
-        self.bytes += target.stat().st_size
+        size = target.stat().st_size
+        with self._lock:
+            self.files += 1
+            self.bytes += size
 
     def copy_static(self, names: list[str] | None = None, folder: str = "static") -> None:
         """Copy the shared static files (all, or ``names``) into ``folder``."""

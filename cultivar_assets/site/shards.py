@@ -60,10 +60,21 @@ def shard_path(key: str) -> str:
 
 def encode_shard(key: str, payload: Any) -> bytes:
     """The shard file for ``payload`` (JSON, gzip, base64, wrapped in a script call)."""
+    return pack_shard(key, shard_json(payload))
+
+
+def shard_json(payload: Any) -> bytes:
+    """The first half of :func:`encode_shard` (holds the GIL)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).encode("utf-8")
+
+
+def pack_shard(key: str, data: bytes) -> bytes:
+    """The second half of :func:`encode_shard`: compressing (which releases the GIL, so a
+    builder can run it in a thread beside its other work) and wrapping."""
     if not _KEY.match(key):
         raise ValueError(f"shard key {key!r} has characters other than [A-Za-z0-9._/-]")
-    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    packed = gzip.compress(data.encode("utf-8"), compresslevel=GZIP_LEVEL, mtime=0)
+    packed = gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
     return b'Cultivar.shard("' + key.encode() + b'","' + base64.b64encode(packed) + b'");\n'
 
 
