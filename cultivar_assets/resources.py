@@ -15,6 +15,7 @@ from cultivar_assets.construction.config import SelectionConfig
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.publish.config import PublishConfig
@@ -84,6 +85,13 @@ class SelectionResource(dg.ConfigurableResource, SelectionConfig):
         return core_config(self, SelectionConfig)
 
 
+class ErrorAnalysisResource(dg.ConfigurableResource, ErrorAnalysisConfig):
+    """The error analysis (paper §5): the sample, the returned files, the outlier model."""
+
+    def config(self) -> ErrorAnalysisConfig:
+        return core_config(self, ErrorAnalysisConfig)
+
+
 class StoreResource(dg.ConfigurableResource):
     """The DuckDB database file written by the assets."""
 
@@ -104,4 +112,5 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
         "hf_publish": HubPublishResource(**settings.publish.model_dump()),
         "source_benchmark": SourceBenchmarkResource(**settings.construction.source.model_dump()),
         "instance_selection": SelectionResource(**settings.construction.selection.model_dump()),
+        "error_analysis_config": ErrorAnalysisResource(**settings.error_analysis.model_dump()),
     }

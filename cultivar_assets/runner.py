@@ -94,8 +94,8 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
             materialise(["translations", "scores"], model.id, run_tags(model))
         say("[4/4] leaderboard, per-locale ∆, rank agreement, reported figures, charts, the "
             "dataset folder (push: dry run unless configured) and the site")
-        materialise(["leaderboard", "reported_results", "charts", "hf_dataset_folder",
-                     "hf_dataset_push", "site"])
+        materialise(["leaderboard", "reported_results", "error_annotation_tool", "error_analysis",
+                     "charts", "hf_dataset_folder", "hf_dataset_push", "site"])
     rows = Store(settings.database_path).query("leaderboard")
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
                           time.perf_counter() - started, str(settings.site.site_path()))

@@ -18,6 +18,11 @@ defaults (the paper's: FLORES dev, 200 sentences)::
     construction:
       source: {kind: flores, path: ../shared/data/flores200, split: dev}
       selection: {n: 200, corrections_file: corrections.yaml}
+
+The ``error_analysis`` section configures the error analysis of §5 (Table 5): the sample, the
+folder of returned files and the outlier model (:mod:`cultivar_assets.evaluation.error_config`;
+without it the paper's three Chinese locales, no files yet). The demo uses its own sample and
+the bundled demo files.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cultivar_assets.construction.config import ConstructionConfig, demo_construction
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig, demo_error_analysis
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.paths import default_database
 from cultivar_assets.publish.config import PublishConfig
@@ -55,6 +61,7 @@ class Settings(BaseModel):
     site: SiteConfig = Field(default_factory=SiteConfig)
     publish: PublishConfig = Field(default_factory=PublishConfig)
     construction: ConstructionConfig = Field(default_factory=demo_construction)
+    error_analysis: ErrorAnalysisConfig = Field(default_factory=ErrorAnalysisConfig)
 
     @property
     def database_path(self) -> Path:
@@ -63,7 +70,7 @@ class Settings(BaseModel):
 
 def demo_settings() -> Settings:
     """The embedded default: demo data and models; BLEU tokenizer 13a, stated in the signature."""
-    return Settings(metrics=DEMO_METRICS.model_copy())
+    return Settings(metrics=DEMO_METRICS.model_copy(), error_analysis=demo_error_analysis())
 
 
 def settings_file() -> Path | None:

@@ -248,6 +248,10 @@ class _Build:
                 self.annotations[row["locale"]][row["instance_id"]] = _provenance(row, self.show)
         self.selection = (r.rows("site_selection_summary") or [None])[0] \
             if "selection_summary" in self.views else None
+        # statistics and the error analysis (issue 11): intervals and ranks are columns of the
+        # rows above; these views are what the statistics_macros.html.j2 blocks show
+        self.statistics = {name: r.rows(f"site_{name}") if name in self.views else []
+                           for name in STATISTICS_VIEWS}
         self.instances: dict[str, list[dict]] = defaultdict(list)
         for row in r.rows("instances"):
             self.instances[row["locale"]].append(row)
@@ -508,9 +512,11 @@ class _Build:
                charts=[c for c in self.chart_entries if c["page"] == "index"],
                columns=leaderboard_columns(self.leaderboard), flags=flags,
                reported_columns=leaderboard_columns(self.reported, reported=True),
+               statistics=self.statistics,
                downloads={"leaderboard": {"csv": "downloads/leaderboard.csv",
                                           "json": "downloads/leaderboard.json"},
-                          "reported": self._table("reported_leaderboard", self.reported)},
+                          "reported": self._table("reported_leaderboard", self.reported),
+                          **self._statistics_tables()},
                model_slugs={m: e["slug"] for m, e in self.manifest["models"].items()})
         reported_locales = {r["locale"]: r for r in _reported_csv("table4_locales.csv")}
         reported_agreement = {r["locale"]: r for r in _reported_csv(
@@ -521,8 +527,10 @@ class _Build:
                present_locales=self.present_locales,
                delta_columns=value_columns(self.locale_deltas, DELTA_COLUMNS),
                charts=[c for c in self.chart_entries if c["page"] == "locales"],
+               statistics=self.statistics,
                downloads={"deltas": self._table("locale_deltas", self.locale_deltas),
-                          "agreement": self._table("rank_agreement", self.agreement)})
+                          "agreement": self._table("rank_agreement", self.agreement),
+                          **self._statistics_tables()})
         self._dataset_page()
         deltas_by_locale: dict[str, list[dict]] = defaultdict(list)
         deltas_by_model: dict[str, list[dict]] = defaultdict(list)
@@ -607,7 +615,17 @@ class _Build:
                translations_description=dl.TRANSLATIONS_DESCRIPTION)
 
     def _flags(self) -> list[dict]:
-        return []  # contamination flags (issue 11) render here when their view exists
+        """Per (rule, model) of the evaluated models: rule, rule_text, fired (model pages)."""
+        return [{"model_id": model, "rule": r["rule"], "rule_text": r["rule_text"],
+                 "fired": model in (r.get("fired_for") or []),
+                 "detail": r.get("note") or ""}
+                for r in self.statistics["contamination_rules"] if r.get("source") == "evaluated"
+                for model in self.board]
+
+    def _statistics_tables(self) -> dict[str, dict]:
+        """CSV and JSON of the statistics tables (issue 11) that the pages show."""
+        return {name: self._table(name, rows) for name, rows in self.statistics.items()
+                if rows and name != "statistics_settings"}
 
     def _query_tables(self) -> list[dict]:
         tables = [{"name": t.name, "description": t.description,
@@ -708,6 +726,8 @@ def _provenance(row: dict, show_originals: bool) -> dict:
     return out
 
 
+STATISTICS_VIEWS = ("contamination_rules", "table_averages", "statistics_settings",
+                    "error_table5", "error_correlations", "error_files")
 INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
 TEMPLATES = ("base.html.j2", "macros.html.j2", "index.html.j2", "locales.html.j2",
              "locale.html.j2", "model.html.j2", "browse.html.j2", "compare.html.j2",
