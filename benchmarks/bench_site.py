@@ -29,15 +29,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Instance
 from cultivar_assets.engines.base import EngineInfo
-from cultivar_assets.evaluation import aggregate
+from cultivar_assets.evaluation import aggregate, score_model
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.site.build import build_site
 from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store
 from cultivar_assets.store.records import read_test_sets, write_dataset, write_translations
 from cultivar_assets.translation import TranslationRow, TranslationRun
 
@@ -66,8 +69,12 @@ def synthetic_benchmark(n_ids: int, rng: random.Random) -> BenchmarkData:
     return BenchmarkData("synthetic benchmark data", False, instances)
 
 
+METRICS = MetricConfig(bleu_tokenize="13a")
+
+
 def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Random) -> None:
-    """Model ``m``: translations (perturbed references), random scores and word recall."""
+    """Model ``m``: translations (perturbed references), scored for real (BLEU, chrF, the
+    per-segment statistics that the bootstrap intervals need, word recall)."""
     spec = ModelSpec(id=f"model-{m:03d}", hf_id=f"org/model-{m:03d}", type="LLM",
                      family=f"family-{m % 8}", params_total_b=0.5 * (1 + m % 40),
                      engine="copy-source", prompt_style="source")
@@ -84,26 +91,14 @@ def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Ran
     run = TranslationRun(spec, "0" * 64, EngineInfo("copy-source", "synthetic", None, None),
                          "0" * 64, rows, len(rows), 0, 0.0)
     write_translations(store, run, fingerprint)
-    translations = next(r["translations_fingerprint"] for r in store.query("model_fingerprints")
-                        if r["model_id"] == spec.id)  # the scores are of these translations
-    scores = [{"model_id": spec.id, "test_set": t.name, "metric": metric,
-               "score": rng.uniform(10, 60), "signature": f"synthetic {metric}",
-               "n_segments": len(t.segments), "dataset_fingerprint": fingerprint,
-               "translations_fingerprint": translations}
-              for t in test_sets for metric in ("bleu", "chrf")]
-    recall = [{"model_id": spec.id, "locale": t.locale, "segment_id": s.segment_id,
-               "n_removed": 2, "n_removed_recalled": rng.randint(0, 1), "n_introduced": 2,
-               "n_introduced_missed": rng.randint(0, 2)}
-              for t in test_sets if t.locale for s in t.segments]
-    store.write([Step("delete_model_scores", {"model_id": spec.id}),
-                 Step("insert_scores", rows=scores), Step("insert_word_recall", rows=recall)])
+    score_model(store, spec.id, METRICS, processes=2)
 
 
 def fill(store: Store, n_models: int, n_ids: int, seed: int = 7) -> None:
     rng = random.Random(seed)
     fingerprint = write_dataset(store, synthetic_benchmark(n_ids, rng))
     test_sets = read_test_sets(store)
-    for m in range(n_models):
+    for m in tqdm(range(n_models), desc=f"database of {n_models} models", unit="model"):
         add_model(store, m, test_sets, fingerprint, rng)
     aggregate(store)
 
@@ -150,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tempfile.mkdtemp(prefix=f"cultivar-site-{n_models}-"))
         store = Store(folder / "bench.duckdb")
         start = time.perf_counter()
-        kept = args.workdir / f"bench-{n_models}x{args.segments}.duckdb" if args.workdir else None
+        kept = (args.workdir / f"bench-scored-{n_models}x{args.segments}.duckdb"
+                if args.workdir else None)
         if kept is not None and kept.is_file():
             shutil.copyfile(kept, store.path)
         else:

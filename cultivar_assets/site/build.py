@@ -469,7 +469,10 @@ class _Build:
     def _unchanged(self, path: str, key: str) -> bool:
         """Record ``key`` for ``path``; link the previous build's file when it had the same key
         (the same inputs: the same bytes)."""
-        self.manifest.setdefault("outputs", {})[path] = key
+        outputs = self.manifest.setdefault("outputs", {})
+        if path in outputs:
+            raise ValueError(f"the site build writes {path} twice")
+        outputs[path] = key
         old = self.out_dir / path
         if self.previous.get("outputs", {}).get(path) == key and old.is_file():
             self.writer.link(old, path)
@@ -623,9 +626,13 @@ class _Build:
                 for model in self.board]
 
     def _statistics_tables(self) -> dict[str, dict]:
-        """CSV and JSON of the statistics tables (issue 11) that the pages show."""
-        return {name: self._table(name, rows) for name, rows in self.statistics.items()
-                if rows and name != "statistics_settings"}
+        """CSV and JSON of the statistics tables (issue 11) that the pages show (written once;
+        two pages link them)."""
+        if not hasattr(self, "statistics_links"):
+            self.statistics_links = {name: self._table(name, rows)
+                                     for name, rows in self.statistics.items()
+                                     if rows and name != "statistics_settings"}
+        return self.statistics_links
 
     def _query_tables(self) -> list[dict]:
         tables = [{"name": t.name, "description": t.description,
