@@ -126,3 +126,10 @@ CREATE OR REPLACE VIEW selected_sources AS
 SELECT s.instance_id, s.language, s.source, i.english
 FROM raw.selection_sources s JOIN raw.selection_instances i USING (instance_id)
 ORDER BY s.instance_id, s.language;
+
+-- Building Cultivar: LLM localisation (paper §2.2).
+CREATE OR REPLACE VIEW localised_drafts AS
+SELECT * FROM raw.localised_drafts ORDER BY locale, instance_id;
+
+CREATE OR REPLACE VIEW localisation_summary AS
+SELECT * FROM raw.localisation_runs ORDER BY locale;
