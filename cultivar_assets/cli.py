@@ -246,6 +246,35 @@ def cmd_build_select(args: argparse.Namespace) -> int:
     return 0
 
 
+def _money(value: float | None, currency: str | None) -> str:
+    return "no prices configured" if value is None else f"{value:.4f} {currency}"
+
+
+def cmd_build_localise(args: argparse.Namespace) -> int:
+    """LLM drafts of the configured locales (or ``--locale``), from the stored selection."""
+    from cultivar_assets.construction.build import build_localisation
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    config = settings.construction.localisation
+    run = build_localisation(config, Store(settings.database_path), args.locale or None,
+                             cache_dir=Path(args.cache_dir) if args.cache_dir else None, say=print)
+    print(f"localiser: {run.localiser.label} ({run.info.engine_version}); prompt "
+          f"{run.localiser.prompt.name} ({run.localiser.prompt.prompt_hash[:12]})")
+    for locale, drafts in run.locales.items():
+        t = drafts.totals()
+        tokens = ("tokens not reported" if t["prompt_tokens"] is None else
+                  f"{t['prompt_tokens']} + {t['completion_tokens']} tokens")
+        currency = run.localiser.prices.currency if run.localiser.prices else None
+        print(f"{locale}: {t['n_drafts']} drafts, {t['n_flagged']} flagged, {t['n_retried']} "
+              f"retried, {t['n_unchanged']} unchanged, {t['n_generated']} generated now; "
+              f"{tokens}; estimated cost {_money(t['estimated_cost'], currency)} (this run "
+              f"{_money(t['estimated_cost_this_run'], currency)}); task {drafts.task_id}")
+    print(f"Database: {settings.database_path} (views localised_drafts, localisation_summary)\n"
+          f"Finished in {run.seconds:.0f} s")
+    return 0
+
+
 def cmd_locales(args: argparse.Namespace) -> int:
     from cultivar_assets.data.locales import all_locales
 
@@ -317,6 +346,14 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--review-dir", help="folder of the review page (default: "
                         "$CULTIVAR_HOME/construction/selection)")
     select.set_defaults(func=cmd_build_select)
+    localise = build_sub.add_parser("localise", help="LLM drafts of the selected instances "
+                                    "(paper §2.2), one request per instance and locale, cached")
+    localise.add_argument("--locale", action="append", help="a locale to localise (repeatable; "
+                          "default: construction.localisation.locales)")
+    localise.add_argument("--database", help="DuckDB file to write")
+    localise.add_argument("--cache-dir", help="answer cache (default: "
+                          "$CULTIVAR_HOME/cache/localisation)")
+    localise.set_defaults(func=cmd_build_localise)
 
     serve = sub.add_parser("serve", help="serve the built site on localhost")
     serve.add_argument("--directory", help="site folder (default: the settings' site.output_dir, "

@@ -1,10 +1,34 @@
-"""Building Cultivar as assets: source benchmark -> ``selected_instances`` (localisation next)."""
+"""Building Cultivar as assets: source benchmark -> ``selected_instances`` ->
+``localised_drafts`` (per locale) -> ``postedit_tools`` and ``annotations`` (per locale) ->
+``cultivar_dataset`` -> ``test_sets``.
+
+Per-locale assets use one static partitions definition, ``locales``: the 27 locales of the
+registry (``data/locales.csv``), so adding a locale means adding it to the registry, which gives
+the prompt its language name and location. Which locales a build covers is configured
+(``construction.localisation.locales``); the runner and ``cultivar build`` materialise those.
+Everything is written through the DuckDB store and files (no IO manager).
+"""
 
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.construction.build import build_selection
-from cultivar_assets.resources import SelectionResource, SourceBenchmarkResource, StoreResource
+from cultivar_assets.construction.build import build_localisation, build_selection
+from cultivar_assets.data.locales import all_locales
+from cultivar_assets.resources import (
+    LocalisationResource,
+    SelectionResource,
+    SourceBenchmarkResource,
+    StoreResource,
+)
+
+locale_partitions = dg.StaticPartitionsDefinition([loc.key for loc in all_locales()])
+
+
+def _value(value, unit: str = "") -> object:
+    """A metadata value: numbers as they are, None as a short explanation."""
+    if value is None:
+        return f"not known{unit}"
+    return round(value, 6) if isinstance(value, float) else value
 
 
 @dg.asset(group_name="construction", kinds={"duckdb", "spacy"})
@@ -47,3 +71,48 @@ def selected_instances(context: dg.AssetExecutionContext, source_benchmark: Sour
         "fingerprint": build.fingerprint,
     }
     return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(build.fingerprint))
+
+
+@dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[selected_instances],
+          kinds={"duckdb"})
+@redacting
+def localised_drafts(context: dg.AssetExecutionContext, localisation: LocalisationResource,
+                     store: StoreResource):
+    """LLM drafts of one locale (paper §2.2): one request per selected instance, the answers
+    cached on disk, malformed ones flagged (views ``localised_drafts``, ``localisation_summary``).
+    """
+    locale = context.partition_key
+    config = localisation.config()
+    run = build_localisation(config, store.store(), [locale], say=context.log.info)
+    drafts = run.locales[locale]
+    totals = drafts.totals()
+    flagged = [d.draft for d in drafts.drafts if d.draft.flagged]
+    for draft in flagged:
+        context.log.warning(f"{locale}_{draft.instance_id}: flagged draft ({draft.flag_reason})")
+    prices = run.localiser.prices
+    no_prices = " (no prices configured)" if prices is None else " (usage not reported)"
+    metadata = {
+        "locale": locale,
+        "localiser": run.localiser.label,
+        "model": config.model,
+        "engine": run.info.engine_version,
+        "prompt": run.localiser.prompt.name,
+        "prompt_hash": run.localiser.prompt.prompt_hash,
+        "drafts": totals["n_drafts"],
+        "flagged": totals["n_flagged"],
+        "retried": totals["n_retried"],
+        "unchanged": totals["n_unchanged"],
+        "generated": totals["n_generated"],
+        "requests_from_cache": run.n_requests - run.n_generated,
+        "prompt_tokens": _value(totals["prompt_tokens"], " (the engine reports none)"),
+        "completion_tokens": _value(totals["completion_tokens"], " (the engine reports none)"),
+        "estimated_cost": _value(totals["estimated_cost"], no_prices),
+        "estimated_cost_this_run": _value(totals["estimated_cost_this_run"], no_prices),
+        "currency": prices.currency if prices else "",
+        "seconds": round(run.seconds, 1),
+        "task_id": drafts.task_id,
+        "flagged_drafts": dg.MetadataValue.md("\n".join(
+            f"- `{locale}_{d.instance_id}`: {d.flag_reason}" for d in flagged) or "none"),
+        "database": dg.MetadataValue.path(str(store.store().path)),
+    }
+    return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(drafts.drafts_hash))

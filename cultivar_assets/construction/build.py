@@ -102,6 +102,9 @@ def build_localisation(
         get_locale(key)  # an unknown locale raises, with close matches
     if not keys:
         raise ValueError("no locales to localise")
+    if not store.path.exists():
+        raise LookupError(f"{store.path} holds no selection (the database does not exist yet); "
+                          "materialise selected_instances first (cultivar build select)")
     try:
         selection = read_selection_run(store)
     except LookupError as error:

@@ -29,12 +29,20 @@ Defaults of the selection (``SelectionConfig``) and which of them the paper stat
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
+from cultivar_assets.data.sources import built_dataset_dir, demo_dataset_dir
+from cultivar_assets.paths import cultivar_home
+
+
+def demo_annotations_dir() -> Path:
+    """The shipped demo annotation files (written by the toolkit's authors, labelled demo)."""
+    return demo_dataset_dir() / "annotations"
 
 NUMERIC_LABELS = ("CARDINAL", "DATE", "MONEY", "ORDINAL", "PERCENT", "QUANTITY", "TIME")
 RULE_NAMES = ("numeral_share", "topic")
@@ -105,7 +113,7 @@ class LocalisationConfig(BaseModel):
     Defaults are the paper's: every locale of the registry, the paper's prompt
     (``cultivar-paper``), ``gpt-5.5-2026-0423`` through the OpenAI API (key in
     ``$OPENAI_API_KEY``). The paper gives no sampling parameters: we send none
-    (``temperature: null``, the model's default; OpenAI's reasoning models accept no other) and
+    (``temperature: server-default``; OpenAI's reasoning models accept no other) and
     carry the answer length in ``max_completion_tokens``. ``demo_localisation()`` is the demo's.
 
     - ``engine``, ``model`` (a Hub id, or the served model name for ``openai``), ``weights``,
@@ -131,7 +139,8 @@ class LocalisationConfig(BaseModel):
     revision: str | None = None
     engine_options: dict[str, Any] = Field(default_factory=lambda: {
         "base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY",
-        "temperature": None, "max_tokens_param": "max_completion_tokens", "max_concurrency": 8})
+        "temperature": "server-default", "max_tokens_param": "max_completion_tokens",
+        "max_concurrency": 8})
     max_new_tokens: int = Field(default=4096, ge=1)
     max_attempts: int = Field(default=3, ge=1, le=10)
     retry_same_prompt: bool = False
@@ -179,18 +188,58 @@ def demo_localisation() -> LocalisationConfig:
         label="weak demo localiser: Gemma 3 270M base, few-shot prompt")
 
 
+class AnnotationConfig(BaseModel):
+    """Post-editing (paper §2.3): where the tool pages are written and the files come back.
+
+    ``folder``: the returned annotation files, one per locale (``<task_id>.annotations.json``, as
+    the tool downloads it; default ``$CULTIVAR_HOME/construction/annotations``); ``tools_dir``:
+    the tool pages, ``<tools_dir>/<locale>/index.html`` (default
+    ``$CULTIVAR_HOME/construction/postedit``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    folder: str | None = None
+    tools_dir: str | None = None
+
+    def folder_path(self) -> Path:
+        return Path(self.folder) if self.folder else cultivar_home() / "construction" / (
+            "annotations")
+
+    def tools_path(self) -> Path:
+        return Path(self.tools_dir) if self.tools_dir else cultivar_home() / "construction" / (
+            "postedit")
+
+
+class DatasetConfig(BaseModel):
+    """The built dataset (paper §2.4): ``folder`` (default
+    ``$CULTIVAR_HOME/construction/dataset``), one ``<locale>.jsonl`` per locale in the project's
+    published format with provenance columns; the data kind ``built`` reads it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    folder: str | None = None
+
+    def folder_path(self) -> Path:
+        return Path(self.folder) if self.folder else built_dataset_dir()
+
+
 class ConstructionConfig(BaseModel):
-    """Building Cultivar: where the sentences come from, how they are selected and localised."""
+    """Building Cultivar: where the sentences come from, how they are selected and localised,
+    where the post-edited files come back and where the dataset goes."""
 
     model_config = ConfigDict(extra="forbid")
 
     source: SourceBenchmarkConfig = Field(default_factory=SourceBenchmarkConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     localisation: LocalisationConfig = Field(default_factory=LocalisationConfig)
+    annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
 
 
 def demo_construction() -> ConstructionConfig:
     """The embedded default: the demo's original sentences, every candidate selected, the weak
     demo localiser for the demo's six locales."""
     return ConstructionConfig(source=SourceBenchmarkConfig(kind="demo"),
-                              selection=demo_selection(), localisation=demo_localisation())
+                              selection=demo_selection(), localisation=demo_localisation(),
+                              annotation=AnnotationConfig(folder=str(demo_annotations_dir())))

@@ -20,8 +20,9 @@ Options (``engine_options`` in ``models.yaml``; every one is optional except whe
   thread-safe client); results keep request order.
 - ``max_retries`` (5), ``timeout`` (120 s per attempt), ``extra_body`` ({}), e.g.
   ``{"chat_template_kwargs": {"enable_thinking": false}}`` to turn thinking off on vLLM.
-- Sampling: ``temperature`` (0, greedy; ``null`` sends none, for models that accept only their
-  default, such as OpenAI's reasoning models), ``top_p`` and ``seed`` (sent only when set);
+- Sampling: ``temperature`` (0, greedy; ``server-default`` sends none, for models that accept
+  only their default, such as OpenAI's reasoning models), ``top_p`` and ``seed`` (sent only when
+  set);
   ``max_tokens_param`` (``max_tokens``; ``max_completion_tokens`` for OpenAI models that refuse
   the older name) names the field that carries the request's ``max_new_tokens``.
 - ``batch_size`` (64): the chunk size of the translation loop (a chunk is cached as a whole). The
@@ -93,7 +94,7 @@ class OpenAIOptions(BaseModel):
     timeout: float = Field(default=120.0, gt=0)
     extra_body: dict[str, Any] = {}
     batch_size: int = Field(default=64, ge=1)
-    temperature: float | None = Field(default=0.0, ge=0)
+    temperature: float | Literal["server-default"] = 0.0
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int | None = None
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
@@ -156,8 +157,11 @@ class OpenAIEngine(Engine):
         self.max_retries = options.max_retries
         self.timeout = options.timeout
         self.extra_body = options.extra_body
+        if isinstance(options.temperature, float) and options.temperature < 0:
+            raise EngineLoadError(f"{spec.id}: temperature must be 0 or more")
+        temperature = None if options.temperature == "server-default" else options.temperature
         self.sampling = {key: value for key, value in (
-            ("temperature", options.temperature), ("top_p", options.top_p),
+            ("temperature", temperature), ("top_p", options.top_p),
             ("seed", options.seed)) if value is not None}
         self.max_tokens_param = options.max_tokens_param
         self._checked = False  # has a first request reached the server?
