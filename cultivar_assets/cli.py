@@ -275,6 +275,57 @@ def cmd_build_localise(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_tools(args: argparse.Namespace) -> int:
+    """The post-editing tool pages of the configured locales (or ``--locale``)."""
+    from cultivar_assets.construction.postedit_build import build_tools
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    construction = settings.construction
+    folder = Path(args.tools_dir) if args.tools_dir else construction.annotation.tools_path()
+    locales = args.locale or construction.localisation.locale_keys()
+    for tool in build_tools(Store(settings.database_path), folder, locales):
+        print(f"{tool.locale}: {tool.page} ({len(tool.task.drafts)} items, {tool.n_flagged} "
+              f"flagged; task {tool.task.task_id})")
+    print(_hand_in_line(settings))
+    return 0
+
+
+def _hand_in_line(settings: Settings) -> str:
+    folder = settings.construction.annotation.folder_path()
+    return ("Hand in an edited file: cultivar build ingest FILE (or put it in "
+            f"{folder} and materialise `annotations`).")
+
+
+def cmd_build_ingest(args: argparse.Namespace) -> int:
+    """Validate returned annotation files against the current drafts, then ingest them all."""
+    from cultivar_assets.construction.annotation_stats import table1_row
+    from cultivar_assets.construction.postedit_build import ingest_files, is_demo_folder
+    from cultivar_assets.files import keep_file_copy
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    files = ingest_files(Store(settings.database_path), [Path(p) for p in args.files])
+    folder = settings.construction.annotation.folder_path()
+    for file in files:
+        row = table1_row(file.locale, file.annotations)
+        print(f"{file.locale}: ingested {Path(file.path).name} ({row.n_instances} instances: "
+              f"{row.kept_llm_paraphrase} kept, {row.reverted_to_flores} reverted, "
+              f"{row.edited_source_only + row.edited_target_only + row.edited_both} edited; "
+              f"annotator {file.annotator})")
+        if is_demo_folder(folder):
+            print("  the demo's annotation folder holds the shipped demo files and is left as it "
+                  "is: `cultivar demo` ingests those again; to keep this file, configure "
+                  "construction.annotation.folder")
+        else:
+            kept = keep_file_copy(Path(file.path), folder, f"{file.task_id}.annotations.json",
+                                  replaces=f"{file.locale}-*.json")
+            print(f"  kept as {kept} (the `annotations` asset reads it from there)")
+    print(f"Database: {settings.database_path} (views annotations, annotation_summary); next: "
+          "cultivar build dataset")
+    return 0
+
+
 def cmd_locales(args: argparse.Namespace) -> int:
     from cultivar_assets.data.locales import all_locales
 
@@ -354,6 +405,20 @@ def build_parser() -> argparse.ArgumentParser:
     localise.add_argument("--cache-dir", help="answer cache (default: "
                           "$CULTIVAR_HOME/cache/localisation)")
     localise.set_defaults(func=cmd_build_localise)
+    tools = build_sub.add_parser("tools", help="the post-editing tool pages (paper §2.3) from the "
+                                 "current drafts")
+    tools.add_argument("--locale", action="append", help="a locale (repeatable; default: "
+                       "construction.localisation.locales)")
+    tools.add_argument("--database", help="DuckDB file to read")
+    tools.add_argument("--tools-dir", help="output folder (default: "
+                       "construction.annotation.tools_dir, else $CULTIVAR_HOME/construction/"
+                       "postedit)")
+    tools.set_defaults(func=cmd_build_tools)
+    ingest = build_sub.add_parser("ingest", help="validate returned annotation files and ingest "
+                                  "them (each replaces its locale's annotations)")
+    ingest.add_argument("files", nargs="+", metavar="FILE", help="files downloaded from the tool")
+    ingest.add_argument("--database", help="DuckDB file to write")
+    ingest.set_defaults(func=cmd_build_ingest)
 
     serve = sub.add_parser("serve", help="serve the built site on localhost")
     serve.add_argument("--directory", help="site folder (default: the settings' site.output_dir, "

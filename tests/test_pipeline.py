@@ -56,9 +56,9 @@ def test_definitions_load():
     with dg.instance_for_test():  # Dagster keeps global state tied to the latest live instance
         defs = build_definitions()
         keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    assert keys == {"selected_instances", "localised_drafts", "test_sets", "translations",
-                    "scores", "leaderboard",
-                    "reported_results", "charts", "hf_dataset_folder", "hf_dataset_push", "site"}
+    assert keys == {"selected_instances", "localised_drafts", "postedit_tools", "annotations",
+                    "test_sets", "translations", "scores", "leaderboard", "reported_results",
+                    "charts", "hf_dataset_folder", "hf_dataset_push", "site"}
     assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
                                           "build_benchmark"}
 

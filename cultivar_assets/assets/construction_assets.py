@@ -12,9 +12,12 @@ Everything is written through the DuckDB store and files (no IO manager).
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.construction.annotation_stats import table1_row
 from cultivar_assets.construction.build import build_localisation, build_selection
+from cultivar_assets.construction.postedit_build import build_tools, ingest_folder_locale
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.resources import (
+    AnnotationResource,
     LocalisationResource,
     SelectionResource,
     SourceBenchmarkResource,
@@ -116,3 +119,56 @@ def localised_drafts(context: dg.AssetExecutionContext, localisation: Localisati
         "database": dg.MetadataValue.path(str(store.store().path)),
     }
     return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(drafts.drafts_hash))
+
+
+@dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[localised_drafts],
+          kinds={"html"})
+@redacting
+def postedit_tools(context: dg.AssetExecutionContext, annotation: AnnotationResource,
+                   store: StoreResource):
+    """The post-editing tool of one locale (paper §2.3, Figure 1), built from its current drafts:
+    a static page to open in a browser; its "Download JSON" file is what annotators hand in."""
+    locale = context.partition_key
+    config = annotation.config()
+    (tool,) = build_tools(store.store(), config.tools_path(), [locale])
+    context.log.info(f"{locale}: post-editing tool at {tool.page} ({len(tool.task.drafts)} items)")
+    return dg.MaterializeResult(metadata={
+        "locale": locale,
+        "page": dg.MetadataValue.path(str(tool.page)),
+        "task_id": tool.task.task_id,
+        "items": len(tool.task.drafts),
+        "flagged_drafts": tool.n_flagged,
+        "hand_in": dg.MetadataValue.md(
+            f"Download the JSON from the tool and put it in `{config.folder_path()}`, then "
+            "materialise `annotations`; or run `cultivar build ingest FILE`."),
+    }, data_version=dg.DataVersion(tool.task.drafts_hash))
+
+
+@dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[postedit_tools],
+          kinds={"duckdb"})
+@redacting
+def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResource,
+                store: StoreResource):
+    """The returned annotation file of one locale, validated against its current drafts and the
+    source benchmark, then ingested (replacing the locale's rows; views ``annotations`` and
+    ``annotation_summary``). A file with any problem changes nothing."""
+    locale = context.partition_key
+    config = annotation.config()
+    file = ingest_folder_locale(store.store(), config.folder_path(), locale)
+    row = table1_row(locale, file.annotations)
+    return dg.MaterializeResult(metadata={
+        "locale": locale,
+        "file": dg.MetadataValue.path(file.path),
+        "file_sha256": file.sha256 or "",
+        "annotator": file.annotator,
+        "task_id": file.task_id,
+        "instances": row.n_instances,
+        "kept_llm_paraphrase": row.kept_llm_paraphrase,
+        "reverted_to_flores": row.reverted_to_flores,
+        "edited_source_only": row.edited_source_only,
+        "edited_target_only": row.edited_target_only,
+        "edited_both": row.edited_both,
+        "avg_edits_source": _value(row.avg_edits_source, " (no source changed)"),
+        "avg_edits_english": _value(row.avg_edits_english, " (no English changed)"),
+        "flagged_drafts": row.n_flagged,
+    }, data_version=dg.DataVersion(file.sha256 or file.task_id))

@@ -3,7 +3,12 @@
 import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
-from cultivar_assets.assets.construction_assets import localised_drafts, selected_instances
+from cultivar_assets.assets.construction_assets import (
+    annotations,
+    localised_drafts,
+    postedit_tools,
+    selected_instances,
+)
 from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.model_assets import scores, translations
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
@@ -29,11 +34,14 @@ publish_job = dg.define_asset_job(
 
 build_benchmark_job = dg.define_asset_job(
     "build_benchmark",
-    selection=dg.AssetSelection.assets(selected_instances, localised_drafts),
-    description="Build Cultivar from the source benchmark: the named-entity-rich selection and "
-                "the LLM drafts of one locale (one partition = one locale).",
+    selection=dg.AssetSelection.assets(selected_instances, localised_drafts, postedit_tools,
+                                       annotations),
+    description="Build Cultivar from the source benchmark: the named-entity-rich selection, then "
+                "for one locale (one partition = one locale) the LLM drafts, the post-editing "
+                "tool and the ingest of its returned annotation file.",
 )
 
-ASSETS = [selected_instances, localised_drafts, test_sets, translations, scores, leaderboard,
-          reported_results, charts, hf_dataset_folder, hf_dataset_push, site]
+ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, test_sets,
+          translations, scores, leaderboard, reported_results, charts, hf_dataset_folder,
+          hf_dataset_push, site]
 JOBS = [evaluate_model_job, refresh_results_job, publish_job, build_benchmark_job]

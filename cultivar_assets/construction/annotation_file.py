@@ -81,12 +81,14 @@ class Problem:
 class AnnotationFileError(ValueError):
     """An annotation file cannot be used; ``problems`` lists everything found wrong."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], note: str | None = None) -> None:
         self.problems = list(problems)
         files = sorted({p.file for p in self.problems})
+        which = "this file" if len(files) == 1 else "these files"
         head = (f"{', '.join(files)}: {len(self.problems)} problem"
-                f"{'s' if len(self.problems) != 1 else ''}; nothing was read from this file")
-        super().__init__(head + "\n" + "\n".join(f"  - {p}" for p in self.problems))
+                f"{'s' if len(self.problems) != 1 else ''}; nothing was read from {which}")
+        tail = f"\n{note}" if note else ""
+        super().__init__(head + "\n" + "\n".join(f"  - {p}" for p in self.problems) + tail)
 
 
 @dataclass(frozen=True)
@@ -393,6 +395,19 @@ def read_annotation_file(
                                    benchmark_originals=benchmark_originals,
                                    allow_unconfirmed=allow_unconfirmed)
     return replace(parsed, sha256=file_sha256(path))
+
+
+def read_annotation_document(path: str | Path) -> dict[str, Any]:
+    """The file's JSON after checks 1-3 (UTF-8, complete JSON, format and version, the schema),
+    before it is compared with a task: to learn which locale and task a handed-in file is for.
+    Any problem raises :class:`AnnotationFileError` as :func:`read_annotation_file` would."""
+    path = Path(path)
+    if not path.is_file():
+        raise AnnotationFileError([Problem(str(path), None, "(file)", "no such file")])
+    check = _Checker(str(path))
+    document = _decode(path.read_bytes(), check)
+    _check_schema(document, check)
+    return document
 
 
 def find_annotation_file(folder: str | Path, locale: str) -> Path | None:
