@@ -326,6 +326,43 @@ def cmd_build_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_table1(rows: list[dict], title: str) -> None:
+    """Table 1 (annotation statistics) as computed from the annotation files."""
+    from rich.table import Table
+
+    from cultivar_assets.publish.card import TABLE1_COLUMNS
+    from cultivar_assets.tables import format_value
+
+    table = Table(title=title)
+    for key, header in [*TABLE1_COLUMNS, ("n_instances", "Instances")]:
+        table.add_column(header, justify="left" if key == "locale" else "right")
+    for row in rows:
+        table.add_row(*(format_value(row.get(key), key) for key, _ in
+                        [*TABLE1_COLUMNS, ("n_instances", "")]))
+    _console().print(table)
+
+
+def cmd_build_dataset(args: argparse.Namespace) -> int:
+    """The Cultivar dataset from the ingested annotations of the configured locales."""
+    from cultivar_assets.construction.dataset import build_dataset
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    construction = settings.construction
+    folder = Path(args.folder) if args.folder else construction.dataset.folder_path()
+    built = build_dataset(Store(settings.database_path), folder,
+                          construction.localisation.locale_keys())
+    for locale, actions in built.actions().items():
+        print(f"{locale}: {sum(actions.values())} instances ("
+              + ", ".join(f"{n} {a}" for a, n in actions.items()) + ")")
+    print_table1(built.table1, "Table 1, computed from the annotation files"
+                 + (" (DEMO annotation files)" if built.is_demo else ""))
+    print(f"Dataset: {built.folder} ({'demo data' if built.is_demo else built.source}; "
+          f"fingerprint {built.fingerprint[:12]})\nEvaluate it with data: {{kind: built}} "
+          "(cultivar run); views dataset_build, instance_provenance")
+    return 0
+
+
 def cmd_locales(args: argparse.Namespace) -> int:
     from cultivar_assets.data.locales import all_locales
 
@@ -419,6 +456,12 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("files", nargs="+", metavar="FILE", help="files downloaded from the tool")
     ingest.add_argument("--database", help="DuckDB file to write")
     ingest.set_defaults(func=cmd_build_ingest)
+    dataset = build_sub.add_parser("dataset", help="the Cultivar dataset (paper §2.4) from the "
+                                   "ingested annotations, with per-instance provenance")
+    dataset.add_argument("--database", help="DuckDB file to read and write")
+    dataset.add_argument("--folder", help="output folder (default: construction.dataset.folder, "
+                         "else $CULTIVAR_HOME/construction/dataset)")
+    dataset.set_defaults(func=cmd_build_dataset)
 
     serve = sub.add_parser("serve", help="serve the built site on localhost")
     serve.add_argument("--directory", help="site folder (default: the settings' site.output_dir, "

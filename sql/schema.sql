@@ -383,3 +383,50 @@ CREATE TABLE IF NOT EXISTS raw.localised_drafts (
     completion_tokens BIGINT,
     PRIMARY KEY (locale, instance_id)
 );
+
+-- Building Cultivar, the dataset (paper §2.4; asset cultivar_dataset): the last build, its
+-- instances with their provenance, and Table 1 of the annotations it was built from. Rewritten as
+-- a whole by each build.
+CREATE TABLE IF NOT EXISTS raw.dataset_build (
+    fingerprint   VARCHAR NOT NULL,   -- sha256 of the built rows
+    folder        VARCHAR NOT NULL,   -- where the dataset files were written
+    is_demo       BOOLEAN NOT NULL,   -- built from the demo data
+    source        VARCHAR NOT NULL,   -- the source benchmark (selection_summary)
+    locales       VARCHAR[] NOT NULL,
+    n_instances   INTEGER NOT NULL,
+    built_at      TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS raw.built_instances (
+    locale            VARCHAR NOT NULL,
+    instance_id       INTEGER NOT NULL,
+    source_original   VARCHAR NOT NULL,
+    english_original  VARCHAR NOT NULL,
+    source_draft      VARCHAR,              -- the LLM draft (NULL when it was flagged)
+    english_draft     VARCHAR,
+    flagged           BOOLEAN NOT NULL,
+    source_localised  VARCHAR NOT NULL,     -- the confirmed final pair (surrounding space trimmed)
+    english_localised VARCHAR NOT NULL,
+    action            VARCHAR NOT NULL,     -- 'kept', 'edited', 'reverted'
+    draft_hash        VARCHAR NOT NULL,
+    prompt_hash       VARCHAR NOT NULL,
+    task_id           VARCHAR NOT NULL,
+    annotator         VARCHAR NOT NULL,
+    PRIMARY KEY (locale, instance_id)
+);
+
+CREATE TABLE IF NOT EXISTS raw.built_table1 (
+    locale                    VARCHAR PRIMARY KEY,
+    n_instances               INTEGER NOT NULL,
+    n_flagged                 INTEGER NOT NULL,
+    kept_llm_paraphrase       INTEGER NOT NULL,
+    reverted_to_flores        INTEGER NOT NULL,
+    edited_source_only        INTEGER NOT NULL,
+    edited_target_only        INTEGER NOT NULL,
+    edited_both               INTEGER NOT NULL,
+    avg_edits_source          DOUBLE,
+    avg_edits_english         DOUBLE,
+    n_revised_source_changed  INTEGER NOT NULL,
+    n_revised_english_changed INTEGER NOT NULL,
+    annotator                 VARCHAR
+);

@@ -57,10 +57,10 @@ def test_definitions_load():
         defs = build_definitions()
         keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
     assert keys == {"selected_instances", "localised_drafts", "postedit_tools", "annotations",
-                    "test_sets", "translations", "scores", "leaderboard", "reported_results",
-                    "charts", "hf_dataset_folder", "hf_dataset_push", "site"}
+                    "cultivar_dataset", "test_sets", "translations", "scores", "leaderboard",
+                    "reported_results", "charts", "hf_dataset_folder", "hf_dataset_push", "site"}
     assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
-                                          "build_benchmark"}
+                                          "build_benchmark", "build_dataset"}
 
 
 def test_assets_materialise_and_rematerialising_replaces_rows(settings):

@@ -11,19 +11,13 @@ import duckdb
 import pytest
 import yaml
 from annotation_helpers import annotation_document
-from localisation_helpers import localising_answer
-from openai_server import FakeOpenAIServer
+from build_helpers import build_drafts
 
 from cultivar_assets.assets.graph import ASSETS
 from cultivar_assets.cli import main
 from cultivar_assets.construction import postedit_build
 from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.build import build_localisation, build_selection
-from cultivar_assets.construction.config import (
-    AnnotationConfig,
-    LocalisationConfig,
-    demo_construction,
-)
+from cultivar_assets.construction.config import AnnotationConfig
 from cultivar_assets.construction.postedit_build import (
     DemoDriftError,
     build_tools,
@@ -43,20 +37,7 @@ TABLES = ["raw.annotations", "raw.annotation_files"]
 def built(tmp_path_factory):
     """A database with the demo selection and fake-server drafts of two locales."""
     root = tmp_path_factory.mktemp("built")
-    fake = FakeOpenAIServer(answer=localising_answer).start()
-    try:
-        construction = demo_construction().model_copy(update={
-            "localisation": LocalisationConfig(
-                locales=LOCALES, model="gpt-test", engine_options={"base_url": fake.url},
-                cache_dir=str(root / "cache")),
-            "annotation": AnnotationConfig(folder=str(root / "returned"),
-                                           tools_dir=str(root / "tools"))})
-        store = Store(root / "template.duckdb")
-        build_selection(construction.source, construction.selection, store, show_bar=False)
-        build_localisation(construction.localisation, store, show_bar=False)
-    finally:
-        fake.stop()
-    return root, construction
+    return root, build_drafts(root, LOCALES, root / "template.duckdb")
 
 
 @pytest.fixture

@@ -14,15 +14,19 @@ import dagster as dg
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.construction.annotation_stats import table1_row
 from cultivar_assets.construction.build import build_localisation, build_selection
+from cultivar_assets.construction.dataset import build_dataset
 from cultivar_assets.construction.postedit_build import build_tools, ingest_folder_locale
 from cultivar_assets.data.locales import all_locales
+from cultivar_assets.publish.card import TABLE1_COLUMNS
 from cultivar_assets.resources import (
     AnnotationResource,
+    BuiltDatasetResource,
     LocalisationResource,
     SelectionResource,
     SourceBenchmarkResource,
     StoreResource,
 )
+from cultivar_assets.tables import markdown_table
 
 locale_partitions = dg.StaticPartitionsDefinition([loc.key for loc in all_locales()])
 
@@ -172,3 +176,26 @@ def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResourc
         "avg_edits_english": _value(row.avg_edits_english, " (no English changed)"),
         "flagged_drafts": row.n_flagged,
     }, data_version=dg.DataVersion(file.sha256 or file.task_id))
+
+
+@dg.asset(group_name="construction", deps=[annotations], kinds={"duckdb", "json"})
+@redacting
+def cultivar_dataset(context: dg.AssetExecutionContext, localisation: LocalisationResource,
+                     built_dataset: BuiltDatasetResource, store: StoreResource):
+    """The Cultivar dataset built here (paper §2.4): the confirmed final pairs of every
+    configured locale, with per-instance provenance (kept / edited / reverted, draft and prompt
+    hashes), in the published format; the data kind ``built`` evaluates it (``test_sets``)."""
+    locales = localisation.config().locale_keys()
+    built = build_dataset(store.store(), built_dataset.config().folder_path(), locales)
+    counts = {locale: len(rows) for locale, rows in built.rows.items()}
+    return dg.MaterializeResult(metadata={
+        "folder": dg.MetadataValue.path(str(built.folder)),
+        "demo_data": built.is_demo,
+        "source": built.source,
+        "locales": len(counts),
+        "instances": sum(counts.values()),
+        "instances_per_locale": dg.MetadataValue.json(counts),
+        "actions_per_locale": dg.MetadataValue.json(built.actions()),
+        "table1": dg.MetadataValue.md(markdown_table(built.table1, TABLE1_COLUMNS)),
+        "fingerprint": built.fingerprint,
+    }, data_version=dg.DataVersion(built.fingerprint))

@@ -12,6 +12,7 @@ from cultivar_assets.store.records import write_dataset
 
 @dg.asset(
     group_name="data",
+    deps=["cultivar_dataset"],  # read when the data kind is built (the project's own build)
     kinds={"duckdb"},
     check_specs=[
         dg.AssetCheckSpec("instance_counts", asset="test_sets",

@@ -5,6 +5,7 @@ import dagster as dg
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.assets.construction_assets import (
     annotations,
+    cultivar_dataset,
     localised_drafts,
     postedit_tools,
     selected_instances,
@@ -41,7 +42,15 @@ build_benchmark_job = dg.define_asset_job(
                 "tool and the ingest of its returned annotation file.",
 )
 
-ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, test_sets,
-          translations, scores, leaderboard, reported_results, charts, hf_dataset_folder,
-          hf_dataset_push, site]
-JOBS = [evaluate_model_job, refresh_results_job, publish_job, build_benchmark_job]
+build_dataset_job = dg.define_asset_job(
+    "build_dataset",
+    selection=dg.AssetSelection.assets(cultivar_dataset, test_sets),
+    description="The Cultivar dataset from the ingested annotations of every configured locale, "
+                "then the test sets (evaluated when the data kind is built).",
+)
+
+ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
+          test_sets, translations, scores, leaderboard, reported_results, charts,
+          hf_dataset_folder, hf_dataset_push, site]
+JOBS = [evaluate_model_job, refresh_results_job, publish_job, build_benchmark_job,
+        build_dataset_job]
