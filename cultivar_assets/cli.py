@@ -60,17 +60,31 @@ def _run(settings: Settings) -> int:
     from cultivar_assets.runner import run_pipeline
 
     console = _console()
-    if settings.data.kind == "demo":
-        console.print("Cultivar demo: bundled DEMO data (written for this project, not FLORES or "
-                      "Cultivar), models of " + ", ".join(settings.models))
+    built = settings.data.kind == "built"
+    if settings.data.kind == "demo" or (built and settings.construction.source.kind == "demo"):
+        how = ("built here from its original sentences (selection, a weak demo localiser, the "
+               "shipped demo annotation files) and " if built else "")
+        console.print("Cultivar demo: DEMO data (written for this project, not FLORES or "
+                      f"Cultivar), {how}evaluated with the models of " + ", ".join(settings.models))
     if settings.metrics.bleu_tokenize != "flores200":
         console.print(f"BLEU tokenizer: {settings.metrics.bleu_tokenize} (selected explicitly; the "
                       "paper's spBLEU uses flores200, whose SentencePiece model is not bundled: "
                       "see README, 'Metrics')")
     result = run_pipeline(settings, say=console.print)
     _print_leaderboard(result.leaderboard)
+    if result.build is not None:
+        demo = " (DEMO annotation files: the final pairs are the bundled demo data)" if (
+            result.build.is_demo) else ""
+        print_table1(result.build.table1, "Table 1, computed from the annotation files" + demo)
+        tools = sorted(result.build.tools.items())
+        folder = str(Path(tools[0][1]).parent.parent) if tools else ""
+        console.print(f"Post-editing tool pages: {folder}/<locale>/index.html (e.g. "
+                      f"{tools[0][1] if tools else '-'}; open one in a browser)")
+        console.print(_hand_in_line(settings))
+        console.print(f"Dataset: {result.build.dataset_folder}")
     console.print(f"\nDatabase: {result.database}")
     console.print(f"Site: {result.site}/index.html (open it, or: cultivar serve)")
+    console.print("Time: " + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.steps))
     console.print(f"Finished in {result.seconds:.0f} s. Query it: cultivar query "
                   "\"SELECT * FROM locale_deltas\"; browse the runs: cultivar ui")
     return 0

@@ -338,7 +338,7 @@ def localise(
     info = cache.engine_info(localiser.fingerprint)
     n_requests = n_generated = 0
     retry = prompt.can_retry or config.retry_same_prompt
-    bar = tqdm(total=len(jobs), desc=f"localise ({localiser.spec.id})", unit="draft",
+    bar = tqdm(total=len(jobs), desc=f"localise ({localiser.spec.id})", unit="request",
                disable=not show_bar)
     try:
         pending = jobs
@@ -356,6 +356,7 @@ def localise(
             for chunk in _chunks(pending, chunk_size):
                 todo = [i for i in chunk if keys[i] not in stored]
                 if not todo:
+                    bar.update(len(chunk))
                     continue
                 engine = pool.get(localiser)
                 if info is None:
@@ -375,10 +376,12 @@ def localise(
                 stored.update(items)
                 fresh.update(key for key, _ in items)
                 n_generated += len(items)
+                bar.update(len(chunk))
+                say(f"{pending[chunk[0]].locale}: {len(items)} answers generated and cached "
+                    f"(attempt {attempt}, {bar.n}/{bar.total} requests)")
             still = []
             for i, job in enumerate(pending):
                 if job.failure is not None:
-                    bar.update(1)
                     continue
                 value = json.loads(stored[keys[i]])
                 job.answers.append((value["text"], value["prompt_tokens"],
@@ -389,12 +392,10 @@ def localise(
                     if retry and attempt < config.max_attempts:
                         still.append(job)
                         bar.total += 1
-                        bar.update(1)
                         continue
                     job.result = _draft(job, prompt, None)
                 else:
                     job.result = _draft(job, prompt, parsed)
-                bar.update(1)
             pending = still
     finally:
         bar.close()

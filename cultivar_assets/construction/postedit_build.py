@@ -33,6 +33,7 @@ from cultivar_assets.construction.annotation_file import (
 from cultivar_assets.construction.annotation_store import write_annotation_files
 from cultivar_assets.construction.annotation_task import AnnotationTask
 from cultivar_assets.construction.config import demo_annotations_dir
+from cultivar_assets.construction.demo_annotations import GENERATED_WITH, describe, environment
 from cultivar_assets.construction.localisation_store import read_drafts
 from cultivar_assets.construction.postedit_tool import build_postedit_tool
 from cultivar_assets.construction.selection_store import read_selected_sources
@@ -101,14 +102,22 @@ def _drift_error(path: Path, task: AnnotationTask, error: AnnotationFileError
         return None
     changed = _changed_drafts(path, task) or []
     listing = ", ".join(map(str, changed[:12])) + (" ..." if len(changed) > 12 else "")
+    note = path.parent / GENERATED_WITH
+    where = ""
+    if note.is_file():
+        try:
+            where = (f" The shipped drafts came from {describe(json.loads(note.read_text()))}; "
+                     f"this run used {describe(environment())}.")
+        except ValueError:
+            where = ""
     return DemoDriftError(
         f"the shipped demo annotation file {path.name} was made against other drafts of "
         f"{task.locale} than the ones the demo localiser produced now ({len(changed)} of "
         f"{len(task.drafts)} drafts differ: ids {listing}). The demo localiser's output changed "
         "(its engine, model, decoding or prompt, see construction/config.py "
-        f"demo_localisation). Regenerate the demo files from the current drafts: {REGENERATE} "
-        "(then review and commit cultivar_assets/data/demo/annotations/), or restore the "
-        "localiser's settings.")
+        f"demo_localisation, or the libraries or processor its greedy decoding ran on).{where} "
+        f"Regenerate the demo files from the current drafts: {REGENERATE} (then review and "
+        "commit cultivar_assets/data/demo/annotations/), or restore the localiser's settings.")
 
 
 def ingest_folder_locale(store: Store, folder: Path, locale: str) -> AnnotationFile:
