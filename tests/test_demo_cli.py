@@ -19,7 +19,7 @@ CLI = [sys.executable, "-m", "cultivar_assets.cli"]
 
 
 def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=1800)
+    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=3600)
 
 
 @pytest.mark.slow
