@@ -4,10 +4,15 @@ Runs :func:`cultivar_assets.metrics.bootstrap.paired_bootstrap` on synthetic per
 statistics (BLEU and chrF, plus word-recall counts with ``--recall``) for the real locale registry
 (27 locales, 21 source languages: 48 test sets per model) and prints the time of each repeat.
 Not a test: run it by hand and record the figure in the README (target: ≤ 10 s on the 2-core
-machine, BLEU and chrF).
+machine, BLEU and chrF). After the bootstrap, each repeat also builds every table the
+leaderboard stores from it (``evaluation.statistics.statistics_tables``: every interval as rows,
+rank intervals of the 8 sortable columns, rank agreement, averages, contamination flags), and
+``--store`` times the whole ``evaluation.aggregate`` on a DuckDB file holding the same
+statistics (reading them, the bootstrap with word recall, the tables, the write).
 
     python benchmarks/bench_bootstrap.py                 # 3 repeats
     python benchmarks/bench_bootstrap.py --repeats 5 --recall
+    python benchmarks/bench_bootstrap.py --store --repeats 1
 
 Synthetic statistics: per instance a reference of 20-60 subword tokens and 80-250 characters;
 each model has a quality q (0.25-0.75) and the hypothesis length is the reference's ±15 %;
@@ -28,9 +33,11 @@ from cultivar_assets.data.locales import (
     cultivar_test_set_name,
     flores_test_set_name,
 )
+from cultivar_assets.evaluation.statistics import statistics_tables
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
-from cultivar_assets.metrics.ranks import rank_intervals
-from cultivar_assets.metrics.segment_stats import RecallCounts, SegmentStats
+from cultivar_assets.metrics.flags import FlagConfig
+from cultivar_assets.metrics.score_arrays import scores_from_stats
+from cultivar_assets.metrics.segment_stats import RECALL_COLUMNS, RecallCounts, SegmentStats
 
 
 def synthetic_segment_stats(rng: np.random.Generator, n: int, quality: float):
@@ -78,6 +85,51 @@ def synthetic_input(n_models: int, n_instances: int, seed: int = 7):
     return models, [loc.key for loc in locales], stats, recall
 
 
+def synthetic_store(path, models, locales, stats, recall):
+    """A DuckDB store holding the synthetic statistics and what ``aggregate`` reads with them
+    (the dataset, segments, scores, word recall, model entries)."""
+    import pyarrow as pa
+
+    from cultivar_assets.data.testsets import BenchmarkData, Instance
+    from cultivar_assets.store.database import Step, Store
+    from cultivar_assets.store.records import write_dataset
+
+    ids = next(iter(stats["bleu"].values())).ids
+    data = BenchmarkData("synthetic benchmark statistics", False, {
+        loc: [Instance(loc, int(i), f"source {i}", f"reference {i}", f"original {i}",
+                       f"original reference {i}") for i in ids] for loc in locales})
+    store = Store(path)
+    fingerprint = write_dataset(store, data)
+    signature = {"bleu": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
+                 "chrf": "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0"}
+    scores, values = [], []
+    columns: dict[str, list] = {c: [] for c in ("model_id", "test_set", "segment_id", "metric")}
+    for metric, table in stats.items():
+        for (model, test_set), s in table.items():
+            scores.append({"model_id": model, "test_set": test_set, "metric": metric,
+                           "score": float(scores_from_stats(metric, s.stats.sum(axis=0))),
+                           "signature": signature[metric], "n_segments": len(s.ids),
+                           "dataset_fingerprint": fingerprint, "tokenizer_sha256": None})
+            columns["model_id"] += [model] * len(s.ids)
+            columns["test_set"] += [test_set] * len(s.ids)
+            columns["segment_id"] += s.ids.tolist()
+            columns["metric"] += [metric] * len(s.ids)
+            values += s.stats.tolist()
+    segment_stats = pa.table({**columns, "stats": pa.array(values, pa.list_(pa.int64()))})
+    recall_rows = [{"model_id": m, "locale": loc, "segment_id": int(i),
+                    **dict(zip(RECALL_COLUMNS, map(int, row), strict=True))}
+                   for (m, loc), r in recall.items()
+                   for i, row in zip(r.ids, r.counts, strict=True)]
+    model_rows = [{"model_id": m, "hf_id": None, "revision": None, "weights": "hub",
+                   "type": "LLM", "family": "Synthetic", "params_total_b": None,
+                   "params_active_b": None, "engine": "none", "prompt_style": "none",
+                   "engine_options": "{}"} for m in models]
+    store.write([Step("insert_models", rows=model_rows), Step("insert_scores", rows=scores),
+                 Step("insert_segment_stats", rows=segment_stats),
+                 Step("insert_word_recall", rows=recall_rows)])
+    return store
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=32)
@@ -85,8 +137,14 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--recall", action="store_true", help="also bootstrap FP/FN rates")
+    parser.add_argument("--store", action="store_true",
+                        help="also time evaluation.aggregate on a DuckDB file with these data")
     args = parser.parse_args()
 
+    started = time.perf_counter()
+    import scipy.stats  # noqa: F401  (rank agreement's; imported once per process, not timed)
+
+    print(f"scipy.stats imported in {time.perf_counter() - started:.1f} s (not in the times)")
     started = time.perf_counter()
     models, locales, stats, recall = synthetic_input(args.models, args.instances)
     print(f"synthetic input: {len(models)} models × {len(locales)} locales × "
@@ -98,21 +156,50 @@ def main() -> None:
         started = time.perf_counter()
         result = paired_bootstrap(stats, models, locales, recall if args.recall else None, config)
         times.append(time.perf_counter() - started)
-        # what the leaderboard needs next: every interval (as rows) and the rank intervals
-        rows = result.pair_rows() + result.model_rows() + result.locale_rows()
-        ranks = rank_intervals(result["model_delta_bleu"])
+        # what the leaderboard stores from it: every interval as rows, the rank intervals of the
+        # sortable columns, rank agreement, averages and the contamination flags
+        tables = statistics_tables(result, FlagConfig())
+        rows = (len(tables.pairs) + len(tables.models) + len(tables.locales)
+                + len(tables.agreement) + len(tables.averages) + len(tables.ranks)
+                + len(tables.flags))
         totals.append(time.perf_counter() - started)
-        print(f"repeat {repeat + 1}: bootstrap {times[-1]:.2f} s, with intervals, "
-              f"{len(rows)} rows and rank intervals {totals[-1]:.2f} s")
+        print(f"repeat {repeat + 1}: bootstrap {times[-1]:.2f} s, with every table "
+              f"({rows} rows, {len(tables.ranks)} rank intervals) {totals[-1]:.2f} s")
     delta = result["model_delta_bleu"]
+    last = [r for r in tables.ranks if r["quantity"] == "delta_bleu"][-1]
     print(f"{len(result['pair_delta_bleu'].keys)} pairs, {len(result.quantities)} quantities; "
           f"model_00 ∆BLEU {delta.point[0]:+.2f} [{delta.low[0]:+.2f}, {delta.high[0]:+.2f}], "
-          f"{ranks[-1].label}")
+          f"last rank {last['rank_low']}–{last['rank_high']}")
     what = f"{args.replicates} replicates, BLEU + chrF{' + word recall' if args.recall else ''}"
     print(f"paired_bootstrap ({what}): min {min(times):.2f} s, median "
-          f"{statistics.median(times):.2f} s; with intervals, rows and ranks: min "
+          f"{statistics.median(times):.2f} s; with every table: min "
           f"{min(totals):.2f} s, median {statistics.median(totals):.2f} s "
           f"({len(times)} repeats)")
+    if args.store:
+        time_aggregate(args, models, locales, stats, recall)
+
+
+def time_aggregate(args, models, locales, stats, recall) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from cultivar_assets.evaluation import aggregate
+    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        store = synthetic_store(Path(folder) / "bench.duckdb", models, locales, stats, recall)
+        print(f"store written in {time.perf_counter() - started:.1f} s")
+        config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=args.replicates)
+        aggregated = []
+        for _ in range(args.repeats):
+            started = time.perf_counter()
+            result = aggregate(store, config=config)
+            aggregated.append(time.perf_counter() - started)
+        print(f"aggregate from the store ({len(result.models)} models, with word recall, "
+              f"{args.replicates} replicates; read + bootstrap + tables + write): min "
+              f"{min(aggregated):.2f} s, median {statistics.median(aggregated):.2f} s "
+              f"({len(aggregated)} repeats)")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from cultivar_assets.construction.config import (
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.publish.config import PublishConfig
@@ -109,6 +110,11 @@ class BuiltDatasetResource(dg.ConfigurableResource, DatasetConfig):
 
     def config(self) -> DatasetConfig:
         return core_config(self, DatasetConfig)
+class ErrorAnalysisResource(dg.ConfigurableResource, ErrorAnalysisConfig):
+    """The error analysis (paper §5): the sample, the returned files, the outlier model."""
+
+    def config(self) -> ErrorAnalysisConfig:
+        return core_config(self, ErrorAnalysisConfig)
 
 
 class StoreResource(dg.ConfigurableResource):
@@ -134,4 +140,5 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
         "localisation": LocalisationResource(**settings.construction.localisation.model_dump()),
         "annotation": AnnotationResource(**settings.construction.annotation.model_dump()),
         "built_dataset": BuiltDatasetResource(**settings.construction.dataset.model_dump()),
+        "error_analysis_config": ErrorAnalysisResource(**settings.error_analysis.model_dump()),
     }

@@ -149,10 +149,10 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
             materialise(["translations", "scores"], model.id, run_tags(model))
             steps.append((f"model {model.id}", time.perf_counter() - model_started))
         started_step = timed("leaderboard, per-locale ∆, rank agreement, reported figures, "
-                             "charts, the dataset folder (push: dry run unless configured) and "
-                             "the site")
-        materialise(["leaderboard", "reported_results", "charts", "hf_dataset_folder",
-                     "hf_dataset_push", "site"])
+                             "the error analysis, charts, the dataset folder (push: dry run "
+                             "unless configured) and the site")
+        materialise(["leaderboard", "reported_results", "error_annotation_tool", "error_analysis",
+                     "charts", "hf_dataset_folder", "hf_dataset_push", "site"])
         steps.append(("results, dataset folder and site", time.perf_counter() - started_step))
     store = Store(settings.database_path)
     rows = store.query("leaderboard")

@@ -28,6 +28,11 @@ The data kind ``built`` evaluates the project's own build (``construction.datase
 unless ``data.cultivar_path`` names another); its database is ``demo.duckdb`` when the build's
 source benchmark is the demo's, ``cultivar-built.duckdb`` otherwise. The embedded default
 (``cultivar demo``) is this closed loop on the demo data.
+
+The ``error_analysis`` section configures the error analysis of §5 (Table 5): the sample, the
+folder of returned files and the outlier model (:mod:`cultivar_assets.evaluation.error_config`;
+without it the paper's three Chinese locales, no files yet). The demo uses its own sample and
+the bundled demo files.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from cultivar_assets.construction.config import ConstructionConfig, demo_construction
 from cultivar_assets.data.sources import DEMO_NAME, DataConfig
 from cultivar_assets.engines.base import EngineSettings
+from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig, demo_error_analysis
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.paths import default_database
 from cultivar_assets.publish.config import PublishConfig
@@ -65,6 +71,7 @@ class Settings(BaseModel):
     site: SiteConfig = Field(default_factory=SiteConfig)
     publish: PublishConfig = Field(default_factory=PublishConfig)
     construction: ConstructionConfig = Field(default_factory=demo_construction)
+    error_analysis: ErrorAnalysisConfig = Field(default_factory=ErrorAnalysisConfig)
 
     @model_validator(mode="after")
     def _built_data_is_the_construction_dataset(self) -> Settings:
@@ -90,8 +97,9 @@ class Settings(BaseModel):
 def demo_settings() -> Settings:
     """The embedded default: the demo built by the project's own pipeline (selection, the weak
     demo localiser, the shipped demo annotation files, the dataset) and evaluated with the demo
-    models; BLEU tokenizer 13a, stated in the signature."""
-    return Settings(metrics=DEMO_METRICS.model_copy(), data=DataConfig(kind="built"))
+    models and the demo's error analysis; BLEU tokenizer 13a, stated in the signature."""
+    return Settings(metrics=DEMO_METRICS.model_copy(), data=DataConfig(kind="built"),
+                    error_analysis=demo_error_analysis())
 
 
 def settings_file() -> Path | None:

@@ -27,6 +27,16 @@ def format_value(value: Any, column: str = "", digits: int | None = None) -> str
     return str(value)
 
 
+def format_interval(value: Any, low: Any, high: Any, column: str = "",
+                    digits: int | None = None, excludes_zero: bool | None = None) -> str:
+    """``value [low, high]`` (each as :func:`format_value`), with ``*`` after it when
+    ``excludes_zero`` (the interval lies above or below 0); just the value without an interval."""
+    text = format_value(value, column, digits)
+    if low is not None and high is not None:
+        text += f" [{format_value(low, column, digits)}, {format_value(high, column, digits)}]"
+    return text + ("*" if excludes_zero else "")
+
+
 def md_text(value: object) -> str:
     """``value`` as inline Markdown text: punctuation escaped, line breaks folded."""
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
@@ -65,9 +75,35 @@ LEADERBOARD_COLUMNS = (
 )
 
 
+INTERVAL_COLUMNS = ("delta_bleu", "delta_chrf", "flores_bleu", "flores_chrf", "cultivar_bleu",
+                    "cultivar_chrf", "false_positive_rate", "false_negative_rate")
+
+
+def with_intervals(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with each of :data:`INTERVAL_COLUMNS` that has ``_low``/``_high`` columns written
+    as ``value [low, high]`` (``*``: a ∆ whose interval excludes 0)."""
+    out = dict(row)
+    for column in INTERVAL_COLUMNS:
+        if f"{column}_low" in row:
+            out[column] = format_interval(row.get(column), row.get(f"{column}_low"),
+                                          row.get(f"{column}_high"), column,
+                                          excludes_zero=row.get(f"{column}_excludes_zero"))
+    return out
+
+
 def leaderboard_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """The leaderboard (paper, Table 3) as Markdown, with the signatures it was scored with."""
-    table = markdown_table(rows, LEADERBOARD_COLUMNS)
+    """The leaderboard (paper, Table 3) as Markdown, with the signatures it was scored with.
+
+    Rows with interval columns show ``value [low, high]`` and, when present, the ∆BLEU rank
+    interval and the contamination rules that fired."""
+    columns = list(LEADERBOARD_COLUMNS)
+    if rows and "rank_delta_bleu_label" in rows[0]:
+        columns.insert(1, ("rank_delta_bleu_label", "rank (∆BLEU)"))
+    if rows and "flags" in rows[0]:
+        columns.append(("flags", "flags"))
+    shown = [{**with_intervals(r), "flags": ", ".join(r.get("flags") or []) or MISSING}
+             for r in rows]
+    table = markdown_table(shown, columns)
     signatures = sorted({
         f"BLEU: {r['bleu_signature']}"
         + (f" (SentencePiece model sha256 {r['bleu_tokenizer_sha256']})"

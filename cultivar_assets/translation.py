@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from cultivar_assets.paths import translation_cache_dir
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.sqlfiles import statement_text
 
+LOG = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int], None]  # (segments done, segments in total)
 
 
@@ -71,6 +74,20 @@ class TranslationRun:
     n_cached: int
     seconds: float
 
+    @property
+    def translations_fingerprint(self) -> str:
+        """sha256 of every row's test set, segment id, hypothesis, raw output and cleaning rules:
+        scores computed from these translations carry it, so that scores of other translations
+        are recognised as stale."""
+        payload = [[r.test_set, r.segment_id, r.hypothesis, r.raw_output, list(r.cleaning_rules)]
+                   for r in sorted(self.rows, key=lambda r: (r.test_set, r.segment_id))]
+        blob = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class TranslationCacheError(RuntimeError):
+    """The translation cache file cannot be used (damaged, not SQLite, not readable)."""
+
 
 class TranslationCache:
     """Raw outputs by request key, in ``<cache_dir>/<model id>.sqlite``."""
@@ -78,8 +95,16 @@ class TranslationCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, timeout=60)
-        self._db.executescript(statement_text("cache_schema"))
+        try:
+            self._db = sqlite3.connect(path, timeout=60)
+            self._db.executescript(statement_text("cache_schema"))
+        except sqlite3.DatabaseError as error:
+            raise TranslationCacheError(
+                f"the translation cache {path} cannot be used ({error}). It holds only cached "
+                "model outputs: move it away or delete it, and the next run generates them again"
+            ) from error
+
+
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         query = statement_text("cache_get_outputs")
@@ -101,6 +126,27 @@ class TranslationCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+@contextmanager
+def model_lock(folder: Path, model_id: str) -> Iterator[None]:
+    """Hold ``<folder>/<model id>.lock`` while a run reads, generates and caches the model's
+    outputs: a second run of the same model (another process, another Dagster run) waits for the
+    first and then finds its outputs in the cache instead of generating them again."""
+    from filelock import FileLock, Timeout
+
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(folder / f"{model_id}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        LOG.warning("another run is translating with %s; waiting for it to finish (%s)",
+                    model_id, lock.lock_file)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def request_key(model_fingerprint: str, request: GenerationRequest) -> str:
@@ -131,6 +177,26 @@ def translate(
     folder = cache_dir or (
         Path(settings.cache_dir) if settings.cache_dir else translation_cache_dir()
     )
+    with model_lock(folder, spec.id):
+        outputs, info, n_cached, failed = _translate_locked(
+            spec, settings, jobs, keys, fingerprint, folder, progress, show_progress_bar)
+    if failed:
+        raise SegmentFailuresError(spec.id, [
+            (test_set.name, segment.segment_id, failed[key])
+            for key, (test_set, segment, _) in zip(keys, jobs, strict=True) if key in failed
+        ])
+    single_line = "\n" in style.definition.get("stop", [])
+    rows = []
+    for key, (test_set, segment, _) in zip(keys, jobs, strict=True):
+        cleaned = clean_output(outputs[key], segment.source, single_line)
+        rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id, segment.source,
+                                   segment.reference, cleaned.text, outputs[key], cleaned.rules))
+    return TranslationRun(spec, fingerprint, info, style.template_hash, rows,
+                          len(keys) - n_cached, n_cached, time.perf_counter() - started)
+
+
+def _translate_locked(spec, settings, jobs, keys, fingerprint, folder, progress, show_bar):
+    """The cache read, the generation of what is missing and the cache writes (under the lock)."""
     cache = TranslationCache(folder / f"{spec.id}.sqlite")
     try:
         outputs = cache.get_many(keys)
@@ -148,26 +214,14 @@ def translate(
                 info = engine.info()
                 cache.set_engine_info(fingerprint, info)
                 _generate(engine, pending, cache, outputs, failed, len(keys), progress,
-                          show_progress_bar, spec.id)
+                          show_bar, spec.id)
             finally:
                 engine.close()
         elif progress:
             progress(len(keys), len(keys))
     finally:
         cache.close()
-    if failed:
-        raise SegmentFailuresError(spec.id, [
-            (test_set.name, segment.segment_id, failed[key])
-            for key, (test_set, segment, _) in zip(keys, jobs, strict=True) if key in failed
-        ])
-    single_line = "\n" in style.definition.get("stop", [])
-    rows = []
-    for key, (test_set, segment, _) in zip(keys, jobs, strict=True):
-        cleaned = clean_output(outputs[key], segment.source, single_line)
-        rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id, segment.source,
-                                   segment.reference, cleaned.text, outputs[key], cleaned.rules))
-    return TranslationRun(spec, fingerprint, info, style.template_hash, rows,
-                          len(keys) - n_cached, n_cached, time.perf_counter() - started)
+    return outputs, info, n_cached, failed
 
 
 def _generate(engine, pending, cache, outputs, failed, total, progress, show_bar, label) -> None:

@@ -20,8 +20,14 @@ WHERE model_id = $model_id ORDER BY test_set, segment_id;
 
 -- name: all_scores
 SELECT s.model_id, s.test_set, s.metric, s.score, s.signature, s.tokenizer_sha256,
-       s.dataset_fingerprint
-FROM raw.scores s ORDER BY s.model_id, s.test_set, s.metric;
+       s.dataset_fingerprint, s.n_segments,
+       s.translations_fingerprint IS NOT DISTINCT FROM r.translations_fingerprint AS current
+FROM raw.scores s LEFT JOIN raw.model_runs r USING (model_id)
+ORDER BY s.model_id, s.test_set, s.metric;
+
+-- Every per-segment statistic, read as one Arrow table (Store.arrow) by the aggregation.
+-- name: all_segment_stats
+SELECT model_id, test_set, segment_id, metric, stats FROM raw.segment_stats;
 
 -- name: all_word_recall
 SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced,
@@ -29,7 +35,8 @@ SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced
 FROM raw.word_recall ORDER BY model_id, locale, segment_id;
 
 -- name: model_fingerprints
-SELECT model_id, model_fingerprint, dataset_fingerprint FROM raw.model_runs ORDER BY model_id;
+SELECT model_id, model_fingerprint, dataset_fingerprint, translations_fingerprint
+FROM raw.model_runs ORDER BY model_id;
 
 -- name: leaderboard
 SELECT * FROM leaderboard;

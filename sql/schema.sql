@@ -85,8 +85,10 @@ CREATE TABLE IF NOT EXISTS raw.model_runs (
     n_cached             INTEGER NOT NULL,
     n_empty              INTEGER NOT NULL,
     seconds              DOUBLE NOT NULL,
-    finished_at          TIMESTAMP NOT NULL
+    finished_at          TIMESTAMP NOT NULL,
+    translations_fingerprint VARCHAR     -- TranslationRun.translations_fingerprint
 );
+ALTER TABLE raw.model_runs ADD COLUMN IF NOT EXISTS translations_fingerprint VARCHAR;
 
 CREATE TABLE IF NOT EXISTS raw.translations (
     model_id       VARCHAR NOT NULL,
@@ -123,6 +125,8 @@ CREATE TABLE IF NOT EXISTS raw.scores (
     PRIMARY KEY (model_id, test_set, metric)
 );
 ALTER TABLE raw.scores ADD COLUMN IF NOT EXISTS tokenizer_sha256 VARCHAR;
+-- the translations the score was computed from (model_runs.translations_fingerprint then)
+ALTER TABLE raw.scores ADD COLUMN IF NOT EXISTS translations_fingerprint VARCHAR;
 
 -- Locale-specific word recall counts per instance of a cultivar_* test set
 -- (R, I, H as defined in cultivar_assets/metrics/word_recall.py).
@@ -137,12 +141,16 @@ CREATE TABLE IF NOT EXISTS raw.word_recall (
     PRIMARY KEY (model_id, locale, segment_id)
 );
 
--- Cross-model aggregates, rewritten as a whole by the aggregates asset.
+-- Cross-model aggregates, rewritten as a whole by the leaderboard asset
+-- (cultivar_assets/evaluation/aggregates.py, definitions in evaluation/statistics.py). Every
+-- *_low/*_high pair is the paired bootstrap's percentile interval (statistics_settings);
+-- *_excludes_zero: the whole interval lies above or below 0. Columns added after the first
+-- release are added to older files by the ALTER statements (nullable there).
 CREATE TABLE IF NOT EXISTS raw.model_locale_deltas (
     model_id      VARCHAR NOT NULL,
     locale        VARCHAR NOT NULL,
     language      VARCHAR NOT NULL,
-    flores_bleu   DOUBLE NOT NULL,
+    flores_bleu   DOUBLE NOT NULL,   -- on the paired instances P = ids(cultivar) ∩ ids(flores)
     cultivar_bleu DOUBLE NOT NULL,
     delta_bleu    DOUBLE NOT NULL,
     flores_chrf   DOUBLE NOT NULL,
@@ -150,6 +158,22 @@ CREATE TABLE IF NOT EXISTS raw.model_locale_deltas (
     delta_chrf    DOUBLE NOT NULL,
     PRIMARY KEY (model_id, locale)
 );
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS flores_bleu_low DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS flores_bleu_high DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS cultivar_bleu_low DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS cultivar_bleu_high DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_bleu_low DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_bleu_high DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_bleu_excludes_zero BOOLEAN;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS flores_chrf_low DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS flores_chrf_high DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS cultivar_chrf_low DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS cultivar_chrf_high DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_chrf_low DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_chrf_high DOUBLE;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_chrf_excludes_zero BOOLEAN;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS n_instances INTEGER;
+ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS n_cultivar_only INTEGER;
 
 CREATE TABLE IF NOT EXISTS raw.model_summary (
     model_id             VARCHAR PRIMARY KEY,
@@ -169,6 +193,26 @@ CREATE TABLE IF NOT EXISTS raw.model_summary (
     bleu_tokenizer_sha256 VARCHAR
 );
 ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS bleu_tokenizer_sha256 VARCHAR;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_bleu_low DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_bleu_high DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS flores_bleu_low DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS flores_bleu_high DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS cultivar_bleu_low DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS cultivar_bleu_high DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_bleu_excludes_zero BOOLEAN;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_chrf_low DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_chrf_high DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS flores_chrf_low DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS flores_chrf_high DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS cultivar_chrf_low DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS cultivar_chrf_high DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_chrf_excludes_zero BOOLEAN;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS false_positive_rate_low DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS false_positive_rate_high DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS false_negative_rate_low DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS false_negative_rate_high DOUBLE;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS n_fp_locales INTEGER;
+ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS n_fn_locales INTEGER;
 
 -- Word-recall rates per model and locale (cultivar_assets/metrics/word_recall.py).
 CREATE TABLE IF NOT EXISTS raw.locale_word_recall (
@@ -188,15 +232,87 @@ CREATE TABLE IF NOT EXISTS raw.locale_summary (
     delta_chrf DOUBLE NOT NULL,
     n_models   INTEGER NOT NULL
 );
+ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_bleu_low DOUBLE;
+ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_bleu_high DOUBLE;
+ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_bleu_excludes_zero BOOLEAN;
+ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_chrf_low DOUBLE;
+ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_chrf_high DOUBLE;
+ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_chrf_excludes_zero BOOLEAN;
 
 CREATE TABLE IF NOT EXISTS raw.rank_agreement (
-    aggregation   VARCHAR NOT NULL,  -- 'per_locale', 'mean_of_locales', 'locale_averaged_scores'
+    aggregation   VARCHAR NOT NULL,  -- 'per_locale', 'model_averages' (default), 'mean_of_locales'
     locale        VARCHAR,           -- NULL for the two averages
     metric        VARCHAR NOT NULL,
     spearman      DOUBLE,            -- NULL when undefined (fewer than 3 models, constant scores)
     kendall_tau_b DOUBLE,
     n_models      INTEGER NOT NULL,
     note          VARCHAR
+);
+ALTER TABLE raw.rank_agreement ADD COLUMN IF NOT EXISTS n_locales INTEGER;
+ALTER TABLE raw.rank_agreement ADD COLUMN IF NOT EXISTS is_default BOOLEAN;
+
+-- The Average rows of Tables 3 and 4, with their intervals and n.
+CREATE TABLE IF NOT EXISTS raw.table_averages (
+    paper_table VARCHAR NOT NULL,   -- 'table3' (mean over models), 'table4' (mean over locales)
+    quantity    VARCHAR NOT NULL,   -- the averaged column
+    aggregation VARCHAR NOT NULL,
+    value       DOUBLE,
+    low         DOUBLE,
+    high        DOUBLE,
+    n           INTEGER NOT NULL,   -- how many items are averaged
+    n_of        VARCHAR NOT NULL,   -- 'models' or 'locales'
+    note        VARCHAR,
+    PRIMARY KEY (paper_table, quantity)
+);
+
+-- Rank, rank interval and non-separable models per sortable leaderboard column.
+CREATE TABLE IF NOT EXISTS raw.leaderboard_ranks (
+    model_id           VARCHAR NOT NULL,
+    quantity           VARCHAR NOT NULL,   -- the leaderboard column ranked by
+    higher_is_better   BOOLEAN NOT NULL,
+    value              DOUBLE NOT NULL,
+    rank               INTEGER NOT NULL,   -- on the point estimates; ties share the best rank
+    rank_low           INTEGER NOT NULL,   -- percentile interval of the rank over the replicates
+    rank_high          INTEGER NOT NULL,
+    not_separable_from VARCHAR[] NOT NULL, -- models whose paired difference interval holds 0
+    n_models           INTEGER NOT NULL,
+    PRIMARY KEY (model_id, quantity)
+);
+
+-- Contamination and robustness rules (cultivar_assets/metrics/flags.py), one row per rule and
+-- model, for the evaluated models (leaderboard asset) and the paper's reported Table 3
+-- (reported_results asset).
+CREATE TABLE IF NOT EXISTS raw.contamination_flags (
+    source        VARCHAR NOT NULL,   -- 'evaluated' or 'reported'
+    rule          VARCHAR NOT NULL,
+    rule_text     VARCHAR NOT NULL,
+    applied       BOOLEAN NOT NULL,   -- false: the rule could not be applied (see note)
+    model_id      VARCHAR NOT NULL,
+    fired         BOOLEAN,            -- NULL: not applied to this model (see detail)
+    value         DOUBLE,
+    threshold     DOUBLE,
+    used_interval BOOLEAN NOT NULL,
+    detail        VARCHAR NOT NULL,
+    note          VARCHAR,
+    PRIMARY KEY (source, rule, model_id)
+);
+
+-- How the last aggregation computed its statistics (one row).
+CREATE TABLE IF NOT EXISTS raw.statistics_settings (
+    n_replicates   INTEGER NOT NULL,
+    seed           BIGINT NOT NULL,
+    confidence     DOUBLE NOT NULL,
+    n_instances    INTEGER NOT NULL,   -- the pool of instance ids resampled
+    n_models       INTEGER NOT NULL,
+    n_locales      INTEGER NOT NULL,
+    resampling     VARCHAR NOT NULL,
+    interval       VARCHAR NOT NULL,
+    rank_rule      VARCHAR NOT NULL,
+    flag_config    VARCHAR NOT NULL,   -- JSON of metrics.flags with its defaults
+    bleu_signature VARCHAR NOT NULL,
+    chrf_signature VARCHAR NOT NULL,
+    seconds        DOUBLE NOT NULL,
+    computed_at    TIMESTAMP NOT NULL
 );
 
 -- Figures published in the paper (Table 3), from the model registry: reported, not evaluated.
@@ -429,4 +545,50 @@ CREATE TABLE IF NOT EXISTS raw.built_table1 (
     n_revised_source_changed  INTEGER NOT NULL,
     n_revised_english_changed INTEGER NOT NULL,
     annotator                 VARCHAR
+-- Error analysis (paper §5, Table 5): the returned error-annotation files, one per locale, and
+-- one row per annotated translation (cultivar_assets/evaluation/error_file.py; its JSON Schema
+-- error_annotation.schema.json). Replaced as a whole by the error_analysis asset.
+CREATE TABLE IF NOT EXISTS raw.error_files (
+    locale                VARCHAR PRIMARY KEY,
+    task_id               VARCHAR NOT NULL,
+    annotator             VARCHAR NOT NULL,
+    tool_version          VARCHAR NOT NULL,
+    schema_version        INTEGER NOT NULL,
+    saved_at              TIMESTAMP NOT NULL,
+    file_name             VARCHAR NOT NULL,
+    file_sha256           VARCHAR,
+    is_demo               BOOLEAN NOT NULL,   -- the toolkit's bundled, illustrative demo files
+    n_items               INTEGER NOT NULL,
+    n_translation_changed INTEGER NOT NULL,   -- items whose stored translation differs (demo only)
+    ingested_at           TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS raw.error_annotations (
+    locale              VARCHAR NOT NULL,
+    instance_id         INTEGER NOT NULL,
+    model_id            VARCHAR NOT NULL,
+    item_key            VARCHAR NOT NULL,
+    system              VARCHAR NOT NULL,   -- what the page called the model ('system 2' when blind)
+    errors              VARCHAR[] NOT NULL, -- error type codes (evaluation/error_types.py), each once
+    note                VARCHAR NOT NULL,
+    done                BOOLEAN NOT NULL,
+    hypothesis_sha256   VARCHAR NOT NULL,   -- of the translation annotated
+    translation_matches BOOLEAN NOT NULL,   -- it equals the stored translation
+    updated_at          TIMESTAMP,
+    done_at             TIMESTAMP,
+    PRIMARY KEY (locale, instance_id, model_id)
+);
+
+-- The error analysis's configuration at the last ingest (one row): the outlier model of the
+-- second correlation and the sample's definition.
+CREATE TABLE IF NOT EXISTS raw.error_analysis_settings (
+    outlier_model   VARCHAR,
+    seed            VARCHAR NOT NULL,
+    n_instances     INTEGER,            -- per locale; NULL: all
+    locales         VARCHAR[] NOT NULL,
+    models          VARCHAR[],          -- NULL: every model on the leaderboard
+    blind           BOOLEAN NOT NULL,
+    annotations_dir VARCHAR,
+    n_files         INTEGER NOT NULL,
+    ingested_at     TIMESTAMP NOT NULL
 );

@@ -38,3 +38,22 @@ SELECT * FROM cleaning_counts ORDER BY model_id, test_set, rule;
 -- name: site_translations
 SELECT model_id, test_set, segment_id, source, reference, hypothesis, raw_output, cleaning_rules
 FROM raw.translations ORDER BY model_id, test_set, segment_id;
+
+-- Statistics and the error analysis (issue 11), shown beside the tables above.
+-- name: site_contamination_rules
+SELECT * FROM contamination_rules;
+
+-- name: site_table_averages
+SELECT * FROM table_averages;
+
+-- name: site_statistics_settings
+SELECT * FROM statistics_settings;
+
+-- name: site_error_table5
+SELECT * FROM error_table5;
+
+-- name: site_error_correlations
+SELECT * FROM error_correlations;
+
+-- name: site_error_files
+SELECT * FROM error_files;

@@ -27,13 +27,24 @@ SELECT model_id, test_set, rule, count(*) AS n_segments
 FROM (SELECT model_id, test_set, unnest(cleaning_rules) AS rule FROM raw.translations)
 GROUP BY ALL;
 
+DROP VIEW IF EXISTS current_scores;
+
+-- Scores (and their per-segment statistics) of each model's current translations only: scores
+-- of earlier translations are stale until the scores asset replaces them.
 CREATE OR REPLACE VIEW scores AS
 SELECT s.model_id, s.test_set, t.kind, t.language, t.locale, s.metric, s.score, s.signature,
        s.tokenizer_sha256, s.n_segments
-FROM raw.scores s LEFT JOIN test_sets t USING (test_set);
+FROM raw.scores s
+JOIN raw.model_runs r ON r.model_id = s.model_id
+                     AND r.translations_fingerprint IS NOT DISTINCT FROM s.translations_fingerprint
+LEFT JOIN test_sets t ON t.test_set = s.test_set;
 
 CREATE OR REPLACE VIEW segment_stats AS
-SELECT * FROM raw.segment_stats;
+SELECT g.* FROM raw.segment_stats g
+WHERE EXISTS (
+    SELECT 1 FROM raw.scores s JOIN raw.model_runs r ON r.model_id = s.model_id
+    WHERE s.model_id = g.model_id AND s.test_set = g.test_set AND s.metric = g.metric
+      AND r.translations_fingerprint IS NOT DISTINCT FROM s.translations_fingerprint);
 
 -- Locale-specific word recall per model and locale: FP = Σ|H∩R| / Σ|R|, FN = Σ|I∖H| / Σ|I|
 -- (computed by cultivar_assets/metrics/word_recall.py from the per-instance counts in
@@ -43,32 +54,102 @@ SELECT model_id, locale, false_positive_rate, false_negative_rate, n_removed_ter
        n_introduced_terms, n_instances
 FROM raw.locale_word_recall;
 
--- ∆ = score(model, cultivar_<locale>) − score(model, flores_<language of locale>).
+-- ∆ = score(model, cultivar_<locale>) − score(model, flores_<language of locale>), both on the
+-- paired instances P = ids(cultivar) ∩ ids(flores) (n_instances = |P|; n_cultivar_only: the
+-- locale's ids without an original, left out of both sides). *_low/*_high: the paired
+-- bootstrap's percentile interval (statistics_settings); *_excludes_zero: it lies above or below 0.
 CREATE OR REPLACE VIEW model_locale_deltas AS
-SELECT * FROM raw.model_locale_deltas;
+SELECT model_id, locale, language,
+       flores_bleu, flores_bleu_low, flores_bleu_high,
+       cultivar_bleu, cultivar_bleu_low, cultivar_bleu_high,
+       delta_bleu, delta_bleu_low, delta_bleu_high, delta_bleu_excludes_zero,
+       flores_chrf, flores_chrf_low, flores_chrf_high,
+       cultivar_chrf, cultivar_chrf_low, cultivar_chrf_high,
+       delta_chrf, delta_chrf_low, delta_chrf_high, delta_chrf_excludes_zero,
+       n_instances, n_cultivar_only
+FROM raw.model_locale_deltas
+ORDER BY model_id, locale;
 
--- Paper, Table 3.
+-- Rank, rank interval ("rank 3–7") and the models each one is not separable from, for every
+-- sortable leaderboard column that has intervals (rank 1: highest ∆/BLEU/chrF, lowest FP/FN).
+CREATE OR REPLACE VIEW leaderboard_ranks AS
+SELECT model_id, quantity, rank, rank_low, rank_high,
+       'rank ' || rank_low || CASE WHEN rank_low = rank_high THEN '' ELSE '–' || rank_high END
+           AS rank_label,
+       not_separable_from, value, higher_is_better, n_models
+FROM raw.leaderboard_ranks
+ORDER BY quantity, rank, model_id;
+
+-- Contamination and robustness rules per model (source 'evaluated': the models evaluated here,
+-- with intervals; 'reported': the paper's Table 3, without). fired NULL: not applied (detail).
+CREATE OR REPLACE VIEW contamination_flags AS
+SELECT source, rule, rule_text, applied, model_id, fired, value, threshold, used_interval,
+       detail, note
+FROM raw.contamination_flags
+ORDER BY source, rule, model_id;
+
+-- One row per rule and source: whether it could be applied, why not, and for whom it fired.
+CREATE OR REPLACE VIEW contamination_rules AS
+SELECT source, rule, any_value(rule_text) AS rule_text, bool_and(applied) AS applied,
+       any_value(note) AS note, count(*)::INTEGER AS n_models,
+       count(*) FILTER (fired)::INTEGER AS n_fired,
+       count(*) FILTER (fired IS NULL)::INTEGER AS n_not_applied,
+       coalesce(list(model_id ORDER BY model_id) FILTER (fired), []::VARCHAR[]) AS fired_for
+FROM raw.contamination_flags
+GROUP BY source, rule
+ORDER BY source, rule;
+
+-- Paper, Table 3, with intervals, n, the ∆BLEU rank interval and the rules that fired.
 CREATE OR REPLACE VIEW leaderboard AS
 SELECT s.model_id, m.type, m.family, m.params_total_b, m.params_active_b,
        s.delta_bleu, s.delta_chrf, s.flores_bleu, s.flores_chrf, s.cultivar_bleu, s.cultivar_chrf,
        s.false_positive_rate, s.false_negative_rate,
        s.n_locale_pairs, s.n_flores_test_sets, s.n_cultivar_test_sets,
-       s.bleu_signature, s.chrf_signature, s.bleu_tokenizer_sha256
+       s.bleu_signature, s.chrf_signature, s.bleu_tokenizer_sha256,
+       s.delta_bleu_low, s.delta_bleu_high, s.delta_bleu_excludes_zero,
+       s.delta_chrf_low, s.delta_chrf_high, s.delta_chrf_excludes_zero,
+       s.flores_bleu_low, s.flores_bleu_high, s.flores_chrf_low, s.flores_chrf_high,
+       s.cultivar_bleu_low, s.cultivar_bleu_high, s.cultivar_chrf_low, s.cultivar_chrf_high,
+       s.false_positive_rate_low, s.false_positive_rate_high,
+       s.false_negative_rate_low, s.false_negative_rate_high,
+       s.n_fp_locales, s.n_fn_locales,
+       r.rank AS rank_delta_bleu, r.rank_low AS rank_delta_bleu_low,
+       r.rank_high AS rank_delta_bleu_high, r.rank_label AS rank_delta_bleu_label,
+       coalesce(r.not_separable_from, []::VARCHAR[]) AS not_separable_delta_bleu,
+       coalesce(f.flags, []::VARCHAR[]) AS flags
 FROM raw.model_summary s JOIN raw.models m USING (model_id)
+LEFT JOIN leaderboard_ranks r ON r.model_id = s.model_id AND r.quantity = 'delta_bleu'
+LEFT JOIN (SELECT model_id, list(rule ORDER BY rule) AS flags FROM raw.contamination_flags
+           WHERE source = 'evaluated' AND fired GROUP BY model_id) f ON f.model_id = s.model_id
 ORDER BY s.delta_bleu DESC NULLS LAST, s.model_id;
 
--- Paper, Table 4.
+-- Paper, Table 4 (instances resampled, models fixed).
 CREATE OR REPLACE VIEW locale_deltas AS
 SELECT l.locale, l.language, l.script, l.location, l.official_or_de_facto,
-       s.delta_bleu, s.delta_chrf, s.n_models
+       s.delta_bleu, s.delta_chrf, s.n_models,
+       s.delta_bleu_low, s.delta_bleu_high, s.delta_bleu_excludes_zero,
+       s.delta_chrf_low, s.delta_chrf_high, s.delta_chrf_excludes_zero
 FROM raw.locale_summary s JOIN raw.locales l USING (locale)
 ORDER BY s.delta_bleu DESC, l.locale;
 
--- Paper, Table 2 (per locale), plus two labelled averages (locale IS NULL).
+-- The Average rows of Table 3 (mean over models) and Table 4 (mean over locales; the paper's own
+-- aggregation of that row is unknown), each with its interval and n.
+CREATE OR REPLACE VIEW table_averages AS
+SELECT paper_table, quantity, aggregation, value, low, high, n, n_of, note
+FROM raw.table_averages
+ORDER BY paper_table, quantity;
+
+-- How the intervals, ranks and flags were computed (one row; the metrics settings).
+CREATE OR REPLACE VIEW statistics_settings AS
+SELECT * FROM raw.statistics_settings;
+
+-- Paper, Table 2 (per locale), plus two labelled averages (locale IS NULL): model_averages (the
+-- default, the paper's) and mean_of_locales, each with its numbers of models and locales.
 CREATE OR REPLACE VIEW rank_agreement AS
-SELECT locale, metric, spearman, kendall_tau_b, n_models, aggregation, note
+SELECT locale, metric, spearman, kendall_tau_b, n_models, aggregation, note, n_locales,
+       is_default
 FROM raw.rank_agreement
-ORDER BY aggregation = 'per_locale' DESC, aggregation, locale, metric;
+ORDER BY aggregation = 'per_locale' DESC, is_default DESC, aggregation, locale, metric;
 
 -- The paper's Table 3 as published (reported results, with their source); never merged with the
 -- leaderboard computed here.
@@ -151,3 +232,77 @@ FROM raw.built_instances b
 JOIN raw.instances i ON i.locale = b.locale AND i.instance_id = b.instance_id
      AND i.source_localised = b.source_localised AND i.english_localised = b.english_localised
 ORDER BY b.locale, b.instance_id;
+-- Error analysis (paper §5): one row per annotated translation, with its file's annotator.
+CREATE OR REPLACE VIEW error_annotations AS
+SELECT a.locale, a.instance_id, a.model_id, a.system, a.errors, a.note, a.done,
+       a.translation_matches, a.hypothesis_sha256, a.updated_at, a.done_at,
+       f.annotator, f.task_id, f.is_demo
+FROM raw.error_annotations a JOIN raw.error_files f USING (locale)
+ORDER BY a.locale, a.instance_id, a.model_id;
+
+CREATE OR REPLACE VIEW error_files AS
+SELECT locale, task_id, annotator, is_demo, n_items, n_translation_changed, file_name,
+       file_sha256, tool_version, schema_version, saved_at, ingested_at
+FROM raw.error_files ORDER BY locale;
+
+-- Paper, Table 5: per model and locale, how many annotated translations show each error type
+-- (a type counts once per translation); totals over the four locale-specific types, the five
+-- general ones and all nine; BLEU = the model's instance-paired Cultivar BLEU of the locale
+-- (model_locale_deltas, the leaderboard's signature). n_translations: translations annotated.
+CREATE OR REPLACE VIEW error_table5 AS
+WITH counts AS (
+    SELECT a.model_id, a.locale,
+           count(*)::INTEGER AS n_translations,
+           count(*) FILTER (list_contains(a.errors, 'NE'))::INTEGER AS ne,
+           count(*) FILTER (list_contains(a.errors, 'PY'))::INTEGER AS py,
+           count(*) FILTER (list_contains(a.errors, 'IC'))::INTEGER AS ic,
+           count(*) FILTER (list_contains(a.errors, 'NU'))::INTEGER AS nu,
+           count(*) FILTER (list_contains(a.errors, 'MT'))::INTEGER AS mt,
+           count(*) FILTER (list_contains(a.errors, 'OM'))::INTEGER AS om,
+           count(*) FILTER (list_contains(a.errors, 'AD'))::INTEGER AS ad,
+           count(*) FILTER (list_contains(a.errors, 'UT'))::INTEGER AS ut,
+           count(*) FILTER (list_contains(a.errors, 'RF'))::INTEGER AS rf,
+           count(*) FILTER (NOT a.translation_matches)::INTEGER AS n_translation_changed
+    FROM raw.error_annotations a GROUP BY a.model_id, a.locale
+)
+SELECT c.model_id, c.locale, l.language, c.ne, c.py, c.ic, c.nu,
+       (c.ne + c.py + c.ic + c.nu) AS locale_specific_total,
+       (c.mt + c.om + c.ad + c.ut + c.rf) AS general_total,
+       (c.ne + c.py + c.ic + c.nu + c.mt + c.om + c.ad + c.ut + c.rf) AS total,
+       d.cultivar_bleu AS bleu, c.mt, c.om, c.ad, c.ut, c.rf, c.n_translations,
+       c.n_translation_changed, f.annotator, f.is_demo
+FROM counts c JOIN raw.locales l USING (locale) JOIN raw.error_files f USING (locale)
+LEFT JOIN raw.model_locale_deltas d USING (model_id, locale)
+ORDER BY c.locale, c.model_id;
+
+-- Pearson r between BLEU and the total error count per language, over every (model, locale)
+-- cell of the language in Table 5 (the paper's r_incl = −0.64 and r_excl = −0.86 for Chinese
+-- are these over its 10 models × 3 locales); "excluding": without the configured outlier model.
+-- NULL (undefined) with fewer than 3 cells, or when BLEU or the total is the same in every cell.
+CREATE OR REPLACE VIEW error_correlations AS
+WITH cells AS (
+    SELECT t.language, t.model_id, t.locale, t.total, t.bleu, s.outlier_model,
+           t.model_id IS NOT DISTINCT FROM s.outlier_model AS is_outlier
+    FROM error_table5 t LEFT JOIN raw.error_analysis_settings s ON true
+    WHERE t.bleu IS NOT NULL
+), coefficients AS (
+    SELECT language, corr(bleu, total) AS r_all, count(*)::INTEGER AS n_all,
+           any_value(outlier_model) AS outlier_model,
+           corr(bleu, total) FILTER (NOT is_outlier) AS r_rest,
+           count(*) FILTER (NOT is_outlier)::INTEGER AS n_rest,
+           bool_or(is_outlier) AS outlier_present,
+           count(DISTINCT model_id)::INTEGER AS n_models,
+           count(DISTINCT locale)::INTEGER AS n_locales
+    FROM cells GROUP BY language
+)
+SELECT language,
+       CASE WHEN n_all >= 3 AND NOT isnan(r_all) THEN r_all END AS r_including,
+       n_all AS n_including, outlier_model,
+       CASE WHEN outlier_model IS NOT NULL AND n_rest >= 3 AND NOT isnan(r_rest) THEN r_rest END
+           AS r_excluding,
+       CASE WHEN outlier_model IS NOT NULL THEN n_rest END AS n_excluding,
+       outlier_present, n_models, n_locales
+FROM coefficients ORDER BY language;
+
+CREATE OR REPLACE VIEW error_analysis_settings AS
+SELECT * FROM raw.error_analysis_settings;

@@ -24,10 +24,11 @@ INSERT INTO raw.missing BY NAME SELECT * FROM staging;
 -- name: insert_locales
 INSERT INTO raw.locales BY NAME SELECT * FROM staging;
 
+-- Replacing a model's translations keeps its scores: they carry the fingerprint of the
+-- translations they were computed from, so they stay valid when the new translations are the same
+-- (a re-run from the cache) and are recognised as stale otherwise (views hide them, the
+-- leaderboard refuses them) until the scores asset replaces them in one transaction.
 -- name: delete_model_translations
-DELETE FROM raw.scores WHERE model_id = $model_id;
-DELETE FROM raw.segment_stats WHERE model_id = $model_id;
-DELETE FROM raw.word_recall WHERE model_id = $model_id;
 DELETE FROM raw.translations WHERE model_id = $model_id;
 DELETE FROM raw.model_runs WHERE model_id = $model_id;
 DELETE FROM raw.models WHERE model_id = $model_id;
@@ -61,6 +62,10 @@ DELETE FROM raw.locale_word_recall;
 DELETE FROM raw.model_summary;
 DELETE FROM raw.locale_summary;
 DELETE FROM raw.rank_agreement;
+DELETE FROM raw.table_averages;
+DELETE FROM raw.leaderboard_ranks;
+DELETE FROM raw.contamination_flags WHERE source = 'evaluated';
+DELETE FROM raw.statistics_settings;
 
 -- name: insert_model_locale_deltas
 INSERT INTO raw.model_locale_deltas BY NAME SELECT * FROM staging;
@@ -76,6 +81,21 @@ INSERT INTO raw.locale_summary BY NAME SELECT * FROM staging;
 
 -- name: insert_rank_agreement
 INSERT INTO raw.rank_agreement BY NAME SELECT * FROM staging;
+
+-- name: insert_table_averages
+INSERT INTO raw.table_averages BY NAME SELECT * FROM staging;
+
+-- name: insert_leaderboard_ranks
+INSERT INTO raw.leaderboard_ranks BY NAME SELECT * FROM staging;
+
+-- name: insert_contamination_flags
+INSERT INTO raw.contamination_flags BY NAME SELECT * FROM staging;
+
+-- name: insert_statistics_settings
+INSERT INTO raw.statistics_settings BY NAME SELECT * FROM staging;
+
+-- name: delete_reported_flags
+DELETE FROM raw.contamination_flags WHERE source = 'reported';
 
 -- name: delete_reported_results
 DELETE FROM raw.reported_results;

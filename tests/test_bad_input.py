@@ -171,3 +171,116 @@ def test_empty_hypotheses_are_counted_and_flagged(demo_run, tmp_path, monkeypatc
         stored = con.execute("SELECT count(*) FROM translations WHERE model_id = "
                              "'sometimes-empty' AND hypothesis = ''").fetchone()[0]
     assert stored == check.metadata["empty"].value
+
+
+# --- the bad-input table (issue 8): each names the file and the problem; nothing is written ---
+
+def _break_row(folder, locale: str, line: int, change) -> str:
+    """Apply ``change`` to row ``line`` (1-based) of a demo locale file; return the file path."""
+    path = folder / f"{locale}.jsonl"
+    rows = [json.loads(text) for text in path.read_text("utf-8").splitlines()]
+    change(rows[line - 1])
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return str(path)
+
+
+BAD_DATA = {
+    "missing column": (lambda r: r.pop("english_localised"), "has no 'english_localised'"),
+    "text is a list": (lambda r: r.update(source_localised=["x"]),
+                       "has a list in 'source_localised', not a text"),
+    "text is a number": (lambda r: r.update(english_localised=3),
+                         "has a int in 'english_localised', not a text"),
+    "blank text": (lambda r: r.update(english_localised="  "), "has a blank 'english_localised'"),
+    "duplicate id": (lambda r: r.update(id=0), "repeats id 0"),
+    "negative id": (lambda r: r.update(id=-1), "has a negative id -1"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_DATA))
+def test_bad_data_names_file_line_and_problem_and_changes_nothing(demo_run, tmp_path, case):
+    settings, instance = demo_run
+    before = snapshot(settings.database_path)
+    change, problem = BAD_DATA[case]
+    path = _break_row(_local_copy_of_demo(tmp_path), "hin_Deva_US", 5, change)
+    bad = settings.model_copy(update={"data": DataConfig(
+        kind="local", cultivar_path=str(tmp_path / "cultivar_data"))})
+    result = materialise(instance, bad, ["test_sets"])
+    assert not result.success
+    assert f"{path}:5: {problem}" in failure_message(result)
+    assert snapshot(settings.database_path) == before
+
+
+def test_an_id_outside_flores_names_the_cultivar_file_that_holds_it(demo_run, tmp_path):
+    settings, instance = demo_run
+    before = snapshot(settings.database_path)
+    folder = _local_copy_of_demo(tmp_path)
+    path = _break_row(folder, "spa_Latn_Spain", 3, lambda r: r.update(id=40))
+    flores = tmp_path / "flores" / "dev"
+    flores.mkdir(parents=True)
+    for code in ("eng_Latn", "deu_Latn", "spa_Latn", "hin_Deva", "cmn_Hans"):
+        (flores / f"{code}.dev").write_text("".join(f"{code} line {i}\n" for i in range(20)))
+    bad = settings.model_copy(update={"data": DataConfig(
+        kind="local", cultivar_path=str(folder), flores="local", flores_path=str(flores.parent))})
+    result = materialise(instance, bad, ["test_sets"])
+    assert not result.success
+    message = failure_message(result)
+    assert f"{path}:3: id 40" in message and "outside the 20 sentences of FLORES" in message
+    assert snapshot(settings.database_path) == before
+
+
+@pytest.mark.parametrize("on_missing", ["skip", "fail"])
+def test_a_file_for_an_unknown_locale_is_reported(demo_run, tmp_path, on_missing):
+    settings, instance = demo_run
+    folder = _local_copy_of_demo(tmp_path)
+    shutil.copy(folder / "deu_Latn_Germany.jsonl", folder / "deu_Latn_Austria.jsonl")
+    data = DataConfig(kind="local", cultivar_path=str(folder), on_missing=on_missing)
+    result = materialise(instance, settings.model_copy(update={"data": data}), ["test_sets"])
+    if on_missing == "fail":
+        assert not result.success
+        assert "deu_Latn_Austria.jsonl" in failure_message(result)
+        assert "name no locale of the registry" in failure_message(result)
+    else:
+        assert result.success
+        notes = result.asset_materializations_for_node("test_sets")[0].metadata["notes"]
+        assert "deu\\_Latn\\_Austria.jsonl" in notes.value  # recorded and shown, not ignored
+        with duckdb.connect(str(settings.database_path), read_only=True) as con:
+            [stored] = con.execute("SELECT notes FROM raw.dataset").fetchone()
+        assert any("deu_Latn_Austria.jsonl" in note for note in stored)
+
+
+def test_a_very_long_model_id_is_refused_where_ids_are_validated(tmp_path):
+    from cultivar_assets.models import ModelRegistryError, load_models
+
+    models = write_models_file(tmp_path / "models.yaml", [{**COPY_ENTRY, "id": "m" * 250}])
+    with pytest.raises(ModelRegistryError, match="at most 96 characters") as info:
+        load_models(models)
+    assert str(models) in str(info.value)
+
+
+def test_a_damaged_translation_cache_is_named(tmp_path):
+    from cultivar_assets.data.sources import load_benchmark
+    from cultivar_assets.models import load_models
+    from cultivar_assets.translation import TranslationCacheError, translate
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "copy-source-baseline.sqlite").write_bytes(b"garbage" * 1000)
+    with pytest.raises(TranslationCacheError, match=r"copy-source-baseline\.sqlite cannot be used"):
+        translate(load_models().get("copy-source-baseline"),
+                  load_benchmark(DataConfig()).test_sets(), cache_dir=cache,
+                  show_progress_bar=False)
+
+
+def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(tmp_path, capfd):
+    from cultivar_assets.cli import main
+
+    folder = _local_copy_of_demo(tmp_path)
+    path = _break_row(folder, "deu_Latn_Germany", 2, lambda r: r.update(id=-1))
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(f"data: {{kind: local, cultivar_path: {folder}}}\n"
+                      "models: [copy-source-baseline]\nmetrics: {bleu_tokenize: 13a}\n")
+    assert main(["--config", str(config), "run", "--database", str(tmp_path / "x.duckdb")]) == 1
+    out, err = capfd.readouterr()
+    assert f"{path}:2: has a negative id -1" in err
+    assert "Traceback" not in out + err and "dagster._core" not in out + err
+    assert len((out + err).strip().split("\n")) <= 8  # progress lines, then the one error

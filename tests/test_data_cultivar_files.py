@@ -154,57 +154,73 @@ def test_row_locale_disagreeing_with_file_raises(tmp_path):
     with pytest.raises(DataError) as info:
         load_benchmark(local(tmp_path, locales=[DE]))
     message = str(info.value)
-    assert str(path) in message and "row 1" in message
+    assert f"{path}:2: has locale 'deu_Latn_Switzerland'" in message
     assert repr(CH) in message and repr(DE) in message
 
 
-@pytest.mark.parametrize("bad_id", ["abc", None, "1.5", [1]])
-def test_non_integer_id_raises(tmp_path, bad_id):
-    rows = cultivar_rows(DE, [0, 1])
-    rows[1]["id"] = bad_id
-    write_jsonl(tmp_path / f"{DE}.jsonl", rows)
-    with pytest.raises(DataError, match=r"row 1 has a non-integer id"):
-        load_benchmark(local(tmp_path, locales=[DE]))
+# (how to break row 2 of a JSONL file, the problem the message must state for file:line 2)
+BAD_ROWS = {
+    "missing column": (lambda r: r.pop("english_localised"),
+                       "has no 'english_localised' (column 'english_localised' is missing)"),
+    "text is a list": (lambda r: r.update(english_localised=["a", "b"]),
+                       "has a list in 'english_localised', not a text"),
+    "text is a number": (lambda r: r.update(source_localised=7),
+                         "has a int in 'source_localised', not a text"),
+    "blank text": (lambda r: r.update(english_original="   "), "has a blank 'english_original'"),
+    "null text": (lambda r: r.update(source_localised=None),
+                  "has no 'source_localised' (column 'source_localised' is missing)"),
+    "negative id": (lambda r: r.update(id=-1), "has a negative id -1"),
+    "negative id text": (lambda r: r.update(id="-3"), "has a negative id -3"),
+    "no id": (lambda r: r.pop("id"), "has no id"),
+    "null id": (lambda r: r.update(id=None), "has no id"),
+    "text id": (lambda r: r.update(id="abc"), "has a non-integer id 'abc'"),
+    "fraction id": (lambda r: r.update(id="1.5"), "has a non-integer id '1.5'"),
+    "float id": (lambda r: r.update(id=2.5), "has an id of type float (2.5), not an integer"),
+    "boolean id": (lambda r: r.update(id=True), "has an id of type bool (True), not an integer"),
+    "list id": (lambda r: r.update(id=[1]), "has an id of type list ([1]), not an integer"),
+    "duplicate id": (lambda r: r.update(id=0), "repeats id 0 (first at {path}:1)"),
+    "other locale": (lambda r: r.update(locale=CH),
+                     f"has locale {CH!r}, expected {DE!r}"),
+}
 
 
-@pytest.mark.parametrize("bad_id", [2.5, True])
-def test_fractional_or_boolean_id_raises(tmp_path, bad_id):
-    rows = cultivar_rows(DE, [0])
-    rows[0]["id"] = bad_id
+@pytest.mark.parametrize("case", list(BAD_ROWS))
+def test_a_bad_row_is_reported_with_its_file_line_and_problem(tmp_path, case):
+    breaks, problem = BAD_ROWS[case]
+    rows = cultivar_rows(DE, [0, 1, 2])
+    breaks(rows[1])
     path = write_jsonl(tmp_path / f"{DE}.jsonl", rows)
-    with pytest.raises(DataError, match="non-integer id"):
+    with pytest.raises(DataError) as info:
+        load_benchmark(local(tmp_path, locales=[DE]))
+    assert f"{path}:2: {problem.format(path=path)}" in str(info.value)
+
+
+def test_every_bad_row_of_a_file_is_listed_at_once(tmp_path):
+    rows = cultivar_rows(DE, list(range(5)))
+    rows[1]["id"] = -1
+    rows[3]["english_localised"] = ""
+    rows[4]["id"] = 0
+    path = write_jsonl(tmp_path / f"{DE}.jsonl", rows)
+    with pytest.raises(DataError, match="3 problem") as info:
+        read_locale(DE, [path])
+    for line in (2, 4, 5):
+        assert f"{path}:{line}: " in str(info.value)
+
+
+def test_parquet_rows_are_named_by_row_number(tmp_path):
+    rows = cultivar_rows(DE, [0, 1])
+    rows[1]["source_localised"] = "  "
+    path = write_parquet(tmp_path / f"{DE}.parquet", rows)
+    with pytest.raises(DataError, match=rf"{path.name} row 2: has a blank 'source_localised'"):
         read_locale(DE, [path])
 
 
-def test_row_without_id_key_raises_data_error(tmp_path):
-    rows = cultivar_rows(DE, [0, 1])
-    del rows[1]["id"]
-    path = write_jsonl(tmp_path / f"{DE}.jsonl", rows)
-    with pytest.raises(DataError):
-        read_locale(DE, [path])
-
-
-@pytest.mark.parametrize("column", ["source_localised", "english_localised", "english_original"])
-@pytest.mark.parametrize("value", ["", "   ", None])
-def test_empty_text_raises(tmp_path, column, value):
-    rows = cultivar_rows(DE, [0, 1])
-    rows[1][column] = value
-    write_parquet(tmp_path / f"{DE}.parquet", rows)
-    with pytest.raises(DataError, match=rf"instance 1 has an empty '{column}'"):
+def test_duplicate_ids_across_shards_name_both_places(tmp_path):
+    first = write_parquet(tmp_path / "data" / DE / "a.parquet", cultivar_rows(DE, [0, 1]))
+    second = write_parquet(tmp_path / "data" / DE / "b.parquet", cultivar_rows(DE, [1]))
+    with pytest.raises(DataError) as info:
         load_benchmark(local(tmp_path, locales=[DE]))
-
-
-def test_duplicate_ids_raise(tmp_path):
-    write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0, 3, 3, 5, 5]))
-    with pytest.raises(DataError, match=rf"locale {DE}: duplicate instance ids \[3, 5\]"):
-        load_benchmark(local(tmp_path, locales=[DE]))
-
-
-def test_duplicate_ids_across_shards_raise(tmp_path):
-    write_parquet(tmp_path / "data" / DE / "a.parquet", cultivar_rows(DE, [0, 1]))
-    write_parquet(tmp_path / "data" / DE / "b.parquet", cultivar_rows(DE, [1]))
-    with pytest.raises(DataError, match="duplicate instance ids"):
-        load_benchmark(local(tmp_path, locales=[DE]))
+    assert f"{second} row 1: repeats id 1 (first at {first} row 2)" in str(info.value)
 
 
 def test_invalid_json_line_names_file_and_line(tmp_path):
@@ -241,7 +257,7 @@ def test_truncated_parquet_raises_data_error(tmp_path):
 def test_jsonl_that_is_not_utf8_raises_data_error(tmp_path):
     path = tmp_path / f"{DE}.jsonl"
     path.write_bytes(b'{"id": 0, "source_localised": "\xff\xfe"}\n')
-    with pytest.raises(DataError, match="cannot read") as info:
+    with pytest.raises(DataError, match="not UTF-8 text") as info:
         read_locale(DE, [path])
     assert str(path) in str(info.value)
 

@@ -68,6 +68,14 @@ def test_demo_runs_twice_and_the_second_run_reuses_the_cache(isolated_home):
                            cwd=Path(__file__).resolve().parents[1])
     assert check.returncode == 0, check.stderr[-2000:]
     assert "0 generated" in check.stdout  # every draft came from the demo's cache
+    with duckdb.connect(str(database), read_only=True) as con:  # statistics and Table 5
+        ranks = con.execute("SELECT count(*) FROM leaderboard WHERE rank_delta_bleu_label "
+                            "IS NOT NULL AND delta_bleu_low IS NOT NULL").fetchone()[0]
+        table5 = con.execute("SELECT count(*), bool_and(is_demo) FROM error_table5").fetchone()
+        rules = con.execute("SELECT count(DISTINCT source) FROM contamination_rules").fetchone()
+    assert ranks == 3 and table5 == (9, True) and rules == (2,)
+    locales_page = (isolated_home / "site" / "locales.html").read_text()
+    assert "Error analysis (paper §5, Table 5)" in locales_page and "id=\"table5\"" in locales_page
 
     second = run_cli("demo", env=env)
     assert second.returncode == 0, second.stderr[-3000:]

@@ -16,7 +16,7 @@ from cultivar_assets.metrics.rank_agreement import (
     coefficients,
     mean_of_locales,
     model_average_agreement,
-    rank_agreement,
+    per_locale_agreement,
 )
 
 
@@ -47,8 +47,8 @@ def test_coefficients_hand_computed_with_ties():
 def test_per_locale_equal_scipy_with_ties():
     flores = {"m1": 10.0, "m2": 20.0, "m3": 20.0, "m4": 30.0, "m5": 40.0, "m6": 15.0}
     cultivar = {"m1": 1.0, "m2": 3.0, "m3": 2.0, "m4": 2.0, "m5": 5.0, "m6": 3.0}
-    rows = rank_agreement(pairs_for("hin_Deva_US", flores, cultivar), "bleu")
-    [row] = [r for r in rows if r.aggregation == "per_locale"]
+    [row] = per_locale_agreement(pairs_for("hin_Deva_US", flores, cultivar), "bleu")
+    assert row.aggregation == "per_locale"
     models = sorted(flores)
     rho, tau = scipy_coefficients([flores[m] for m in models], [cultivar[m] for m in models])
     assert (row.locale, row.metric, row.n_models, row.note) == ("hin_Deva_US", "bleu", 6, None)
@@ -56,22 +56,24 @@ def test_per_locale_equal_scipy_with_ties():
     assert row.kendall_tau_b == pytest.approx(tau, rel=1e-12)
     # order of the input pairs does not matter
     shuffled = pairs_for("hin_Deva_US", flores, cultivar)[::-1]
-    [again] = [r for r in rank_agreement(shuffled, "bleu") if r.aggregation == "per_locale"]
+    [again] = per_locale_agreement(shuffled, "bleu")
     assert (again.spearman, again.kendall_tau_b) == (row.spearman, row.kendall_tau_b)
 
 
 def test_perfect_and_reversed_orders():
     flores = {"a": 1.0, "b": 2.0, "c": 3.0}
-    up = rank_agreement(pairs_for("cmn_Hans_China", flores, {"a": 5, "b": 6, "c": 9}), "chrf")
-    down = rank_agreement(pairs_for("cmn_Hans_China", flores, {"a": 9, "b": 6, "c": 5}), "chrf")
+    up = per_locale_agreement(pairs_for("cmn_Hans_China", flores, {"a": 5, "b": 6, "c": 9}),
+                              "chrf")
+    down = per_locale_agreement(pairs_for("cmn_Hans_China", flores, {"a": 9, "b": 6, "c": 5}),
+                                "chrf")
     assert (up[0].spearman, up[0].kendall_tau_b) == (pytest.approx(1.0), pytest.approx(1.0))
     assert (down[0].spearman, down[0].kendall_tau_b) == (pytest.approx(-1.0),
                                                          pytest.approx(-1.0))
 
 
 def test_fewer_than_three_models_is_undefined():
-    rows = rank_agreement(pairs_for("deu_Latn_Germany", {"a": 1, "b": 2}, {"a": 2, "b": 1}),
-                          "bleu")
+    rows = per_locale_agreement(pairs_for("deu_Latn_Germany", {"a": 1, "b": 2},
+                                          {"a": 2, "b": 1}), "bleu")
     per_locale = rows[0]
     assert per_locale.aggregation == "per_locale"
     assert per_locale.spearman is None and per_locale.kendall_tau_b is None
@@ -82,7 +84,7 @@ def test_fewer_than_three_models_is_undefined():
 
 
 def test_constant_scores_are_undefined():
-    rows = rank_agreement(
+    rows = per_locale_agreement(
         pairs_for("deu_Latn_Germany", {"a": 5, "b": 5, "c": 5}, {"a": 1, "b": 2, "c": 3}),
         "bleu",
     )
@@ -108,8 +110,8 @@ def build_three_locales():
 
 def test_mean_of_locales_is_mean_of_per_locale_values():
     l1, l2, l3 = build_three_locales()
-    rows = rank_agreement(l1 + l2 + l3, "chrf")
-    per_locale = {r.locale: r for r in rows if r.aggregation == "per_locale"}
+    rows = per_locale_agreement(l1 + l2 + l3, "chrf")
+    per_locale = {r.locale: r for r in rows}
     assert list(per_locale) == sorted(["hin_Deva_US", "hin_Deva_India", "deu_Latn_Germany"])
     expected = {}
     for pairs in (l1, l2, l3):
@@ -120,8 +122,9 @@ def test_mean_of_locales_is_mean_of_per_locale_values():
     for locale, (rho, tau) in expected.items():
         assert per_locale[locale].spearman == pytest.approx(rho, rel=1e-12)
         assert per_locale[locale].kendall_tau_b == pytest.approx(tau, rel=1e-12)
-    [mean_row] = [r for r in rows if r.aggregation == "mean_of_locales"]
-    assert mean_row.locale is None and mean_row.note is None
+    mean_row = mean_of_locales(rows, "chrf")
+    assert (mean_row.aggregation, mean_row.n_locales, mean_row.note) == ("mean_of_locales", 3,
+                                                                         None)
     assert mean_row.spearman == pytest.approx(fmean(v[0] for v in expected.values()))
     assert mean_row.kendall_tau_b == pytest.approx(fmean(v[1] for v in expected.values()))
 
@@ -129,55 +132,20 @@ def test_mean_of_locales_is_mean_of_per_locale_values():
 def test_mean_of_locales_skips_undefined_locales():
     l1, _, _ = build_three_locales()
     two_models = pairs_for("cmn_Hans_China", {"m1": 1, "m2": 2}, {"m1": 1, "m2": 2})
-    rows = rank_agreement(l1 + two_models, "bleu")
-    by = {(r.aggregation, r.locale): r for r in rows}
-    assert by[("per_locale", "cmn_Hans_China")].spearman is None
-    defined = by[("per_locale", "hin_Deva_US")]
-    assert by[("mean_of_locales", None)].spearman == pytest.approx(defined.spearman)
-    assert by[("mean_of_locales", None)].kendall_tau_b == pytest.approx(defined.kendall_tau_b)
-
-
-def test_locale_averaged_scores_use_shared_locales_only():
-    l1, l2, l3 = build_three_locales()
-    rows = rank_agreement(l1 + l2 + l3, "bleu")
-    [row] = [r for r in rows if r.aggregation == "locale_averaged_scores"]
-    # deu_Latn_Germany lacks m5, so only hin_Deva_US and hin_Deva_India are shared by all.
-    # X_m = mean of flores over {US, India}; Y_m = mean of cultivar over {US, India}
-    # models sorted: m1, m2, m3, m4, m5
-    x = [(30 + 30) / 2, (25 + 25) / 2, (28 + 28) / 2, (10 + 10) / 2, (12 + 12) / 2]
-    y = [(20 + 31) / 2, (22 + 24) / 2, (21 + 24) / 2, (8 + 15) / 2, (9 + 11) / 2]
-    rho, tau = scipy_coefficients(x, y)
-    assert row.n_models == 5 and row.note is None
-    assert row.spearman == pytest.approx(rho, rel=1e-12)
-    assert row.kendall_tau_b == pytest.approx(tau, rel=1e-12)
-    # averaging each model over all of its own locales instead (deu included for m1..m4)
-    # would give a different coefficient (0.7 instead of 0.8), so the test discriminates
-    x_own = [(30 + 30 + 40) / 3, (25 + 25 + 35) / 3, (28 + 28 + 41) / 3, (10 + 10 + 20) / 3,
-             (12 + 12) / 2]
-    y_own = [(20 + 31 + 38) / 3, (22 + 24 + 39) / 3, (21 + 24 + 36) / 3, (8 + 15 + 60) / 3,
-             (9 + 11) / 2]
-    # by hand: ranks x = [5, 3, 4, 1, 2], ranks y = [5, 4, 3, 2, 1], no ties, Σd² = 4
-    # r_s = 1 - 6 * 4 / (5 * (25 - 1)) = 0.8
-    assert rho == pytest.approx(0.8)
-    assert scipy_coefficients(x_own, y_own)[0] == pytest.approx(0.7)
-
-
-def test_locale_averaged_scores_without_shared_locale():
-    a = pairs_for("hin_Deva_US", {"m1": 1, "m2": 2, "m3": 3}, {"m1": 1, "m2": 2, "m3": 3})
-    b = pairs_for("deu_Latn_Germany", {"m4": 1, "m5": 2, "m6": 3},
-                  {"m4": 3, "m5": 2, "m6": 1})
-    rows = rank_agreement(a + b, "bleu")
-    [row] = [r for r in rows if r.aggregation == "locale_averaged_scores"]
-    assert row.spearman is None and row.kendall_tau_b is None
-    assert row.n_models == 0
-    assert "no locale is shared" in row.note
+    rows = per_locale_agreement(l1 + two_models, "bleu")
+    by = {r.locale: r for r in rows}
+    assert by["cmn_Hans_China"].spearman is None
+    defined = by["hin_Deva_US"]
+    mean_row = mean_of_locales(rows, "bleu")
+    assert mean_row.n_locales == 1
+    assert mean_row.spearman == pytest.approx(defined.spearman)
+    assert mean_row.kendall_tau_b == pytest.approx(defined.kendall_tau_b)
 
 
 def test_no_pairs():
-    rows = rank_agreement([], "bleu")
-    assert [r.aggregation for r in rows] == ["mean_of_locales", "locale_averaged_scores"]
-    assert all(r.spearman is None and r.kendall_tau_b is None for r in rows)
-    assert rows[0].note and "no locale" in rows[0].note
+    assert per_locale_agreement([], "bleu") == []
+    empty = mean_of_locales([], "bleu")
+    assert empty.spearman is None and empty.kendall_tau_b is None and "no locale" in empty.note
 
 
 # ---- the labelled averages: the paper's (model_averages, default) and mean_of_locales ----

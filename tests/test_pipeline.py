@@ -58,9 +58,10 @@ def test_definitions_load():
         keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
     assert keys == {"selected_instances", "localised_drafts", "postedit_tools", "annotations",
                     "cultivar_dataset", "test_sets", "translations", "scores", "leaderboard",
-                    "reported_results", "charts", "hf_dataset_folder", "hf_dataset_push", "site"}
+                    "reported_results", "error_annotation_tool", "error_analysis", "charts",
+                    "hf_dataset_folder", "hf_dataset_push", "site"}
     assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
-                                          "build_benchmark", "build_dataset"}
+                                          "build_benchmark", "build_dataset", "analyse_errors"}
 
 
 def test_assets_materialise_and_rematerialising_replaces_rows(settings):

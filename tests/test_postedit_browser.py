@@ -7,17 +7,14 @@ local server. Each test gets a fresh browser context, i.e. a fresh profile with 
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import re
-import threading
 from dataclasses import replace
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 from annotation_helpers import HOSTILE, annotation_document, demo_drafts
+from browser_helpers import NEEDS_CHROMIUM, ToolPage, chromium, serve
 from playwright.sync_api import expect
 
 from cultivar_assets.construction.annotation_file import read_annotation_file
@@ -28,12 +25,7 @@ from cultivar_assets.construction.postedit_tool import build_postedit_tool
 from cultivar_assets.construction.text_edits import count_edits
 from cultivar_assets.store.database import Store
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium "
-                                "(apt-get install -y chromium; .ci/run installs it)")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+pytestmark = NEEDS_CHROMIUM
 
 
 @pytest.fixture(scope="module")
@@ -52,57 +44,18 @@ def root(tmp_path_factory, tasks) -> Path:
 
 @pytest.fixture(scope="module")
 def server(root):
-    handler = functools.partial(QuietHandler, directory=str(root))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+    with serve(root) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
-class Tool:
-    """A browser context (a fresh profile) on one tool, recording problems and hosts."""
-
-    def __init__(self, browser, url: str) -> None:
-        self.url = url
-        self.context = browser.new_context(accept_downloads=True)
-        self.problems: list[str] = []
-        self.hosts: set[str] = set()
-        self.context.route("**/*", self._route)
-        self.page = self.context.new_page()
-        self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
-                     if m.type in ("error", "warning") else None)
-        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        self.page.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"),
-                                          d.dismiss()))
-        self.open()
-
-    def _route(self, route):
-        host = urlparse(route.request.url).hostname
-        self.hosts.add(host or urlparse(route.request.url).scheme)
-        if host in (None, "", "127.0.0.1"):
-            route.continue_()
-        else:
-            route.abort()
-
-    def open(self) -> None:
-        self.page.goto(self.url)
-        self.page.wait_for_selector("html[data-ready=true]")
+class Tool(ToolPage):
+    """The post-editing tool: its items, boxes, highlights and all the values it holds."""
 
     def item(self, iid: int):
         return self.page.locator(f"#item-{iid}")
@@ -120,17 +73,6 @@ class Tool:
                            items.nth(i).locator("[data-role=english-box]").input_value(),
                            items.nth(i).locator("[data-role=confirm]").is_checked())
                           for i in range(items.count())]}
-
-    def download(self, path: Path) -> Path:
-        with self.page.expect_download() as info:
-            self.page.click("#download")
-        info.value.save_as(path)
-        return path
-
-    def close(self) -> None:
-        self.context.close()
-        assert self.problems == []
-        assert self.hosts <= {"127.0.0.1", "file"}, self.hosts
 
 
 @pytest.fixture
@@ -324,7 +266,7 @@ def test_hostile_text_in_drafts_stays_text(tool, tasks):
     t.box(1).fill(hostile.source_draft + ' <img src=x onerror=alert(3)> "><svg onload=alert(4)>')
     assert "onerror=alert(3)" in " ".join(t.marks(1, "source-current"))
     assert t.page.locator("img, svg, iframe, object, embed").count() == 0
-    assert t.page.locator("script").count() == 5  # the data block and the four scripts
+    assert t.page.locator("script").count() == 6  # the data block and the five scripts
     raw = t.item(2).locator("pre.raw-answer").inner_text()
     assert raw.endswith(HOSTILE[0])
 

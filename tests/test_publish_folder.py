@@ -283,3 +283,24 @@ def test_a_broken_front_matter_is_an_error(text):
 def test_readme_without_front_matter():
     card = parse_readme("# Just a title\n")
     assert card.front_matter == {} and card.body == "# Just a title\n"
+
+
+@pytest.mark.parametrize("text", __import__("hostile_strings").ALL[:60])
+def test_hostile_card_fields_stay_text_and_the_front_matter_keeps_its_keys(text):
+    from markdown_it import MarkdownIt
+
+    rows = [{"locale": "deu_Latn_Germany", "language": "deu", "script": "Latn",
+             "location": text, "flores_plus_code": "deu_Latn", "language_name": text,
+             "official_or_de_facto": True, "n_instances": 3}]
+    card = build_card(rows, is_demo=False, include_originals=False, pretty_name=text,
+                      repo_id="me/data")
+    readme = card.to_readme()
+    assert readme.count("\n---\n") == 1  # the front matter's closing line, and no other
+    front = parse_readme(readme).front_matter
+    assert set(front) == {"license", "language", "task_categories", "pretty_name",
+                          "size_categories", "configs"}  # no key injected
+    assert front["pretty_name"] == text and front["license"] == "cc-by-sa-4.0"
+    assert parse_readme(readme) == card
+    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(card.body)
+    for tag in ("<script", "<svg", "<img", "<iframe", "<style", "<a href=\"javascript"):
+        assert tag not in html.lower()

@@ -90,3 +90,36 @@ def test_killed_run_resumes_and_equals_an_uninterrupted_run(tmp_path, tiny_model
                               show_progress_bar=False)
     assert uninterrupted.n_generated == total
     assert resumed.rows == uninterrupted.rows
+
+
+CONCURRENT = """
+import sys
+from pathlib import Path
+from cultivar_assets.data.sources import DataConfig, load_benchmark
+from cultivar_assets.models import load_models
+from cultivar_assets.translation import translate
+spec = load_models(sys.argv[1]).get("tiny-slow")
+run = translate(spec, load_benchmark(DataConfig()).test_sets()[:1], cache_dir=Path(sys.argv[2]),
+                show_progress_bar=False)
+print(run.n_generated, run.n_cached)
+"""
+
+
+def test_two_concurrent_runs_of_one_model_generate_each_output_once(tmp_path, tiny_model_dir):
+    models = write_models_file(tmp_path / "models.yaml", [tiny_entry(
+        "tiny-slow", tiny_model_dir, "base-fewshot",
+        engine_options={"batch_size": 1, "max_new_tokens": 8})])
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    workers = [subprocess.Popen([sys.executable, "-c", CONCURRENT, str(models), str(cache)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env) for _ in range(2)]
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=300)
+        assert worker.returncode == 0, err[-2000:]
+        results.append(tuple(int(x) for x in out.split()))
+    total = len(load_benchmark(DataConfig()).test_sets()[0].segments)
+    # one run generated everything; the other waited for the lock and read it from the cache
+    assert sorted(results) == [(0, total), (total, 0)]
+    assert len(cached_rows(cache / "tiny-slow.sqlite")) == total

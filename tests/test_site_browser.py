@@ -156,17 +156,20 @@ def test_leaderboard_loads_sorts_and_filters(page, server):
     assert table.locator("caption").is_visible()
     names = table.locator("tbody th").all_inner_texts()
     assert set(names) == {"copy-source-baseline", HOSTILE_MODEL}
-    deltas = [float(v) for v in table.locator("tbody tr td:nth-child(5)").all_inner_texts()]
+    deltas = [float(v.split()[0])  # the value; its interval follows on the next line
+              for v in table.locator("tbody tr td:nth-child(5)").all_inner_texts()]
     assert deltas == sorted(deltas, reverse=True)  # the paper's default order: ∆BLEU
 
     header = table.locator("thead th", has_text="Cultivar chrF")
     header.locator("button").click()
     assert header.get_attribute("aria-sort") == "descending"
-    values = [float(v) for v in table.locator("tbody tr td:nth-child(10)").all_inner_texts()]
+    values = [float(v.split()[0])
+              for v in table.locator("tbody tr td:nth-child(10)").all_inner_texts()]
     assert values == sorted(values, reverse=True)
     header.locator("button").press("Enter")  # keyboard works too
     assert header.get_attribute("aria-sort") == "ascending"
-    values = [float(v) for v in table.locator("tbody tr td:nth-child(10)").all_inner_texts()]
+    values = [float(v.split()[0])
+              for v in table.locator("tbody tr td:nth-child(10)").all_inner_texts()]
     assert values == sorted(values)
 
     page.select_option("form.filters select[name=type]", "baseline")

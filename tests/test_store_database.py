@@ -251,26 +251,16 @@ def test_views_agree_with_values_computed_independently(tmp_path, demo):
     """Two systems through the real translate -> score -> aggregate path; every view value is
     recomputed here from the raw text with sacreBLEU and plain Python."""
     import sacrebleu
+    from fault_pipeline import translate_two_systems
 
     from cultivar_assets.evaluation import aggregate, score_model
     from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
-    from cultivar_assets.models import load_models
-    from cultivar_assets.store.records import write_translations
-    from cultivar_assets.translation import TranslationRow, TranslationRun, translate
 
     store = Store(tmp_path / "views.duckdb")
     fingerprint = write_dataset(store, demo)
     test_sets = read_test_sets(store)
-    copy = translate(load_models().get("copy-source-baseline"), test_sets,
-                     cache_dir=tmp_path / "cache", show_progress_bar=False)
-    write_translations(store, copy, fingerprint)
-    # a second system: the reference with every third word dropped
-    second = [TranslationRow("drop-words", r.test_set, r.segment_id, r.source, r.reference,
-                             " ".join(w for i, w in enumerate(r.reference.split()) if i % 3),
-                             r.reference, ()) for r in copy.rows]
-    spec = copy.model.model_copy(update={"id": "drop-words", "type": "LLM", "family": "Test"})
-    write_translations(store, TranslationRun(spec, "f", copy.info, "h", second, 0, 0, 0.0),
-                       fingerprint)
+    copy, run = translate_two_systems(store, fingerprint, tmp_path / "cache")
+    second = run.rows
     for model in ("copy-source-baseline", "drop-words"):
         score_model(store, model, MetricConfig(bleu_tokenize="13a"))
     aggregate(store)
@@ -401,3 +391,38 @@ def test_a_damaged_file_is_reported_without_the_lock_hint(tmp_path):
     assert "lock" not in str(info.value) and "another run" not in str(info.value)
     assert str(path) in str(info.value)
     assert path.read_bytes() == b"not a database" * 500  # left as it was
+
+
+def test_scores_stay_valid_for_the_same_translations_and_go_stale_for_new_ones(tmp_path, demo):
+    from dataclasses import replace
+
+    from cultivar_assets.evaluation import AggregationError, aggregate, score_model
+    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.models import load_models
+    from cultivar_assets.store.records import write_translations
+    from cultivar_assets.translation import translate
+
+    store = Store(tmp_path / "stale.duckdb")
+    fingerprint = write_dataset(store, demo)
+    run = translate(load_models().get("copy-source-baseline"), read_test_sets(store),
+                    cache_dir=tmp_path / "cache", show_progress_bar=False)
+    write_translations(store, run, fingerprint)
+    score_model(store, run.model.id, MetricConfig(bleu_tokenize="13a"))
+    aggregate(store)
+    n_scores = count(store.path, "scores")
+    assert n_scores == 2 * 10 and count(store.path, "segment_stats") == 2 * 120
+
+    write_translations(store, run, fingerprint)  # a re-run that changed nothing (from the cache)
+    assert count(store.path, "scores") == n_scores  # no gap: the scores are still current
+    aggregate(store)
+
+    changed = replace(run, rows=[replace(run.rows[0], hypothesis="something else"),
+                                 *run.rows[1:]])
+    write_translations(store, changed, fingerprint)
+    assert count(store.path, "raw.scores") == n_scores  # kept, but stale:
+    assert count(store.path, "scores") == 0 and count(store.path, "segment_stats") == 0
+    with pytest.raises(AggregationError, match="computed from earlier translations"):
+        aggregate(store)
+    score_model(store, run.model.id, MetricConfig(bleu_tokenize="13a"))
+    assert count(store.path, "scores") == n_scores
+    aggregate(store)

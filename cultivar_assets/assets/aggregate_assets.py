@@ -1,15 +1,29 @@
-"""Cross-model assets: ∆ tables, the leaderboard and rank agreement (paper Tables 2-4)."""
+"""Cross-model assets: ∆ tables, the leaderboard and rank agreement (paper Tables 2-4), with
+intervals, ranks and contamination flags; the paper's reported Table 3 and its flags."""
 
 import dagster as dg
 
 from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.evaluation import aggregate
+from cultivar_assets.evaluation.contamination import write_reported_flags
+from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.models import load_models
-from cultivar_assets.resources import EngineResource, StoreResource
+from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.store.records import write_reported_results
-from cultivar_assets.tables import leaderboard_markdown, markdown_table
+from cultivar_assets.tables import format_interval, leaderboard_markdown, markdown_table
+
+
+def rules_markdown(rules: list[RuleResult]) -> str:
+    """One row per rule: its text, whether it could be applied (and why not), whom it flags."""
+    return markdown_table([
+        {"rule": r.name, "text": r.text,
+         "applied": "yes" if r.applied else "no",
+         "fired_for": ", ".join(r.fired_for) or "none",
+         "note": r.reason or ""} for r in rules],
+        [("rule", "rule"), ("text", "rule text"), ("applied", "applied"),
+         ("fired_for", "fired for"), ("note", "note")])
 
 
 @dg.asset(
@@ -24,29 +38,58 @@ from cultivar_assets.tables import leaderboard_markdown, markdown_table
     ).with_label("after new scores"),
 )
 @redacting
-def leaderboard(context: dg.AssetExecutionContext, store: StoreResource):
-    """Per-model ∆ and averages (Table 3), per-locale ∆ (Table 4), rank agreement (Table 2).
+def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
+                store: StoreResource):
+    """Per-model ∆ and averages (Table 3), per-locale ∆ (Table 4), rank agreement (Table 2),
+    each with paired-bootstrap intervals and its n; rank intervals; contamination flags.
 
     Covers the models that are registered as partitions and have scores in the database.
     """
     models = context.instance.get_dynamic_partitions(models_partitions.name)
-    result = aggregate(store.store(), models)
-    agreement = [
-        {"aggregation": r.aggregation, "locale": r.locale or "–", "metric": r.metric,
-         "spearman": r.spearman, "kendall_tau_b": r.kendall_tau_b, "n_models": r.n_models,
-         "note": r.note or ""}
-        for r in result.rank_agreement if r.aggregation != "per_locale"
+    result = aggregate(store.store(), models, metrics.config(), progress=True)
+    averages = [
+        {**r, "locale": "–", "aggregation": r["aggregation"] + (" (default)" if r["is_default"]
+                                                                else "")}
+        for r in result.rank_agreement if r["aggregation"] != "per_locale"
     ]
+    table_averages = [
+        {**a, "value": format_interval(a["value"], a["low"], a["high"], a["quantity"])}
+        for a in result.tables.averages]
+    locales = [
+        {**r, "delta_bleu": format_interval(r["delta_bleu"], r["delta_bleu_low"],
+                                            r["delta_bleu_high"],
+                                            excludes_zero=r["delta_bleu_excludes_zero"]),
+         "delta_chrf": format_interval(r["delta_chrf"], r["delta_chrf_low"],
+                                       r["delta_chrf_high"],
+                                       excludes_zero=r["delta_chrf_excludes_zero"])}
+        for r in result.locale_summary]
+    settings = result.settings
     return dg.MaterializeResult(metadata={
         "models": len(result.models),
         "locales": len(result.locales),
-        "leaderboard": dg.MetadataValue.md(leaderboard_markdown(result.leaderboard)),
-        "locale_deltas": dg.MetadataValue.md(markdown_table(result.locale_summary, [
+        "leaderboard": dg.MetadataValue.md(
+            leaderboard_markdown(result.leaderboard)
+            + f"\n\nIntervals: {settings['confidence']:.0%} paired bootstrap over instances, "
+              f"{settings['n_replicates']} replicates, seed {settings['seed']}; * the interval "
+              f"excludes 0. {settings['rank_rule']}"),
+        "locale_deltas": dg.MetadataValue.md(markdown_table(locales, [
             ("locale", "locale"), ("delta_bleu", "∆BLEU"), ("delta_chrf", "∆chrF"),
             ("n_models", "models")])),
-        "rank_agreement_averages": dg.MetadataValue.md(markdown_table(agreement, [
+        "table_averages": dg.MetadataValue.md(markdown_table(table_averages, [
+            ("paper_table", "table"), ("quantity", "column"), ("aggregation", "aggregation"),
+            ("value", "value [interval]"), ("n", "n"), ("n_of", "of"), ("note", "note")])),
+        "rank_agreement_averages": dg.MetadataValue.md(markdown_table(averages, [
             ("aggregation", "aggregation"), ("metric", "metric"), ("spearman", "Spearman"),
-            ("kendall_tau_b", "Kendall τb"), ("n_models", "models"), ("note", "note")])),
+            ("kendall_tau_b", "Kendall τb"), ("n_models", "models"), ("n_locales", "locales"),
+            ("note", "note")])),
+        "contamination_flags": dg.MetadataValue.md(rules_markdown(result.rules)),
+        "flagged_models": dg.MetadataValue.json(
+            {r.name: r.fired_for for r in result.rules if r.fired_for}),
+        "bootstrap_replicates": settings["n_replicates"],
+        "bootstrap_seed": settings["seed"],
+        "confidence": settings["confidence"],
+        "resampled_instances": settings["n_instances"],
+        "statistics_seconds": settings["seconds"],
         "bleu_signature": result.signatures.get("bleu", ""),
         "chrf_signature": result.signatures.get("chrf", ""),
     })
@@ -54,9 +97,17 @@ def leaderboard(context: dg.AssetExecutionContext, store: StoreResource):
 
 @dg.asset(group_name="results", kinds={"duckdb"})
 @redacting
-def reported_results(engine: EngineResource, store: StoreResource):
-    """The paper's Table 3 figures from the model registry, kept apart from evaluated results."""
+def reported_results(engine: EngineResource, metrics: MetricsResource, store: StoreResource):
+    """The paper's Table 3 figures from the model registry, kept apart from evaluated results,
+    and the contamination rules applied to them (which rules could not be applied, and why)."""
     registry = load_models(engine.models_file)
     specs = [registry.get(model_id) for model_id in registry]
-    written = write_reported_results(store.store(), specs)
-    return dg.MaterializeResult(metadata={"models": written, "source": REPORTED_SOURCE})
+    db = store.store()
+    written = write_reported_results(db, specs)
+    rules = write_reported_flags(db, specs, metrics.config().flag_config())
+    return dg.MaterializeResult(metadata={
+        "models": written, "source": REPORTED_SOURCE,
+        "contamination_flags": dg.MetadataValue.md(rules_markdown(rules)),
+        "flagged_models": dg.MetadataValue.json(
+            {r.name: r.fired_for for r in rules if r.fired_for}),
+    })

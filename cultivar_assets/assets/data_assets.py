@@ -8,6 +8,7 @@ from cultivar_assets.assets.safety import redacting
 from cultivar_assets.data.sources import load_benchmark
 from cultivar_assets.resources import DataSourceResource, StoreResource
 from cultivar_assets.store.records import write_dataset
+from cultivar_assets.tables import md_text
 
 
 @dg.asset(
@@ -30,6 +31,8 @@ def test_sets(context: dg.AssetExecutionContext, data: DataSourceResource, store
     counts = {locale: len(rows) for locale, rows in benchmark.instances.items()}
     for item in benchmark.missing:
         context.log.warning(f"missing {item.test_set}: {item.reason}")
+    for note in benchmark.notes:
+        context.log.warning(note)
     yield dg.MaterializeResult(
         metadata={
             "source": benchmark.source,
@@ -41,6 +44,8 @@ def test_sets(context: dg.AssetExecutionContext, data: DataSourceResource, store
             "missing": dg.MetadataValue.md(
                 "\n".join(f"- `{m.test_set}`: {m.reason}" for m in benchmark.missing) or "none"
             ),
+            "notes": dg.MetadataValue.md(
+                "\n".join(f"- {md_text(n)}" for n in benchmark.notes) or "none"),
             "database": dg.MetadataValue.path(str(store.store().path)),
         },
         data_version=dg.DataVersion(fingerprint),

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
+from cultivar_assets.assets.analysis_assets import error_analysis, error_annotation_tool
 from cultivar_assets.assets.construction_assets import (
     annotations,
     cultivar_dataset,
@@ -49,8 +50,15 @@ build_dataset_job = dg.define_asset_job(
                 "then the test sets (evaluated when the data kind is built).",
 )
 
+error_analysis_job = dg.define_asset_job(
+    "analyse_errors",  # not "error_analysis": a job may not share its name with an asset's op
+    selection=dg.AssetSelection.assets(error_annotation_tool, error_analysis),
+    description="The error analysis (paper §5): build the annotation pages of the sample, then "
+                "Table 5 from the returned files.",
+)
+
 ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
-          test_sets, translations, scores, leaderboard, reported_results, charts,
-          hf_dataset_folder, hf_dataset_push, site]
+          test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
+          error_analysis, charts, hf_dataset_folder, hf_dataset_push, site]
 JOBS = [evaluate_model_job, refresh_results_job, publish_job, build_benchmark_job,
-        build_dataset_job]
+        build_dataset_job, error_analysis_job]

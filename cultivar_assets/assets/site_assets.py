@@ -3,6 +3,7 @@
 import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
+from cultivar_assets.assets.analysis_assets import error_analysis
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
@@ -24,7 +25,7 @@ def charts(site: SiteResource, store: StoreResource):
     })
 
 
-@dg.asset(group_name="site", deps=[charts], kinds={"html"})
+@dg.asset(group_name="site", deps=[charts, error_analysis], kinds={"html"})
 @redacting
 def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
          hf_publish: HubPublishResource):

@@ -13,7 +13,7 @@ The file's structure is the JSON Schema ``annotation.schema.json`` in this folde
 
 :func:`read_annotation_file` checks, and reports *every* problem it finds in one
 :class:`AnnotationFileError` (file, instance, field, what is wrong), returning nothing from a file
-with any problem:
+with any problem (checks 1-3 are those of every tool file, ``site/tool_files.py``):
 
 1. the bytes are UTF-8 (a leading byte-order mark is allowed) and complete, valid JSON;
 2. ``format`` and ``schema_version`` are this reader's (other versions are not read further);
@@ -34,13 +34,11 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import jsonschema
 
 from cultivar_assets.construction.annotation_task import (
     Action,
@@ -50,6 +48,19 @@ from cultivar_assets.construction.annotation_task import (
 from cultivar_assets.construction.drafts import Draft
 from cultivar_assets.construction.text_edits import Mode, count_edits
 from cultivar_assets.files import file_sha256
+from cultivar_assets.site.tool_files import (
+    Problem,
+    ProblemCollector,
+    ToolFileError,
+    check_header,
+    check_schema,
+    decode_json,
+    parse_timestamp,
+)
+
+__all__ = ["FILE_SUFFIX", "FORMAT", "SCHEMA_VERSION", "Annotation", "AnnotationFile",
+           "AnnotationFileError", "Problem", "annotation_schema", "find_annotation_file",
+           "parse_annotation_file", "read_annotation_document", "read_annotation_file"]
 
 FORMAT = "cultivar-annotation"
 SCHEMA_VERSION = 1
@@ -64,31 +75,16 @@ def annotation_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with an annotation file."""
-
-    file: str
-    instance: int | None  # instance id, when the problem is in one item
-    field: str  # e.g. "final.source", "task.task_id", "(file)"
-    message: str
-
-    def __str__(self) -> str:
-        where = f"instance {self.instance}, " if self.instance is not None else ""
-        return f"{self.file}: {where}{self.field}: {self.message}"
-
-
-class AnnotationFileError(ValueError):
+class AnnotationFileError(ToolFileError):
     """An annotation file cannot be used; ``problems`` lists everything found wrong."""
 
     def __init__(self, problems: list[Problem], note: str | None = None) -> None:
-        self.problems = list(problems)
-        files = sorted({p.file for p in self.problems})
-        which = "this file" if len(files) == 1 else "these files"
-        head = (f"{', '.join(files)}: {len(self.problems)} problem"
-                f"{'s' if len(self.problems) != 1 else ''}; nothing was read from {which}")
-        tail = f"\n{note}" if note else ""
-        super().__init__(head + "\n" + "\n".join(f"  - {p}" for p in self.problems) + tail)
+        super().__init__(problems)
+        message = str(self)
+        if len({p.file for p in self.problems}) > 1:
+            message = message.replace("nothing was read from this file",
+                                      "nothing was read from these files", 1)
+        self.args = (message + (f"\n{note}" if note else ""),)
 
 
 @dataclass(frozen=True)
@@ -163,106 +159,12 @@ class AnnotationFile:
     annotations: tuple[Annotation, ...]
 
 
-def _timestamp(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    return datetime.fromisoformat(value).astimezone(UTC).replace(tzinfo=None)
+def _check_schema(document: Any, check: ProblemCollector) -> None:
+    check_header(document, check, FORMAT, SCHEMA_VERSION, "a Cultivar annotation file")
+    check_schema(document, annotation_schema(), check)
 
 
-def _json_type(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            int: "an integer", float: "a number", type(None): "null"}.get(type(value), "?")
-
-
-def _schema_message(error: jsonschema.ValidationError) -> str:
-    value, kind, expected = error.instance, error.validator, error.validator_value
-    if kind == "minLength" and value == "":
-        return "is empty"
-    if kind == "type":
-        names = expected if isinstance(expected, list) else [expected]
-        return f"must be {' or '.join(names)}, not {_json_type(value)}"
-    if kind == "const":
-        return f"must be {json.dumps(expected)}, not {json.dumps(value, ensure_ascii=False)}"
-    if kind == "enum":
-        return (f"must be one of {', '.join(json.dumps(v) for v in expected)}, not "
-                f"{json.dumps(value, ensure_ascii=False)}")
-    if kind == "pattern":
-        return f"{json.dumps(value, ensure_ascii=False)[:80]} does not have the expected form"
-    if kind == "anyOf" and isinstance(value, str):
-        return f"{json.dumps(value)[:80]} is not an ISO 8601 timestamp with a time zone, or null"
-    return error.message
-
-
-class _Checker:
-    """Collects the problems of one file."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.problems: list[Problem] = []
-
-    def add(self, field: str, message: str, instance: int | None = None) -> None:
-        self.problems.append(Problem(self.name, instance, field, message))
-
-    def fail(self) -> None:
-        if self.problems:
-            raise AnnotationFileError(self.problems)
-
-
-def _decode(data: bytes, check: _Checker) -> Any:
-    if not data.strip():
-        check.add("(file)", "the file is empty")
-        check.fail()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        check.add("(file)", f"is not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
-                  f"{error.start} cannot be decoded); save it as UTF-8, as the tool's "
-                  "Download JSON does")
-        check.fail()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        stripped = text.rstrip()
-        if (error.pos >= len(stripped) or error.msg.startswith("Unterminated string")
-                or not stripped.endswith(("}", "]"))):
-            check.add("(file)", f"the JSON ends early (line {error.lineno}, column "
-                      f"{error.colno}): the file is truncated; download it from the tool again")
-        else:
-            check.add("(file)", f"is not valid JSON: {error.msg} at line {error.lineno}, "
-                      f"column {error.colno}")
-        check.fail()
-    return None  # not reached
-
-
-def _check_schema(document: Any, check: _Checker) -> None:
-    if not isinstance(document, dict):
-        check.add("(file)", f"must hold a JSON object, not {_json_type(document)}")
-        check.fail()
-    if document.get("format") != FORMAT:
-        check.add("format", f"is {json.dumps(document.get('format'))}, not \"{FORMAT}\": this is "
-                  "not a Cultivar annotation file")
-        check.fail()
-    if document.get("schema_version") != SCHEMA_VERSION:
-        check.add("schema_version", f"is {json.dumps(document.get('schema_version'))}; this "
-                  f"reader reads schema version {SCHEMA_VERSION} only")
-        check.fail()
-    validator = jsonschema.Draft202012Validator(annotation_schema())
-    items = document.get("items") if isinstance(document.get("items"), list) else []
-    for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.path))):
-        path = list(error.path)
-        instance = None
-        if len(path) >= 2 and path[0] == "items" and isinstance(path[1], int):
-            item = items[path[1]] if path[1] < len(items) else None
-            if isinstance(item, dict) and isinstance(item.get("instance_id"), int):
-                instance = item["instance_id"]
-            field = f"items[{path[1]}]" + "".join(f".{p}" for p in path[2:])
-        else:
-            field = ".".join(str(p) for p in path) or "(top level)"
-        check.add(field, _schema_message(error), instance)
-    check.fail()
-
-
-def _check_task(header: dict[str, Any], task: AnnotationTask, check: _Checker) -> None:
+def _check_task(header: dict[str, Any], task: AnnotationTask, check: ProblemCollector) -> None:
     if header["task_id"] != task.task_id or header["drafts_hash"] != task.drafts_hash:
         if header["locale"] != task.locale:
             check.add("task.task_id", f"the file is for task {header['task_id']} (locale "
@@ -283,8 +185,8 @@ def _check_task(header: dict[str, Any], task: AnnotationTask, check: _Checker) -
                   f"{task.source_mode}")
 
 
-def _check_item(item: dict[str, Any], draft: Draft, check: _Checker, allow_unconfirmed: bool,
-                benchmark: tuple[str, str] | None) -> None:
+def _check_item(item: dict[str, Any], draft: Draft, check: ProblemCollector,
+                allow_unconfirmed: bool, benchmark: tuple[str, str] | None) -> None:
     iid = draft.instance_id
     if item["locale"] != draft.locale:
         check.add("locale", f"is {item['locale']}, not the task's {draft.locale}", iid)
@@ -333,8 +235,8 @@ def parse_annotation_file(
     every item's original pair must equal it. ``allow_unconfirmed``: accept unconfirmed items
     (to inspect work in progress; the ingest never sets it).
     """
-    check = _Checker(name)
-    document = _decode(data, check)
+    check = ProblemCollector(name, AnnotationFileError)
+    document = decode_json(data, check)
     _check_schema(document, check)
     header = document["task"]
     _check_task(header, task, check)
@@ -369,15 +271,15 @@ def parse_annotation_file(
             flagged=item["draft"]["flagged"], draft_hash=item["draft"]["draft_hash"],
             prompt_hash=item["draft"]["prompt_hash"], source_final=item["final"]["source"],
             english_final=item["final"]["english"], action=item["action"],
-            confirmed=item["confirmed"], updated_at=_timestamp(item["updated_at"]),
-            confirmed_at=_timestamp(item["confirmed_at"]), source_mode=task.source_mode)
+            confirmed=item["confirmed"], updated_at=parse_timestamp(item["updated_at"]),
+            confirmed_at=parse_timestamp(item["confirmed_at"]), source_mode=task.source_mode)
         for item in sorted(document["items"], key=lambda i: i["instance_id"])
     )
     return AnnotationFile(
         path=name, sha256=None, task_id=header["task_id"], locale=header["locale"],
         drafts_hash=header["drafts_hash"], annotator=header["annotator"],
         tool_version=header["tool_version"], schema_version=document["schema_version"],
-        saved_at=_timestamp(document["saved_at"]), annotations=annotations)
+        saved_at=parse_timestamp(document["saved_at"]), annotations=annotations)
 
 
 def read_annotation_file(
@@ -404,8 +306,8 @@ def read_annotation_document(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise AnnotationFileError([Problem(str(path), None, "(file)", "no such file")])
-    check = _Checker(str(path))
-    document = _decode(path.read_bytes(), check)
+    check = ProblemCollector(str(path), AnnotationFileError)
+    document = decode_json(path.read_bytes(), check)
     _check_schema(document, check)
     return document
 

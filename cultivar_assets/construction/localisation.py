@@ -13,9 +13,11 @@ never replaced by the original.
 translation cache's machinery: :class:`cultivar_assets.translation.TranslationCache`) under the
 sha256 of (engine fingerprint, prompt hash, attempt number, the full request); each chunk of
 requests is committed as soon as it is answered, so a killed run resumes where it stopped and no
-request is sent twice. The engine fingerprint (:func:`engines.fingerprint.engine_fingerprint`)
-holds the model, its revision and weights, the engine and the engine options that change answers
-(not the transport ones: batch size, server address, concurrency, retries).
+request is sent twice; a second run of the same localiser waits for the first (the translation
+cache's per-model lock) and then finds its answers cached. The engine fingerprint
+(:func:`engines.fingerprint.engine_fingerprint`) holds the model, its revision and weights, the
+engine and the engine options that change answers (not the transport ones: batch size, server
+address, concurrency, retries).
 
 **Chunks** (ours): a locale's requests of one attempt are cut, in instance-id order, into chunks
 of ``engine_options.batch_size`` (16 when not set); a chunk is sent to the engine as one call and
@@ -60,7 +62,7 @@ from cultivar_assets.engines.fingerprint import engine_fingerprint
 from cultivar_assets.engines.prompts import GenerationRequest
 from cultivar_assets.paths import cultivar_home
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.translation import TranslationCache, request_key
+from cultivar_assets.translation import TranslationCache, model_lock, request_key
 
 DEFAULT_CHUNK = 16
 
@@ -333,75 +335,76 @@ def localise(
     chunk_size = int(config.engine_options.get("batch_size") or DEFAULT_CHUNK)
     jobs = [_Job(locale, pair, prompt_values(locale, pair.source, pair.english))
             for locale, pairs in inputs.items() for pair in pairs]
-    cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite")
-    pool = _shared_pool or EnginePool()
-    info = cache.engine_info(localiser.fingerprint)
-    n_requests = n_generated = 0
-    retry = prompt.can_retry or config.retry_same_prompt
-    bar = tqdm(total=len(jobs), desc=f"localise ({localiser.spec.id})", unit="request",
-               disable=not show_bar)
-    try:
-        pending = jobs
-        for attempt in range(1, config.max_attempts + 1):
-            if not pending:
-                break
-            requests = [prompt.request(
-                job.values, config.max_new_tokens,
-                tuple(zip([a[0] for a in job.answers], job.reasons, strict=True))
-                if prompt.kind == "chat" else ()) for job in pending]
-            keys = [_key(localiser, attempt, r) for r in requests]
-            stored = cache.get_many(keys)
-            fresh: set[str] = set()
-            n_requests += len(keys)
-            for chunk in _chunks(pending, chunk_size):
-                todo = [i for i in chunk if keys[i] not in stored]
-                if not todo:
-                    bar.update(len(chunk))
-                    continue
-                engine = pool.get(localiser)
-                if info is None:
-                    info = engine.info()
-                    cache.set_engine_info(localiser.fingerprint, info)
-                answers = engine.generate_detailed([requests[i] for i in todo])
-                if len(answers) != len(todo):
-                    raise RuntimeError(f"engine {localiser.spec.engine} returned {len(answers)} "
-                                       f"answers for {len(todo)} requests")
-                items = []
-                for i, answer in zip(todo, answers, strict=True):
-                    if isinstance(answer, Generation):
-                        items.append((keys[i], _encode(answer)))
-                    else:  # a request that failed for good: reported, never cached
-                        pending[i].failure = str(answer)
-                cache.put_many(items)  # committed: a killed run keeps every finished chunk
-                stored.update(items)
-                fresh.update(key for key, _ in items)
-                n_generated += len(items)
-                bar.update(len(chunk))
-                say(f"{pending[chunk[0]].locale}: {len(items)} answers generated and cached "
-                    f"(attempt {attempt}, {bar.n}/{bar.total} requests)")
-            still = []
-            for i, job in enumerate(pending):
-                if job.failure is not None:
-                    continue
-                value = json.loads(stored[keys[i]])
-                job.answers.append((value["text"], value["prompt_tokens"],
-                                    value["completion_tokens"], keys[i] in fresh))
-                parsed = _read(prompt, job, value["text"])
-                if isinstance(parsed, MalformedAnswer):
-                    job.reasons.append(parsed.reason)
-                    if retry and attempt < config.max_attempts:
-                        still.append(job)
-                        bar.total += 1
+    with model_lock(folder, localiser.spec.id):  # a second run waits, then reads the cache
+        cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite")
+        pool = _shared_pool or EnginePool()
+        info = cache.engine_info(localiser.fingerprint)
+        n_requests = n_generated = 0
+        retry = prompt.can_retry or config.retry_same_prompt
+        bar = tqdm(total=len(jobs), desc=f"localise ({localiser.spec.id})", unit="request",
+                   disable=not show_bar)
+        try:
+            pending = jobs
+            for attempt in range(1, config.max_attempts + 1):
+                if not pending:
+                    break
+                requests = [prompt.request(
+                    job.values, config.max_new_tokens,
+                    tuple(zip([a[0] for a in job.answers], job.reasons, strict=True))
+                    if prompt.kind == "chat" else ()) for job in pending]
+                keys = [_key(localiser, attempt, r) for r in requests]
+                stored = cache.get_many(keys)
+                fresh: set[str] = set()
+                n_requests += len(keys)
+                for chunk in _chunks(pending, chunk_size):
+                    todo = [i for i in chunk if keys[i] not in stored]
+                    if not todo:
+                        bar.update(len(chunk))
                         continue
-                    job.result = _draft(job, prompt, None)
-                else:
-                    job.result = _draft(job, prompt, parsed)
-            pending = still
-    finally:
-        bar.close()
-        cache.close()
-        if pool is not _shared_pool:
-            pool.close()
+                    engine = pool.get(localiser)
+                    if info is None:
+                        info = engine.info()
+                        cache.set_engine_info(localiser.fingerprint, info)
+                    answers = engine.generate_detailed([requests[i] for i in todo])
+                    if len(answers) != len(todo):
+                        raise RuntimeError(f"engine {localiser.spec.engine} returned "
+                                           f"{len(answers)} answers for {len(todo)} requests")
+                    items = []
+                    for i, answer in zip(todo, answers, strict=True):
+                        if isinstance(answer, Generation):
+                            items.append((keys[i], _encode(answer)))
+                        else:  # a request that failed for good: reported, never cached
+                            pending[i].failure = str(answer)
+                    cache.put_many(items)  # committed: a killed run keeps every finished chunk
+                    stored.update(items)
+                    fresh.update(key for key, _ in items)
+                    n_generated += len(items)
+                    bar.update(len(chunk))
+                    say(f"{pending[chunk[0]].locale}: {len(items)} answers generated and cached "
+                        f"(attempt {attempt}, {bar.n}/{bar.total} requests)")
+                still = []
+                for i, job in enumerate(pending):
+                    if job.failure is not None:
+                        continue
+                    value = json.loads(stored[keys[i]])
+                    job.answers.append((value["text"], value["prompt_tokens"],
+                                        value["completion_tokens"], keys[i] in fresh))
+                    parsed = _read(prompt, job, value["text"])
+                    if isinstance(parsed, MalformedAnswer):
+                        job.reasons.append(parsed.reason)
+                        if retry and attempt < config.max_attempts:
+                            still.append(job)
+                            bar.total += 1
+                            continue
+                        job.result = _draft(job, prompt, None)
+                    else:
+                        job.result = _draft(job, prompt, parsed)
+                pending = still
+        finally:
+            bar.close()
+            cache.close()
+            if pool is not _shared_pool:
+                pool.close()
     failures = [(j.locale, j.pair.instance_id, j.failure) for j in jobs if j.failure]
     if failures:
         raise LocalisationFailuresError(failures)

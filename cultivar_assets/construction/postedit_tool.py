@@ -5,13 +5,15 @@
 
     index.html                      the page: every item, the instructions, the task embedded as
                                     JSON (<script type="application/json">, written with tojson)
+    static/tool-common.js, tool.css the pieces shared with the error-annotation tool
     static/postedit.js, postedit.css, postedit-textdiff.js, postedit-module-shim.js
     static/vendor/diff-match-patch/ diff_match_patch.js, LICENSE, README.md (version, origin)
     .cultivar-build.json            manifest: task id, drafts hash, tool and schema versions
 
 The page needs no network and no server: open ``index.html`` from disk (``file://``) or put the
 folder on any static host. Scripts are referenced relatively; a Content-Security-Policy allows
-only the page's own scripts and styles and no connections. Text from the drafts is escaped by
+only the page's own scripts and styles and no connections. The folder is built like every
+annotation tool's (``site/tool_pages.py``). Text from the drafts is escaped by
 the template (Jinja2 autoescaping) and set with ``textContent`` by the script.
 
 What the annotator sees and does is described in the page's instructions
@@ -29,8 +31,7 @@ from cultivar_assets.construction.annotation_file import SCHEMA_VERSION
 from cultivar_assets.construction.annotation_task import AnnotationTask
 from cultivar_assets.construction.drafts import Draft
 from cultivar_assets.data.locales import get_locale
-from cultivar_assets.files import replace_folder
-from cultivar_assets.site.pages import PageWriter
+from cultivar_assets.site.tool_pages import build_tool_folder
 
 STATIC_FILES = [
     "postedit.css",
@@ -48,22 +49,11 @@ def build_postedit_tool(drafts: Sequence[Draft] | AnnotationTask, out_dir: str |
     task = drafts if isinstance(drafts, AnnotationTask) else AnnotationTask.from_drafts(drafts)
     locale = get_locale(task.locale)
     payload = task.payload(tool_version=__version__, schema_version=SCHEMA_VERSION)
-    out_dir = Path(out_dir)
-
-    def write(work: Path) -> None:
-        writer = PageWriter(work)
-        writer.page("index.html", "postedit.html.j2", task=payload["task"], payload=payload,
-                    schema_version=SCHEMA_VERSION, language_name=locale.language_name,
-                    location=locale.location,
-                    source_lang=f"{locale.language}-{locale.script}")
-        writer.copy_static(STATIC_FILES)
-        missing = sorted(set(STATIC_FILES) - {
-            p.relative_to(work / "static").as_posix() for p in (work / "static").rglob("*")})
-        if missing:
-            raise FileNotFoundError(f"static files of the post-editing tool are missing: {missing}")
-
-    replace_folder(out_dir, write, manifest={
-        "kind": "postedit-tool", "task_id": task.task_id, "locale": task.locale,
-        "drafts_hash": task.drafts_hash, "n_items": len(task.drafts),
-        "tool_version": __version__, "schema_version": SCHEMA_VERSION})
-    return out_dir / "index.html"
+    return build_tool_folder(
+        out_dir, "postedit.html.j2", STATIC_FILES,
+        manifest={"kind": "postedit-tool", "task_id": task.task_id, "locale": task.locale,
+                  "drafts_hash": task.drafts_hash, "n_items": len(task.drafts),
+                  "tool_version": __version__, "schema_version": SCHEMA_VERSION},
+        task=payload["task"], payload=payload, schema_version=SCHEMA_VERSION,
+        language_name=locale.language_name, location=locale.location,
+        source_lang=f"{locale.language}-{locale.script}")

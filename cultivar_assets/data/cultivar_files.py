@@ -38,30 +38,48 @@ REQUIRED_COLUMNS = ("id", "source_localised", "english_localised")
 ORIGINAL_COLUMNS = ("source_original", "english_original")
 
 
-def find_locale_files(root: Path) -> dict[str, list[Path]]:
-    """Locale key -> its data files under ``root`` (any of the accepted layouts)."""
+def _data_files(root: Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"Cultivar dataset directory {root} does not exist")
+    return [p for p in sorted(root.rglob("*"))
+            if p.suffix in (".jsonl", ".parquet") and p.is_file()]
+
+
+def _locale_of(path: Path) -> str | None:
     known = locale_registry()
+    if path.stem in known:
+        return path.stem
+    if path.parent.name in known:
+        return path.parent.name
+    return None
+
+
+def find_locale_files(root: Path) -> dict[str, list[Path]]:
+    """Locale key -> its data files under ``root`` (any of the accepted layouts)."""
     found: dict[str, list[Path]] = {}
-    for path in sorted(root.rglob("*")):
-        if path.suffix not in (".jsonl", ".parquet") or not path.is_file():
-            continue
-        if path.stem in known:
-            locale = path.stem
-        elif path.parent.name in known:
-            locale = path.parent.name
-        else:
-            continue
-        found.setdefault(locale, []).append(path)
+    for path in _data_files(root):
+        locale = _locale_of(path)
+        if locale is not None:
+            found.setdefault(locale, []).append(path)
     return found
 
 
-def _read_rows(path: Path) -> list[dict]:
+def unknown_locale_files(root: Path) -> list[Path]:
+    """Data files under ``root`` that name no locale of the registry (e.g. a new locale's file
+    that nobody registered, or a typo such as ``deu_Latn_Germny.jsonl``): never read, always
+    reported by the loader."""
+    return [path for path in _data_files(root) if _locale_of(path) is None]
+
+
+Row = tuple[str, dict]  # (where: "file:line" or "file row n", the row)
+
+
+def _read_rows(path: Path) -> list[Row]:
     try:
         if path.suffix == ".parquet":
-            return pq.read_table(path).to_pylist()
+            return [(f"{path} row {i}", row)
+                    for i, row in enumerate(pq.read_table(path).to_pylist(), 1)]
         rows = []
         with path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
@@ -73,35 +91,70 @@ def _read_rows(path: Path) -> list[dict]:
                     if not isinstance(row, dict):
                         raise DataError(f"{path}:{number}: expected a JSON object, got "
                                         f"{type(row).__name__}")
-                    rows.append(row)
+                    rows.append((f"{path}:{number}", row))
         return rows
     except DataError:
         raise
-    except Exception as error:  # unreadable file: permissions, truncated parquet, bad encoding
+    except UnicodeDecodeError as error:
+        raise DataError(f"cannot read {path}: not UTF-8 text ({error.reason} at byte "
+                        f"{error.start})") from error
+    except Exception as error:  # unreadable file: permissions, truncated parquet
         raise DataError(f"cannot read {path}: {error}") from error
 
 
-def _instance_id(value: object) -> int | None:
-    """A non-negative integer id (int, or a string of digits); anything else is None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+def _id_problem(value: object) -> tuple[int | None, str | None]:
+    """(id, None) for a valid id (a non-negative int, or a string of digits), else (None, why)."""
+    if value is None:
+        return None, "has no id"
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None, f"has an id of type {type(value).__name__} ({value!r}), not an integer"
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            value = int(text)
+        else:
+            return None, f"has a non-integer id {value!r}"
+    if value < 0:
+        return None, f"has a negative id {value} (ids are 0-based FLORES dev line indices)"
+    return value, None
+
+
+def _text_problem(name: str, column: str, row: dict) -> str | None:
+    if column not in row or row[column] is None:
+        return f"has no {name!r} (column {column!r} is missing)"
+    value = row[column]
+    if not isinstance(value, str):
+        return f"has a {type(value).__name__} in {name!r}, not a text"
+    if not value.strip():
+        return f"has a blank {name!r}"
     return None
+
+
+MAX_LISTED = 20
 
 
 def read_locale(
     locale: str, paths: list[Path], column_map: dict[str, str] | None = None
 ) -> list[Instance]:
-    """Instances of one locale, sorted by id; errors name the file and the missing columns."""
+    """Instances of one locale, sorted by id (see :func:`read_locale_rows`)."""
+    return read_locale_rows(locale, paths, column_map)[0]
+
+
+def read_locale_rows(
+    locale: str, paths: list[Path], column_map: dict[str, str] | None = None
+) -> tuple[list[Instance], dict[int, str]]:
+    """Instances of one locale sorted by id, and where each id was read (``file:line``).
+
+    Every problem of every row (missing or mistyped columns, blank texts, missing, negative or
+    non-integer ids, duplicate ids, another locale) is collected and reported in one DataError
+    that names the file and line of each; nothing is returned then.
+    """
     mapping = {name: (column_map or {}).get(name, name) for name in CANONICAL_COLUMNS}
     rows = [row for path in paths for row in _read_rows(path)]
     where = ", ".join(str(p) for p in paths)
     if not rows:
         raise DataError(f"locale {locale}: no rows in {where}")
-    columns = set().union(*(row.keys() for row in rows))
+    columns = set().union(*(row.keys() for _, row in rows))
     missing = [f"{name!r} (column {mapping[name]!r})" for name in REQUIRED_COLUMNS
                if mapping[name] not in columns]
     if missing:
@@ -111,23 +164,31 @@ def read_locale(
             "dataset uses other names."
         )
     has_originals = all(mapping[name] in columns for name in ORIGINAL_COLUMNS)
-    instances = []
-    for number, row in enumerate(rows):
+    texts_wanted = ("source_localised", "english_localised",
+                    *(ORIGINAL_COLUMNS if has_originals else ()))
+    instances, origins, problems = [], {}, []
+    for origin, row in rows:
+        row_problems = []
         if mapping["locale"] in row and row[mapping["locale"]] not in (None, locale):
-            raise DataError(f"{where}: row {number} has locale {row[mapping['locale']]!r}, "
-                            f"expected {locale!r}")
-        instance_id = _instance_id(row.get(mapping["id"]))
-        if instance_id is None:
-            raise DataError(f"locale {locale}: row {number} has a non-integer id "
-                            f"{row.get(mapping['id'])!r} (column {mapping['id']!r} in {where})")
-        texts = {}
-        for name in ("source_localised", "english_localised", *ORIGINAL_COLUMNS):
-            value = row.get(mapping[name])
-            if name in ORIGINAL_COLUMNS and not has_originals:
-                texts[name] = None
-                continue
-            if not isinstance(value, str) or not value.strip():
-                raise DataError(f"locale {locale}: instance {instance_id} has an empty {name!r}")
-            texts[name] = value.strip()
+            row_problems.append(f"has locale {row[mapping['locale']]!r}, expected {locale!r}")
+        instance_id, why = _id_problem(row.get(mapping["id"]))
+        if why:
+            row_problems.append(why)
+        elif instance_id in origins:
+            row_problems.append(f"repeats id {instance_id} (first at {origins[instance_id]})")
+        row_problems += [p for name in texts_wanted
+                         if (p := _text_problem(name, mapping[name], row))]
+        if row_problems:
+            problems += [f"{origin}: {p}" for p in row_problems]
+            continue
+        origins[instance_id] = origin
+        texts = {name: (row[mapping[name]].strip() if name in texts_wanted else None)
+                 for name in ("source_localised", "english_localised", *ORIGINAL_COLUMNS)}
         instances.append(Instance(locale=locale, instance_id=instance_id, **texts))
-    return sorted(instances, key=lambda inst: inst.instance_id)
+    if problems:
+        listed = "\n  ".join(problems[:MAX_LISTED])
+        extra = len(problems) - MAX_LISTED
+        more = f"\n  ... and {extra} more" if extra > 0 else ""
+        raise DataError(f"locale {locale}: {len(problems)} problem(s) in {where}:\n  "
+                        f"{listed}{more}")
+    return sorted(instances, key=lambda inst: inst.instance_id), origins

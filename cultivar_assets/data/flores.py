@@ -385,16 +385,25 @@ class HubFlores:
 
 
 def read_originals(
-    reader: FloresReader, languages: list[str], instance_ids: list[int]
+    reader: FloresReader, languages: list[str], instance_ids: list[int],
+    origins: dict[int, list[str]] | None = None,
 ) -> tuple[dict[str, dict[int, str]], dict[int, str], dict[str, str]]:
     """Original sentences of ``instance_ids`` for each language and for English.
 
     Returns (sources by language, English by id, reason by missing language). English missing is
-    an error: no test set can be built without its references.
+    an error: no test set can be built without its references. ``origins`` (id -> where each id
+    was read, ``file:line``) lets an id outside the FLORES files be reported where it was written.
     """
     english_lines = reader.read([ENGLISH])
     if english_lines is None:
         raise DataError(f"no English FLORES file found (looked in {reader.where([ENGLISH])})")
+    bad = [i for i in instance_ids if not 0 <= i < len(english_lines)]
+    if bad and origins:
+        places = "; ".join(f"{', '.join(origins.get(i, ['?']))}: id {i}" for i in bad[:10])
+        raise DataError(
+            f"{len(bad)} instance id(s) are outside the {len(english_lines)} sentences of FLORES "
+            f"({reader.description}; ids are 0-based line indices): {places}"
+        )
     _check_ids(english_lines, instance_ids, ENGLISH, reader)
     english = {i: english_lines[i] for i in instance_ids}
     sources: dict[str, dict[int, str]] = {}

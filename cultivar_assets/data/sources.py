@@ -30,7 +30,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from cultivar_assets.data.cultivar_files import ORIGINAL_COLUMNS, find_locale_files, read_locale
+from cultivar_assets.data.cultivar_files import (
+    ORIGINAL_COLUMNS,
+    find_locale_files,
+    read_locale_rows,
+    unknown_locale_files,
+)
 from cultivar_assets.data.flores import FloresReader, HubFlores, LocalFlores, read_originals
 from cultivar_assets.data.locales import (
     cultivar_test_set_name,
@@ -179,16 +184,26 @@ def load_benchmark(config: DataConfig, token: str | None = None) -> BenchmarkDat
     missing: list[MissingItem] = []
     notes: list[str] = []
     instances: dict[str, list[Instance]] = {}
+    origins: dict[int, list[str]] = {}  # instance id -> file:line of each locale that has it
     for key in expected:
         if key not in files:
             locale = get_locale(key)
             missing.append(MissingItem(cultivar_test_set_name(key), "cultivar",
                                        locale.source_language, key, f"no data file in {root}"))
             continue
-        instances[key] = read_locale(key, files[key], config.column_map)
+        instances[key], where = read_locale_rows(key, files[key], config.column_map)
+        for instance_id, place in where.items():
+            origins.setdefault(instance_id, []).append(place)
     ignored = sorted(set(files) - set(expected))
     if ignored:
         notes.append(f"locales in the data but not selected: {', '.join(ignored)}")
+    unknown = unknown_locale_files(root)
+    if unknown:
+        listing = ", ".join(str(p) for p in unknown[:10])
+        if config.on_missing == "fail":
+            raise DataError(f"{len(unknown)} data file(s) name no locale of the registry "
+                            f"(cultivar_assets/data/locales.csv): {listing}")
+        notes.append(f"files that name no known locale, not read: {listing}")
     if not instances:
         raise DataError(f"none of the expected locales has data in {root}")
 
@@ -201,7 +216,7 @@ def load_benchmark(config: DataConfig, token: str | None = None) -> BenchmarkDat
                 f"missing for {', '.join(lacking)}; configure flores='local' or 'hub' instead"
             )
     else:
-        instances, flores_missing = _attach_originals(instances, reader)
+        instances, flores_missing = _attach_originals(instances, reader, origins)
         missing += flores_missing
         description += f"; originals: {reader.description}"
 
@@ -214,12 +229,13 @@ def load_benchmark(config: DataConfig, token: str | None = None) -> BenchmarkDat
 
 
 def _attach_originals(
-    instances: dict[str, list[Instance]], reader: FloresReader
+    instances: dict[str, list[Instance]], reader: FloresReader,
+    origins: dict[int, list[str]] | None = None,
 ) -> tuple[dict[str, list[Instance]], list[MissingItem]]:
     """Replace the original columns with FLORES sentences read by ``reader``."""
     languages = list(dict.fromkeys(get_locale(k).source_language for k in instances))
     ids = sorted({row.instance_id for rows in instances.values() for row in rows})
-    sources, english, missing = read_originals(reader, languages, ids)
+    sources, english, missing = read_originals(reader, languages, ids, origins)
     attached = {
         key: [
             Instance(

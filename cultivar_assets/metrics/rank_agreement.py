@@ -19,10 +19,10 @@ locales:
 - ``mean_of_locales``: the unweighted mean of the defined per-locale coefficients. On the paper's
   per-locale Table 2 values it is 0.964/0.874 (BLEU) and 0.973/0.895 (chrF): a different quantity.
 
-The former ``locale_averaged_scores`` average (per-model means over the locales shared by all
-models, with each language's FLORES score counted once per locale) is neither of these; it
-survives only in the legacy :func:`rank_agreement`, which ``evaluation.py`` calls until it is
-switched to :func:`agreement_averages`.
+The store's ``rank_agreement`` view holds the per-locale rows and both averages
+(:mod:`cultivar_assets.evaluation.statistics`, on instance-paired scores). An earlier average,
+``locale_averaged_scores`` (per-model means over the locales shared by all models, each
+language's FLORES score counted once per locale), was neither of these and is gone.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ AGGREGATIONS = ("model_averages", "mean_of_locales")
 
 @dataclass(frozen=True)
 class RankAgreement:
-    aggregation: str  # 'per_locale' | 'mean_of_locales' | 'locale_averaged_scores'
+    aggregation: str  # 'per_locale' (the averages are AgreementAverage)
     locale: str | None
     metric: str
     spearman: float | None
@@ -139,38 +139,3 @@ def agreement_averages(
         model_average_agreement(flores_average, cultivar_average, metric, n_locales),
         mean_of_locales(rows, metric),
     ]
-
-
-def rank_agreement(pairs: Sequence[PairDelta], metric: str) -> list[RankAgreement]:
-    """Legacy: per-locale rows, ``mean_of_locales`` and ``locale_averaged_scores``.
-
-    Kept only because ``evaluation.py`` (and its table ``rank_agreement``) still use it; the
-    wiring step replaces it with :func:`agreement_averages`, whose default is the paper's.
-    """
-    by_locale: dict[str, list[PairDelta]] = {}
-    for pair in pairs:
-        by_locale.setdefault(pair.locale, []).append(pair)
-    rows = per_locale_agreement(pairs, metric)
-
-    defined = [r for r in rows if r.spearman is not None]
-    note = None if defined else "undefined: no locale has a defined coefficient"
-    rows.append(RankAgreement(
-        "mean_of_locales", None, metric,
-        fmean(r.spearman for r in defined) if defined else None,
-        fmean(r.kendall_tau_b for r in defined if r.kendall_tau_b is not None) if defined else None,
-        max((r.n_models for r in rows), default=0), note,
-    ))
-
-    models = sorted({p.model for p in pairs})
-    shared = set(by_locale)
-    for model in models:
-        shared &= {p.locale for p in pairs if p.model == model}
-    x = [fmean(p.flores for p in pairs if p.model == m and p.locale in shared) for m in models
-         ] if shared else []
-    y = [fmean(p.cultivar for p in pairs if p.model == m and p.locale in shared) for m in models
-         ] if shared else []
-    rho, tau, note = coefficients(x, y)
-    if not shared and models:
-        note = "undefined: no locale is shared by all models"
-    rows.append(RankAgreement("locale_averaged_scores", None, metric, rho, tau, len(x), note))
-    return rows

@@ -46,11 +46,15 @@ class RankInterval:
         return f"rank {self.rank_low}–{self.rank_high}"
 
 
-RANK_SENTENCE = (
-    "Rank a–b: in 95 % of the bootstrap resamples of test instances the model ranked between a "
-    "and b; a model is not separable from another when the 95 % interval of their paired "
-    "difference contains 0."
-)
+def rank_sentence(confidence: float = 0.95) -> str:
+    """The one-sentence explanation of a rank interval shown beside the ranks."""
+    level = f"{confidence * 100:g} %"
+    return (f"Rank a–b: in {level} of the bootstrap resamples of test instances the model ranked "
+            f"between a and b; a model is not separable from another when the {level} interval "
+            "of their paired difference contains 0.")
+
+
+RANK_SENTENCE = rank_sentence(0.95)
 
 
 def _ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:

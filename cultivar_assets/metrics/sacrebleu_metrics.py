@@ -17,17 +17,25 @@ formats them; for SentencePiece tokenizers the sha256 of the model file actually
 beside the signature (``tokenizer_sha256``, a column of its own in ``scores`` and the
 leaderboard), and scores whose signature *or* tokenizer hash differ are never aggregated
 together, so scores from a stand-in model never pass for spBLEU (sacreBLEU itself checks no hash).
+
+The same settings (``metrics`` in the settings file) hold how the cross-model statistics are
+computed from the stored scores (issue 11): the paired bootstrap (``bootstrap_replicates``,
+``bootstrap_seed``, ``confidence``; :mod:`cultivar_assets.metrics.bootstrap`) and the
+contamination rules (``flags``: the fields of :class:`cultivar_assets.metrics.flags.FlagConfig`,
+``{}`` for its defaults). They change no score, only intervals, ranks and flags.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cultivar_assets.files import file_sha256
+from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED, BootstrapConfig
+from cultivar_assets.metrics.flags import FlagConfig
 
 SPM_TOKENIZERS = ("flores200", "flores101", "spBLEU-1K")
 OTHER_TOKENIZERS = ("13a", "intl", "char", "zh", "none", "ja-mecab", "ko-mecab")
@@ -47,6 +55,29 @@ class MetricConfig(BaseModel):
     spm_model_path: str | None = None
     chrf_word_order: int = 0
     lowercase: bool = False
+    # statistics over the stored scores (module docstring); defaults: B = 1,000, seed 12345, 95 %
+    bootstrap_replicates: int = Field(1000, ge=1, le=100_000)
+    bootstrap_seed: int = Field(SACREBLEU_DEFAULT_SEED, ge=1)  # 0 would be unseeded in sacreBLEU
+    confidence: float = Field(0.95, gt=0, lt=1)
+    flags: dict[str, Any] = Field(default_factory=dict)  # FlagConfig fields; {}: its defaults
+
+    @field_validator("flags")
+    @classmethod
+    def _valid_flags(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            FlagConfig.model_validate(value)
+        except ValidationError as error:
+            raise ValueError(f"invalid contamination rules (metrics.flags): {error}") from None
+        return value
+
+    def bootstrap_config(self) -> BootstrapConfig:
+        """The paired bootstrap's configuration."""
+        return BootstrapConfig(n_replicates=self.bootstrap_replicates, seed=self.bootstrap_seed,
+                               confidence=self.confidence)
+
+    def flag_config(self) -> FlagConfig:
+        """The contamination rules' configuration."""
+        return FlagConfig.model_validate(self.flags)
 
     @field_validator("bleu_tokenize")
     @classmethod

@@ -62,6 +62,14 @@ class LocaleRates:
     n_instances: int
 
 
+def rates_from_sums(n_removed: int, n_removed_recalled: int, n_introduced: int,
+                    n_introduced_missed: int, n_instances: int) -> LocaleRates:
+    """The Σ-ratio rates of one locale from its summed counts (the one definition)."""
+    return LocaleRates(n_removed_recalled / n_removed if n_removed else None,
+                       n_introduced_missed / n_introduced if n_introduced else None,
+                       n_removed, n_introduced, n_instances)
+
+
 def locale_rates(instances: Iterable[InstanceRecall]) -> dict[str, LocaleRates]:
     """Σ-ratio rates per locale (the one definition: the ``word_recall`` view stores these)."""
     sums: dict[str, list[int]] = {}
@@ -72,11 +80,7 @@ def locale_rates(instances: Iterable[InstanceRecall]) -> dict[str, LocaleRates]:
         s[2] += item.n_introduced
         s[3] += item.n_introduced_missed
         s[4] += 1
-    return {
-        locale: LocaleRates(s[1] / s[0] if s[0] else None, s[3] / s[2] if s[2] else None,
-                            s[0], s[2], s[4])
-        for locale, s in sums.items()
-    }
+    return {locale: rates_from_sums(*s) for locale, s in sums.items()}
 
 
 def model_rates(rates: Mapping[str, LocaleRates]) -> tuple[float | None, float | None]:

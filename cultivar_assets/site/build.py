@@ -203,15 +203,23 @@ def _write_site(work: Path, store: Store, dataset: dict, card_markdown: str | No
     families = sorted({r["family"] for r in leaderboard if r.get("family")})
     types = sorted({r["type"] for r in leaderboard if r.get("type")})
 
+    # statistics and the error analysis (issue 11): intervals and ranks are columns of the rows
+    # above; these are the views the statistics_macros.html.j2 blocks show
+    statistics = {name: store.query(f"site_{name}") for name in (
+        "contamination_rules", "table_averages", "statistics_settings", "error_table5",
+        "error_correlations", "error_files")}
+
     say("leaderboard, locales and dataset pages")
     writer.page("index.html", "index.html.j2", leaderboard=leaderboard, reported=reported,
                 charts=[c for c in chart_entries if c["page"] == "index"], families=families,
-                types=types, missing=missing, include_database=options["include_database"])
+                types=types, missing=missing, include_database=options["include_database"],
+                statistics=statistics)
     writer.page("locales.html", "locales.html.j2", locale_deltas=locale_deltas,
                 agreement=agreement, reported_locales=reported_locales,
                 reported_agreement=reported_agreement, locale_info=locale_info,
                 present_locales=present_locales,
-                charts=[c for c in chart_entries if c["page"] == "locales"])
+                charts=[c for c in chart_entries if c["page"] == "locales"],
+                statistics=statistics)
     writer.page("dataset.html", "dataset.html.j2", card_html=_markdown(card_markdown),
                 locales=locales, present_locales=present_locales)
 

@@ -162,6 +162,14 @@ class Store:
                 for row in rows:
                     yield dict(zip(columns, row, strict=True))
 
+    def arrow(self, name: str, **params: Any) -> pa.Table:
+        """A named query's result as one Arrow table (for large reads that are used as arrays,
+        such as every per-segment statistic)."""
+        with self.connect(read_only=True) as con:
+            statement = duckdb.extract_statements(statement_text(name))[-1]
+            used = {k: params[k] for k in statement.named_parameters}
+            return con.sql(statement.query, params=used or None).to_arrow_table()
+
     def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
         """Rows of a named query from ``sql/*.sql`` as dicts (read-only connection)."""
         return list(self.stream(name, **params))

@@ -78,6 +78,7 @@ def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: s
         "n_generated": run.n_generated, "n_cached": run.n_cached,
         "n_empty": sum(1 for r in run.rows if not r.hypothesis),
         "seconds": run.seconds, "finished_at": datetime.now(UTC).replace(tzinfo=None),
+        "translations_fingerprint": run.translations_fingerprint,
     }
     translations = [
         {"model_id": r.model_id, "test_set": r.test_set, "segment_id": r.segment_id,

@@ -3,11 +3,13 @@
 // nothing is sent. Every text is set with textContent, never as HTML.
 // Rules shared with Python: the action of a final pair (annotation_task.py, classifyAction
 // below), tokens and edit counts (postedit-textdiff.js = text_edits.py), the file's layout
-// (annotation.schema.json, version 1).
+// (annotation.schema.json, version 1). Messages, autosave, download/load, reset and keyboard
+// moves come from tool-common.js (window.CultivarTool), shared with the error-annotation tool.
 (function () {
   "use strict";
 
   var TD = window.CultivarTextDiff;
+  var CT = window.CultivarTool;
   var data = JSON.parse(document.getElementById("task-data").textContent);
   var task = data.task;
   var FORMAT = "cultivar-annotation";
@@ -25,9 +27,10 @@
   var current = items.length ? items[0].instance_id : null;
 
   var $ = function (id) { return document.getElementById(id); };
-  var statusBox = $("status"), errorBox = $("error");
-
-  function now() { return new Date().toISOString(); }
+  var messages = CT.messages($("status"), $("error"));
+  var say = messages.say, complain = messages.complain;
+  var store = CT.storage(STORAGE_KEY, complain);
+  var now = CT.now;
 
   function freshState() {
     var entries = {};
@@ -38,9 +41,6 @@
     return {task_id: task.task_id, drafts_hash: task.drafts_hash, annotator: "",
       items: entries, saved_at: null};
   }
-
-  function say(message) { errorBox.textContent = ""; statusBox.textContent = message; }
-  function complain(message) { statusBox.textContent = ""; errorBox.textContent = message; }
 
   // kept: final = LLM paraphrase (never for a flagged draft); reverted: final = original;
   // edited: anything else (annotation_task.classify_action).
@@ -54,22 +54,11 @@
   // ---- storage ------------------------------------------------------------------------------
   function save() {
     state.saved_at = now();
-    try {
-      window.localStorage.setItem(STORAGE_KEY, JSON.stringify(state));
-    } catch (error) {
-      complain("Autosave failed (" + error.message + "): use Download JSON to keep your work.");
-    }
+    store.save(state);
   }
 
   function restore() {
-    var text;
-    try {
-      text = window.localStorage.getItem(STORAGE_KEY);
-    } catch (error) {
-      complain("This browser does not allow saving here (" + error.message + "): your work " +
-        "is not autosaved; use Download JSON to keep it.");
-      return;
-    }
+    var text = store.text();
     if (!text) { return; }
     try {
       var saved = JSON.parse(text);
@@ -87,8 +76,7 @@
       say("Restored the draft saved in this browser" +
         (saved.saved_at ? " at " + saved.saved_at : "") + ".");
     } catch (error) {
-      complain("The draft stored in this browser could not be read (" + error.message +
-        "); starting afresh. Load a downloaded JSON file if you have one.");
+      store.unreadable(error);
     }
   }
 
@@ -235,9 +223,7 @@
   function move(step) {
     var ids = visibleIds();
     if (!ids.length) { return; }
-    var index = ids.indexOf(current);
-    var next = index < 0 ? 0 : Math.min(Math.max(index + step, 0), ids.length - 1);
-    focusItem(ids[next]);
+    focusItem(ids[CT.stepIndex(ids.indexOf(current), step, ids.length)]);
   }
 
   $("next-pending").addEventListener("click", function () {
@@ -254,23 +240,11 @@
     say("Every item is confirmed.");
   });
 
-  document.addEventListener("keydown", function (event) {
-    var target = event.target;
-    var typing = target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
-      (target.tagName === "INPUT" && ["checkbox", "radio", "button"].indexOf(target.type) < 0));
-    if (event.altKey && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
-      event.preventDefault();
-      move(event.key === "ArrowDown" ? 1 : -1);
-    } else if ((event.ctrlKey || event.metaKey) && event.key === "Enter" && current !== null) {
-      event.preventDefault();
-      setConfirmed(current, !state.items[current].confirmed);
-      say(byId.get(current).key + (state.items[current].confirmed ? ": confirmed." :
-        ": confirmation removed."));
-    } else if (!typing && !event.altKey && !event.ctrlKey && !event.metaKey &&
-               (event.key === "j" || event.key === "k")) {
-      event.preventDefault();
-      move(event.key === "j" ? 1 : -1);
-    }
+  CT.keyboard(move, function () {
+    if (current === null) { return; }
+    setConfirmed(current, !state.items[current].confirmed);
+    say(byId.get(current).key + (state.items[current].confirmed ? ": confirmed." :
+      ": confirmation removed."));
   });
 
   // ---- download -----------------------------------------------------------------------------
@@ -302,44 +276,25 @@
 
   $("download").addEventListener("click", function () {
     var file = annotationFile();
-    var blob = new Blob([JSON.stringify(file, null, 1) + "\n"], {type: "application/json"});
-    var url = URL.createObjectURL(blob);
-    var link = document.createElement("a");
-    link.href = url;
-    link.download = task.task_id + ".annotations.json";
-    document.body.appendChild(link);
-    link.click();
-    link.remove();
-    setTimeout(function () { URL.revokeObjectURL(url); }, 0);
+    var name = task.task_id + ".annotations.json";
+    CT.downloadJSON(name, file);
     var pending = file.items.filter(function (i) { return !i.confirmed; }).length;
     var notes = [];
     if (pending) { notes.push(pending + " item" + (pending === 1 ? " is" : "s are") +
       " not confirmed yet"); }
     if (!file.task.annotator) { notes.push("no annotator label is entered"); }
-    say("Downloaded " + link.download + (notes.length ? " (not ready to hand in: " +
+    say("Downloaded " + name + (notes.length ? " (not ready to hand in: " +
       notes.join("; ") + ")." : ": every item is confirmed, ready to hand in."));
   });
 
   // ---- load ---------------------------------------------------------------------------------
-  function refuse(name, reason) {
-    complain("Refused " + name + ": " + reason + " Nothing was loaded.");
-  }
+  function refuse(name, reason) { complain(CT.refusal(name, reason)); }
 
   function load(name, text) {
-    var file;
-    try { file = JSON.parse(text); } catch (error) {
-      refuse(name, "it is not valid JSON (" + error.message + "; truncated or damaged?).");
-      return;
-    }
-    if (!file || typeof file !== "object" || file.format !== FORMAT) {
-      refuse(name, "it is not a Cultivar annotation file.");
-      return;
-    }
-    if (file.schema_version !== SCHEMA_VERSION) {
-      refuse(name, "it uses annotation file schema version " + file.schema_version +
-        "; this tool reads version " + SCHEMA_VERSION + ".");
-      return;
-    }
+    var parsed = CT.parseFile(text, FORMAT, SCHEMA_VERSION, "a Cultivar annotation file",
+      "annotation file");
+    if (parsed.reason) { refuse(name, parsed.reason); return; }
+    var file = parsed.file;
     var header = file.task || {};
     if (header.task_id !== task.task_id || header.drafts_hash !== task.drafts_hash) {
       var reason = header.locale !== task.locale ?
@@ -382,32 +337,16 @@
       (file.saved_at ? " (saved " + file.saved_at + ")" : "") + ".");
   }
 
-  $("load").addEventListener("change", function (event) {
-    var chosen = event.target.files && event.target.files[0];
-    if (!chosen) { return; }
-    chosen.text().then(function (text) {
-      load(chosen.name, text);
-    }, function (error) {
-      refuse(chosen.name, "it could not be read (" + error.message + ").");
-    }).then(function () { event.target.value = ""; });
+  CT.onFileChosen($("load"), load, function (name, error) {
+    refuse(name, "it could not be read (" + error.message + ").");
   });
 
   // ---- reset --------------------------------------------------------------------------------
-  $("reset").addEventListener("click", function () {
-    $("reset-confirm").hidden = false;
-    $("reset-no").focus();
-  });
-  $("reset-no").addEventListener("click", function () {
-    $("reset-confirm").hidden = true;
-    $("reset").focus();
-  });
-  $("reset-yes").addEventListener("click", function () {
-    try { window.localStorage.removeItem(STORAGE_KEY); } catch (error) { /* nothing stored */ }
+  CT.resetDialog($("reset"), $("reset-confirm"), $("reset-yes"), $("reset-no"), function () {
+    store.clear();
     state = freshState();
-    $("reset-confirm").hidden = true;
     renderAll();
     say("The draft was reset: every item is back to its starting text and unconfirmed.");
-    $("reset").focus();
   });
 
   restore();

@@ -1,0 +1,162 @@
+"""The cross-model tables (paper Tables 2-4) with their statistics, recomputed from the store.
+
+:func:`aggregate` reads every stored score, per-segment statistic and word-recall count of the
+chosen models, refuses to mix scores with different signatures, tokenizer models or datasets
+(one table, one signature; the message names the models to re-score), runs one paired bootstrap
+over instances (:mod:`cultivar_assets.metrics.bootstrap`, configured by the ``metrics`` settings:
+``bootstrap_replicates``, ``bootstrap_seed``, ``confidence``) and replaces the aggregate tables in
+one transaction with the rows of :mod:`cultivar_assets.evaluation.statistics` (definitions there).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_tables
+from cultivar_assets.metrics.bootstrap import paired_bootstrap
+from cultivar_assets.metrics.flags import RuleResult
+from cultivar_assets.metrics.ranks import rank_sentence
+from cultivar_assets.metrics.sacrebleu_metrics import METRIC_NAMES, MetricConfig
+from cultivar_assets.metrics.segment_stats import recall_from_table, stats_from_table
+from cultivar_assets.metrics.word_recall import rates_from_sums
+from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.records import dataset_fingerprint
+
+RESAMPLING = ("paired bootstrap over instance ids: one resample of the pooled ids per replicate, "
+              "applied to every model, to both sides of every ∆ and to the word-recall counts; "
+              "models fixed")
+INTERVAL = "percentile interval (sacreBLEU's order statistics), both ends reported"
+
+
+class AggregationError(RuntimeError):
+    """Scores cannot be aggregated as they are (mixed signatures or datasets, missing
+    statistics)."""
+
+
+@dataclass(frozen=True)
+class Aggregates:
+    models: list[str]
+    locales: list[str]
+    signatures: dict[str, str]
+    leaderboard: list[dict]  # the leaderboard view after the write
+    locale_summary: list[dict]
+    rank_agreement: list[dict]  # rows of raw.rank_agreement
+    tables: StatisticsTables
+    settings: dict  # the statistics_settings row
+
+    @property
+    def rules(self) -> list[RuleResult]:
+        return self.tables.rules
+
+
+def _check_consistency(rows: list[dict], fingerprint: str) -> dict[str, tuple[str, str | None]]:
+    """metric -> (signature, tokenizer sha256) shared by every row; raises when they differ."""
+    stale = sorted({r["model_id"] for r in rows if r["dataset_fingerprint"] != fingerprint})
+    if stale:
+        raise AggregationError(
+            f"scores of {', '.join(stale)} were computed on another version of the data; "
+            "re-materialise their translations and scores"
+        )
+    outdated = sorted({r["model_id"] for r in rows if not r["current"]})
+    if outdated:
+        raise AggregationError(
+            f"scores of {', '.join(outdated)} were computed from earlier translations; "
+            "materialise their scores"
+        )
+    found_by_metric: dict[str, tuple[str, str | None]] = {}
+    for metric in METRIC_NAMES:
+        found: dict[tuple[str, str | None], set[str]] = {}
+        for r in rows:
+            if r["metric"] == metric:
+                found.setdefault((r["signature"], r["tokenizer_sha256"]), set()).add(r["model_id"])
+        if len(found) > 1:
+            detail = "; ".join(
+                f"{sig}{f' (tokenizer model sha256 {sha[:16]})' if sha else ''}: "
+                f"{', '.join(sorted(m))}" for (sig, sha), m in found.items())
+            raise AggregationError(
+                f"{metric} scores carry {len(found)} different signatures or tokenizer models and "
+                f"are never mixed in one table ({detail}). Re-score the models with one metric "
+                "configuration."
+            )
+        if found:
+            found_by_metric[metric] = next(iter(found))
+    return found_by_metric
+
+
+def _read_statistics(store: Store, rows: list[dict], models: set[str]) -> dict:
+    """metric -> (model, test set) -> statistics of the chosen models; every scored test set
+    must have its statistics, with one row per scored segment."""
+    table = store.arrow("all_segment_stats")
+    stats = stats_from_table(table)
+    wanted = {(r["metric"], r["model_id"], r["test_set"]): r["n_segments"] for r in rows}
+    lacking = sorted({model for (metric, model, test_set), n in wanted.items()
+                      if (got := stats.get(metric, {}).get((model, test_set))) is None
+                      or len(got.ids) != n})
+    if lacking:
+        raise AggregationError(
+            f"per-segment statistics of {', '.join(lacking)} are missing or do not match their "
+            "scores; re-materialise their scores")
+    return {metric: {key: value for key, value in table.items() if key[0] in models}
+            for metric, table in stats.items()}
+
+
+def aggregate(store: Store, models: Sequence[str] | None = None,
+              config: MetricConfig | None = None, progress: bool = False) -> Aggregates:
+    """Recompute the aggregate tables of ``models`` (default: every scored model); module
+    docstring. ``config``: the metric settings (bootstrap and flag parameters)."""
+    config = config or MetricConfig()
+    started = time.perf_counter()
+    fingerprint = dataset_fingerprint(store)
+    rows = store.query("all_scores")
+    if models is not None:
+        rows = [r for r in rows if r["model_id"] in set(models)]
+    if not rows:
+        raise AggregationError("no scores to aggregate; materialise scores first")
+    consistent = _check_consistency(rows, fingerprint)
+    signatures = {metric: signature for metric, (signature, _) in consistent.items()}
+    model_ids = sorted({r["model_id"] for r in rows})
+    chosen = set(model_ids)
+    locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
+    stats = _read_statistics(store, rows, chosen)
+    recall = {key: counts for key, counts in recall_from_table(
+        store.arrow("all_word_recall")).items() if key[0] in chosen}
+    bootstrap = config.bootstrap_config()
+    result = paired_bootstrap(stats, model_ids, locales, recall, bootstrap, progress=progress)
+    tables = statistics_tables(result, config.flag_config(), signatures,
+                               consistent.get("bleu", ("", None))[1])
+
+    recall_table = [  # per (model, locale): word_recall.locale_rates from the summed counts
+        {"model_id": model, "locale": locale,
+         **asdict(rates_from_sums(*(int(x) for x in counts.counts.sum(axis=0)),
+                                  len(counts.ids)))}
+        for (model, locale), counts in sorted(recall.items())]
+    settings = {
+        "n_replicates": bootstrap.n_replicates, "seed": bootstrap.seed,
+        "confidence": bootstrap.confidence, "n_instances": result.n_instances,
+        "n_models": len(model_ids),
+        "n_locales": len(result[f"locale_delta_{result.metrics[0]}"].keys),
+        "resampling": RESAMPLING, "interval": INTERVAL,
+        "rank_rule": rank_sentence(bootstrap.confidence),
+        "flag_config": json.dumps(config.flag_config().model_dump(mode="json"), sort_keys=True),
+        "bleu_signature": signatures.get("bleu", ""), "chrf_signature": signatures.get("chrf", ""),
+        "seconds": round(time.perf_counter() - started, 3),
+        "computed_at": datetime.now(UTC).replace(tzinfo=None),
+    }
+    store.write([
+        Step("delete_aggregates"),
+        Step("insert_model_locale_deltas", rows=tables.pairs),
+        Step("insert_locale_word_recall", rows=recall_table),
+        Step("insert_model_summary", rows=tables.models),
+        Step("insert_locale_summary", rows=tables.locales),
+        Step("insert_rank_agreement", rows=tables.agreement),
+        Step("insert_table_averages", rows=tables.averages),
+        Step("insert_leaderboard_ranks", rows=tables.ranks),
+        Step("insert_contamination_flags", rows=tables.flags),
+        Step("insert_statistics_settings", rows=[settings]),
+    ])
+    return Aggregates(model_ids, locales, signatures, store.query("leaderboard"),
+                      tables.locales, tables.agreement, tables, settings)

@@ -1,0 +1,224 @@
+"""The error-annotation file (what the error-annotation tool downloads) and its validation.
+
+The structure is the JSON Schema ``error_annotation.schema.json`` in this folder (schema version
+:data:`SCHEMA_VERSION`):
+
+- ``format`` (``"cultivar-error-annotation"``), ``schema_version`` (1), ``saved_at``,
+  ``demo`` (optional; true only for the toolkit's bundled demo files);
+- ``task``: ``task_id``, ``locale``, ``n_items``, ``n_instances``, ``translations_hash``,
+  ``error_types`` (the tool's codes, in order), ``tool_version``, ``annotator``;
+- ``items``, one per translation: ``key``, ``model_id``, ``locale``, ``instance_id``,
+  ``hypothesis_sha256``, ``errors`` (codes, each at most once), ``note``, ``done``,
+  ``updated_at``, ``done_at``.
+
+:func:`read_error_file` checks, and reports *every* problem it finds in one
+:class:`ErrorFileError` (file, item, field, what is wrong), returning nothing from a file with
+any problem:
+
+1. UTF-8, complete and valid JSON; this reader's ``format`` and ``schema_version``; the schema
+   (as every tool file, ``site/tool_files.py``);
+2. the file belongs to a task of the sample: its locale has a task and ``task_id`` is that task's
+   (otherwise it is simply the wrong file: another sample, or another version of the data), with
+   the same ``n_items``, ``n_instances`` and ``error_types``;
+3. the items: no duplicate keys, no key the task lacks, every task key present; each item's
+   model, locale and instance are its key's; every item is done (unless ``allow_unfinished``) and
+   a done item has ``done_at``;
+4. the translation: ``hypothesis_sha256`` equals the stored translation's. A file whose
+   translations changed (the model was re-run since the tool was built) is refused, naming the
+   items — **except** a file marked ``demo``: the toolkit's illustrative demo judgments are kept
+   when the demo models' outputs differ on another machine, and each such item is recorded as
+   ``translation_matches = false`` (stored, and counted in Table 5's ``n_translation_changed``),
+   never silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cultivar_assets.evaluation.error_sample import ErrorItem, ErrorTask
+from cultivar_assets.evaluation.error_types import CODES
+from cultivar_assets.files import file_sha256
+from cultivar_assets.site.tool_files import (
+    Problem,
+    ProblemCollector,
+    ToolFileError,
+    check_header,
+    check_schema,
+    decode_json,
+    parse_timestamp,
+)
+
+FORMAT = "cultivar-error-annotation"
+SCHEMA_VERSION = 1
+FILE_SUFFIX = ".errors.json"  # the tool downloads <task_id>.errors.json
+
+
+class ErrorFileError(ToolFileError):
+    """An error-annotation file cannot be used; ``problems`` lists everything found wrong."""
+
+
+@cache
+def error_schema() -> dict[str, Any]:
+    """The JSON Schema of error-annotation files (version :data:`SCHEMA_VERSION`)."""
+    text = resources.files("cultivar_assets.evaluation").joinpath(
+        "error_annotation.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@dataclass(frozen=True)
+class ErrorAnnotation:
+    """One annotated translation."""
+
+    key: str
+    model_id: str
+    system: str
+    locale: str
+    instance_id: int
+    errors: tuple[str, ...]  # codes, in ERROR_TYPES order
+    note: str
+    done: bool
+    hypothesis_sha256: str  # of the translation annotated
+    translation_matches: bool  # it equals the stored translation (False only in demo files)
+    updated_at: datetime | None
+    done_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ErrorFile:
+    """A validated error-annotation file."""
+
+    path: str
+    sha256: str | None
+    task_id: str
+    locale: str
+    annotator: str
+    tool_version: str
+    schema_version: int
+    saved_at: datetime
+    is_demo: bool
+    annotations: tuple[ErrorAnnotation, ...]
+
+    @property
+    def n_translation_changed(self) -> int:
+        return sum(not a.translation_matches for a in self.annotations)
+
+
+def _check_task(header: dict, task: ErrorTask | None, tasks: Mapping[str, ErrorTask],
+                check: ProblemCollector) -> ErrorTask:
+    if task is None:
+        known = ", ".join(sorted(tasks)) or "none"
+        check.add("task.locale", f"the sample has no task for {header['locale']} (its tasks: "
+                  f"{known}): the file is for a locale that is not in the configured sample")
+        check.fail()
+    if header["task_id"] != task.task_id:
+        check.add("task.task_id", f"the file is for task {header['task_id']}, not for this "
+                  f"sample's {task.task_id}: it was made for another sample (models, instances, "
+                  "seed) or another version of the data")
+        check.fail()  # the wrong file: comparing its items says nothing more
+    if header["n_items"] != len(task.items):
+        check.add("task.n_items", f"is {header['n_items']}, the task has {len(task.items)}")
+    if header["n_instances"] != len(task.instance_ids):
+        check.add("task.n_instances", f"is {header['n_instances']}, the task has "
+                  f"{len(task.instance_ids)}")
+    if list(header["error_types"]) != list(CODES):
+        check.add("task.error_types", f"are {header['error_types']}, this reader's are "
+                  f"{list(CODES)}")
+    return task
+
+
+def _check_item(item: dict, expected: ErrorItem, check: ProblemCollector, demo: bool,
+                allow_unfinished: bool) -> bool:
+    """Problems of one item; returns whether its translation is the stored one."""
+    key = expected.key
+    for field, want in (("model_id", expected.model_id), ("locale", expected.locale),
+                        ("instance_id", expected.instance_id)):
+        if item[field] != want:
+            check.add(field, f"is {item[field]!r}, but the key {key} says {want!r}", key)
+    matches = item["hypothesis_sha256"] == expected.hypothesis_sha256
+    if not matches and not demo:
+        check.add("hypothesis_sha256", f"the stored translation of {expected.model_id} differs "
+                  "from the one annotated (the model was re-run since the tool was built); "
+                  "rebuild the tool and annotate this translation again", key)
+    if not item["done"] and not allow_unfinished:
+        check.add("done", "the instance is not marked done (tick 'Done' in the tool, then "
+                  "download the file again)", key)
+    if item["done"] and item["done_at"] is None:
+        check.add("done_at", "a done item needs the time it was marked done", key)
+    return matches
+
+
+def parse_error_file(data: bytes, tasks: Mapping[str, ErrorTask], *, name: str,
+                     allow_unfinished: bool = False) -> ErrorFile:
+    """Validate the bytes of an error-annotation file against the sample's tasks (by locale);
+    module docstring. ``allow_unfinished``: accept items not marked done (to inspect work in
+    progress; the ingest never sets it)."""
+    check = ProblemCollector(name, ErrorFileError)
+    document = decode_json(data, check)
+    check_header(document, check, FORMAT, SCHEMA_VERSION, "a Cultivar error-annotation file")
+    check_schema(document, error_schema(), check, item_id="key")
+    header = document["task"]
+    task = _check_task(header, tasks.get(header["locale"]), tasks, check)
+    demo = bool(document.get("demo", False))
+
+    expected = task.by_key()
+    counts = Counter(item["key"] for item in document["items"])
+    for key, count in sorted(counts.items()):
+        if count > 1:
+            check.add("key", f"occurs {count} times", key)
+        if key not in expected:
+            check.add("key", f"is not a translation of task {task.task_id}", key)
+    missing = [k for k in expected if k not in counts]
+    if missing:
+        check.add("items", f"{len(missing)} of the task's translations are missing: "
+                  f"{', '.join(missing[:10])}{' …' if len(missing) > 10 else ''}")
+    matches: dict[str, bool] = {}
+    for item in document["items"]:
+        key = item["key"]
+        if key in expected and counts[key] == 1:
+            matches[key] = _check_item(item, expected[key], check, demo, allow_unfinished)
+    check.fail()
+
+    items = {item["key"]: item for item in document["items"]}
+    annotations = tuple(
+        ErrorAnnotation(
+            key=e.key, model_id=e.model_id, system=e.system, locale=e.locale,
+            instance_id=e.instance_id,
+            errors=tuple(c for c in CODES if c in items[e.key]["errors"]),
+            note=items[e.key]["note"], done=items[e.key]["done"],
+            hypothesis_sha256=items[e.key]["hypothesis_sha256"],
+            translation_matches=matches[e.key],
+            updated_at=parse_timestamp(items[e.key]["updated_at"]),
+            done_at=parse_timestamp(items[e.key]["done_at"]))
+        for e in task.items)
+    return ErrorFile(path=name, sha256=None, task_id=task.task_id, locale=task.locale,
+                     annotator=header["annotator"], tool_version=header["tool_version"],
+                     schema_version=document["schema_version"],
+                     saved_at=parse_timestamp(document["saved_at"]), is_demo=demo,
+                     annotations=annotations)
+
+
+def read_error_file(path: str | Path, tasks: Mapping[str, ErrorTask], *,
+                    allow_unfinished: bool = False) -> ErrorFile:
+    """Read and validate the file at ``path`` (see :func:`parse_error_file`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ErrorFileError([Problem(str(path), None, "(file)", "no such file")])
+    parsed = parse_error_file(path.read_bytes(), tasks, name=str(path),
+                              allow_unfinished=allow_unfinished)
+    return replace(parsed, sha256=file_sha256(path))
+
+
+def find_error_files(folder: str | Path) -> list[Path]:
+    """The returned files in ``folder``: every ``*.errors.json``, sorted by name."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"error-annotation folder {folder} does not exist")
+    return sorted(p for p in folder.glob(f"*{FILE_SUFFIX}") if p.is_file())

@@ -1,0 +1,105 @@
+"""The error-annotation tool (paper §5): one static page per locale task of the sample.
+
+:func:`build_error_tool` writes, into ``out_dir`` (replaced as a whole; built like every
+annotation tool, ``site/tool_pages.py``)::
+
+    index.html            the page: every instance with its localised source, localised and
+                          original English references and each system's translation, nine
+                          checkboxes per translation in two groups, a note, "Done" per instance;
+                          the task embedded as JSON (written with tojson)
+    static/               tool-common.js, tool.css (shared with the post-editing tool),
+                          errors.js, errors.css
+    .cultivar-build.json  manifest: task id, locale, counts, tool and schema versions
+
+The page works offline from ``file://`` (no network, no server; a Content-Security-Policy allows
+only its own scripts and styles and no connections). Work is autosaved in the browser
+(``localStorage``, keyed by task id and translations hash); "Download JSON" writes
+``<task_id>.errors.json`` (``error_file.py``); "Load JSON" continues from such a file and refuses
+one made for another task. Keyboard: Alt+↓ / Alt+↑ (or j / k) next / previous instance,
+Ctrl+Enter done, 1–9 toggle the error types of the translation that has the focus. Texts are
+escaped by the template and never set as HTML by the script. The page shows original FLORES
+English: keep it local (like the post-editing tool), do not publish it.
+
+:func:`build_error_tools` writes one folder per task (``<tool_dir>/<locale>/``) and an index.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cultivar_assets import __version__
+from cultivar_assets.data.locales import get_locale
+from cultivar_assets.evaluation.error_file import FILE_SUFFIX, SCHEMA_VERSION
+from cultivar_assets.evaluation.error_sample import ErrorSample, ErrorTask
+from cultivar_assets.evaluation.error_types import CODES, ERROR_TYPES, GROUPS
+from cultivar_assets.files import replace_folder
+from cultivar_assets.site.pages import PageWriter
+from cultivar_assets.site.tool_pages import COMMON_STATIC, build_tool_folder
+
+STATIC_FILES = ["errors.js", "errors.css"]
+
+
+def payload(task: ErrorTask) -> dict[str, Any]:
+    """What the page embeds: the task header, the error types and every instance's items."""
+    groups: dict[int, dict] = {}
+    for item in task.items:
+        group = groups.setdefault(item.instance_id, {
+            "instance_id": item.instance_id, "key": f"{task.locale}_{item.instance_id}",
+            "source": item.source, "reference": item.reference,
+            "original_reference": item.original_reference, "items": []})
+        group["items"].append({"key": item.key, "model_id": item.model_id,
+                               "system": item.system, "hypothesis": item.hypothesis,
+                               "hypothesis_sha256": item.hypothesis_sha256})
+    return {
+        "task": {"task_id": task.task_id, "locale": task.locale, "n_items": len(task.items),
+                 "n_instances": len(task.instance_ids),
+                 "translations_hash": task.translations_hash, "error_types": list(CODES),
+                 "tool_version": __version__, "blind": task.blind},
+        "schema_version": SCHEMA_VERSION,
+        "types": [{"code": t.code, "group": t.group, "label": t.label,
+                   "description": t.description, "shortcut": str(k)}
+                  for k, t in enumerate(ERROR_TYPES, 1)],
+        "groups": [groups[i] for i in task.instance_ids],
+    }
+
+
+def build_error_tool(task: ErrorTask, out_dir: str | Path) -> Path:
+    """Write the tool of one locale task into ``out_dir``; returns the page's path."""
+    locale = get_locale(task.locale)
+    data = payload(task)
+    return build_tool_folder(
+        out_dir, "errors.html.j2", STATIC_FILES,
+        manifest={"kind": "error-annotation-tool", "task_id": task.task_id,
+                  "locale": task.locale, "n_items": len(task.items),
+                  "n_instances": len(task.instance_ids), "tool_version": __version__,
+                  "schema_version": SCHEMA_VERSION},
+        task=data["task"], payload=data, types=data["types"], groups=GROUPS,
+        schema_version=SCHEMA_VERSION, language_name=locale.language_name,
+        location=locale.location, source_lang=f"{locale.language}-{locale.script}",
+        file_name=f"{task.task_id}{FILE_SUFFIX}")
+
+
+def build_error_tools(sample: ErrorSample, tool_dir: str | Path) -> dict[str, Path]:
+    """One tool per task under ``tool_dir/<locale>/`` and ``tool_dir/index.html`` listing them
+    (the folder is replaced as a whole); returns locale -> page."""
+    tool_dir = Path(tool_dir)
+    pages: dict[str, Path] = {}
+
+    def write(work: Path) -> None:
+        for task in sample.tasks:
+            build_error_tool(task, work / task.locale)
+            pages[task.locale] = tool_dir / task.locale / "index.html"
+        writer = PageWriter(work)
+        writer.page("index.html", "errors_index.html.j2", tasks=[
+            {"locale": t.locale, "task_id": t.task_id, "n_items": len(t.items),
+             "n_instances": len(t.instance_ids), "n_systems": len(t.models),
+             "language_name": get_locale(t.locale).language_name,
+             "location": get_locale(t.locale).location} for t in sample.tasks],
+            notes=list(sample.notes), version=__version__)
+        writer.copy_static(list(COMMON_STATIC))
+
+    replace_folder(tool_dir, write, manifest={
+        "kind": "error-annotation-tools", "tasks": [t.task_id for t in sample.tasks],
+        "tool_version": __version__})
+    return pages

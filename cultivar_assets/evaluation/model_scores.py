@@ -1,0 +1,112 @@
+"""Scoring one model's stored translations: BLEU and chrF per test set with per-segment
+sufficient statistics, and the word-recall counts of every localised instance.
+
+Scores carry their sacreBLEU signature and the fingerprint of the dataset they were computed on
+(the aggregates refuse to mix different ones, :mod:`cultivar_assets.evaluation.aggregates`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from cultivar_assets.data.testsets import TestSet
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.scoring import HypothesisCountError, score_systems
+from cultivar_assets.metrics.word_recall import InstanceRecall, instance_recall
+from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.records import dataset_fingerprint, read_test_sets
+
+
+@dataclass(frozen=True)
+class ModelScores:
+    model_id: str
+    scores: dict[tuple[str, str], float]  # (test_set, metric) -> score
+    signatures: dict[str, str]  # metric -> signature
+    recall: list[InstanceRecall]
+    n_empty: int
+
+
+def _hypotheses(store: Store, model_id: str, test_sets: Sequence[TestSet]) -> dict[str, list[str]]:
+    rows = store.query("model_translations", model_id=model_id)
+    if not rows:
+        raise HypothesisCountError(f"no translations stored for model {model_id!r}")
+    by_set: dict[str, dict[int, str]] = {}
+    for row in rows:
+        by_set.setdefault(row["test_set"], {})[row["segment_id"]] = row["hypothesis"]
+    hypotheses = {}
+    for test_set in test_sets:
+        got = by_set.get(test_set.name, {})
+        wanted = [s.segment_id for s in test_set.segments]
+        if set(got) != set(wanted):
+            raise HypothesisCountError(
+                f"{model_id}: {len(got)} stored hypotheses for the {len(wanted)} segments of "
+                f"{test_set.name}; re-materialise its translations"
+            )
+        hypotheses[test_set.name] = [got[i] for i in wanted]
+    extra = set(by_set) - {t.name for t in test_sets}
+    if extra:
+        raise HypothesisCountError(
+            f"{model_id}: translations for unknown test sets {sorted(extra)}"
+        )
+    return hypotheses
+
+
+def score_model(store: Store, model_id: str, config: MetricConfig | None = None,
+                processes: int = 1) -> ModelScores:
+    """Score one model's stored translations and replace its score rows."""
+    config = config or MetricConfig()
+    fingerprint = dataset_fingerprint(store)
+    runs = {r["model_id"]: r for r in store.query("model_fingerprints")}
+    if model_id not in runs:
+        raise HypothesisCountError(f"no translations stored for model {model_id!r}")
+    if runs[model_id]["dataset_fingerprint"] != fingerprint:
+        raise HypothesisCountError(
+            f"{model_id}: its stored translations were made from another version of the data; "
+            "re-materialise its translations before scoring"
+        )
+    test_sets = read_test_sets(store)
+    hypotheses = _hypotheses(store, model_id, test_sets)
+    references = {t.name: [s.reference for s in t.segments] for t in test_sets}
+    results = list(score_systems(references, {model_id: hypotheses}, config, processes))
+    by_name = {t.name: t for t in test_sets}
+    score_rows, stats_rows = [], []
+    for result in results:
+        score_rows.append({
+            "model_id": model_id, "test_set": result.test_set, "metric": result.metric,
+            "score": result.score, "signature": result.signature,
+            "tokenizer_sha256": result.tokenizer_sha256,
+            "n_segments": len(result.segment_stats), "dataset_fingerprint": fingerprint,
+            "translations_fingerprint": runs[model_id]["translations_fingerprint"],
+        })
+        segments = by_name[result.test_set].segments
+        stats_rows += [
+            {"model_id": model_id, "test_set": result.test_set, "segment_id": seg.segment_id,
+             "metric": result.metric, "stats": [int(x) for x in stats]}
+            for seg, stats in zip(segments, result.segment_stats, strict=True)
+        ]
+    instances = {(r["locale"], r["instance_id"]): r for r in store.query("instances")}
+    recall = []
+    for test_set in test_sets:
+        if test_set.kind != "cultivar":
+            continue
+        for segment, hyp in zip(test_set.segments, hypotheses[test_set.name], strict=True):
+            instance = instances[(test_set.locale, segment.segment_id)]
+            if instance["english_original"] is None:
+                continue
+            recall.append(instance_recall(test_set.locale, segment.segment_id,
+                                          instance["english_original"],
+                                          instance["english_localised"], hyp))
+    store.write([
+        Step("delete_model_scores", {"model_id": model_id}),
+        Step("insert_scores", rows=score_rows),
+        Step("insert_segment_stats", rows=stats_rows),
+        Step("insert_word_recall", rows=[{"model_id": model_id, **asdict(r)} for r in recall]),
+    ])
+    return ModelScores(
+        model_id,
+        {(r.test_set, r.metric): r.score for r in results},
+        {r.metric: r.signature for r in results},
+        recall,
+        sum(1 for hyps in hypotheses.values() for h in hyps if not h.strip()),
+    )

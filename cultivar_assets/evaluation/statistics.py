@@ -1,0 +1,195 @@
+"""The leaderboard's statistics as table rows, from one paired bootstrap (issue 11, §1-§4).
+
+:func:`statistics_tables` turns a :class:`~cultivar_assets.metrics.bootstrap.BootstrapResult`
+into the rows of the store's aggregate tables. Every value is the bootstrap's point estimate
+(weights 1: all instances once), which is the definition in :mod:`cultivar_assets.metrics.delta`;
+every interval is the bootstrap's percentile interval at the configured confidence; every average
+carries its n.
+
+- **∆ per model and locale** (``model_locale_deltas``): instance-paired, both sides on
+  ``P = ids(cultivar_l) ∩ ids(flores_L)`` (``n_instances = |P|``; ``n_cultivar_only``: the
+  locale's ids without a FLORES original, left out of both sides); BLEU and chrF joined by key.
+- **Per model** (Table 3, ``leaderboard``): mean pairwise ∆ (n = pairs), FLORES average over
+  languages (n = FLORES test sets), Cultivar average over locales (n = Cultivar test sets), FP and
+  FN rates (mean over the locales where the rate is defined; n = those locales).
+- **Per locale** (Table 4, ``locale_deltas``): mean ∆ over the models (n = models); instances
+  are resampled, the models are fixed.
+- **Averages** (``table_averages``): Table 3's Average row = the mean over models of each column
+  (n = models); Table 4's = the mean over locales of the per-locale means (n = locales;
+  ``delta.locale_average``: the paper's own aggregation of its printed −0.27/−1.05 is unknown).
+  Their intervals come from the same replicates (the mean of the replicate values).
+- **Rank agreement** (Table 2, ``rank_agreement``): per locale, r_s and τ_b between the models'
+  instance-paired FLORES and Cultivar scores; the default average ``model_averages`` (the
+  paper's: between the per-model FLORES and Cultivar averages) and ``mean_of_locales``
+  (:mod:`cultivar_assets.metrics.rank_agreement`), each with its numbers of models and locales.
+- **Ranks** (``leaderboard_ranks``): for each sortable leaderboard column that has intervals
+  (:data:`RANKED_COLUMNS`), every model's rank, rank interval and the models it is not separable
+  from (:mod:`cultivar_assets.metrics.ranks`). Rank 1 is the first model in that column's
+  leaderboard order: the highest ∆, BLEU or chrF, the lowest FP or FN rate (ours: a low FP rate
+  means little recall of the original FLORES terms, a low FN rate few missed local terms).
+- **Flags** (``contamination_flags``): the configured contamination rules over the evaluated
+  models, with intervals (:mod:`cultivar_assets.metrics.flags`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cultivar_assets.metrics.bootstrap import BootstrapResult, Quantity, percentile_interval
+from cultivar_assets.metrics.delta import PairDelta, locale_average
+from cultivar_assets.metrics.flags import (
+    FlagConfig,
+    RuleResult,
+    apply_flags,
+    evidence_from_bootstrap,
+    flag_rows,
+)
+from cultivar_assets.metrics.rank_agreement import agreement_averages
+from cultivar_assets.metrics.ranks import rank_intervals
+
+# leaderboard column -> (bootstrap quantity, higher is better)
+RANKED_COLUMNS: dict[str, tuple[str, bool]] = {
+    "delta_bleu": ("model_delta_bleu", True),
+    "delta_chrf": ("model_delta_chrf", True),
+    "flores_bleu": ("model_flores_bleu", True),
+    "flores_chrf": ("model_flores_chrf", True),
+    "cultivar_bleu": ("model_cultivar_bleu", True),
+    "cultivar_chrf": ("model_cultivar_chrf", True),
+    "false_positive_rate": ("model_false_positive_rate", False),
+    "false_negative_rate": ("model_false_negative_rate", False),
+}
+
+TABLE3_COLUMNS = ("delta_bleu", "delta_chrf", "flores_bleu", "flores_chrf", "cultivar_bleu",
+                  "cultivar_chrf", "false_positive_rate", "false_negative_rate")
+TABLE3_NOTE = {
+    "flores_bleu": "the paper's printed Average of this column (36.66) is not its column mean "
+                   "(35.71); its aggregation is unknown",
+    "flores_chrf": "the paper's printed Average of this column (59.43) is not its column mean "
+                   "(58.54); its aggregation is unknown",
+    "cultivar_chrf": "the paper's printed Average of this column (58.79) is not its column mean "
+                     "(58.35); its aggregation is unknown",
+}
+TABLE4_NOTE = ("the paper's aggregation of its printed Average row (−0.27 / −1.05) is unknown: it "
+               "is not the mean of its column, nor the mean over languages, nor over the locales "
+               "where the language is official; reported here: the mean over locales")
+
+
+@dataclass(frozen=True)
+class StatisticsTables:
+    """Rows of the aggregate tables (column names as in ``sql/schema.sql``)."""
+
+    pairs: list[dict]  # raw.model_locale_deltas
+    models: list[dict]  # raw.model_summary, without the signature columns
+    locales: list[dict]  # raw.locale_summary
+    agreement: list[dict]  # raw.rank_agreement
+    averages: list[dict]  # raw.table_averages
+    ranks: list[dict]  # raw.leaderboard_ranks
+    flags: list[dict]  # raw.contamination_flags (source 'evaluated')
+    rules: list[RuleResult]
+
+
+def _column_mean(quantity: Quantity, name: str, paper_table: str, aggregation: str,
+                 n_of: str, confidence: float, note: str | None) -> dict:
+    """The mean over items (models or locales) with a point estimate, with its interval."""
+    keep = np.isfinite(quantity.point)
+    value = float(quantity.point[keep].mean()) if keep.any() else None
+    if keep.any():
+        replicates = quantity.replicates[:, keep]
+        finite = np.isfinite(replicates)
+        with np.errstate(invalid="ignore"):
+            means = np.where(finite.any(axis=1), np.nansum(replicates, axis=1)
+                             / np.maximum(finite.sum(axis=1), 1), np.nan)
+        low, high = (float(x[0]) for x in percentile_interval(means[:, None], confidence))
+        low, high = (None if np.isnan(low) else low), (None if np.isnan(high) else high)
+    else:
+        low = high = None
+    return {"paper_table": paper_table, "quantity": name, "aggregation": aggregation,
+            "value": value, "low": low, "high": high, "n": int(keep.sum()), "n_of": n_of,
+            "note": note}
+
+
+def _agreement_rows(result: BootstrapResult) -> list[dict]:
+    rows = []
+    for metric in result.metrics:
+        flores, cultivar = result[f"pair_flores_{metric}"], result[f"pair_cultivar_{metric}"]
+        pairs = [PairDelta(key[0], key[1], result.pair_languages[key],
+                           float(flores.point[i]), float(cultivar.point[cultivar.index(key)]),
+                           int(flores.n[i]), result.pair_unpaired[key])
+                 for i, key in enumerate(flores.keys)]
+        averages = {side: {m: e.value for m in result.models
+                           for e in [result[f"model_{side}_{metric}"].estimate(m)]
+                           if e.value is not None}
+                    for side in ("flores", "cultivar")}
+        per_locale, labelled = agreement_averages(pairs, averages["flores"],
+                                                  averages["cultivar"], metric)
+        rows += [{"aggregation": r.aggregation, "locale": r.locale, "metric": r.metric,
+                  "spearman": r.spearman, "kendall_tau_b": r.kendall_tau_b,
+                  "n_models": r.n_models, "n_locales": 1, "is_default": False, "note": r.note}
+                 for r in per_locale]
+        rows += [{"aggregation": a.aggregation, "locale": None, "metric": a.metric,
+                  "spearman": a.spearman, "kendall_tau_b": a.kendall_tau_b,
+                  "n_models": a.n_models, "n_locales": a.n_locales, "is_default": a.is_default,
+                  "note": a.note} for a in labelled]
+    return rows
+
+
+def _rank_rows(result: BootstrapResult) -> list[dict]:
+    rows = []
+    for column, (name, higher_is_better) in RANKED_COLUMNS.items():
+        if name not in result.quantities:
+            continue
+        ranked = rank_intervals(result[name], higher_is_better=higher_is_better)
+        rows += [{"model_id": r.key, "quantity": column, "higher_is_better": higher_is_better,
+                  "value": r.value, "rank": r.rank, "rank_low": r.rank_low,
+                  "rank_high": r.rank_high, "not_separable_from": list(r.not_separable_from),
+                  "n_models": len(ranked)} for r in ranked]
+    return rows
+
+
+def _average_rows(result: BootstrapResult) -> list[dict]:
+    confidence = result.config.confidence
+    rows = []
+    for column in TABLE3_COLUMNS:
+        name = f"model_{column}"
+        if name in result.quantities:
+            rows.append(_column_mean(result[name], column, "table3", "mean over models",
+                                     "models", confidence, TABLE3_NOTE.get(column)))
+    for metric in result.metrics:
+        quantity = result[f"locale_delta_{metric}"]
+        row = _column_mean(quantity, f"delta_{metric}", "table4",
+                           "mean over locales of the per-locale mean ∆", "locales",
+                           confidence, TABLE4_NOTE)
+        # the value by its one definition (delta.locale_average); the interval from the replicates
+        average = locale_average({k: (float(v), int(n)) for k, v, n in zip(
+            quantity.keys, quantity.point, quantity.n, strict=True) if np.isfinite(v)})
+        row["value"], row["n"] = average.mean, average.n_locales
+        rows.append(row)
+    return rows
+
+
+def statistics_tables(result: BootstrapResult, flag_config: FlagConfig | None = None,
+                      signatures: dict[str, str] | None = None,
+                      tokenizer_sha256: str | None = None) -> StatisticsTables:
+    """The aggregate tables' rows (module docstring). ``signatures`` (metric -> sacreBLEU
+    signature) and ``tokenizer_sha256`` fill the leaderboard's signature columns."""
+    signatures = signatures or {}
+    models = result.model_rows()
+    for row in models:
+        row["bleu_signature"] = signatures.get("bleu", "")
+        row["chrf_signature"] = signatures.get("chrf", "")
+        row["bleu_tokenizer_sha256"] = tokenizer_sha256
+    rules = apply_flags(evidence_from_bootstrap(result), flag_config)
+    flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]
+    return StatisticsTables(
+        pairs=result.pair_rows(), models=models, locales=result.locale_rows(),
+        agreement=_agreement_rows(result), averages=_average_rows(result),
+        ranks=_rank_rows(result), flags=flags, rules=rules)
+
+
+def ranked_columns(tables: StatisticsTables) -> Sequence[str]:
+    """The leaderboard columns that have ranks, in :data:`RANKED_COLUMNS` order."""
+    present = {r["quantity"] for r in tables.ranks}
+    return [c for c in RANKED_COLUMNS if c in present]

@@ -1,0 +1,162 @@
+"""Reading the JSON files the annotation tools download: the checks every such file gets.
+
+The post-editing tool's annotation files (``construction/annotation_file.py``) and the error
+analysis files (``evaluation/error_file.py``) are validated the same way, with these pieces:
+
+- :class:`Problem` (file, instance, field, what is wrong) and :class:`ToolFileError`, which
+  carries *every* problem found in one file and says that nothing was read from it;
+- :class:`ProblemCollector`: gathers a file's problems and raises once at a checkpoint;
+- :func:`decode_json`: the bytes are UTF-8 (a leading byte-order mark is allowed) and complete,
+  valid JSON (a truncated download is named as such);
+- :func:`check_header` and :func:`check_schema`: the file's ``format`` and ``schema_version``
+  are the reader's, then every JSON Schema error, each located by the item's instance id;
+- :func:`parse_timestamp`: ISO 8601 with a time zone, as naive UTC.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import jsonschema
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a file a tool downloaded."""
+
+    file: str
+    instance: int | str | None  # the item's instance id (or key), when it is in one item
+    field: str  # e.g. "final.source", "task.task_id", "(file)"
+    message: str
+
+    def __str__(self) -> str:
+        where = f"instance {self.instance}, " if self.instance is not None else ""
+        return f"{self.file}: {where}{self.field}: {self.message}"
+
+
+class ToolFileError(ValueError):
+    """A file cannot be used; ``problems`` lists everything found wrong in it."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = list(problems)
+        files = sorted({p.file for p in self.problems})
+        head = (f"{', '.join(files)}: {len(self.problems)} problem"
+                f"{'s' if len(self.problems) != 1 else ''}; nothing was read from this file")
+        super().__init__(head + "\n" + "\n".join(f"  - {p}" for p in self.problems))
+
+
+class ProblemCollector:
+    """Collects the problems of one file; :meth:`fail` raises ``error`` when there are any."""
+
+    def __init__(self, name: str, error: type[ToolFileError] = ToolFileError) -> None:
+        self.name = name
+        self.error = error
+        self.problems: list[Problem] = []
+
+    def add(self, field: str, message: str, instance: int | str | None = None) -> None:
+        self.problems.append(Problem(self.name, instance, field, message))
+
+    def fail(self) -> None:
+        if self.problems:
+            raise self.error(self.problems)
+
+
+def json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(value), "?")
+
+
+def schema_message(error: jsonschema.ValidationError) -> str:
+    """A JSON Schema error in words an annotator can act on."""
+    value, kind, expected = error.instance, error.validator, error.validator_value
+    if kind == "minLength" and value == "":
+        return "is empty"
+    if kind == "type":
+        names = expected if isinstance(expected, list) else [expected]
+        return f"must be {' or '.join(names)}, not {json_type(value)}"
+    if kind == "const":
+        return f"must be {json.dumps(expected)}, not {json.dumps(value, ensure_ascii=False)}"
+    if kind == "enum":
+        return (f"must be one of {', '.join(json.dumps(v) for v in expected)}, not "
+                f"{json.dumps(value, ensure_ascii=False)}")
+    if kind == "pattern":
+        return f"{json.dumps(value, ensure_ascii=False)[:80]} does not have the expected form"
+    if kind == "anyOf" and isinstance(value, str):
+        return f"{json.dumps(value)[:80]} is not an ISO 8601 timestamp with a time zone, or null"
+    if kind == "uniqueItems":
+        return f"lists an entry more than once: {json.dumps(value, ensure_ascii=False)[:80]}"
+    return error.message
+
+
+def decode_json(data: bytes, check: ProblemCollector) -> Any:
+    """The JSON document in ``data``; an empty, non-UTF-8, truncated or invalid file fails."""
+    if not data.strip():
+        check.add("(file)", "the file is empty")
+        check.fail()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        check.add("(file)", f"is not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
+                  f"{error.start} cannot be decoded); save it as UTF-8, as the tool's "
+                  "Download JSON does")
+        check.fail()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        stripped = text.rstrip()
+        if (error.pos >= len(stripped) or error.msg.startswith("Unterminated string")
+                or not stripped.endswith(("}", "]"))):
+            check.add("(file)", f"the JSON ends early (line {error.lineno}, column "
+                      f"{error.colno}): the file is truncated; download it from the tool again")
+        else:
+            check.add("(file)", f"is not valid JSON: {error.msg} at line {error.lineno}, "
+                      f"column {error.colno}")
+        check.fail()
+    return None  # not reached
+
+
+def check_header(document: Any, check: ProblemCollector, file_format: str,
+                 schema_version: int, what: str) -> None:
+    """The document is an object of ``file_format`` in ``schema_version`` (else: fail now)."""
+    if not isinstance(document, dict):
+        check.add("(file)", f"must hold a JSON object, not {json_type(document)}")
+        check.fail()
+    if document.get("format") != file_format:
+        check.add("format", f"is {json.dumps(document.get('format'))}, not \"{file_format}\": "
+                  f"this is not {what}")
+        check.fail()
+    if document.get("schema_version") != schema_version:
+        check.add("schema_version", f"is {json.dumps(document.get('schema_version'))}; this "
+                  f"reader reads schema version {schema_version} only")
+        check.fail()
+
+
+def check_schema(document: dict, schema: dict, check: ProblemCollector,
+                 item_id: str = "instance_id") -> None:
+    """Every JSON Schema error of ``document`` (fail when there is one). Errors inside
+    ``items[i]`` name the item by its ``item_id`` field when it has a usable one."""
+    validator = jsonschema.Draft202012Validator(schema)
+    items = document.get("items") if isinstance(document.get("items"), list) else []
+    for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.path))):
+        path = list(error.path)
+        instance = None
+        if len(path) >= 2 and path[0] == "items" and isinstance(path[1], int):
+            item = items[path[1]] if path[1] < len(items) else None
+            if isinstance(item, dict) and isinstance(item.get(item_id), int | str) and not (
+                    isinstance(item.get(item_id), bool)):
+                instance = item[item_id]
+            field = f"items[{path[1]}]" + "".join(f".{p}" for p in path[2:])
+        else:
+            field = ".".join(str(p) for p in path) or "(top level)"
+        check.add(field, schema_message(error), instance)
+    check.fail()
+
+
+def parse_timestamp(value: str | None) -> datetime | None:
+    """An ISO 8601 timestamp with a time zone as naive UTC; None stays None."""
+    if value is None:
+        return None
+    return datetime.fromisoformat(value).astimezone(UTC).replace(tzinfo=None)

@@ -1,0 +1,97 @@
+"""Driving the annotation tools in a real browser (Debian's Chromium through Playwright).
+
+Shared by the post-editing and the error-annotation tool tests (not a test module): a quiet
+local HTTP server for a folder, the browser, and :class:`ToolPage`, a fresh browser context
+(a fresh profile with empty storage) on one page that records console errors, dialogs and the
+hosts it contacts. Closing it asserts that there were none but the local server.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+NEEDS_CHROMIUM = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium "
+                                    "(apt-get install -y chromium; .ci/run installs it)")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def serve(root: Path) -> Iterator[str]:
+    """``root`` over http on 127.0.0.1 (a free port); yields the base URL."""
+    handler = functools.partial(QuietHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+@contextmanager
+def chromium() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class ToolPage:
+    """A browser context (a fresh profile) on one tool page, recording problems and hosts."""
+
+    def __init__(self, browser, url: str) -> None:
+        self.url = url
+        self.context = browser.new_context(accept_downloads=True)
+        self.problems: list[str] = []
+        self.hosts: set[str] = set()
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
+                     if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"),
+                                          d.dismiss()))
+        self.open()
+
+    def _route(self, route):
+        host = urlparse(route.request.url).hostname
+        self.hosts.add(host or urlparse(route.request.url).scheme)
+        if host in (None, "", "127.0.0.1"):
+            route.continue_()
+        else:
+            route.abort()
+
+    def open(self) -> None:
+        self.page.goto(self.url)
+        self.page.wait_for_selector("html[data-ready=true]")
+
+    def download(self, path: Path) -> Path:
+        with self.page.expect_download() as info:
+            self.page.click("#download")
+        info.value.save_as(path)
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.problems == []
+        assert self.hosts <= {"127.0.0.1", "file"}, self.hosts
