@@ -17,6 +17,8 @@ from cultivar_assets.engines.base import (
     EngineInfo,
     EngineLoadError,
     EngineSettings,
+    Generation,
+    GenerationFailure,
     text_sha256,
 )
 from cultivar_assets.engines.prompts import GenerationRequest
@@ -110,6 +112,22 @@ class TransformersEngine(Engine):
             new_tokens = generated[:, encoded["input_ids"].shape[1]:]
             outputs += self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         return outputs
+
+    def generate_detailed(
+        self, requests: Sequence[GenerationRequest]
+    ) -> list[Generation | GenerationFailure]:
+        """:meth:`generate`, with token counts by this model's tokenizer: the prompt as the
+        engine encodes it (special tokens included), the answer re-encoded from its decoded text
+        (which can differ by a token or two from the ids generated)."""
+        texts = self.generate(requests)
+        generations: list[Generation | GenerationFailure] = []
+        for request, text in zip(requests, texts, strict=True):
+            chat = request.kind == "chat"
+            prompt = self.tokenizer(self._render(request), add_special_tokens=not chat)
+            answer = self.tokenizer(text, add_special_tokens=False)
+            generations.append(Generation(text, len(prompt["input_ids"]),
+                                          len(answer["input_ids"])))
+        return generations
 
     def close(self) -> None:
         del self.model
