@@ -107,7 +107,7 @@ def shared_prefix_length(rows: Sequence[Sequence[int]]) -> int:
 
 def cache_keyword(model: Any) -> str:
     """``cache`` in recent transformers, ``past_key_values`` before (the forward's own name)."""
-    parameters = inspect.signature(model.forward).parameters
+    parameters = inspect.signature(type(model).forward).parameters  # not a wrapper's
     return "cache" if "cache" in parameters else "past_key_values"
 
 
@@ -206,8 +206,6 @@ class SharedPrefixDecoder:
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
-        eos = getattr(model.generation_config, "eos_token_id", None)
-        self.eos_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
         self._stop_checks: dict[tuple[str, ...], StopCheck] = {}
 
     def _stop_check(self, stops: tuple[str, ...]) -> StopCheck | None:
@@ -227,11 +225,13 @@ class SharedPrefixDecoder:
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         outputs: list[str] = [""] * len(rows)
         pad = self.tokenizer.pad_token_id
+        eos = getattr(self.model.generation_config, "eos_token_id", None)  # as generate reads it
+        eos_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
             new_tokens = greedy_shared_prefix(
                 self.model, [rows[i] for i in batch], [max_new_tokens[i] for i in batch],
-                [self._stop_check(tuple(stops[i])) for i in batch], self.eos_token_ids,
+                [self._stop_check(tuple(stops[i])) for i in batch], eos_token_ids,
                 pad if pad is not None else 0,
             )
             texts_out = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
