@@ -182,9 +182,9 @@ def _write_site(work: Path, store: Store, dataset: dict, card_markdown: str | No
 
     say("static files and charts")
     writer.copy_static()
-    import vl_convert
+    from cultivar_assets.site.vl_cache import javascript_bundle
 
-    writer.text("static/vega-bundle.js", vl_convert.javascript_bundle())
+    writer.text("static/vega-bundle.js", javascript_bundle())  # cached per vl-convert version
     if charts_dir is not None:
         for file in sorted(Path(charts_dir).iterdir()):
             if file.name != MANIFEST:
