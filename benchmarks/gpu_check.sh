@@ -31,14 +31,23 @@ if [ "$DRY_RUN" = 1 ]; then
   exec "$PY" benchmarks/gpu_check.py "$@"
 fi
 
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "gpu_check.sh: the project needs Python >= 3.11; python3 is $(python3 -V 2>&1)" >&2
+  exit 1
+fi
 VENV="${CULTIVAR_GPU_VENV:-.venv-gpu}"
 if [ ! -f "$VENV/.cultivar-gpu-ready" ]; then   # written only after a complete install
-  rm -rf "$VENV"
-  python3 -m venv "$VENV"
   # uv reads its own variables, not pip's: pass pip's index settings on
   export UV_DEFAULT_INDEX="${UV_DEFAULT_INDEX:-${PIP_INDEX_URL:-https://pypi.org/simple}}"
   if [ -n "${PIP_EXTRA_INDEX_URL:-}" ]; then export UV_INDEX="${UV_INDEX:-$PIP_EXTRA_INDEX_URL}"; fi
   if [ -n "${PIP_FIND_LINKS:-}" ]; then export UV_FIND_LINKS="${UV_FIND_LINKS:-$PIP_FIND_LINKS}"; fi
+  rm -rf "$VENV"
+  if ! python3 -m venv "$VENV"; then            # e.g. Debian without python3-venv
+    echo "python3 -m venv failed; creating the virtualenv with uv (from PyPI)"
+    rm -rf "$VENV"
+    python3 -m pip install -q --user uv || python3 -m pip install -q --user --break-system-packages uv
+    python3 -m uv venv --seed "$VENV"
+  fi
   if "$VENV/bin/pip" install -q uv && \
      "$VENV/bin/uv" pip install --python "$VENV/bin/python" -e ".[gpu]"; then
     echo "installed with uv in $(( $(date +%s) - started )) s"

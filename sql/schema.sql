@@ -200,3 +200,9 @@ CREATE TABLE IF NOT EXISTS raw.reported_results (
     false_negative_rate DOUBLE NOT NULL,
     source              VARCHAR NOT NULL
 );
+
+-- Which schema.sql and views.sql the file was last set up with (the sha256 of both texts): a
+-- write connection applies the two scripts only when this differs (store/database.py).
+CREATE TABLE IF NOT EXISTS raw.schema_state (
+    digest VARCHAR NOT NULL
+);
