@@ -6,10 +6,9 @@
 What it does, in a temporary folder (``--work`` to keep it):
 
 1. ``git clone`` of ``--source`` (default: this repository; its *committed* HEAD, so commit first);
-2. with ``--fresh-venv``: the README's install, ``python3 -m venv .venv && .venv/bin/pip install
-   torch==2.13.0 -e ".[cpu]"``, timed; otherwise the clone runs with ``--python`` (default: the
-   Python running this script) and ``PYTHONPATH`` at the clone, which must have the project's
-   dependencies installed;
+2. with ``--fresh-venv``: the README's install (:data:`README_INSTALL`, or ``--install``), timed;
+   otherwise the clone runs with ``--python`` (default: the Python running this script) and
+   ``PYTHONPATH`` at the clone, which must have the project's dependencies installed;
 3. ``cultivar demo`` in the clone, ``--runs`` times (default 2: the first run and the second,
    cached one), with no ``CULTIVAR_HOME``, ``DAGSTER_HOME`` or ``CULTIVAR_CONFIG`` in the
    environment, so everything lands in the clone's fresh ``.cultivar`` as it would for a new user.
@@ -43,6 +42,9 @@ STEP = re.compile(r"^\[(\d)/3\]")
 MODEL_STEP = re.compile(r"^\[2/3\] model (\d+)/(\d+): (\S+)")
 BAR = re.compile(r"^translate (\S+):")
 CLEARED = ("CULTIVAR_HOME", "DAGSTER_HOME", "CULTIVAR_CONFIG")
+# the README's first command, up to `&& .venv/bin/cultivar demo` (which is timed on its own)
+README_INSTALL = ('python3 -m venv .venv && .venv/bin/pip install -q -U pip && '
+                  '.venv/bin/pip install -q torch==2.13.0 -e ".[cpu]"')
 
 
 @dataclass
@@ -120,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", default=str(REPO_ROOT), help="repository to clone")
     parser.add_argument("--fresh-venv", action="store_true",
                         help="create .venv in the clone with the README's pip command (timed)")
+    parser.add_argument("--install", default=README_INSTALL,
+                        help="with --fresh-venv: the install command (bash, in the clone)")
     parser.add_argument("--python", default=sys.executable,
                         help="without --fresh-venv: the Python that runs the demo")
     parser.add_argument("--runs", type=int, default=2, help="demo runs (first, second, ...)")
@@ -146,9 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     timed: list[Timed] = []
     try:
         if args.fresh_venv:
-            install = run_timed("pip install (README: venv + torch==2.13.0 -e \".[cpu]\")",
-                                ["bash", "-c", 'python3 -m venv .venv && .venv/bin/pip install '
-                                 '-q torch==2.13.0 -e ".[cpu]"'], clone, env, args.echo)
+            install = run_timed("install (pip, fresh .venv)", ["bash", "-c", args.install],
+                                clone, env, args.echo)
             timed.append(install)
             if install.returncode:
                 print("\n".join(t for _, t in install.lines[-30:]), file=sys.stderr)
@@ -168,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
 
+    how = f"fresh .venv: {args.install}" if args.fresh_venv else f"python {args.python}"
     print(f"\nmachine: {platform.machine()}, {os.cpu_count()} CPUs; clone of {args.source} "
-          f"at {head}; {'fresh .venv' if args.fresh_venv else f'python {args.python}'}\n")
+          f"at {head}; {how}\n")
     print("| step | seconds | peak RSS (MB) | load before–after |")
     print("|---|---|---|---|")
     for run in timed:
