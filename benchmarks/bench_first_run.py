@@ -14,10 +14,11 @@ What it does, in a temporary folder (``--work`` to keep it):
    environment, so everything lands in the clone's fresh ``.cultivar`` as it would for a new user.
 
 Every line (and every progress-bar refresh) of the demo's output is timestamped; the phases are
-cut at the demo's own step lines (``[1/3]``, ``[2/3] model k/n``, ``[3/3]``) and, within a model's
-step, at its ``translate <model>`` progress bar: *load* is the time from the step line to the bar's
-first appearance (model conversion on a first run, loading), *translation* the bar's life,
-*rest* the remainder of the step (cleaning, the database, scores, Dagster). Peak RSS is the
+cut at the demo's own step lines (``[1/3]``, ``[2/3] model k/n``, ``[3/3]``). Within a model's
+step, *translation* is the elapsed time its ``translate <model>`` progress bar reports at its
+end (Dagster captures a step's output and passes it on in bursts, so the time a fragment arrives
+says little), and *load and the rest* is the remainder of the step (the model's conversion on a
+first run, loading it, cleaning, the database, scores, Dagster). Peak RSS is the
 child's ``ru_maxrss``. The machine is shared: the table records the 1-minute load average
 before and after each timed command. Not a test; run it by hand and copy the table into the
 README.
@@ -40,7 +41,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STEP = re.compile(r"^\[(\d)/3\]")
 MODEL_STEP = re.compile(r"^\[2/3\] model (\d+)/(\d+): (\S+)")
-BAR = re.compile(r"^translate (\S+):")
+BAR = re.compile(r"^translate (\S+):.*\[(?:(\d+):)?(\d+):(\d+)<")  # tqdm: [h:mm:ss< or [mm:ss<
 CLEARED = ("CULTIVAR_HOME", "DAGSTER_HOME", "CULTIVAR_CONFIG")
 # the README's first command, up to `&& .venv/bin/cultivar demo` (which is timed on its own)
 README_INSTALL = ('python3 -m venv .venv && .venv/bin/pip install -q -U pip && '
@@ -90,7 +91,7 @@ def run_timed(label: str, command: list[str], cwd: Path, env: dict[str, str],
 def demo_phases(run: Timed) -> list[tuple[str, float]]:
     """The phases of one ``cultivar demo`` run (see the module docstring)."""
     marks: list[tuple[float, str, str | None]] = []  # (time, phase name, model id)
-    bars: dict[str, list[float]] = {}
+    bars: dict[str, float] = {}  # model -> the bar's last reported elapsed seconds
     for when, text in run.lines:
         if match := MODEL_STEP.match(text):
             marks.append((when, f"model {match[1]}/{match[2]}", match[3]))
@@ -98,7 +99,8 @@ def demo_phases(run: Timed) -> list[tuple[str, float]]:
             name = "test sets" if match[1] == "1" else "leaderboard, charts, dataset, site"
             marks.append((when, name, None))
         elif match := BAR.match(text):
-            bars.setdefault(match[1], []).append(when)
+            hours, minutes, seconds = (int(g) if g else 0 for g in match.groups()[1:])
+            bars[match[1]] = 3600 * hours + 60 * minutes + seconds
     if not marks:
         return []
     phases = [("start-up (imports, Dagster instance)", marks[0][0])]
@@ -107,13 +109,12 @@ def demo_phases(run: Timed) -> list[tuple[str, float]]:
         if model is None:
             phases.append((name, end - start))
             continue
-        bar = bars.get(model)
-        if not bar:  # nothing to generate: every translation came from the cache
+        if model not in bars:  # nothing to generate: every translation came from the cache
             phases.append((f"{model} (no generation)", end - start))
             continue
-        phases += [(f"{model}: load (conversion on a first run)", bar[0] - start),
-                   (f"{model}: translation", bar[-1] - bar[0]),
-                   (f"{model}: rest (scores, database, Dagster)", end - bar[-1])]
+        phases += [(f"{model}: translation (progress bar's elapsed)", bars[model]),
+                   (f"{model}: load (conversion on a first run) and the rest",
+                    end - start - bars[model])]
     return phases
 
 
@@ -129,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=2, help="demo runs (first, second, ...)")
     parser.add_argument("--work", help="folder for the clone (kept); default: temporary, removed")
     parser.add_argument("--echo", action="store_true", help="show the commands' output")
+    parser.add_argument("--log", help="write every timestamped output fragment to this file")
     args = parser.parse_args(argv)
 
     dirty = subprocess.run(["git", "-C", args.source, "status", "--porcelain",
@@ -182,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         if run.label.startswith("cultivar demo"):
             for name, seconds in demo_phases(run):
                 print(f"| &nbsp;&nbsp;{name} | {seconds:.1f} | | |")
+    if args.log:
+        with open(args.log, "w", encoding="utf-8") as log:
+            for run in timed:
+                log.writelines(f"{run.label}\t{when:.2f}\t{text}\n" for when, text in run.lines)
     if args.fresh_venv and len(timed) > 1:
         print(f"| **install + first demo** | {timed[0].seconds + timed[1].seconds:.1f} | | |")
     return 0
