@@ -593,3 +593,9 @@ CREATE TABLE IF NOT EXISTS raw.error_analysis_settings (
     n_files         INTEGER NOT NULL,
     ingested_at     TIMESTAMP NOT NULL
 );
+
+-- Which schema.sql and views.sql the file was last set up with (the sha256 of both texts): a
+-- write connection applies the two scripts only when this differs (store/database.py).
+CREATE TABLE IF NOT EXISTS raw.schema_state (
+    digest VARCHAR NOT NULL
+);

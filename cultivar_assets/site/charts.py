@@ -296,9 +296,9 @@ def spec_hash(spec: dict[str, Any]) -> str:
 
 
 def to_svg(spec: dict[str, Any]) -> str:
-    import vl_convert
+    from cultivar_assets.site.vl_cache import vegalite_to_svg
 
-    return vl_convert.vegalite_to_svg(spec)
+    return vegalite_to_svg(spec)  # cached: an unchanged chart is not rendered again
 
 
 def write_charts(entries: Sequence[dict[str, Any]], folder: Path) -> list[Path]:

@@ -6,11 +6,17 @@ seconds while another process holds it), does its work in one transaction and cl
 ``Store.write`` either applies all of its steps or none (a failed write leaves the database as it
 was). Files are written in a storage format that DuckDB 1.5 can also read
 (``storage_compatibility_version``), so the standalone ``duckdb`` CLI 1.5.x opens them.
+
+A write connection applies ``schema.sql`` and ``views.sql`` only when the file was not already
+set up with these very scripts: ``raw.schema_state`` keeps the sha256 of both texts, so an
+unchanged file costs one small query per connection instead of re-creating every view (a
+pipeline run opens the file dozens of times).
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import struct
 import sys
@@ -18,6 +24,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +67,26 @@ def lock_holder(path: Path) -> int | None:
     finally:
         os.close(fd)
     return None if l_type == fcntl.F_UNLCK else pid
+
+
+@cache
+def _schema_digest() -> str:
+    """sha256 of ``schema.sql`` and ``views.sql`` (what ``raw.schema_state`` records)."""
+    both = script("schema.sql") + "\0" + script("views.sql")
+    return hashlib.sha256(both.encode("utf-8")).hexdigest()
+
+
+def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply ``schema.sql`` and ``views.sql`` unless the file already has them (same digest)."""
+    digest = _schema_digest()
+    try:
+        stored = _execute(con, "get_schema_digest", {})
+    except duckdb.CatalogException:  # a new file, or one set up before the digest was kept
+        stored = []
+    if stored != [(digest,)]:
+        con.execute(script("schema.sql"))
+        con.execute(script("views.sql"))
+        _execute(con, "set_schema_digest", {"digest": digest})
 
 
 @dataclass
@@ -155,8 +182,7 @@ class Store:
         con = self._open(read_only, config)
         try:
             if not read_only:
-                con.execute(script("schema.sql"))
-                con.execute(script("views.sql"))
+                _ensure_schema(con)
             yield con
         finally:
             con.close()
