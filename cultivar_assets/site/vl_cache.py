@@ -3,10 +3,10 @@
 An SVG is a pure function of its spec and of vl-convert's version, and slow enough to dominate a
 rebuild of an unchanged site (~0.3–0.5 s each on a 2-core machine). They are kept under
 ``$CULTIVAR_HOME/cache/vl-convert/<version>/svg/<sha256>.svg``, keyed by the sha256 of the spec's
-canonical JSON
-(sorted keys, no whitespace). A new vl-convert version starts an empty folder. Files are written
-to a temporary name and renamed, so a reader never sees half a file; a cache that cannot be
-written (read-only home) is not an error, the result is simply not kept.
+canonical JSON (sorted keys, no whitespace). A new vl-convert version starts an empty
+folder. Files are written to a temporary name and renamed, so a reader never sees half a
+file; a cache that cannot be written (read-only home) is not an error, the result is simply
+not kept.
 """
 
 from __future__ import annotations
