@@ -2,30 +2,45 @@
 
 A synthetic database (27 locales + 21 languages = 48 test sets of 200 segments; hypotheses are
 perturbed references; scores and word-recall counts are random) is written for each size, then
-``build_site`` is timed. Build time should grow no worse than linearly with the number of models.
+``build_site`` is timed three times: a full build into an empty folder, a rebuild with nothing
+changed, and a rebuild after one more model was added to the database (translations, scores,
+aggregates: the incremental case). The site's size is measured per part and its largest file
+reported. Targets (issue 12): 32 models ≤ 60 MB and ≤ 10 s, 320 models ≤ 400 MB and ≤ 100 s, no
+file over 50 MB, adding one model to a 32-model site ≤ 2 s.
+
+The Query page's DuckDB-Wasm is part of the site when it is in the web cache (the build fetches
+it with npm once; ``--fetch`` does that before the timings, so they never include npm).
 Not a test: run it by hand and record the figures in the README.
 
-    python benchmarks/bench_site.py                 # 32 and 320 models (several GB in /tmp)
+    python benchmarks/bench_site.py                 # 32 and 320 models (a few GB in /tmp)
     python benchmarks/bench_site.py --models 8 32   # other sizes
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
+import resource
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Instance
 from cultivar_assets.engines.base import EngineInfo
-from cultivar_assets.evaluation import aggregate
+from cultivar_assets.evaluation import aggregate, score_model
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.site.build import build_site
+from cultivar_assets.site.config import default_web_cache
+from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store
 from cultivar_assets.store.records import read_test_sets, write_dataset, write_translations
 from cultivar_assets.translation import TranslationRow, TranslationRun
 
@@ -54,38 +69,58 @@ def synthetic_benchmark(n_ids: int, rng: random.Random) -> BenchmarkData:
     return BenchmarkData("synthetic benchmark data", False, instances)
 
 
+METRICS = MetricConfig(bleu_tokenize="13a")
+
+
+def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Random) -> None:
+    """Model ``m``: translations (perturbed references), scored for real (BLEU, chrF, the
+    per-segment statistics that the bootstrap intervals need, word recall)."""
+    spec = ModelSpec(id=f"model-{m:03d}", hf_id=f"org/model-{m:03d}", type="LLM",
+                     family=f"family-{m % 8}", params_total_b=0.5 * (1 + m % 40),
+                     engine="copy-source", prompt_style="source")
+    rows = []
+    for test_set in test_sets:
+        for segment in test_set.segments:
+            words = segment.reference.split()
+            for _ in range(rng.randint(0, 3)):
+                words[rng.randrange(len(words))] = rng.choice(words)
+            hypothesis = " ".join(words)
+            rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id,
+                                       segment.source, segment.reference, hypothesis,
+                                       hypothesis, ()))
+    run = TranslationRun(spec, "0" * 64, EngineInfo("copy-source", "synthetic", None, None),
+                         "0" * 64, rows, len(rows), 0, 0.0)
+    write_translations(store, run, fingerprint)
+    score_model(store, spec.id, METRICS, processes=2)
+
+
 def fill(store: Store, n_models: int, n_ids: int, seed: int = 7) -> None:
     rng = random.Random(seed)
     fingerprint = write_dataset(store, synthetic_benchmark(n_ids, rng))
     test_sets = read_test_sets(store)
-    for m in range(n_models):
-        spec = ModelSpec(id=f"model-{m:03d}", hf_id=f"org/model-{m:03d}", type="LLM",
-                         family=f"family-{m % 8}", params_total_b=0.5 * (1 + m % 40),
-                         engine="copy-source", prompt_style="source")
-        rows = []
-        for test_set in test_sets:
-            for segment in test_set.segments:
-                words = segment.reference.split()
-                for _ in range(rng.randint(0, 3)):
-                    words[rng.randrange(len(words))] = rng.choice(words)
-                hypothesis = " ".join(words)
-                rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id,
-                                           segment.source, segment.reference, hypothesis,
-                                           hypothesis, ()))
-        run = TranslationRun(spec, EngineInfo("copy-source", "synthetic", None, None), "0" * 64,
-                             rows, len(rows), 0, 0.0)
-        write_translations(store, run, fingerprint)
-        scores = [{"model_id": spec.id, "test_set": t.name, "metric": metric,
-                   "score": rng.uniform(10, 60), "signature": f"synthetic {metric}",
-                   "n_segments": len(t.segments), "dataset_fingerprint": fingerprint}
-                  for t in test_sets for metric in ("bleu", "chrf")]
-        recall = [{"model_id": spec.id, "locale": t.locale, "segment_id": s.segment_id,
-                   "n_removed": 2, "n_removed_recalled": rng.randint(0, 1), "n_introduced": 2,
-                   "n_introduced_missed": rng.randint(0, 2)}
-                  for t in test_sets if t.locale for s in t.segments]
-        store.write([Step("delete_model_scores", {"model_id": spec.id}),
-                     Step("insert_scores", rows=scores), Step("insert_word_recall", rows=recall)])
+    for m in tqdm(range(n_models), desc=f"database of {n_models} models", unit="model"):
+        add_model(store, m, test_sets, fingerprint, rng)
     aggregate(store)
+
+
+def add_one(store: Store, m: int) -> None:
+    """One more model in a filled database, aggregates recomputed (not part of the timings)."""
+    test_sets = read_test_sets(store)
+    fingerprint = store.query("dataset")[0]["fingerprint"]
+    add_model(store, m, test_sets, fingerprint, random.Random(m))
+    aggregate(store)
+
+
+def timed_build(store: Store, site: Path, mode: str):
+    """A build, its CPU seconds (this process and its children: the SVG worker) and the load."""
+    def cpu() -> float:
+        own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                           resource.RUSAGE_CHILDREN))
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    before = cpu()
+    summary = build_site(store, site, card_markdown="# Synthetic card", query_page=mode)
+    return summary, round(cpu() - before, 2), round(os.getloadavg()[0], 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,30 +128,67 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", type=int, nargs="+", default=[32, 320])
     parser.add_argument("--segments", type=int, default=200, help="instances per test set")
     parser.add_argument("--keep", action="store_true", help="keep the built sites")
+    parser.add_argument("--fetch", action="store_true",
+                        help="fetch DuckDB-Wasm with npm first if it is not in the web cache")
+    parser.add_argument("--json", type=Path, help="write the figures to this file too")
+    parser.add_argument("--workdir", type=Path, help="keep each size's filled database here "
+                        "and reuse it in later runs (filling 320 models takes minutes)")
     args = parser.parse_args(argv)
+    cache = default_web_cache()
+    if args.fetch and cached_query_engine(cache) is None:
+        fetch_query_engine(cache)
+    mode = "cached"
+    print(f"Query page: {'included' if cached_query_engine(cache) else 'left out'} "
+          f"(web cache {cache})", flush=True)
     results = []
     for n_models in args.models:
         folder = Path(tempfile.mkdtemp(prefix=f"cultivar-site-{n_models}-"))
         store = Store(folder / "bench.duckdb")
         start = time.perf_counter()
-        fill(store, n_models, args.segments)
+        kept = (args.workdir / f"bench-scored-{n_models}x{args.segments}.duckdb"
+                if args.workdir else None)
+        if kept is not None and kept.is_file():
+            shutil.copyfile(kept, store.path)
+        else:
+            fill(store, n_models, args.segments)
+            if kept is not None:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(store.path, kept)
         filled = time.perf_counter() - start
-        summary = build_site(store, folder / "site", card_markdown="# Synthetic card")
-        results.append((n_models, filled, summary))
-        print(f"{n_models} models: database {filled:.0f} s; site {summary.seconds:.1f} s, "
-              f"{summary.pages} pages, {summary.bytes / 1e9:.2f} GB", flush=True)
+        site = folder / "site"
+        full, full_cpu, full_load = timed_build(store, site, mode)
+        again, again_cpu, again_load = timed_build(store, site, mode)
+        add_one(store, n_models)
+        plus, plus_cpu, plus_load = timed_build(store, site, mode)
+        result = {"models": n_models, "database_s": round(filled, 1),
+                  "full_s": round(full.seconds, 2), "unchanged_s": round(again.seconds, 2),
+                  "plus_one_s": round(plus.seconds, 2), "reused_plus_one": plus.reused_models,
+                  "cpu_s": {"full": full_cpu, "unchanged": again_cpu, "plus_one": plus_cpu},
+                  "load_1min": {"full": full_load, "unchanged": again_load,
+                                "plus_one": plus_load},
+                  "pages": full.pages, "files": full.files, "mb": round(full.bytes / 1e6, 1),
+                  "largest": [full.largest_file[0], round(full.largest_file[1] / 1e6, 2)],
+                  "parts_mb": {k: round(v / 1e6, 2) for k, v in full.sizes.items()},
+                  "notes": list(full.notes)}
+        results.append(result)
+        print(json.dumps(result, indent=1), flush=True)
         if not args.keep:
             shutil.rmtree(folder)
-    print("\n| models | pages | size (GB) | build (s) | s per model |")
-    print("|---|---|---|---|---|")
-    for n_models, _, summary in results:
-        print(f"| {n_models} | {summary.pages} | {summary.bytes / 1e9:.2f} | "
-              f"{summary.seconds:.1f} | {summary.seconds / n_models:.2f} |")
+    print("\n| models | pages | files | size (MB) | largest file (MB) | full build (s) | "
+          "unchanged (s) | one model added (s) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        cpu, load = r["cpu_s"], r["load_1min"]
+        print(f"| {r['models']} | {r['pages']} | {r['files']} | {r['mb']} | {r['largest'][1]} | "
+              f"{r['full_s']} (CPU {cpu['full']}, load {load['full']}) | {r['unchanged_s']} | "
+              f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) |")
     if len(results) >= 2:
-        (n1, _, s1), (n2, _, s2) = results[0], results[-1]
-        growth = (s2.seconds / s1.seconds) / (n2 / n1)
-        print(f"\nbuild time grew {s2.seconds / s1.seconds:.1f}x for {n2 / n1:.0f}x the models "
-              f"({growth:.2f} of linear)")
+        r1, r2 = results[0], results[-1]
+        growth = (r2["full_s"] / r1["full_s"]) / (r2["models"] / r1["models"])
+        print(f"\nbuild time grew {r2['full_s'] / r1['full_s']:.1f}x for "
+              f"{r2['models'] / r1['models']:.0f}x the models ({growth:.2f} of linear)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1), "utf-8")
     return 0
 
 

@@ -60,17 +60,35 @@ def _run(settings: Settings) -> int:
     from cultivar_assets.runner import run_pipeline
 
     console = _console()
-    if settings.data.kind == "demo":
-        console.print("Cultivar demo: bundled DEMO data (written for this project, not FLORES or "
-                      "Cultivar), models of " + ", ".join(settings.models))
+    built = settings.data.kind == "built"
+    if settings.data.kind == "demo" or (built and settings.construction.source.kind == "demo"):
+        how = ("built here from its original sentences (selection, a weak demo localiser, the "
+               "shipped demo annotation files) and " if built else "")
+        console.print("Cultivar demo: DEMO data (written for this project, not FLORES or "
+                      f"Cultivar), {how}evaluated with the models of " + ", ".join(settings.models))
     if settings.metrics.bleu_tokenize != "flores200":
         console.print(f"BLEU tokenizer: {settings.metrics.bleu_tokenize} (selected explicitly; the "
                       "paper's spBLEU uses flores200, whose SentencePiece model is not bundled: "
                       "see README, 'Metrics')")
     result = run_pipeline(settings, say=console.print)
     _print_leaderboard(result.leaderboard)
+    if result.build is not None:
+        demo = " (DEMO annotation files: the final pairs are the bundled demo data)" if (
+            result.build.is_demo) else ""
+        print_table1(result.build.table1, "Table 1, computed from the annotation files" + demo)
+        tools = sorted(result.build.tools.items())
+        folder = str(Path(tools[0][1]).parent.parent) if tools else ""
+        console.print(f"Post-editing tool pages: {folder}/<locale>/index.html (e.g. "
+                      f"{tools[0][1] if tools else '-'}; open one in a browser)")
+        console.print(_hand_in_line(settings))
+        console.print(f"Dataset: {result.build.dataset_folder}")
     console.print(f"\nDatabase: {result.database}")
     console.print(f"Site: {result.site}/index.html (open it, or: cultivar serve)")
+    from cultivar_assets.files import read_manifest
+
+    for note in (read_manifest(Path(result.site)) or {}).get("notes", []):
+        console.print(f"Site note: {note}")
+    console.print("Time: " + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.steps))
     console.print(f"Finished in {result.seconds:.0f} s. Query it: cultivar query "
                   "\"SELECT * FROM locale_deltas\"; browse the runs: cultivar ui")
     return 0
@@ -227,6 +245,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fetch_query_engine(args: argparse.Namespace) -> int:
+    """Fetch DuckDB-Wasm for the site's Query page with npm into the web cache."""
+    from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
+
+    cache = Path(args.cache) if args.cache else _settings(args).site.web_cache_path()
+    engine = None if args.force else cached_query_engine(cache)
+    if engine is None:
+        engine = fetch_query_engine(cache, say=print)
+    print(f"DuckDB-Wasm {engine.version}: {engine.folder} (the next site build includes the "
+          "Query page)")
+    return 0
+
+
 def cmd_build_select(args: argparse.Namespace) -> int:
     """Named-entity-rich selection of the configured source benchmark (construction settings)."""
     from cultivar_assets.construction.build import build_selection
@@ -243,6 +274,123 @@ def cmd_build_select(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print(f"Database: {build.database} (views selection_candidates, selected_instances, ...)\n"
           f"Review page: {build.review_page}\nFinished in {build.seconds:.0f} s")
+    return 0
+
+
+def _money(value: float | None, currency: str | None) -> str:
+    return "no prices configured" if value is None else f"{value:.4f} {currency}"
+
+
+def cmd_build_localise(args: argparse.Namespace) -> int:
+    """LLM drafts of the configured locales (or ``--locale``), from the stored selection."""
+    from cultivar_assets.construction.build import build_localisation
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    config = settings.construction.localisation
+    run = build_localisation(config, Store(settings.database_path), args.locale or None,
+                             cache_dir=Path(args.cache_dir) if args.cache_dir else None, say=print)
+    print(f"localiser: {run.localiser.label} ({run.info.engine_version}); prompt "
+          f"{run.localiser.prompt.name} ({run.localiser.prompt.prompt_hash[:12]})")
+    for locale, drafts in run.locales.items():
+        t = drafts.totals()
+        tokens = ("tokens not reported" if t["prompt_tokens"] is None else
+                  f"{t['prompt_tokens']} + {t['completion_tokens']} tokens")
+        currency = run.localiser.prices.currency if run.localiser.prices else None
+        print(f"{locale}: {t['n_drafts']} drafts, {t['n_flagged']} flagged, {t['n_retried']} "
+              f"retried, {t['n_unchanged']} unchanged, {t['n_generated']} generated now; "
+              f"{tokens}; estimated cost {_money(t['estimated_cost'], currency)} (this run "
+              f"{_money(t['estimated_cost_this_run'], currency)}); task {drafts.task_id}")
+    print(f"Database: {settings.database_path} (views localised_drafts, localisation_summary)\n"
+          f"Finished in {run.seconds:.0f} s")
+    return 0
+
+
+def cmd_build_tools(args: argparse.Namespace) -> int:
+    """The post-editing tool pages of the configured locales (or ``--locale``)."""
+    from cultivar_assets.construction.postedit_build import build_tools
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    construction = settings.construction
+    folder = Path(args.tools_dir) if args.tools_dir else construction.annotation.tools_path()
+    locales = args.locale or construction.localisation.locale_keys()
+    for tool in build_tools(Store(settings.database_path), folder, locales):
+        print(f"{tool.locale}: {tool.page} ({len(tool.task.drafts)} items, {tool.n_flagged} "
+              f"flagged; task {tool.task.task_id})")
+    print(_hand_in_line(settings))
+    return 0
+
+
+def _hand_in_line(settings: Settings) -> str:
+    folder = settings.construction.annotation.folder_path()
+    return ("Hand in an edited file: cultivar build ingest FILE (or put it in "
+            f"{folder} and materialise `annotations`).")
+
+
+def cmd_build_ingest(args: argparse.Namespace) -> int:
+    """Validate returned annotation files against the current drafts, then ingest them all."""
+    from cultivar_assets.construction.annotation_stats import table1_row
+    from cultivar_assets.construction.postedit_build import ingest_files, is_demo_folder
+    from cultivar_assets.files import keep_file_copy
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    files = ingest_files(Store(settings.database_path), [Path(p) for p in args.files])
+    folder = settings.construction.annotation.folder_path()
+    for file in files:
+        row = table1_row(file.locale, file.annotations)
+        print(f"{file.locale}: ingested {Path(file.path).name} ({row.n_instances} instances: "
+              f"{row.kept_llm_paraphrase} kept, {row.reverted_to_flores} reverted, "
+              f"{row.edited_source_only + row.edited_target_only + row.edited_both} edited; "
+              f"annotator {file.annotator})")
+        if is_demo_folder(folder):
+            print("  the demo's annotation folder holds the shipped demo files and is left as it "
+                  "is: `cultivar demo` ingests those again; to keep this file, configure "
+                  "construction.annotation.folder")
+        else:
+            kept = keep_file_copy(Path(file.path), folder, f"{file.task_id}.annotations.json",
+                                  replaces=f"{file.locale}-*.json")
+            print(f"  kept as {kept} (the `annotations` asset reads it from there)")
+    print(f"Database: {settings.database_path} (views annotations, annotation_summary); next: "
+          "cultivar build dataset")
+    return 0
+
+
+def print_table1(rows: list[dict], title: str) -> None:
+    """Table 1 (annotation statistics) as computed from the annotation files."""
+    from rich.table import Table
+
+    from cultivar_assets.publish.card import TABLE1_COLUMNS
+    from cultivar_assets.tables import format_value
+
+    table = Table(title=title)
+    for key, header in [*TABLE1_COLUMNS, ("n_instances", "Instances")]:
+        table.add_column(header, justify="left" if key == "locale" else "right")
+    for row in rows:
+        table.add_row(*(format_value(row.get(key), key) for key, _ in
+                        [*TABLE1_COLUMNS, ("n_instances", "")]))
+    _console().print(table)
+
+
+def cmd_build_dataset(args: argparse.Namespace) -> int:
+    """The Cultivar dataset from the ingested annotations of the configured locales."""
+    from cultivar_assets.construction.dataset import build_dataset
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    construction = settings.construction
+    folder = Path(args.folder) if args.folder else construction.dataset.folder_path()
+    built = build_dataset(Store(settings.database_path), folder,
+                          construction.localisation.locale_keys())
+    for locale, actions in built.actions().items():
+        print(f"{locale}: {sum(actions.values())} instances ("
+              + ", ".join(f"{n} {a}" for a, n in actions.items()) + ")")
+    print_table1(built.table1, "Table 1, computed from the annotation files"
+                 + (" (DEMO annotation files)" if built.is_demo else ""))
+    print(f"Dataset: {built.folder} ({'demo data' if built.is_demo else built.source}; "
+          f"fingerprint {built.fingerprint[:12]})\nEvaluate it with data: {{kind: built}} "
+          "(cultivar run); views dataset_build, instance_provenance")
     return 0
 
 
@@ -317,6 +465,34 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--review-dir", help="folder of the review page (default: "
                         "$CULTIVAR_HOME/construction/selection)")
     select.set_defaults(func=cmd_build_select)
+    localise = build_sub.add_parser("localise", help="LLM drafts of the selected instances "
+                                    "(paper §2.2), one request per instance and locale, cached")
+    localise.add_argument("--locale", action="append", help="a locale to localise (repeatable; "
+                          "default: construction.localisation.locales)")
+    localise.add_argument("--database", help="DuckDB file to write")
+    localise.add_argument("--cache-dir", help="answer cache (default: "
+                          "$CULTIVAR_HOME/cache/localisation)")
+    localise.set_defaults(func=cmd_build_localise)
+    tools = build_sub.add_parser("tools", help="the post-editing tool pages (paper §2.3) from the "
+                                 "current drafts")
+    tools.add_argument("--locale", action="append", help="a locale (repeatable; default: "
+                       "construction.localisation.locales)")
+    tools.add_argument("--database", help="DuckDB file to read")
+    tools.add_argument("--tools-dir", help="output folder (default: "
+                       "construction.annotation.tools_dir, else $CULTIVAR_HOME/construction/"
+                       "postedit)")
+    tools.set_defaults(func=cmd_build_tools)
+    ingest = build_sub.add_parser("ingest", help="validate returned annotation files and ingest "
+                                  "them (each replaces its locale's annotations)")
+    ingest.add_argument("files", nargs="+", metavar="FILE", help="files downloaded from the tool")
+    ingest.add_argument("--database", help="DuckDB file to write")
+    ingest.set_defaults(func=cmd_build_ingest)
+    dataset = build_sub.add_parser("dataset", help="the Cultivar dataset (paper §2.4) from the "
+                                   "ingested annotations, with per-instance provenance")
+    dataset.add_argument("--database", help="DuckDB file to read and write")
+    dataset.add_argument("--folder", help="output folder (default: construction.dataset.folder, "
+                         "else $CULTIVAR_HOME/construction/dataset)")
+    dataset.set_defaults(func=cmd_build_dataset)
 
     serve = sub.add_parser("serve", help="serve the built site on localhost")
     serve.add_argument("--directory", help="site folder (default: the settings' site.output_dir, "
@@ -324,6 +500,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)
+
+    fetch = sub.add_parser("fetch-query-engine", help="fetch DuckDB-Wasm for the site's Query "
+                           "page with npm (the site build does this itself when npm is there)")
+    fetch.add_argument("--cache", help="web cache folder (default: the settings' "
+                       "site.web_cache_dir, else $CULTIVAR_HOME/cache/web)")
+    fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
+    fetch.set_defaults(func=cmd_fetch_query_engine)
     return parser
 
 

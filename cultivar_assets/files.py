@@ -66,3 +66,21 @@ def file_sha256(path: Path) -> str:
     """sha256 of a file, read in chunks."""
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def keep_file_copy(source: Path, folder: Path, name: str, replaces: str | None = None) -> Path:
+    """Copy ``source`` to ``folder/name`` (written aside, then renamed into place); afterwards
+    remove the other files of ``folder`` that match the glob ``replaces``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    work = folder / f".{name}.{uuid.uuid4().hex[:8]}.partial"
+    try:
+        shutil.copyfile(source, work)
+        work.replace(target)
+    finally:
+        work.unlink(missing_ok=True)
+    for old in folder.glob(replaces) if replaces else ():
+        if old != target and old.is_file():
+            old.unlink()
+    return target

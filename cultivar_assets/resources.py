@@ -11,7 +11,12 @@ from typing import TypeVar
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from cultivar_assets.construction.config import SelectionConfig
+from cultivar_assets.construction.config import (
+    AnnotationConfig,
+    DatasetConfig,
+    LocalisationConfig,
+    SelectionConfig,
+)
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
@@ -85,6 +90,26 @@ class SelectionResource(dg.ConfigurableResource, SelectionConfig):
         return core_config(self, SelectionConfig)
 
 
+class LocalisationResource(dg.ConfigurableResource, LocalisationConfig):
+    """How the selected instances are localised: locales, prompt template, engine and model,
+    prices (the API key: only its variable's name, in engine_options)."""
+
+    def config(self) -> LocalisationConfig:
+        return core_config(self, LocalisationConfig)
+
+
+class AnnotationResource(dg.ConfigurableResource, AnnotationConfig):
+    """Where the post-editing tool pages go and where the annotation files come back."""
+
+    def config(self) -> AnnotationConfig:
+        return core_config(self, AnnotationConfig)
+
+
+class BuiltDatasetResource(dg.ConfigurableResource, DatasetConfig):
+    """Where the built Cultivar dataset is written (the data kind ``built`` reads it)."""
+
+    def config(self) -> DatasetConfig:
+        return core_config(self, DatasetConfig)
 class ErrorAnalysisResource(dg.ConfigurableResource, ErrorAnalysisConfig):
     """The error analysis (paper §5): the sample, the returned files, the outlier model."""
 
@@ -112,5 +137,8 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
         "hf_publish": HubPublishResource(**settings.publish.model_dump()),
         "source_benchmark": SourceBenchmarkResource(**settings.construction.source.model_dump()),
         "instance_selection": SelectionResource(**settings.construction.selection.model_dump()),
+        "localisation": LocalisationResource(**settings.construction.localisation.model_dump()),
+        "annotation": AnnotationResource(**settings.construction.annotation.model_dump()),
+        "built_dataset": BuiltDatasetResource(**settings.construction.dataset.model_dump()),
         "error_analysis_config": ErrorAnalysisResource(**settings.error_analysis.model_dump()),
     }

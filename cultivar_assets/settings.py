@@ -11,13 +11,23 @@ Example for a real evaluation (README, 'Configuration')::
     models: ["suite:paper"]
 
 The ``construction`` section configures building Cultivar (:mod:`cultivar_assets.construction`):
-its ``source`` benchmark and the ``selection``. Without the section, the demo's (its original
-sentences, every candidate selected); with it, each part it leaves out takes that part's own
-defaults (the paper's: FLORES dev, 200 sentences)::
+its ``source`` benchmark, the ``selection``, the ``localisation`` (LLM drafts), the
+``annotation`` folders (tool pages, returned files) and the built ``dataset`` folder. Without the
+section, the demo's (its original sentences, every candidate selected, the weak demo localiser,
+the shipped demo annotation files); with it, each part it leaves out takes that part's own
+defaults (the paper's: FLORES dev, 200 sentences, gpt-5.5 through the OpenAI API)::
 
     construction:
       source: {kind: flores, path: ../shared/data/flores200, split: dev}
       selection: {n: 200, corrections_file: corrections.yaml}
+      localisation: {locales: [deu_Latn_Switzerland], price_input_per_million: 1.25,
+                     price_output_per_million: 10}
+      annotation: {folder: returned/}
+
+The data kind ``built`` evaluates the project's own build (``construction.dataset.folder``
+unless ``data.cultivar_path`` names another); its database is ``demo.duckdb`` when the build's
+source benchmark is the demo's, ``cultivar-built.duckdb`` otherwise. The embedded default
+(``cultivar demo``) is this closed loop on the demo data.
 
 The ``error_analysis`` section configures the error analysis of §5 (Table 5): the sample, the
 folder of returned files and the outlier model (:mod:`cultivar_assets.evaluation.error_config`;
@@ -31,10 +41,10 @@ import os
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cultivar_assets.construction.config import ConstructionConfig, demo_construction
-from cultivar_assets.data.sources import DataConfig
+from cultivar_assets.data.sources import DEMO_NAME, DataConfig
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig, demo_error_analysis
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
@@ -63,14 +73,33 @@ class Settings(BaseModel):
     construction: ConstructionConfig = Field(default_factory=demo_construction)
     error_analysis: ErrorAnalysisConfig = Field(default_factory=ErrorAnalysisConfig)
 
+    @model_validator(mode="after")
+    def _built_data_is_the_construction_dataset(self) -> Settings:
+        if self.data.kind == "built" and not self.data.cultivar_path:
+            folder = self.construction.dataset.folder
+            if folder:
+                self.data = self.data.model_copy(update={"cultivar_path": folder})
+        return self
+
+    @property
+    def data_name(self) -> str:
+        """Names the default database: the data source's name; for the project's own build,
+        ``demo`` when it is built from the demo data, else ``cultivar-built``."""
+        if self.data.kind == "built":
+            return DEMO_NAME if self.construction.source.kind == "demo" else "cultivar-built"
+        return self.data.name
+
     @property
     def database_path(self) -> Path:
-        return Path(self.database) if self.database else default_database(self.data.name)
+        return Path(self.database) if self.database else default_database(self.data_name)
 
 
 def demo_settings() -> Settings:
-    """The embedded default: demo data and models; BLEU tokenizer 13a, stated in the signature."""
-    return Settings(metrics=DEMO_METRICS.model_copy(), error_analysis=demo_error_analysis())
+    """The embedded default: the demo built by the project's own pipeline (selection, the weak
+    demo localiser, the shipped demo annotation files, the dataset) and evaluated with the demo
+    models and the demo's error analysis; BLEU tokenizer 13a, stated in the signature."""
+    return Settings(metrics=DEMO_METRICS.model_copy(), data=DataConfig(kind="built"),
+                    error_analysis=demo_error_analysis())
 
 
 def settings_file() -> Path | None:

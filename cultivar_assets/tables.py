@@ -8,8 +8,13 @@ model name cannot break a table or inject HTML.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime
 from typing import Any
 
 MISSING = "–"
@@ -25,6 +30,61 @@ def format_value(value: Any, column: str = "", digits: int | None = None) -> str
         places = digits if digits is not None else (4 if column.endswith("_rate") else 2)
         return f"{value:.{places}f}"
     return str(value)
+
+
+# Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection"): = + - @,
+# and tab / carriage return, which some spreadsheets strip before looking at the next character.
+CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: Any) -> Any:
+    """``value`` as a CSV cell that no spreadsheet evaluates.
+
+    Text that starts with one of :data:`CSV_FORMULA_START` gets a leading apostrophe (the
+    spreadsheets' own "this is text" mark), so ``=1+1`` is written ``'=1+1``. Numbers are left
+    alone (a negative ∆ stays a number); lists and other values are written as their text first.
+    The same rule is implemented for the browser in ``site/static/cultivar-csv.js`` (tests hold
+    the two to the same cases).
+    """
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else _plain(value)
+    return "'" + text if text.startswith(CSV_FORMULA_START) else text
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return json.dumps(list(value), ensure_ascii=False, default=str)
+    return str(value)
+
+
+def csv_text(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
+    """``rows`` as CSV text (RFC 4180: CRLF line ends, so a field holding a CR or LF is quoted;
+    header row of ``columns``; ``None`` is an empty cell)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow([csv_safe(column) for column in columns])
+    for row in rows:
+        writer.writerow([csv_safe(row.get(column)) for column in columns])
+    return buffer.getvalue()
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or infinity
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def json_text(rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """``rows`` as a JSON array of objects (only ``columns``, in that order, when given)."""
+    records = [{key: _json_value(row.get(key)) for key in (columns or row)} for row in rows]
+    return json.dumps(records, ensure_ascii=False, indent=1, default=str)
 
 
 def format_interval(value: Any, low: Any, high: Any, column: str = "",

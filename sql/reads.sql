@@ -54,3 +54,7 @@ SELECT l.locale, l.language, l.script, l.location, l.flores_plus_code, l.languag
        l.official_or_de_facto, count(*) AS n_instances
 FROM raw.instances i JOIN raw.locales l ON l.locale = i.locale
 GROUP BY ALL ORDER BY l.locale;
+
+-- A read session (Store.reader): no progress bar on the terminal while a builder streams rows.
+-- name: reader_session
+SET enable_progress_bar = false;

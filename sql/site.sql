@@ -39,6 +39,110 @@ SELECT * FROM cleaning_counts ORDER BY model_id, test_set, rule;
 SELECT model_id, test_set, segment_id, source, reference, hypothesis, raw_output, cleaning_rules
 FROM raw.translations ORDER BY model_id, test_set, segment_id;
 
+-- Public views present in this database (the site shows optional ones only where they exist).
+-- name: site_views
+SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'
+ORDER BY view_name;
+
+-- name: site_models
+SELECT * FROM models ORDER BY model_id;
+
+-- name: site_leaderboard
+SELECT * FROM leaderboard;
+
+-- name: site_model_locale_deltas_table
+SELECT * FROM model_locale_deltas ORDER BY model_id, locale;
+
+-- name: site_locales_table
+SELECT * FROM locales ORDER BY locale;
+
+-- name: site_test_sets
+SELECT * FROM test_sets ORDER BY kind DESC, test_set;
+
+-- name: site_annotation_summary
+SELECT * FROM annotation_summary ORDER BY locale;
+
+-- name: site_annotations
+SELECT * FROM annotations ORDER BY locale, instance_id;
+
+-- name: site_selection_summary
+SELECT * FROM selection_summary;
+
+-- The test sets' segments (sources and references; the builder applies the originals policy).
+-- name: site_segments
+SELECT test_set, kind, language, locale, segment_id, source, reference
+FROM raw.segments ORDER BY test_set, segment_id;
+
+-- What each model's translations are, as one number per model (the builder reuses a model's
+-- files from the previous build when it is unchanged): the sum of the rows' hashes (order-free).
+-- name: site_translation_digests
+SELECT model_id, count(*) AS n_rows,
+       sum(hash(test_set, segment_id, hypothesis, raw_output, cleaning_rules))::VARCHAR AS digest
+FROM raw.translations GROUP BY model_id ORDER BY model_id;
+
+-- Translations of the given models, model by model; raw_output is NULL where it equals the
+-- hypothesis (cleaning changed nothing), which is most rows.
+-- name: site_model_translations
+SELECT model_id, test_set, segment_id, hypothesis,
+       CASE WHEN raw_output = hypothesis THEN NULL ELSE raw_output END AS raw_output,
+       cleaning_rules
+FROM raw.translations WHERE list_contains($models, model_id)
+ORDER BY model_id, test_set, segment_id;
+
+-- The DuckDB download (site.include_database): the site's own published parquet files as
+-- tables of a fresh database file, originals policy as there ($dir: the site's downloads/).
+-- name: export_database
+CREATE TABLE leaderboard AS SELECT * FROM read_parquet($dir || '/leaderboard.parquet');
+CREATE TABLE reported_leaderboard AS
+    SELECT * FROM read_parquet($dir || '/reported_leaderboard.parquet');
+CREATE TABLE model_locale_deltas AS
+    SELECT * FROM read_parquet($dir || '/model_locale_deltas.parquet');
+CREATE TABLE locale_deltas AS SELECT * FROM read_parquet($dir || '/locale_deltas.parquet');
+CREATE TABLE rank_agreement AS SELECT * FROM read_parquet($dir || '/rank_agreement.parquet');
+CREATE TABLE scores AS SELECT * FROM read_parquet($dir || '/scores.parquet');
+CREATE TABLE word_recall AS SELECT * FROM read_parquet($dir || '/word_recall.parquet');
+CREATE TABLE cleaning_counts AS SELECT * FROM read_parquet($dir || '/cleaning_counts.parquet');
+CREATE TABLE models AS SELECT * FROM read_parquet($dir || '/models.parquet');
+CREATE TABLE locales AS SELECT * FROM read_parquet($dir || '/locales.parquet');
+CREATE TABLE test_sets AS SELECT * FROM read_parquet($dir || '/test_sets.parquet');
+CREATE TABLE missing_test_sets AS
+    SELECT * FROM read_parquet($dir || '/missing_test_sets.parquet');
+CREATE TABLE annotation_summary AS
+    SELECT * FROM read_parquet($dir || '/annotation_summary.parquet');
+CREATE TABLE segments AS SELECT * FROM read_parquet($dir || '/segments.parquet');
+
+-- name: export_translations
+CREATE TABLE translations AS
+SELECT t.model_id, t.test_set, t.segment_id, s.source, s.reference, t.hypothesis,
+       coalesce(t.raw_output, t.hypothesis) AS raw_output, t.cleaning_rules
+FROM read_parquet($translation_files) t JOIN segments s USING (test_set, segment_id)
+ORDER BY t.model_id, t.test_set, t.segment_id;
+
+-- The Query page (DuckDB-Wasm in the reader's browser). After the published tables are loaded:
+-- no extension may be installed or loaded and no file or URL read (nothing leaves the page),
+-- and the reader's SQL cannot change that.
+-- name: query_page_lock
+SET autoinstall_known_extensions = false;
+SET autoload_known_extensions = false;
+SET enable_external_access = false;
+SET lock_configuration = true;
+
+-- The translations on the Query page: the models' outputs, loaded model by model from the
+-- site's translation shards, joined with the published segments.
+-- name: query_page_translations
+CREATE TABLE hypotheses (model_id VARCHAR, test_set VARCHAR, segment_id INTEGER,
+                         hypothesis VARCHAR, raw_output VARCHAR, cleaning_rules VARCHAR[]);
+CREATE VIEW translations AS
+SELECT h.model_id, h.test_set, h.segment_id, s.source, s.reference, h.hypothesis, h.raw_output,
+       h.cleaning_rules
+FROM hypotheses h LEFT JOIN segments s USING (test_set, segment_id);
+
+-- name: query_page_insert_translations
+INSERT INTO hypotheses
+SELECT model_id, test_set, segment_id, hypothesis, raw_output,
+       CASE WHEN rules = '' THEN []::VARCHAR[] ELSE string_split(rules, chr(31)) END
+FROM hypotheses_staging;
+
 -- Statistics and the error analysis (issue 11), shown beside the tables above.
 -- name: site_contamination_rules
 SELECT * FROM contamination_rules;

@@ -208,6 +208,30 @@ SELECT s.instance_id, s.language, s.source, i.english
 FROM raw.selection_sources s JOIN raw.selection_instances i USING (instance_id)
 ORDER BY s.instance_id, s.language;
 
+-- Building Cultivar: LLM localisation (paper §2.2).
+CREATE OR REPLACE VIEW localised_drafts AS
+SELECT * FROM raw.localised_drafts ORDER BY locale, instance_id;
+
+CREATE OR REPLACE VIEW localisation_summary AS
+SELECT * FROM raw.localisation_runs ORDER BY locale;
+
+-- Building Cultivar: the last built dataset (paper §2.4).
+CREATE OR REPLACE VIEW dataset_build AS
+SELECT * FROM raw.dataset_build;
+
+-- Per instance of the loaded test data that is the project's own build: the original pair, the
+-- LLM draft and the final pair with the annotator's action (the paper's provenance; the site's
+-- segment browser shows the draft beside the final localisation). An instance appears when its
+-- loaded localised pair is exactly the built final pair.
+CREATE OR REPLACE VIEW instance_provenance AS
+SELECT b.locale, b.instance_id, b.source_original, b.english_original, b.source_draft,
+       b.english_draft, b.flagged, b.source_localised AS source_final,
+       b.english_localised AS english_final, b.action, b.draft_hash, b.prompt_hash, b.task_id,
+       b.annotator
+FROM raw.built_instances b
+JOIN raw.instances i ON i.locale = b.locale AND i.instance_id = b.instance_id
+     AND i.source_localised = b.source_localised AND i.english_localised = b.english_localised
+ORDER BY b.locale, b.instance_id;
 -- Error analysis (paper §5): one row per annotated translation, with its file's annotator.
 CREATE OR REPLACE VIEW error_annotations AS
 SELECT a.locale, a.instance_id, a.model_id, a.system, a.errors, a.note, a.done,

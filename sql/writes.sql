@@ -102,3 +102,10 @@ DELETE FROM raw.reported_results;
 
 -- name: insert_reported_results
 INSERT INTO raw.reported_results BY NAME SELECT * FROM staging;
+
+-- name: get_schema_digest
+SELECT digest FROM raw.schema_state;
+
+-- name: set_schema_digest
+DELETE FROM raw.schema_state;
+INSERT INTO raw.schema_state VALUES ($digest);

@@ -53,6 +53,7 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("CULTIVAR_CONFIG", raising=False)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("CULTIVAR_NPM", "")  # no test runs npm (the site's Query page: cached)
     return home
 
 

@@ -1,13 +1,15 @@
 """A small OpenAI-compatible HTTP server for tests: scripted answers, recorded requests.
 
 ``POST /v1/chat/completions`` and ``POST /v1/completions`` answer ``"EN: <last line>"`` of the
-last user message (or of the prompt). Answers are scripted per request by a marker found in that
+user messages (or of the prompt). Answers are scripted per request by a marker found in that
 text: ``script(marker, *actions)`` queues actions used once each (then "ok"),
 ``always(marker, action)`` repeats one. Actions: ``"ok"``, ``"empty"`` (text ""), ``"null"``
 (content null), ``"html"`` (a proxy's 200 page, not JSON), ``"hang"`` (no answer until the
 server stops), or a status code as a string: ``"429"`` (with ``Retry-After: 0``; ``"429:0.3"``
 sets it), ``"500"``, ``"400"``, ``"401"``, ``"404"``... Every request is recorded, and the most
-requests ever in flight at once is tracked.
+requests ever in flight at once is tracked. ``answer``: a function of the request text giving the
+"ok" content instead (localisation tests answer in the localisation format). ``usage`` counts
+whitespace-separated words: of every message (or the prompt) and of the answer.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -25,20 +28,22 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-case names
     body: dict[str, Any]
-    text: str  # last user message or prompt
+    text: str  # the user messages, or the prompt
 
 
 def request_text(body: dict[str, Any]) -> str:
-    if "messages" in body:
+    if "messages" in body:  # every user turn (a retry's markers are those of its first turn)
         users = [m["content"] for m in body["messages"] if m.get("role") == "user"]
-        return users[-1] if users else ""
+        return "\n".join(users)
     prompt = body.get("prompt", "")
     return prompt if isinstance(prompt, str) else "\n".join(prompt)
 
 
 class FakeOpenAIServer:
-    def __init__(self, delay: float = 0.0, hang_seconds: float = 10.0) -> None:
+    def __init__(self, delay: float = 0.0, hang_seconds: float = 10.0,
+                 answer: Callable[[str], str] | None = None) -> None:
         self.delay = delay  # seconds before each "ok" answer
+        self.answer = answer
         self.hang_seconds = hang_seconds
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
@@ -143,7 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.delay:
             time.sleep(fake.delay)
         lines = text.splitlines()
-        content: str | None = f"EN: {lines[-1] if lines else ''}"
+        content: str | None = (fake.answer(text) if fake.answer else
+                               f"EN: {lines[-1] if lines else ''}")
         if action == "empty":
             content = ""
         elif action == "null":
@@ -161,7 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
             "created": int(time.time()),
             "model": body.get("model", ""),
             "choices": [choice],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            "usage": _usage(body, content or ""),
         })
 
     def _error(self, status: int, retry_after: str) -> None:
@@ -189,3 +195,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+
+def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
+    if "messages" in body:
+        prompt = sum(len(str(m.get("content", "")).split()) for m in body["messages"])
+    else:
+        prompt = len(str(body.get("prompt", "")).split())
+    completion = len(content.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}

@@ -1,4 +1,7 @@
-"""The README's main job: ``cultivar demo`` with the real embedded model (slow: ~4 minutes)."""
+"""The README's main job: ``cultivar demo`` with the real embedded model (slow): the demo built
+by the project's own pipeline (selection, the weak demo localiser's drafts, tool pages, the
+shipped demo annotation files, the dataset), then evaluated; the shipped files must match the
+drafts the embedded model produces here, and regenerating them changes no byte."""
 
 from __future__ import annotations
 
@@ -10,11 +13,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from cultivar_assets.data.sources import DataConfig, load_benchmark
+
 CLI = [sys.executable, "-m", "cultivar_assets.cli"]
 
 
 def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=1800)
+    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=3600)
 
 
 @pytest.mark.slow
@@ -32,6 +37,13 @@ def test_demo_runs_twice_and_the_second_run_reuses_the_cache(isolated_home):
     assert "gemma-3-270m-fewshot" in site.read_text()
     card = (isolated_home / "publish" / "hf_dataset" / "README.md").read_text()
     assert "license: cc-by-sa-4.0" in card
+    assert "## Annotation statistics (computed from the annotation files)" in card
+    assert "Table 1, computed from the annotation files (DEMO annotation files" in first.stdout
+    tools = isolated_home / "construction" / "postedit"
+    assert f"Post-editing tool pages: {tools}/<locale>/index.html" in first.stdout
+    assert (tools / "hin_Deva_US" / "index.html").is_file()
+    assert "Hand in an edited file: cultivar build ingest FILE" in first.stdout
+    assert "Time: selection " in first.stdout
 
     with duckdb.connect(str(database), read_only=True) as con:
         generated = dict(con.execute("SELECT model_id, n_generated FROM models "
@@ -39,8 +51,23 @@ def test_demo_runs_twice_and_the_second_run_reuses_the_cache(isolated_home):
         english = con.execute(
             "SELECT count(*) FROM translations WHERE model_id = 'gemma-3-270m-fewshot' "
             "AND regexp_matches(hypothesis, '\\b(the|The|in|of|and)\\b')").fetchone()[0]
+        drafts = con.execute("SELECT sum(n_drafts), sum(n_generated), min(localiser) FROM "
+                             "localisation_summary").fetchone()
+        evaluated = con.execute("SELECT locale, instance_id, source_localised, english_localised "
+                                "FROM raw.instances ORDER BY ALL").fetchall()
+        provenance = con.execute("SELECT count(*) FROM instance_provenance").fetchone()[0]
     assert generated["gemma-3-270m-fewshot"] == 120
     assert english > 60  # a real model: most outputs are English sentences
+    assert drafts[:2] == (72, 72) and drafts[2].startswith("weak demo localiser")
+    demo = load_benchmark(DataConfig())  # the bundled demo data is what was evaluated
+    assert evaluated == sorted((i.locale, i.instance_id, i.source_localised, i.english_localised)
+                               for rows in demo.instances.values() for i in rows)
+    assert provenance == 72
+    check = subprocess.run([sys.executable, "scripts/regenerate_demo_annotations.py", "--check"],
+                           env=env, capture_output=True, text=True, timeout=1800,
+                           cwd=Path(__file__).resolve().parents[1])
+    assert check.returncode == 0, check.stderr[-2000:]
+    assert "0 generated" in check.stdout  # every draft came from the demo's cache
     with duckdb.connect(str(database), read_only=True) as con:  # statistics and Table 5
         ranks = con.execute("SELECT count(*) FROM leaderboard WHERE rank_delta_bleu_label "
                             "IS NOT NULL AND delta_bleu_low IS NOT NULL").fetchone()[0]
@@ -54,8 +81,9 @@ def test_demo_runs_twice_and_the_second_run_reuses_the_cache(isolated_home):
     assert second.returncode == 0, second.stderr[-3000:]
     with duckdb.connect(str(database), read_only=True) as con:
         regenerated = con.execute("SELECT sum(n_generated) FROM raw.model_runs").fetchone()[0]
+        redrafted = con.execute("SELECT sum(n_generated) FROM localisation_summary").fetchone()[0]
         rows = con.execute("SELECT count(*) FROM translations").fetchone()[0]
-    assert regenerated == 0
+    assert regenerated == 0 and redrafted == 0
     assert rows == 3 * 120
 
     query = run_cli("query", "SELECT locale, n_models FROM locale_deltas ORDER BY locale", env=env)

@@ -19,8 +19,6 @@ from cultivar_assets.models import load_models
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.translation import SegmentFailuresError, translate
 
-pytest.importorskip("openai")  # not a core dependency
-
 KEY_ENV = "CULTIVAR_TEST_OPENAI_KEY"
 KEY = "sk-test-secret-7f3a9c"
 

@@ -56,11 +56,12 @@ def test_definitions_load():
     with dg.instance_for_test():  # Dagster keeps global state tied to the latest live instance
         defs = build_definitions()
         keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    assert keys == {"selected_instances", "test_sets", "translations", "scores", "leaderboard",
+    assert keys == {"selected_instances", "localised_drafts", "postedit_tools", "annotations",
+                    "cultivar_dataset", "test_sets", "translations", "scores", "leaderboard",
                     "reported_results", "error_annotation_tool", "error_analysis", "charts",
                     "hf_dataset_folder", "hf_dataset_push", "site"}
     assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
-                                          "build_benchmark", "analyse_errors"}
+                                          "build_benchmark", "build_dataset", "analyse_errors"}
 
 
 def test_assets_materialise_and_rematerialising_replaces_rows(settings):

@@ -426,3 +426,26 @@ def test_scores_stay_valid_for_the_same_translations_and_go_stale_for_new_ones(t
     score_model(store, run.model.id, MetricConfig(bleu_tokenize="13a"))
     assert count(store.path, "scores") == n_scores
     aggregate(store)
+
+
+def test_schema_and_views_are_applied_once_per_set_up(store, monkeypatch):
+    from cultivar_assets.store import database
+
+    with store.connect():
+        pass
+    with duckdb.connect(str(store.path)) as con:
+        digest = con.execute("SELECT digest FROM raw.schema_state").fetchall()
+        con.execute("DROP VIEW leaderboard")  # a change the digest cannot see
+    assert digest == [(database._schema_digest(),)]
+    with store.connect():  # same scripts: nothing re-applied, so the view stays dropped
+        pass
+    with duckdb.connect(str(store.path), read_only=True) as con:
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert "leaderboard" not in views
+    monkeypatch.setattr(database, "_schema_digest", lambda: "another set-up")
+    with store.connect():  # other scripts (an upgrade): applied again, digest updated
+        pass
+    with duckdb.connect(str(store.path), read_only=True) as con:
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+        digest = con.execute("SELECT digest FROM raw.schema_state").fetchall()
+    assert "leaderboard" in views and digest == [("another set-up",)]

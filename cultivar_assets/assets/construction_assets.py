@@ -1,10 +1,41 @@
-"""Building Cultivar as assets: source benchmark -> ``selected_instances`` (localisation next)."""
+"""Building Cultivar as assets: source benchmark -> ``selected_instances`` ->
+``localised_drafts`` (per locale) -> ``postedit_tools`` and ``annotations`` (per locale) ->
+``cultivar_dataset`` -> ``test_sets``.
+
+Per-locale assets use one static partitions definition, ``locales``: the 27 locales of the
+registry (``data/locales.csv``), so adding a locale means adding it to the registry, which gives
+the prompt its language name and location. Which locales a build covers is configured
+(``construction.localisation.locales``); the runner and ``cultivar build`` materialise those.
+Everything is written through the DuckDB store and files (no IO manager).
+"""
 
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.construction.build import build_selection
-from cultivar_assets.resources import SelectionResource, SourceBenchmarkResource, StoreResource
+from cultivar_assets.construction.annotation_stats import table1_row
+from cultivar_assets.construction.build import build_localisation, build_selection
+from cultivar_assets.construction.dataset import build_dataset
+from cultivar_assets.construction.postedit_build import build_tools, ingest_folder_locale
+from cultivar_assets.data.locales import all_locales
+from cultivar_assets.publish.card import TABLE1_COLUMNS
+from cultivar_assets.resources import (
+    AnnotationResource,
+    BuiltDatasetResource,
+    LocalisationResource,
+    SelectionResource,
+    SourceBenchmarkResource,
+    StoreResource,
+)
+from cultivar_assets.tables import markdown_table
+
+locale_partitions = dg.StaticPartitionsDefinition([loc.key for loc in all_locales()])
+
+
+def _value(value, unit: str = "") -> object:
+    """A metadata value: numbers as they are, None as a short explanation."""
+    if value is None:
+        return f"not known{unit}"
+    return round(value, 6) if isinstance(value, float) else value
 
 
 @dg.asset(group_name="construction", kinds={"duckdb", "spacy"})
@@ -47,3 +78,124 @@ def selected_instances(context: dg.AssetExecutionContext, source_benchmark: Sour
         "fingerprint": build.fingerprint,
     }
     return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(build.fingerprint))
+
+
+@dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[selected_instances],
+          kinds={"duckdb"})
+@redacting
+def localised_drafts(context: dg.AssetExecutionContext, localisation: LocalisationResource,
+                     store: StoreResource):
+    """LLM drafts of one locale (paper §2.2): one request per selected instance, the answers
+    cached on disk, malformed ones flagged (views ``localised_drafts``, ``localisation_summary``).
+    """
+    locale = context.partition_key
+    config = localisation.config()
+    run = build_localisation(config, store.store(), [locale], say=context.log.info)
+    drafts = run.locales[locale]
+    totals = drafts.totals()
+    flagged = [d.draft for d in drafts.drafts if d.draft.flagged]
+    for draft in flagged:
+        context.log.warning(f"{locale}_{draft.instance_id}: flagged draft ({draft.flag_reason})")
+    prices = run.localiser.prices
+    no_prices = " (no prices configured)" if prices is None else " (usage not reported)"
+    metadata = {
+        "locale": locale,
+        "localiser": run.localiser.label,
+        "model": config.model,
+        "engine": run.info.engine_version,
+        "prompt": run.localiser.prompt.name,
+        "prompt_hash": run.localiser.prompt.prompt_hash,
+        "drafts": totals["n_drafts"],
+        "flagged": totals["n_flagged"],
+        "retried": totals["n_retried"],
+        "unchanged": totals["n_unchanged"],
+        "generated": totals["n_generated"],
+        "requests_from_cache": run.n_requests - run.n_generated,
+        "prompt_tokens": _value(totals["prompt_tokens"], " (the engine reports none)"),
+        "completion_tokens": _value(totals["completion_tokens"], " (the engine reports none)"),
+        "estimated_cost": _value(totals["estimated_cost"], no_prices),
+        "estimated_cost_this_run": _value(totals["estimated_cost_this_run"], no_prices),
+        "currency": prices.currency if prices else "",
+        "seconds": round(run.seconds, 1),
+        "task_id": drafts.task_id,
+        "flagged_drafts": dg.MetadataValue.md("\n".join(
+            f"- `{locale}_{d.instance_id}`: {d.flag_reason}" for d in flagged) or "none"),
+        "database": dg.MetadataValue.path(str(store.store().path)),
+    }
+    return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(drafts.drafts_hash))
+
+
+@dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[localised_drafts],
+          kinds={"html"})
+@redacting
+def postedit_tools(context: dg.AssetExecutionContext, annotation: AnnotationResource,
+                   store: StoreResource):
+    """The post-editing tool of one locale (paper §2.3, Figure 1), built from its current drafts:
+    a static page to open in a browser; its "Download JSON" file is what annotators hand in."""
+    locale = context.partition_key
+    config = annotation.config()
+    (tool,) = build_tools(store.store(), config.tools_path(), [locale])
+    context.log.info(f"{locale}: post-editing tool at {tool.page} ({len(tool.task.drafts)} items)")
+    return dg.MaterializeResult(metadata={
+        "locale": locale,
+        "page": dg.MetadataValue.path(str(tool.page)),
+        "task_id": tool.task.task_id,
+        "items": len(tool.task.drafts),
+        "flagged_drafts": tool.n_flagged,
+        "hand_in": dg.MetadataValue.md(
+            f"Download the JSON from the tool and put it in `{config.folder_path()}`, then "
+            "materialise `annotations`; or run `cultivar build ingest FILE`."),
+    }, data_version=dg.DataVersion(tool.task.drafts_hash))
+
+
+@dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[postedit_tools],
+          kinds={"duckdb"})
+@redacting
+def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResource,
+                store: StoreResource):
+    """The returned annotation file of one locale, validated against its current drafts and the
+    source benchmark, then ingested (replacing the locale's rows; views ``annotations`` and
+    ``annotation_summary``). A file with any problem changes nothing."""
+    locale = context.partition_key
+    config = annotation.config()
+    file = ingest_folder_locale(store.store(), config.folder_path(), locale)
+    row = table1_row(locale, file.annotations)
+    return dg.MaterializeResult(metadata={
+        "locale": locale,
+        "file": dg.MetadataValue.path(file.path),
+        "file_sha256": file.sha256 or "",
+        "annotator": file.annotator,
+        "task_id": file.task_id,
+        "instances": row.n_instances,
+        "kept_llm_paraphrase": row.kept_llm_paraphrase,
+        "reverted_to_flores": row.reverted_to_flores,
+        "edited_source_only": row.edited_source_only,
+        "edited_target_only": row.edited_target_only,
+        "edited_both": row.edited_both,
+        "avg_edits_source": _value(row.avg_edits_source, " (no source changed)"),
+        "avg_edits_english": _value(row.avg_edits_english, " (no English changed)"),
+        "flagged_drafts": row.n_flagged,
+    }, data_version=dg.DataVersion(file.sha256 or file.task_id))
+
+
+@dg.asset(group_name="construction", deps=[annotations], kinds={"duckdb", "json"})
+@redacting
+def cultivar_dataset(context: dg.AssetExecutionContext, localisation: LocalisationResource,
+                     built_dataset: BuiltDatasetResource, store: StoreResource):
+    """The Cultivar dataset built here (paper §2.4): the confirmed final pairs of every
+    configured locale, with per-instance provenance (kept / edited / reverted, draft and prompt
+    hashes), in the published format; the data kind ``built`` evaluates it (``test_sets``)."""
+    locales = localisation.config().locale_keys()
+    built = build_dataset(store.store(), built_dataset.config().folder_path(), locales)
+    counts = {locale: len(rows) for locale, rows in built.rows.items()}
+    return dg.MaterializeResult(metadata={
+        "folder": dg.MetadataValue.path(str(built.folder)),
+        "demo_data": built.is_demo,
+        "source": built.source,
+        "locales": len(counts),
+        "instances": sum(counts.values()),
+        "instances_per_locale": dg.MetadataValue.json(counts),
+        "actions_per_locale": dg.MetadataValue.json(built.actions()),
+        "table1": dg.MetadataValue.md(markdown_table(built.table1, TABLE1_COLUMNS)),
+        "fingerprint": built.fingerprint,
+    }, data_version=dg.DataVersion(built.fingerprint))

@@ -13,6 +13,7 @@ from cultivar_assets.tables import md_text
 
 @dg.asset(
     group_name="data",
+    deps=["cultivar_dataset"],  # read when the data kind is built (the project's own build)
     kinds={"duckdb"},
     check_specs=[
         dg.AssetCheckSpec("instance_counts", asset="test_sets",

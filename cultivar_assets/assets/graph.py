@@ -4,7 +4,13 @@ import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.assets.analysis_assets import error_analysis, error_annotation_tool
-from cultivar_assets.assets.construction_assets import selected_instances
+from cultivar_assets.assets.construction_assets import (
+    annotations,
+    cultivar_dataset,
+    localised_drafts,
+    postedit_tools,
+    selected_instances,
+)
 from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.model_assets import scores, translations
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
@@ -30,9 +36,18 @@ publish_job = dg.define_asset_job(
 
 build_benchmark_job = dg.define_asset_job(
     "build_benchmark",
-    selection=dg.AssetSelection.assets(selected_instances),
-    description="Build Cultivar from the source benchmark: the named-entity-rich selection "
-                "(localisation follows).",
+    selection=dg.AssetSelection.assets(selected_instances, localised_drafts, postedit_tools,
+                                       annotations),
+    description="Build Cultivar from the source benchmark: the named-entity-rich selection, then "
+                "for one locale (one partition = one locale) the LLM drafts, the post-editing "
+                "tool and the ingest of its returned annotation file.",
+)
+
+build_dataset_job = dg.define_asset_job(
+    "build_dataset",
+    selection=dg.AssetSelection.assets(cultivar_dataset, test_sets),
+    description="The Cultivar dataset from the ingested annotations of every configured locale, "
+                "then the test sets (evaluated when the data kind is built).",
 )
 
 error_analysis_job = dg.define_asset_job(
@@ -42,7 +57,8 @@ error_analysis_job = dg.define_asset_job(
                 "Table 5 from the returned files.",
 )
 
-ASSETS = [selected_instances, test_sets, translations, scores, leaderboard, reported_results,
-          error_annotation_tool, error_analysis, charts, hf_dataset_folder, hf_dataset_push, site]
+ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
+          test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
+          error_analysis, charts, hf_dataset_folder, hf_dataset_push, site]
 JOBS = [evaluate_model_job, refresh_results_job, publish_job, build_benchmark_job,
-        error_analysis_job]
+        build_dataset_job, error_analysis_job]

@@ -33,8 +33,8 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
     card = card_for_store(store.store(), hf_publish.config())
     summary = build_site(store.store(), site.site_path(), card_markdown=card.body,
                          charts_dir=site.charts_path(), include_database=site.include_database,
-                         show_originals=site.show_originals,
-                         progress=context.log.info)
+                         show_originals=site.show_originals, query_page=site.query_page,
+                         web_cache=site.web_cache_path(), progress=context.log.info)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(summary.path / "index.html")),
         "pages": summary.pages,
@@ -42,5 +42,10 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
         "megabytes": round(summary.bytes / 1e6, 2),
         "seconds": round(summary.seconds, 1),
         "models": summary.models,
+        "reused_models": summary.reused_models,
         "locales": summary.locales,
+        "largest_file": f"{summary.largest_file[0]} ({summary.largest_file[1] / 1e6:.1f} MB)",
+        "megabytes_by_part": dg.MetadataValue.json(
+            {part: round(size / 1e6, 2) for part, size in summary.sizes.items()}),
+        "notes": dg.MetadataValue.json(list(summary.notes)),
     })

@@ -60,7 +60,7 @@ from cultivar_assets.site.tool_files import (
 
 __all__ = ["FILE_SUFFIX", "FORMAT", "SCHEMA_VERSION", "Annotation", "AnnotationFile",
            "AnnotationFileError", "Problem", "annotation_schema", "find_annotation_file",
-           "parse_annotation_file", "read_annotation_file"]
+           "parse_annotation_file", "read_annotation_document", "read_annotation_file"]
 
 FORMAT = "cultivar-annotation"
 SCHEMA_VERSION = 1
@@ -77,6 +77,14 @@ def annotation_schema() -> dict[str, Any]:
 
 class AnnotationFileError(ToolFileError):
     """An annotation file cannot be used; ``problems`` lists everything found wrong."""
+
+    def __init__(self, problems: list[Problem], note: str | None = None) -> None:
+        super().__init__(problems)
+        message = str(self)
+        if len({p.file for p in self.problems}) > 1:
+            message = message.replace("nothing was read from this file",
+                                      "nothing was read from these files", 1)
+        self.args = (message + (f"\n{note}" if note else ""),)
 
 
 @dataclass(frozen=True)
@@ -289,6 +297,19 @@ def read_annotation_file(
                                    benchmark_originals=benchmark_originals,
                                    allow_unconfirmed=allow_unconfirmed)
     return replace(parsed, sha256=file_sha256(path))
+
+
+def read_annotation_document(path: str | Path) -> dict[str, Any]:
+    """The file's JSON after checks 1-3 (UTF-8, complete JSON, format and version, the schema),
+    before it is compared with a task: to learn which locale and task a handed-in file is for.
+    Any problem raises :class:`AnnotationFileError` as :func:`read_annotation_file` would."""
+    path = Path(path)
+    if not path.is_file():
+        raise AnnotationFileError([Problem(str(path), None, "(file)", "no such file")])
+    check = ProblemCollector(str(path), AnnotationFileError)
+    document = decode_json(path.read_bytes(), check)
+    _check_schema(document, check)
+    return document
 
 
 def find_annotation_file(folder: str | Path, locale: str) -> Path | None:

@@ -32,25 +32,38 @@ def annotation_rows(file: AnnotationFile) -> list[dict[str, Any]]:
     ]
 
 
-def write_annotations(store: Store, file: AnnotationFile) -> int:
-    """Replace the stored annotations of ``file.locale`` with ``file``'s; returns the row count.
-
-    Only a validated :class:`AnnotationFile` reaches here, so a file with any problem changes
-    nothing (``read_annotation_file`` raised before); the delete and inserts are one transaction.
-    """
+def annotation_steps(file: AnnotationFile) -> list[Step]:
+    """The steps that replace the stored annotations of ``file.locale`` with ``file``'s."""
     header = {"locale": file.locale, "task_id": file.task_id, "drafts_hash": file.drafts_hash,
               "annotator": file.annotator, "tool_version": file.tool_version,
               "schema_version": file.schema_version, "saved_at": file.saved_at,
               "file_name": Path(file.path).name, "file_sha256": file.sha256,
               "n_items": len(file.annotations),
               "ingested_at": datetime.now(UTC).replace(tzinfo=None)}
-    rows = annotation_rows(file)
-    store.write([
+    return [
         Step("delete_locale_annotations", {"locale": file.locale}),
         Step("insert_annotation_files", rows=[header]),
-        Step("insert_annotations", rows=rows),
-    ])
-    return len(rows)
+        Step("insert_annotations", rows=annotation_rows(file)),
+    ]
+
+
+def write_annotations(store: Store, file: AnnotationFile) -> int:
+    """Replace the stored annotations of ``file.locale`` with ``file``'s; returns the row count.
+
+    Only a validated :class:`AnnotationFile` reaches here, so a file with any problem changes
+    nothing (``read_annotation_file`` raised before); the delete and inserts are one transaction.
+    """
+    store.write(annotation_steps(file))
+    return len(file.annotations)
+
+
+def write_annotation_files(store: Store, files: list[AnnotationFile]) -> None:
+    """Replace the annotations of every file's locale, all in one transaction."""
+    locales = [f.locale for f in files]
+    twice = sorted({loc for loc in locales if locales.count(loc) > 1})
+    if twice:
+        raise ValueError(f"more than one file for {', '.join(twice)}: hand in one per locale")
+    store.write([step for file in files for step in annotation_steps(file)])
 
 
 def ingest_annotation_file(

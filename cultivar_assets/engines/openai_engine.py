@@ -20,6 +20,11 @@ Options (``engine_options`` in ``models.yaml``; every one is optional except whe
   thread-safe client); results keep request order.
 - ``max_retries`` (5), ``timeout`` (120 s per attempt), ``extra_body`` ({}), e.g.
   ``{"chat_template_kwargs": {"enable_thinking": false}}`` to turn thinking off on vLLM.
+- Sampling: ``temperature`` (0, greedy; ``server-default`` sends none, for models that accept
+  only their default, such as OpenAI's reasoning models), ``top_p`` and ``seed`` (sent only when
+  set);
+  ``max_tokens_param`` (``max_tokens``; ``max_completion_tokens`` for OpenAI models that refuse
+  the older name) names the field that carries the request's ``max_new_tokens``.
 - ``batch_size`` (64): the chunk size of the translation loop (a chunk is cached as a whole). The
   run-wide ``EngineSettings.batch_size`` is for local GPUs and is not used here.
 
@@ -29,6 +34,9 @@ errors, timeouts and the statuses 408, 409, 429 and >= 500 (a server's ``x-shoul
 overrides that). The delay is the server's ``Retry-After`` / ``retry-after-ms`` when that is
 between 0 and 120 s exclusive (a longer one means no retry), otherwise exponential backoff
 ``min(0.5 * 2**n, 8)`` seconds less a random 0-25% jitter.
+
+Token usage: ``generate_detailed`` returns the response's ``usage`` (``prompt_tokens``,
+``completion_tokens``) with each text; None when the server sends none.
 
 Errors: a request that fails for good (retries exhausted, or a non-retryable status such as 400
 or 404) becomes a ``GenerationFailure`` with the status and the server's short message, never an
@@ -46,7 +54,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -56,6 +64,7 @@ from cultivar_assets.engines.base import (
     EngineInfo,
     EngineLoadError,
     EngineSettings,
+    Generation,
     GenerationFailure,
 )
 from cultivar_assets.engines.prompts import GenerationRequest
@@ -85,6 +94,10 @@ class OpenAIOptions(BaseModel):
     timeout: float = Field(default=120.0, gt=0)
     extra_body: dict[str, Any] = {}
     batch_size: int = Field(default=64, ge=1)
+    temperature: float | Literal["server-default"] = 0.0
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
 
 
 def _host(url: str) -> str:
@@ -144,6 +157,13 @@ class OpenAIEngine(Engine):
         self.max_retries = options.max_retries
         self.timeout = options.timeout
         self.extra_body = options.extra_body
+        if isinstance(options.temperature, float) and options.temperature < 0:
+            raise EngineLoadError(f"{spec.id}: temperature must be 0 or more")
+        temperature = None if options.temperature == "server-default" else options.temperature
+        self.sampling = {key: value for key, value in (
+            ("temperature", temperature), ("top_p", options.top_p),
+            ("seed", options.seed)) if value is not None}
+        self.max_tokens_param = options.max_tokens_param
         self._checked = False  # has a first request reached the server?
 
     def info(self) -> EngineInfo:
@@ -158,8 +178,14 @@ class OpenAIEngine(Engine):
         )
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str | GenerationFailure]:
+        results = self.generate_detailed(requests)
+        return [r.text if isinstance(r, Generation) else r for r in results]
+
+    def generate_detailed(
+        self, requests: Sequence[GenerationRequest]
+    ) -> list[Generation | GenerationFailure]:
         pending = list(requests)
-        results: list[str | GenerationFailure] = []
+        results: list[Generation | GenerationFailure] = []
         if pending and not self._checked:  # alone, so a bad URL or key fails once, quickly
             results.append(self._complete(pending.pop(0), first=True))
             self._raise_if_unreachable(results)
@@ -177,13 +203,14 @@ class OpenAIEngine(Engine):
     def close(self) -> None:
         self.client.close()
 
-    def _raise_if_unreachable(self, results: list[str | GenerationFailure]) -> None:
+    def _raise_if_unreachable(self, results: list[Generation | GenerationFailure]) -> None:
         if results and all(
             isinstance(r, GenerationFailure) and r.reason.startswith(_UNREACHABLE) for r in results
         ):
             raise EngineLoadError(f"{self.spec.id}: cannot reach {self.host}: {results[0]}")
 
-    def _complete(self, request: GenerationRequest, first: bool = False) -> str | GenerationFailure:
+    def _complete(self, request: GenerationRequest,
+                  first: bool = False) -> Generation | GenerationFailure:
         """One request, with the client's retries; a failure becomes a GenerationFailure."""
         import openai
 
@@ -206,9 +233,9 @@ class OpenAIEngine(Engine):
         except openai.OpenAIError as error:  # e.g. a response that is not OpenAI-shaped
             return GenerationFailure(self._redact(f"{type(error).__name__}: {error}")[:300])
 
-    def _call(self, request: GenerationRequest) -> str | GenerationFailure:
+    def _call(self, request: GenerationRequest) -> Generation | GenerationFailure:
         options: dict[str, Any] = {
-            "model": self.model, "temperature": 0, "max_tokens": request.max_new_tokens,
+            "model": self.model, **self.sampling, self.max_tokens_param: request.max_new_tokens,
         }
         if request.stop:
             options["stop"] = list(request.stop)
@@ -232,7 +259,8 @@ class OpenAIEngine(Engine):
             return GenerationFailure(
                 f"no content (finish_reason={getattr(choice, 'finish_reason', None)})"
             )
-        return text
+        usage = getattr(response, "usage", None)
+        return Generation(text, _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"))
 
     def _status_reason(self, error: Any) -> str:
         body = error.body
@@ -244,3 +272,8 @@ class OpenAIEngine(Engine):
 
     def _redact(self, text: str) -> str:
         return redact(text)
+
+
+def _count(usage: Any, name: str) -> int | None:
+    value = getattr(usage, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

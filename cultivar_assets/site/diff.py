@@ -30,27 +30,30 @@ def tokens(text: str) -> list[str]:
 
 
 def _spans(text: str, bounds: list[tuple[int, int]], changed: list[bool]) -> list[Span]:
-    pieces: list[tuple[str, bool]] = []
-    position = 0
-    for index, (start, end) in enumerate(bounds):
-        if start > position:  # whitespace: changed only between two changed tokens
-            inner = index > 0 and changed[index - 1] and changed[index]
-            pieces.append((text[position:start], inner))
-        pieces.append((text[start:end], changed[index]))
-        position = end
-    if position < len(text):
-        pieces.append((text[position:], False))
+    """Maximal runs of text with one flag: tokens keep theirs, whitespace is changed only
+    between two changed tokens (one pass, no intermediate pieces)."""
     spans: list[Span] = []
-    current, flag = "", None
-    for piece, piece_flag in pieces:
-        if piece_flag == flag:
-            current += piece
-        else:
+    start, flag = 0, None
+    position = 0
+    for index, (token_start, token_end) in enumerate(bounds):
+        token_flag = changed[index]
+        if token_start > position:
+            gap_flag = index > 0 and changed[index - 1] and token_flag
+            if gap_flag is not flag:
+                if flag is not None:
+                    spans.append(Span(text[start:position], flag))
+                start, flag = position, gap_flag
+        if token_flag is not flag:
             if flag is not None:
-                spans.append(Span(current, flag))
-            current, flag = piece, piece_flag
+                spans.append(Span(text[start:token_start], flag))
+            start, flag = token_start, token_flag
+        position = token_end
+    if position < len(text) and flag is not False:
+        if flag is not None:
+            spans.append(Span(text[start:position], flag))
+        start, flag = position, False
     if flag is not None:
-        spans.append(Span(current, flag))
+        spans.append(Span(text[start:], flag))
     return spans
 
 

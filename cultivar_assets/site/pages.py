@@ -10,14 +10,18 @@ vendored JavaScript with its licences) are copied next to the pages, never loade
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import threading
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
-from cultivar_assets.paths import resource_dir
+from cultivar_assets.paths import cultivar_home, resource_dir
 from cultivar_assets.tables import format_value
 
 
@@ -30,9 +34,20 @@ def model_slug(model_id: str) -> str:
 
 
 def environment() -> jinja2.Environment:
-    """The Jinja2 environment of every page (autoescaping, strict undefined, shared filters)."""
+    """The Jinja2 environment of every page (autoescaping, strict undefined, shared filters);
+    one per process and ``$CULTIVAR_HOME``, so templates are compiled once (the loader reloads
+    changed files), and compiled templates are kept in ``$CULTIVAR_HOME/cache/jinja`` (keyed by
+    their source), which saves a new process most of a second."""
+    return _environment(cultivar_home())
+
+
+@cache
+def _environment(home: Path) -> jinja2.Environment:
+    bytecode = home / "cache" / "jinja"
+    bytecode.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("site") / "templates")),
+        bytecode_cache=jinja2.FileSystemBytecodeCache(str(bytecode)),
         autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -40,7 +55,31 @@ def environment() -> jinja2.Environment:
     )
     env.filters["fmt"] = lambda value, digits=2: format_value(value, digits=digits)
     env.filters["slug"] = model_slug
+    env.filters["num"] = num_cell
+    env.filters["num_interval"] = interval_cell
     return env
+
+
+def num_cell(value: Any, digits: int = 2) -> Markup:
+    """A numeric table cell: the formatted value, the exact one in ``data-value`` (sorting)."""
+    exact = "" if value is None else escape(value)
+    return Markup(f'<td class="num" data-value="{exact}">'
+                  f'{escape(format_value(value, digits=digits))}</td>')
+
+
+def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
+    """A numeric cell with its 95 % interval where ``row`` has ``<key>_low`` and ``<key>_high``,
+    and a mark where ``<key>_excludes_zero`` is true."""
+    key, digits = column["key"], column["digits"]
+    value, low, high = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
+    exact = "" if value is None else escape(value)
+    text = escape(format_value(value, digits=digits))
+    if low is not None and high is not None:
+        text += Markup(' <span class="interval">[{}, {}]</span>').format(
+            format_value(low, digits=digits), format_value(high, digits=digits))
+    if row.get(f"{key}_excludes_zero"):
+        text += Markup('<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>')
+    return Markup(f'<td class="num" data-value="{exact}">{text}</td>')
 
 
 def static_dir() -> Path:
@@ -57,6 +96,7 @@ class PageWriter:
         self.env = env or environment()
         self.common = dict(common or {})
         self.pages = self.files = self.bytes = 0
+        self._lock = threading.Lock()  # writes may come from worker threads
 
     def page(self, path: str, template: str, **context: Any) -> None:
         """Render ``template`` to ``path`` (relative, forward slashes) with the common context."""
@@ -73,15 +113,36 @@ class PageWriter:
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
-        self.files += 1
-        self.bytes += len(content)
+        with self._lock:
+            self.files += 1
+            self.bytes += len(content)
 
     def copy(self, source: Path, path: str) -> None:
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-        self.files += 1
-        self.bytes += target.stat().st_size
+        self.counted(target)
+
+    def link(self, source: Path, path: str) -> None:
+        """Put ``source`` at ``path`` as a hard link (instant; same file system), else a copy.
+
+        For files that are never written again in place: the previous build's unchanged files,
+        caches of fetched or generated files.
+        """
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copyfile(source, target)
+        self.counted(target)
+
+    def counted(self, target: Path) -> None:
+        """Count a file written under ``root`` by other means."""
+        size = target.stat().st_size
+        with self._lock:
+            self.files += 1
+            self.bytes += size
 
     def copy_static(self, names: list[str] | None = None, folder: str = "static") -> None:
         """Copy the shared static files (all, or ``names``) into ``folder``."""

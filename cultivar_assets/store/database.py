@@ -6,11 +6,17 @@ seconds while another process holds it), does its work in one transaction and cl
 ``Store.write`` either applies all of its steps or none (a failed write leaves the database as it
 was). Files are written in a storage format that DuckDB 1.5 can also read
 (``storage_compatibility_version``), so the standalone ``duckdb`` CLI 1.5.x opens them.
+
+A write connection applies ``schema.sql`` and ``views.sql`` only when the file was not already
+set up with these very scripts: ``raw.schema_state`` keeps the sha256 of both texts, so an
+unchanged file costs one small query per connection instead of re-creating every view (a
+pipeline run opens the file dozens of times).
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import struct
 import sys
@@ -18,6 +24,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +69,26 @@ def lock_holder(path: Path) -> int | None:
     return None if l_type == fcntl.F_UNLCK else pid
 
 
+@cache
+def _schema_digest() -> str:
+    """sha256 of ``schema.sql`` and ``views.sql`` (what ``raw.schema_state`` records)."""
+    both = script("schema.sql") + "\0" + script("views.sql")
+    return hashlib.sha256(both.encode("utf-8")).hexdigest()
+
+
+def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply ``schema.sql`` and ``views.sql`` unless the file already has them (same digest)."""
+    digest = _schema_digest()
+    try:
+        stored = _execute(con, "get_schema_digest", {})
+    except duckdb.CatalogException:  # a new file, or one set up before the digest was kept
+        stored = []
+    if stored != [(digest,)]:
+        con.execute(script("schema.sql"))
+        con.execute(script("views.sql"))
+        _execute(con, "set_schema_digest", {"digest": digest})
+
+
 @dataclass
 class Step:
     """One named block of ``writes.sql`` with its parameters and optional staging rows."""
@@ -81,6 +108,36 @@ def _execute(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) 
     for statement in duckdb.extract_statements(statement_text(name)):
         result = _run(con, statement, params).fetchall()
     return result
+
+
+class Reader:
+    """Named queries on one open read-only connection (see :meth:`Store.reader`)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        for statement in duckdb.extract_statements(statement_text("reader_session")):
+            con.execute(statement)
+
+    def _cursor(self, name: str, params: dict[str, Any]):
+        return _run(self.con, duckdb.extract_statements(statement_text(name))[-1], params)
+
+    def rows(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        cursor = self._cursor(name, params)
+        columns = [d[0] for d in cursor.description]
+        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+    def _relation(self, name: str, params: dict[str, Any]) -> duckdb.DuckDBPyRelation:
+        statement = duckdb.extract_statements(statement_text(name))[-1]
+        used = {k: params[k] for k in statement.named_parameters}
+        return self.con.sql(statement.query, params=used or None)
+
+    def arrow(self, name: str, **params: Any) -> pa.Table:
+        return self._relation(name, params).to_arrow_table()
+
+    def batches(self, name: str, batch_rows: int = 100_000,
+                **params: Any) -> Iterator[pa.RecordBatch]:
+        """The result as Arrow record batches (for results too large to hold at once)."""
+        yield from self._relation(name, params).to_arrow_reader(batch_rows)
 
 
 class Store:
@@ -125,8 +182,7 @@ class Store:
         con = self._open(read_only, config)
         try:
             if not read_only:
-                con.execute(script("schema.sql"))
-                con.execute(script("views.sql"))
+                _ensure_schema(con)
             yield con
         finally:
             con.close()
@@ -151,6 +207,12 @@ class Store:
             except Exception:
                 con.rollback()
                 raise
+
+    @contextmanager
+    def reader(self) -> Iterator[Reader]:
+        """One read-only connection for many named queries (cheaper than :meth:`query` each)."""
+        with self.connect(read_only=True) as con:
+            yield Reader(con)
 
     def stream(self, name: str, batch_rows: int = 20_000,
                **params: Any) -> Iterator[dict[str, Any]]:

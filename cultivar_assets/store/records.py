@@ -68,6 +68,7 @@ def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: s
         "params_total_b": spec.params_total_b, "params_active_b": spec.params_active_b,
         "engine": spec.engine, "prompt_style": spec.prompt_style,
         "engine_options": json.dumps(spec.engine_options, sort_keys=True),
+        "license": spec.license,
     }
     run_row = {
         "model_id": spec.id, "dataset_fingerprint": dataset_fingerprint,

@@ -1,7 +1,8 @@
-// Cultivar leaderboard: sortable tables, filters, chart embedding, instance search.
+// Cultivar leaderboard: sortable tables, filters, charts, instance search.
 // Plain DOM code, no dependencies; every text is set with textContent, never as HTML.
 (function () {
   "use strict";
+  window.Cultivar = window.Cultivar || {};
 
   function cellValue(row, index, kind) {
     var cell = row.children[index];
@@ -32,31 +33,37 @@
     header.setAttribute("aria-sort", descending ? "descending" : "ascending");
   }
 
-  document.querySelectorAll("table.sortable").forEach(function (table) {
+  // Header buttons sort the table (a table built later calls this itself).
+  function makeSortable(table) {
     var headers = table.tHead ? table.tHead.rows[0].children : [];
     Array.prototype.forEach.call(headers, function (th, index) {
       var button = th.querySelector("button[data-sort]");
-      if (!button) { return; }
+      if (!button || button.getAttribute("data-bound")) { return; }
+      button.setAttribute("data-bound", "yes");
       button.addEventListener("click", function () {
         sortTable(table, index, button.getAttribute("data-sort"), th);
       });
     });
-  });
+  }
+  window.Cultivar.makeSortable = makeSortable;
+  document.querySelectorAll("table.sortable").forEach(makeSortable);
 
-  document.querySelectorAll("form.filters").forEach(function (form) {
+  document.querySelectorAll("form.filters[data-table]").forEach(function (form) {
     var table = document.getElementById(form.getAttribute("data-table"));
     var output = form.querySelector("output.count");
     function apply() {
       var type = form.elements.type.value, family = form.elements.family.value;
       var max = parseFloat(form.elements.max_params.value);
       var min = parseFloat(form.elements.min_params.value);
+      var flagged = form.elements.flagged ? form.elements.flagged.value : "";
       var shown = 0, rows = table.tBodies[0].rows;
       Array.prototype.forEach.call(rows, function (row) {
         var params = parseFloat(row.getAttribute("data-params"));
         var visible = (!type || row.getAttribute("data-type") === type) &&
           (!family || row.getAttribute("data-family") === family) &&
           (isNaN(max) || (!isNaN(params) && params <= max)) &&
-          (isNaN(min) || (!isNaN(params) && params >= min));
+          (isNaN(min) || (!isNaN(params) && params >= min)) &&
+          (!flagged || row.getAttribute("data-flagged") === flagged);
         row.hidden = !visible;
         if (visible) { shown += 1; }
       });
@@ -68,36 +75,35 @@
     apply();
   });
 
+  // Static instance lists (locale pages): search by id or text.
   function filterInstances(target) {
     var container = document.getElementById(target);
-    if (!container) { return; }
+    if (!container || container.getAttribute("data-dynamic")) { return; }
     var search = document.querySelector('.instance-filter[data-target="' + target + '"]');
-    var rawOnly = document.querySelector('.raw-filter[data-target="' + target + '"]');
     var needle = search ? search.value.trim().toLowerCase() : "";
     var shown = 0, items = container.querySelectorAll("article.instance");
     items.forEach(function (item) {
       var matches = !needle || item.getAttribute("data-search") === needle ||
         item.textContent.toLowerCase().indexOf(needle) !== -1;
-      var raw = !rawOnly || !rawOnly.checked || item.getAttribute("data-raw-differs") === "yes";
-      item.hidden = !(matches && raw);
+      item.hidden = !matches;
       if (!item.hidden) { shown += 1; }
     });
     var output = container.parentNode.querySelector("output.count");
     if (output) { output.textContent = shown + " of " + items.length + " instances shown"; }
   }
-  document.querySelectorAll(".instance-filter, .raw-filter").forEach(function (input) {
+  document.querySelectorAll(".instance-filter").forEach(function (input) {
     input.addEventListener("input", function () { filterInstances(input.getAttribute("data-target")); });
-    input.addEventListener("change", function () { filterInstances(input.getAttribute("data-target")); });
   });
 
-  if (window.vegaEmbed) {
-    document.querySelectorAll("script.vl-spec").forEach(function (node) {
-      var spec = JSON.parse(node.textContent);
-      window.vegaEmbed("#" + node.getAttribute("data-target"), spec,
-        { actions: false, renderer: "svg" }).catch(function (error) {
-          var target = document.getElementById(node.getAttribute("data-target"));
-          target.textContent = "The chart could not be drawn (" + error.message + "); see the static SVG.";
-        });
+  // Charts: specs are shards (data/charts/<id>.js), drawn once the page has loaded.
+  if (window.vegaEmbed && window.Cultivar.load) {
+    document.querySelectorAll("div.vega[data-chart]").forEach(function (target) {
+      var id = target.getAttribute("data-chart");
+      window.Cultivar.load("chart/" + id).then(function (spec) {
+        return window.vegaEmbed(target, spec, { actions: false, renderer: "svg" });
+      }).catch(function (error) {
+        target.textContent = "The chart could not be drawn (" + error.message + "); see the static SVG.";
+      });
     });
   }
 }());

@@ -1,0 +1,149 @@
+"""The built Cultivar dataset (paper §2.4): the confirmed final pairs, with their provenance.
+
+:func:`build_dataset` takes, for each locale, the ingested annotations (``raw.annotations``) and
+checks them against the locale's current drafts: every locale has annotations, they were made
+against exactly the current drafts (same drafts hash), and every item is confirmed. Then it
+writes
+
+- the folder (``construction.dataset.folder``; replaced only when complete): ``<locale>.jsonl``
+  in the project's published format (``id``, ``locale``, ``source_original``,
+  ``english_original``, ``source_localised``, ``english_localised``) plus provenance columns:
+  ``action`` (kept / edited / reverted), ``flagged``, ``draft_hash``, ``prompt_hash``,
+  ``task_id``, ``annotator``; and the manifest ``.cultivar-build.json`` (kind
+  ``cultivar-dataset``: demo or not, the source benchmark, the fingerprint, the time), which the
+  data kind ``built`` reads;
+- DuckDB, in one transaction: ``raw.dataset_build`` (view ``dataset_build``),
+  ``raw.built_instances`` (per instance: original, LLM draft, final pair, action, hashes; view
+  ``instance_provenance``), ``raw.built_table1`` (Table 1 of those annotations, frozen, which the
+  dataset card shows when the evaluated data is this build).
+
+The final texts are stored with surrounding whitespace removed (the dataset reader removes it
+too); nothing else is changed. The fingerprint is the sha256 of the canonical JSON of every
+written row, in locale and id order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cultivar_assets.construction.errors import ConstructionError
+from cultivar_assets.construction.selection_store import read_selection_run
+from cultivar_assets.data.sources import BUILT_KIND
+from cultivar_assets.files import replace_folder
+from cultivar_assets.store.database import Step, Store
+
+PROVENANCE_COLUMNS = ("action", "flagged", "draft_hash", "prompt_hash", "task_id", "annotator")
+
+
+@dataclass(frozen=True)
+class BuiltDataset:
+    folder: Path
+    fingerprint: str
+    is_demo: bool
+    source: str
+    rows: dict[str, list[dict[str, Any]]]  # locale -> rows, by id
+    table1: list[dict[str, Any]]  # annotation_summary rows of the locales
+
+    def actions(self) -> dict[str, dict[str, int]]:
+        return {locale: {a: sum(r["action"] == a for r in rows)
+                         for a in ("kept", "edited", "reverted")}
+                for locale, rows in self.rows.items()}
+
+
+def _locale_rows(store: Store, locale: str, headers: dict[str, dict]) -> list[dict[str, Any]]:
+    run = store.query("localisation_run", locale=locale)
+    if not run:
+        raise ConstructionError(f"dataset: {locale} has no drafts; localise it first "
+                                "(asset localised_drafts, or cultivar build localise)")
+    header = headers.get(locale)
+    annotations = store.query("locale_annotations", locale=locale)
+    if header is None or not annotations:
+        raise ConstructionError(
+            f"dataset: no annotations of {locale} are ingested; post-edit its drafts with the "
+            "tool (cultivar build tools) and hand in the file (cultivar build ingest FILE, or "
+            "materialise annotations)")
+    if header["drafts_hash"] != run[0]["drafts_hash"]:
+        raise ConstructionError(
+            f"dataset: the annotations of {locale} (task {header['task_id']}, file "
+            f"{header['file_name']}) were made against other drafts than the current ones (task "
+            f"{run[0]['task_id']}): the drafts were localised again since. Post-edit the current "
+            "drafts (cultivar build tools) and hand in that file, or restore the localisation "
+            "settings the file was made with")
+    unconfirmed = [a["instance_id"] for a in annotations if not a["confirmed"]]
+    if unconfirmed:
+        raise ConstructionError(f"dataset: {locale} has unconfirmed annotations: {unconfirmed}")
+    return [{
+        "id": a["instance_id"], "locale": locale,
+        "source_original": a["source_original"], "english_original": a["english_original"],
+        "source_localised": a["source_final"].strip(),
+        "english_localised": a["english_final"].strip(),
+        "action": a["action"], "flagged": a["flagged"], "draft_hash": a["draft_hash"],
+        "prompt_hash": a["prompt_hash"], "task_id": header["task_id"],
+        "annotator": header["annotator"],
+        "_draft": (a["source_draft"], a["english_draft"]),
+    } for a in annotations]
+
+
+def _public(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if not k.startswith("_")}
+
+
+def dataset_fingerprint(rows: dict[str, list[dict[str, Any]]]) -> str:
+    payload = [[_public(r) for r in rows[locale]] for locale in sorted(rows)]
+    blob = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()
+
+
+def build_dataset(store: Store, folder: Path, locales: Sequence[str]) -> BuiltDataset:
+    """Check the annotations of ``locales``, then write the folder and the records (module
+    docstring); nothing is written when a locale fails a check."""
+    if not locales:
+        raise ConstructionError("dataset: no locales to build")
+    if not store.path.exists():
+        raise ConstructionError(f"dataset: {store.path} does not exist; build the selection, "
+                                "the drafts and the annotations first")
+    selection = read_selection_run(store)
+    headers = {h["locale"]: h for h in store.query("annotation_file_headers")}
+    rows = {locale: _locale_rows(store, locale, headers) for locale in locales}
+    fingerprint = dataset_fingerprint(rows)
+    is_demo = bool(selection["is_demo"])
+    built_at = datetime.now(UTC).replace(tzinfo=None)
+    folder = Path(folder)
+
+    def write(work: Path) -> None:
+        for locale, items in rows.items():
+            with (work / f"{locale}.jsonl").open("w", encoding="utf-8") as handle:
+                for row in items:
+                    handle.write(json.dumps(_public(row), ensure_ascii=False) + "\n")
+
+    instances = [{
+        "locale": r["locale"], "instance_id": r["id"], "source_original": r["source_original"],
+        "english_original": r["english_original"], "source_draft": r["_draft"][0],
+        "english_draft": r["_draft"][1], "flagged": r["flagged"],
+        "source_localised": r["source_localised"], "english_localised": r["english_localised"],
+        **{k: r[k] for k in ("action", "draft_hash", "prompt_hash", "task_id", "annotator")},
+    } for items in rows.values() for r in items]
+    build = {"fingerprint": fingerprint, "folder": str(folder.resolve()), "is_demo": is_demo,
+             "source": selection["source_description"], "locales": list(rows),
+             "n_instances": len(instances), "built_at": built_at}
+    replace_folder(folder, write, manifest={
+        "kind": BUILT_KIND, "fingerprint": fingerprint, "is_demo": is_demo,
+        "source": selection["source_description"], "locales": list(rows),
+        "built_at": built_at.isoformat(timespec="seconds") + "Z",
+        "columns": ["id", "locale", "source_original", "english_original", "source_localised",
+                    "english_localised", *PROVENANCE_COLUMNS]})
+    store.write([
+        Step("replace_dataset_build"),
+        Step("insert_dataset_build", rows=[build]),
+        Step("insert_built_instances", rows=instances),
+        Step("insert_built_table1", {"locales": list(rows)}),
+    ])
+    table1 = [r for r in store.query("annotation_summary") if r["locale"] in rows]
+    return BuiltDataset(folder, fingerprint, is_demo, selection["source_description"],
+                        {k: [_public(r) for r in v] for k, v in rows.items()}, table1)

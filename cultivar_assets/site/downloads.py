@@ -1,0 +1,151 @@
+"""The site's published tables: parquet downloads, CSV/JSON beside every table a page shows,
+the Query page's inputs, and the optional DuckDB file.
+
+- ``downloads/<table>.parquet`` (zstd) for each of :data:`PUBLISHED_TABLES` and ``segments``
+  (the test sets' sources and references); ``downloads/translations/<model>.parquet``, one file
+  per model (``model_id, test_set, segment_id, hypothesis, raw_output, cleaning_rules``;
+  ``raw_output`` is NULL where it equals the hypothesis; join ``segments`` on ``(test_set,
+  segment_id)`` for the texts).
+- ``downloads/<page table>.csv`` and ``.json``: the rows behind a table on a page, written with
+  :func:`cultivar_assets.tables.csv_text` (formula-safe) and
+  :func:`cultivar_assets.tables.json_text`.
+- ``data/query/<table>.arrow.gz``: the same tables as Arrow IPC streams, gzip-compressed, which
+  the Query page decompresses and inserts into DuckDB-Wasm (whose parquet reader is an extension
+  that would be downloaded from the internet; Arrow is built in).
+- ``downloads/cultivar.duckdb`` (only when configured): the published tables as a fresh DuckDB
+  file in the storage format DuckDB 1.5 reads — not a copy of the working database.
+
+FLORES text: where the originals policy hides it, ``segments`` has no source or reference for
+``flores_*`` test sets and translations that merely repeat such a source are replaced by
+:data:`HIDDEN_OUTPUT` (see :func:`public_output`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from cultivar_assets.sqlfiles import statement_text
+
+HIDDEN_OUTPUT = "(output identical to the original FLORES source; not shown)"
+PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 6}
+STORAGE_VERSION = "v1.5.0"
+
+
+@dataclass(frozen=True)
+class PublishedTable:
+    name: str  # the table's name on the Query page, in the downloads and the DuckDB file
+    query: str  # the named block of sql/site.sql that reads it
+    description: str
+
+
+PUBLISHED_TABLES: tuple[PublishedTable, ...] = (
+    PublishedTable("leaderboard", "site_leaderboard",
+                   "the models evaluated here, averaged over locales (paper, Table 3)"),
+    PublishedTable("reported_leaderboard", "site_reported_leaderboard",
+                   "the paper's Table 3 as published (reported, not computed here)"),
+    PublishedTable("model_locale_deltas", "site_model_locale_deltas_table",
+                   "∆ per model and locale"),
+    PublishedTable("locale_deltas", "site_locale_deltas",
+                   "∆ per locale averaged over models (paper, Table 4)"),
+    PublishedTable("rank_agreement", "site_rank_agreement",
+                   "rank agreement between FLORES and Cultivar (paper, Table 2)"),
+    PublishedTable("scores", "site_scores", "BLEU and chrF per model and test set"),
+    PublishedTable("word_recall", "site_word_recall",
+                   "locale-specific word recall per model and locale (FP / FN rates)"),
+    PublishedTable("cleaning_counts", "cleaning_counts",
+                   "how often each output-cleaning rule changed a model's output"),
+    PublishedTable("models", "site_models", "registry entries and run records"),
+    PublishedTable("locales", "site_locales_table", "the 27 Cultivar locales"),
+    PublishedTable("test_sets", "site_test_sets", "the test sets of this build"),
+    PublishedTable("missing_test_sets", "site_missing",
+                   "test sets the data could not provide, and why"),
+    PublishedTable("annotation_summary", "site_annotation_summary",
+                   "post-editing statistics computed from the annotation files (paper, Table 1)"),
+)
+SEGMENTS_DESCRIPTION = ("the test sets' segments: source and reference per test set and "
+                        "instance (original FLORES text only where the site shows it)")
+TRANSLATIONS_DESCRIPTION = ("every model's output per segment (segments joined in: source, "
+                            "reference), loaded model by model")
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, **PARQUET_OPTIONS)
+    return sink.getvalue()
+
+
+def ipc_gz_bytes(table: pa.Table) -> bytes:
+    """``table`` as an Arrow IPC stream, gzip-compressed (the Query page's input format)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as stream:
+        stream.write_table(table)
+    return gzip.compress(sink.getvalue().to_pybytes(), compresslevel=6, mtime=0)
+
+
+def public_segments(segments: pa.Table, show_originals: bool) -> pa.Table:
+    """Segments with the FLORES sides' texts removed unless originals are shown."""
+    if show_originals:
+        return segments
+    flores = pc.starts_with(segments["test_set"], "flores_")
+    for column in ("source", "reference"):
+        index = segments.schema.get_field_index(column)
+        nulls = pa.nulls(segments.num_rows, pa.string())
+        segments = segments.set_column(index, column, pc.if_else(flores, nulls,
+                                                                 segments[column]))
+    return segments
+
+
+def public_output(test_set: str, hypothesis: str, raw: str | None, source: str | None,
+                  show_originals: bool) -> tuple[str, str | None]:
+    """(hypothesis, raw) as published: an output that repeats a hidden FLORES source is hidden.
+
+    FLORES text is the source and reference of a ``flores_*`` segment; an output that contains
+    that source whole (the copy baseline's, or a model that echoes its input inside other text)
+    would re-host it, so it is replaced by :data:`HIDDEN_OUTPUT`.
+    """
+    if show_originals or not test_set.startswith("flores_") or source is None:
+        return hypothesis, raw
+    stripped = source.strip()
+    if not stripped:
+        return hypothesis, raw
+    if stripped in hypothesis:
+        hypothesis = HIDDEN_OUTPUT
+    if raw is not None and stripped in raw:
+        raw = HIDDEN_OUTPUT
+    return hypothesis, raw
+
+
+TRANSLATION_SCHEMA = pa.schema([
+    ("model_id", pa.string()), ("test_set", pa.string()), ("segment_id", pa.int32()),
+    ("hypothesis", pa.string()), ("raw_output", pa.string()),
+    ("cleaning_rules", pa.list_(pa.string())),
+])
+
+
+def translations_table(table: pa.Table) -> pa.Table:
+    """A model's published translations in :data:`TRANSLATION_SCHEMA` (from the site query)."""
+    return table.select(TRANSLATION_SCHEMA.names).cast(TRANSLATION_SCHEMA)
+
+
+def export_database(downloads: Path, translation_files: Sequence[Path], target: Path) -> None:
+    """``downloads/cultivar.duckdb`` from the site's parquet files (see the module docstring)."""
+    target.unlink(missing_ok=True)
+    con = duckdb.connect(str(target), config={"storage_compatibility_version": STORAGE_VERSION})
+    try:
+        params = {"dir": str(downloads), "translation_files": [str(p) for p in translation_files]}
+        blocks = ["export_database"] + (["export_translations"] if translation_files else [])
+        for block in blocks:
+            for statement in duckdb.extract_statements(statement_text(block)):
+                used = {k: params[k] for k in statement.named_parameters}
+                con.execute(statement, used)
+    finally:
+        con.close()

@@ -1,0 +1,132 @@
+"""Data shards: the compact files that the site's browser pages load on demand.
+
+A shard is a small JavaScript file, ``Cultivar.shard("<key>", "<base64>");``, whose payload is
+JSON, gzip-compressed, then base64-encoded. Pages load a shard by adding a ``<script>`` element
+(``site/static/cultivar-shards.js``), which works from ``file://`` as well as over http (``fetch``
+is blocked on ``file://`` by some browsers, script elements are not), and decode it with the
+browser's ``DecompressionStream``. The shard text holds only the key (generated from model slugs
+and locale keys: ``[A-Za-z0-9._/-]``) and base64 characters, so no data can break out of it.
+
+Shards (``v`` is :data:`FORMAT`):
+
+- ``data/index.js`` — key ``index``: ``{"v", "models": [{"id", "slug", "type", "family",
+  "params", "locales"}], "locales": [{"locale", "language_name", "location", "flores",
+  "cultivar"}], "originals"}``: what the pickers list.
+- ``data/locales/<locale>.js`` — key ``locale/<locale>``: ``{"v", "locale", "originals",
+  "items": [[id, source_original, source_localised, english_original, english_localised]]}``,
+  each text as its word diff (:mod:`cultivar_assets.site.diff`) in alternating pieces,
+  unchanged first: ``["Am ", "Montag", " in ", "Rio"]`` is "Am Montag in Rio" with "Montag" and
+  "Rio" changed. The originals are ``null`` where the originals policy hides FLORES text (the
+  localised side keeps its highlights) or where there is none. Stored once per locale, whatever
+  the number of models.
+- ``data/hyp/<slug>/<locale>.js`` — key ``hyp/<slug>/<locale>``: ``{"v", "model", "locale",
+  "flores", "cultivar", "items": [[id, hyp_o, raw_o, rules_o, hyp_l, raw_l, rules_l]]}``, the
+  model's translations of the locale's instances, in the locale shard's order; ``_o`` is the
+  FLORES test set (``null`` when the model has no such row), ``_l`` the Cultivar one. ``raw`` is
+  ``null`` where the raw output equals the hypothesis; ``rules`` (cleaning rules that changed the
+  output) is ``null`` when empty. Pairs of near-identical sentences sit side by side, which is
+  what gzip compresses best.
+- ``data/models/<slug>.js`` — key ``model/<slug>``: ``{"v", "model", "deltas": [...]}``: the
+  model's ∆ per locale, with interval columns where the store has them (the compare view).
+- ``data/charts/<id>.js`` — key ``chart/<id>``: a chart's Vega-Lite spec (drawn after the page
+  has loaded, so a large heatmap does not hold up the leaderboard).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from cultivar_assets.site.diff import Span, word_diff
+
+FORMAT = 1
+_KEY = re.compile(r"^[A-Za-z0-9._/-]+$")
+_SHARD = re.compile(r'^Cultivar\.shard\("([A-Za-z0-9._/-]+)","([A-Za-z0-9+/=]*)"\);\n$')
+# Level 4: 3 % larger than level 6 on the benchmark's shards, at a third of the time.
+GZIP_LEVEL = 4
+
+
+def shard_path(key: str) -> str:
+    """Where the shard ``key`` lives in the site (``locale/x`` -> ``data/locales/x.js``)."""
+    kind, _, rest = key.partition("/")
+    folder = {"index": "", "locale": "locales/", "hyp": "hyp/", "model": "models/",
+              "chart": "charts/"}[kind]
+    return f"data/{folder}{rest or kind}.js"
+
+
+def encode_shard(key: str, payload: Any) -> bytes:
+    """The shard file for ``payload`` (JSON, gzip, base64, wrapped in a script call)."""
+    return pack_shard(key, shard_json(payload))
+
+
+def shard_json(payload: Any) -> bytes:
+    """The first half of :func:`encode_shard` (holds the GIL)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).encode("utf-8")
+
+
+def pack_shard(key: str, data: bytes) -> bytes:
+    """The second half of :func:`encode_shard`: compressing (which releases the GIL, so a
+    builder can run it in a thread beside its other work) and wrapping."""
+    if not _KEY.match(key):
+        raise ValueError(f"shard key {key!r} has characters other than [A-Za-z0-9._/-]")
+    packed = gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+    return b'Cultivar.shard("' + key.encode() + b'","' + base64.b64encode(packed) + b'");\n'
+
+
+def decode_shard(content: bytes | str) -> tuple[str, Any]:
+    """``(key, payload)`` of a shard file (the inverse of :func:`encode_shard`)."""
+    text = content.decode("ascii") if isinstance(content, bytes) else content
+    match = _SHARD.match(text)
+    if match is None:
+        raise ValueError("not a shard file: expected Cultivar.shard(\"key\",\"base64\");")
+    payload = gzip.decompress(base64.b64decode(match.group(2)))
+    return match.group(1), json.loads(payload)
+
+
+def alternating(spans: Sequence[Span]) -> list[str]:
+    """Spans as alternating unchanged / changed pieces, unchanged first (see the module doc)."""
+    pieces: list[str] = []
+    for span in spans:
+        if len(pieces) % 2 != int(span.changed):
+            pieces.append("")
+        pieces.append(span.text)
+    return pieces
+
+
+def locale_payload(locale: str, instances: Sequence[dict], show_originals: bool) -> dict:
+    """The locale shard: the instances' four texts as word diffs (originals only if allowed)."""
+    items = []
+    for inst in instances:
+        row: list[Any] = [inst["instance_id"]]
+        for original, localised in (("source_original", "source_localised"),
+                                    ("english_original", "english_localised")):
+            a, b = word_diff(inst[original] or "", inst[localised])
+            shown = show_originals and inst[original] is not None
+            row += [alternating(a) if shown else None, alternating(b)]
+        items.append(row)
+    return {"v": FORMAT, "locale": locale, "originals": show_originals, "items": items}
+
+
+def hyp_payload(model_id: str, locale: str, instance_ids: Sequence[int], flores: str | None,
+                cultivar: str, rows: dict[tuple[str, int], tuple[str, str | None, list]]) -> dict:
+    """The hypothesis shard of one model and locale (``rows``: (test set, id) -> output)."""
+    items = []
+    for instance_id in instance_ids:
+        local = rows.get((cultivar, instance_id))
+        if local is None:
+            continue
+        original = rows.get((flores, instance_id)) if flores else None
+        items.append([instance_id, *(_output(original) if original else (None, None, None)),
+                      *_output(local)])
+    return {"v": FORMAT, "model": model_id, "locale": locale, "flores": flores,
+            "cultivar": cultivar, "items": items}
+
+
+def _output(row: tuple[str, str | None, list]) -> tuple[str, str | None, list | None]:
+    hypothesis, raw, rules = row
+    return hypothesis, raw, (list(rules) or None) if rules is not None else None

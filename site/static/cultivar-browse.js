@@ -1,0 +1,342 @@
+// The segment browser (browse.html) and the compare view (compare.html).
+// Data: the shards of cultivar_assets/site/shards.py, loaded on demand. Every text is set with
+// textContent (cultivar-diff.js builds <mark> elements itself), never as HTML.
+(function () {
+  "use strict";
+  var C = window.Cultivar, D = window.CultivarDiff, CSV = window.CultivarCsv;
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) { node.textContent = text; }
+    return node;
+  }
+
+  // Spans stored as alternating strings (unchanged, changed, unchanged, ...).
+  function altSpans(alt) {
+    return alt.map(function (text, i) { return { text: text, changed: i % 2 === 1 }; })
+      .filter(function (s) { return s.text !== ""; });
+  }
+  function altText(alt) { return alt ? alt.join("") : null; }
+
+  function hidden(text) { return el("span", { "class": "hidden-original" }, text); }
+
+  function fillSelect(select, options, value) {
+    select.textContent = "";
+    options.forEach(function (o) {
+      var option = el("option", { value: o[0] }, o[1]);
+      if (o[0] === value) { option.selected = true; }
+      select.appendChild(option);
+    });
+  }
+
+  // ---- the segment browser --------------------------------------------------------------
+  function Browser(form) {
+    this.form = form;
+    this.status = document.getElementById("browser-status");
+    this.container = document.getElementById("instances");
+    this.count = document.querySelector(".browser-controls output.count");
+    this.rows = [];
+  }
+
+  Browser.prototype.start = function () {
+    var self = this;
+    C.say(self.status, "Loading…");
+    C.load("index").then(function (index) {
+      self.index = index;
+      self.models = {};
+      index.models.forEach(function (m) { self.models[m.slug] = m; });
+      self.locales = {};
+      index.locales.forEach(function (l) { self.locales[l.locale] = l; });
+      var hash = C.readHash();
+      var model = self.models[hash.model] ? hash.model : (index.models[0] || {}).slug;
+      if (!model) { C.say(self.status, "No translations in this build."); return; }
+      fillSelect(self.form.elements.model, index.models.map(function (m) {
+        return [m.slug, m.id]; }), model);
+      fillSelect(self.form.elements.vs, [["", "(none)"]].concat(index.models.map(function (m) {
+        return [m.slug, m.id]; })), self.models[hash.vs] ? hash.vs : "");
+      self.fillLocales(hash.locale);
+      ["model", "vs", "locale"].forEach(function (name) {
+        self.form.elements[name].addEventListener("change", function () {
+          if (name === "model") { self.fillLocales(self.form.elements.locale.value); }
+          self.show();
+        });
+      });
+      self.show();
+    }).catch(function (error) { C.say(self.status, error.message, "error"); });
+  };
+
+  Browser.prototype.fillLocales = function (wanted) {
+    var model = this.models[this.form.elements.model.value], self = this;
+    var locales = model.locales.length ? model.locales : [];
+    fillSelect(this.form.elements.locale, locales.map(function (l) {
+      var info = self.locales[l];
+      return [l, l + " (" + info.language_name + ", " + info.location + ")"];
+    }), locales.indexOf(wanted) >= 0 ? wanted : locales[0]);
+  };
+
+  Browser.prototype.show = function () {
+    var self = this, f = this.form.elements;
+    var model = f.model.value, vs = f.vs.value, locale = f.locale.value;
+    C.writeHash({ model: model, locale: locale, vs: vs });
+    if (!locale) { C.say(self.status, "This model has no Cultivar translations."); return; }
+    var slugs = [model].concat(vs && vs !== model ? [vs] : []);
+    var missing = slugs.filter(function (s) { return self.models[s].locales.indexOf(locale) < 0; });
+    C.say(self.status, "Loading " + locale + "…");
+    var wanted = [C.load("locale/" + locale)].concat(slugs.filter(function (s) {
+      return missing.indexOf(s) < 0; }).map(function (s) { return C.load("hyp/" + s + "/" + locale); }));
+    Promise.all(wanted).then(function (shards) {
+      if (f.model.value !== model || f.locale.value !== locale || f.vs.value !== vs) { return; }
+      self.render(shards[0], shards.slice(1), missing.map(function (s) { return self.models[s].id; }));
+    }).catch(function (error) { C.say(self.status, error.message, "error"); });
+  };
+
+  Browser.prototype.render = function (localeShard, hypShards, missing) {
+    var self = this, info = this.locales[localeShard.locale], lang = info.language;
+    var byModel = hypShards.map(function (shard) {
+      var map = {};
+      shard.items.forEach(function (item) { map[item[0]] = item; });
+      return { model: shard.model, items: map, flores: shard.flores, cultivar: shard.cultivar };
+    });
+    this.container.textContent = "";
+    this.rows = [];
+    var fragment = document.createDocumentFragment();
+    localeShard.items.forEach(function (inst) {
+      var id = inst[0];
+      var outputs = byModel.map(function (m) { return { model: m.model, item: m.items[id] }; })
+        .filter(function (o) { return o.item; });
+      if (!outputs.length) { return; }
+      fragment.appendChild(self.instance(localeShard, inst, outputs, lang));
+    });
+    this.container.appendChild(fragment);
+    var names = byModel.map(function (m) { return m.model; }).join(" and ");
+    C.say(this.status, localeShard.locale + ": " + names + (missing.length ? " (" +
+      missing.join(", ") + ": no translations of this locale)" : ""));
+    this.filter();
+  };
+
+  Browser.prototype.instance = function (shard, inst, outputs, lang) {
+    var hiddenText = this.index.hidden_output, locale = shard.locale, id = inst[0];
+    var article = el("article", { "class": "instance", id: "i" + id, "data-search": String(id) });
+    article.appendChild(el("h2", {}, locale + "_" + id));
+    var table = el("table", { "class": "pair" });
+    var caption = el("caption", { "class": "visually-hidden" }, "Instance " + id);
+    table.appendChild(caption);
+    var head = el("thead"), hr = el("tr");
+    hr.appendChild(el("th", { scope: "col" }));
+    hr.appendChild(el("th", { scope: "col" }, "Original (FLORES)"));
+    hr.appendChild(el("th", { scope: "col" }, "Localised (Cultivar)"));
+    head.appendChild(hr);
+    table.appendChild(head);
+    var body = el("tbody");
+    var notShown = this.index.hidden_original;
+    [["Source", inst[1], inst[2], lang], ["Reference", inst[3], inst[4], "en"]].forEach(function (r) {
+      var tr = el("tr"), a = el("td", { lang: r[3] }), b = el("td", { lang: r[3] });
+      tr.appendChild(el("th", { scope: "row" }, r[0]));
+      if (r[1]) { D.render(a, altSpans(r[1])); } else { a.appendChild(hidden(notShown)); }
+      D.render(b, altSpans(r[2]));
+      tr.appendChild(a); tr.appendChild(b);
+      body.appendChild(tr);
+    });
+    var rawDiffers = false, record = {
+      instance_id: id, locale: locale, source_original: altText(inst[1]),
+      source_localised: altText(inst[2]), reference_original: altText(inst[3]),
+      reference_localised: altText(inst[4]) };
+    var several = outputs.length > 1;
+    outputs.forEach(function (o, n) {
+      var item = o.item, hypO = item[1], rawO = item[2], hypL = item[4], rawL = item[5];
+      var tr = el("tr", { "class": "hyp" + (n ? " vs" : "") });
+      tr.appendChild(el("th", { scope: "row" }, several ? "Translation: " + o.model : "Translation"));
+      var a = el("td", { lang: "en" }), b = el("td", { lang: "en" });
+      if (hypO === null) {
+        a.appendChild(el("em", {}, "(no FLORES test set for this language)"));
+        b.textContent = hypL;
+      } else if (hypO === hiddenText) {
+        a.appendChild(hidden(hiddenText));
+        b.textContent = hypL;
+      } else {
+        var spans = D.wordDiff(hypO, hypL);
+        D.render(a, spans[0]); D.render(b, spans[1]);
+      }
+      tr.appendChild(a); tr.appendChild(b);
+      body.appendChild(tr);
+      var differsO = rawO !== null && hypO !== null && rawO.trim() !== hypO;
+      var differsL = rawL !== null && rawL.trim() !== hypL;
+      if (differsO || differsL) {
+        rawDiffers = true;
+        var raw = el("tr", { "class": "raw" + (n ? " vs" : "") });
+        raw.appendChild(el("th", { scope: "row" }, several ? "Raw output: " + o.model : "Raw output"));
+        var ra = el("td"), rb = el("td");
+        if (differsO) { ra.appendChild(el("pre", {}, rawO)); }
+        if (differsO && item[3]) { ra.appendChild(el("p", { "class": "rules" }, "cleaning: " + item[3].join(", "))); }
+        if (differsL) { rb.appendChild(el("pre", {}, rawL)); }
+        if (differsL && item[6]) { rb.appendChild(el("p", { "class": "rules" }, "cleaning: " + item[6].join(", "))); }
+        raw.appendChild(ra); raw.appendChild(rb);
+        body.appendChild(raw);
+      }
+      var prefix = n ? "vs_" : "";
+      record[prefix + "model"] = o.model;
+      record[prefix + "hypothesis_original"] = hypO;
+      record[prefix + "hypothesis_localised"] = hypL;
+      record[prefix + "raw_output_original"] = rawO === null ? hypO : rawO;
+      record[prefix + "raw_output_localised"] = rawL === null ? hypL : rawL;
+    });
+    table.appendChild(body);
+    article.appendChild(table);
+    article.setAttribute("data-raw-differs", rawDiffers ? "yes" : "no");
+    this.rows.push({ node: article, record: record });
+    return article;
+  };
+
+  Browser.prototype.filter = function () {
+    var search = document.querySelector(".instance-filter"), raw = document.querySelector(".raw-filter");
+    var needle = search ? search.value.trim().toLowerCase() : "", shown = 0;
+    this.rows.forEach(function (row) {
+      var item = row.node;
+      var matches = !needle || item.getAttribute("data-search") === needle ||
+        item.textContent.toLowerCase().indexOf(needle) !== -1;
+      var rawOk = !raw || !raw.checked || item.getAttribute("data-raw-differs") === "yes";
+      item.hidden = !(matches && rawOk);
+      if (!item.hidden) { shown += 1; }
+    });
+    if (this.count) { this.count.textContent = shown + " of " + this.rows.length + " instances shown"; }
+  };
+
+  Browser.prototype.download = function (format) {
+    var records = this.rows.filter(function (r) { return !r.node.hidden; })
+      .map(function (r) { return r.record; });
+    if (!records.length) { return; }
+    var columns = Object.keys(records[0]);
+    var f = this.form.elements, name = "segments_" + f.model.value + (f.vs.value ? "_vs_" +
+      f.vs.value : "") + "_" + f.locale.value;
+    if (format === "csv") { CSV.download(name + ".csv", CSV.toCsv(columns, records), "text/csv"); }
+    else { CSV.download(name + ".json", CSV.toJson(columns, records), "application/json"); }
+  };
+
+  // ---- the compare view ------------------------------------------------------------------
+  var METRICS = [["bleu", "BLEU"], ["chrf", "chrF"]];
+
+  function intervalText(row, key) {
+    var value = row[key];
+    if (value === null || value === undefined) { return "–"; }
+    var text = value.toFixed(2), low = row[key + "_low"], high = row[key + "_high"];
+    if (low !== undefined && low !== null && high !== undefined && high !== null) {
+      text += " [" + low.toFixed(2) + ", " + high.toFixed(2) + "]";
+    }
+    return text;
+  }
+
+  function Compare(form) {
+    this.form = form;
+    this.status = document.getElementById("compare-status");
+    this.table = document.getElementById("compare-table");
+    this.records = [];
+  }
+
+  Compare.prototype.start = function () {
+    var self = this;
+    C.load("index").then(function (index) {
+      self.index = index;
+      var slugs = index.models.map(function (m) { return m.slug; }), hash = C.readHash();
+      var options = index.models.map(function (m) { return [m.slug, m.id]; });
+      fillSelect(self.form.elements.a, options, slugs.indexOf(hash.a) >= 0 ? hash.a : slugs[0]);
+      fillSelect(self.form.elements.b, options, slugs.indexOf(hash.b) >= 0 ? hash.b : (slugs[1] || slugs[0]));
+      ["a", "b"].forEach(function (n) {
+        self.form.elements[n].addEventListener("change", function () { self.show(); });
+      });
+      self.show();
+    }).catch(function (error) { C.say(self.status, error.message, "error"); });
+  };
+
+  Compare.prototype.show = function () {
+    var self = this, a = this.form.elements.a.value, b = this.form.elements.b.value;
+    if (!a || !b) { C.say(self.status, "No models in this build."); return; }
+    C.writeHash({ a: a, b: b });
+    C.say(self.status, "Loading…");
+    Promise.all([C.load("model/" + a), C.load("model/" + b)]).then(function (shards) {
+      if (self.form.elements.a.value !== a || self.form.elements.b.value !== b) { return; }
+      self.render(shards[0], shards[1], a, b);
+    }).catch(function (error) { C.say(self.status, error.message, "error"); });
+  };
+
+  Compare.prototype.render = function (sa, sb, a, b) {
+    var byLocale = {}, self = this;
+    sa.deltas.forEach(function (r) { byLocale[r.locale] = { a: r }; });
+    sb.deltas.forEach(function (r) { (byLocale[r.locale] = byLocale[r.locale] || {}).b = r; });
+    var head = this.table.tHead.rows[0], body = this.table.tBodies[0];
+    head.textContent = "";
+    var labels = ["Locale"];
+    METRICS.forEach(function (m) {
+      labels.push("∆" + m[1] + ": " + sa.model, "∆" + m[1] + ": " + sb.model, "∆" + m[1] + " difference");
+    });
+    labels.push("Segments");
+    labels.forEach(function (label, i) {
+      var th = el("th", { scope: "col", "aria-sort": "none" });
+      if (i < labels.length - 1) {
+        th.appendChild(el("button", { type: "button", "data-sort": i ? "num" : "text" }, label));
+      } else { th.textContent = label; }
+      head.appendChild(th);
+    });
+    body.textContent = "";
+    this.records = [];
+    Object.keys(byLocale).sort().forEach(function (locale) {
+      var pair = byLocale[locale], tr = el("tr"), record = { locale: locale };
+      tr.appendChild(el("th", { scope: "row", "data-value": locale }, locale));
+      METRICS.forEach(function (m) {
+        var key = "delta_" + m[0];
+        var va = pair.a ? pair.a[key] : null, vb = pair.b ? pair.b[key] : null;
+        [[pair.a, va], [pair.b, vb]].forEach(function (cell) {
+          tr.appendChild(el("td", { "class": "num", "data-value": cell[1] === null ? "" : String(cell[1]) },
+            cell[0] ? intervalText(cell[0], key) : "–"));
+        });
+        var d = va !== null && vb !== null ? va - vb : null;
+        tr.appendChild(el("td", { "class": "num", "data-value": d === null ? "" : String(d) },
+          d === null ? "–" : d.toFixed(2)));
+        record[key + "_a"] = va; record[key + "_b"] = vb; record[key + "_difference"] = d;
+        ["_low", "_high"].forEach(function (s) {
+          if (pair.a && pair.a[key + s] !== undefined) { record[key + s + "_a"] = pair.a[key + s]; }
+          if (pair.b && pair.b[key + s] !== undefined) { record[key + s + "_b"] = pair.b[key + s]; }
+        });
+      });
+      var link = el("a", { href: "browse.html#model=" + encodeURIComponent(a) + "&locale=" +
+        encodeURIComponent(locale) + "&vs=" + encodeURIComponent(b) }, "side by side");
+      var td = el("td"); td.appendChild(link); tr.appendChild(td);
+      body.appendChild(tr);
+      record.model_a = sa.model; record.model_b = sb.model;
+      self.records.push(record);
+    });
+    if (window.Cultivar.makeSortable) { window.Cultivar.makeSortable(this.table); }
+    C.say(this.status, sa.model + " and " + sb.model + ": " + this.records.length + " locales");
+  };
+
+  Compare.prototype.download = function (format) {
+    if (!this.records.length) { return; }
+    var columns = Object.keys(this.records[0]), name = "compare_" + this.form.elements.a.value +
+      "_" + this.form.elements.b.value;
+    if (format === "csv") { CSV.download(name + ".csv", CSV.toCsv(columns, this.records), "text/csv"); }
+    else { CSV.download(name + ".json", CSV.toJson(columns, this.records), "application/json"); }
+  };
+
+  function bindDownloads(view) {
+    document.querySelectorAll("button[data-download]").forEach(function (button) {
+      button.addEventListener("click", function () { view.download(button.getAttribute("data-download")); });
+    });
+  }
+
+  var browseForm = document.getElementById("browser-pick");
+  if (browseForm) {
+    var browser = new Browser(browseForm);
+    document.querySelectorAll(".instance-filter, .raw-filter").forEach(function (input) {
+      input.addEventListener("input", function () { browser.filter(); });
+      input.addEventListener("change", function () { browser.filter(); });
+    });
+    bindDownloads(browser);
+    browser.start();
+  }
+  var compareForm = document.getElementById("compare-pick");
+  if (compareForm) {
+    var compare = new Compare(compareForm);
+    bindDownloads(compare);
+    compare.start();
+  }
+}());

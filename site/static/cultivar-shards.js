@@ -1,0 +1,85 @@
+// Loading the site's data shards (cultivar_assets/site/shards.py): a shard is a script file that
+// calls Cultivar.shard(key, base64) with gzip-compressed JSON. Script elements load from file://
+// as well as over http, so the pages that use shards work without a server; the payload is
+// decoded with DecompressionStream and parsed with JSON.parse (never evaluated).
+(function () {
+  "use strict";
+  var root = document.documentElement.getAttribute("data-root") || "";
+  var waiting = {};   // key -> [resolve, reject]
+  var loaded = {};    // key -> Promise of the payload
+
+  function decode(base64) {
+    var binary = atob(base64), bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) { bytes[i] = binary.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+
+  window.Cultivar = window.Cultivar || {};
+  window.Cultivar.shard = function (key, base64) {
+    var entry = waiting[key];
+    if (!entry) { return; }
+    delete waiting[key];
+    decode(base64).then(entry[0], entry[1]);
+  };
+
+  function pathOf(key) {
+    var slash = key.indexOf("/"), kind = slash < 0 ? key : key.slice(0, slash);
+    var rest = slash < 0 ? key : key.slice(slash + 1);
+    var folder = { index: "", locale: "locales/", hyp: "hyp/", model: "models/", chart: "charts/" }[kind];
+    return "data/" + folder + rest + ".js";
+  }
+
+  // The payload of shard `key` (a Promise; each shard is loaded once per page).
+  function load(key) {
+    if (loaded[key]) { return loaded[key]; }
+    if (typeof DecompressionStream === "undefined") {
+      return Promise.reject(new Error("this browser cannot decompress the site's data " +
+        "(DecompressionStream is missing); use a current Chrome, Edge, Firefox or Safari"));
+    }
+    loaded[key] = new Promise(function (resolve, reject) {
+      waiting[key] = [resolve, reject];
+      var script = document.createElement("script");
+      script.src = root + pathOf(key);
+      script.onerror = function () {
+        delete waiting[key];
+        reject(new Error("could not load " + pathOf(key) + (location.protocol === "file:" ?
+          " (this browser may block files opened from disk: run `cultivar serve` and open " +
+          "http://127.0.0.1:8000/)" : "")));
+      };
+      script.onload = function () { script.remove(); };
+      document.head.appendChild(script);
+    });
+    return loaded[key];
+  }
+
+  // Hash parameters (#a=1&b=2) as an object, and back.
+  function readHash() {
+    var out = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+      if (!part) { return; }
+      var eq = part.indexOf("=");
+      var name = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
+      out[name] = eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1));
+    });
+    return out;
+  }
+  function writeHash(params) {
+    var parts = Object.keys(params).filter(function (k) { return params[k]; }).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
+    });
+    history.replaceState(null, "", "#" + parts.join("&"));
+  }
+
+  // A message in `element` (text only).
+  function say(element, text, kind) {
+    element.textContent = text;
+    element.className = "status" + (kind ? " " + kind : "");
+  }
+
+  window.Cultivar.load = load;
+  window.Cultivar.readHash = readHash;
+  window.Cultivar.writeHash = writeHash;
+  window.Cultivar.say = say;
+  window.Cultivar.root = root;
+}());

@@ -1,0 +1,154 @@
+"""Shared by the site tests: a database with hostile names and outputs, a local server, Chromium.
+
+The database holds the demo data translated by two systems whose names and outputs are hostile
+(script tags, attribute breakers, template syntax, a spreadsheet formula): everything must show
+as text, no dialog may open, no console error may appear, and no request may leave 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import duckdb
+import pytest
+from conftest import COPY_ENTRY, REPO_ROOT, write_models_file
+
+from cultivar_assets.data.sources import DataConfig, load_benchmark
+from cultivar_assets.engines import engine_registry
+from cultivar_assets.engines.base import Engine, EngineInfo
+from cultivar_assets.evaluation import aggregate, score_model
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.models import load_models
+from cultivar_assets.store.database import Store
+from cultivar_assets.store.records import (
+    read_test_sets,
+    write_dataset,
+    write_reported_results,
+    write_translations,
+)
+from cultivar_assets.translation import translate
+
+CHROMIUM = Path("/usr/bin/chromium")
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium "
+                                    "(apt-get install -y chromium; .ci/run installs it)")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+PAYLOADS = ["<script>alert(1)</script>", "</script><img src=x onerror=alert(1)>",
+            '"><svg onload=alert(1)>', "{{7*7}}"]
+HOSTILE_MODEL = '<script>alert(1)</script>"><svg onload=alert(2)>{{7*7}}'
+HOSTILE_FAMILY = '=HYPERLINK("http://example.com") Hostile </script>'
+# Where `cultivar fetch-query-engine` run from the checkout keeps DuckDB-Wasm (.ci/run does).
+WEB_CACHE = REPO_ROOT / ".cultivar" / "cache" / "web"
+
+
+class PayloadEngine(Engine):
+    """Stands in for a model whose outputs are hostile HTML (raw) around a real translation."""
+
+    name = "payload"
+    prompt_kinds = ("source",)
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(self.name, "test", None, None)
+
+    def generate(self, requests):
+        payloads = [PAYLOADS[i % len(PAYLOADS)] for i in range(len(requests))]
+        return [f"<think>{p}</think>{p} {r.source}" for p, r in zip(payloads, requests,
+                                                                      strict=True)]
+
+
+def hostile_store(root: Path) -> Store:
+    """Demo data, the copy baseline and a hostile model, scored, aggregated, reported results."""
+    registry = engine_registry()
+    registry.register("payload", PayloadEngine, overwrite=True)
+    try:
+        models = write_models_file(root / "models.yaml", [
+            COPY_ENTRY,
+            {**COPY_ENTRY, "id": "payload-model", "engine": "payload", "type": "LLM",
+             "family": HOSTILE_FAMILY, "params_total_b": 1.5, "hf_id": "test/payload"},
+        ])
+        store = Store(root / "site.duckdb")
+        fingerprint = write_dataset(store, load_benchmark(DataConfig()))
+        test_sets = read_test_sets(store)
+        specs = load_models(models)
+        for model_id in ("copy-source-baseline", "payload-model"):
+            run = translate(specs.get(model_id), test_sets, cache_dir=root / "cache",
+                            show_progress_bar=False)
+            write_translations(store, run, fingerprint)
+    finally:
+        registry._entries.pop("payload", None)
+    with duckdb.connect(str(store.path)) as con:  # untrusted data can carry any model name
+        for table in ("translations", "models", "model_runs"):
+            con.execute(f"UPDATE raw.{table} SET model_id = ? WHERE model_id = 'payload-model'",
+                        [HOSTILE_MODEL])
+    for model_id in ("copy-source-baseline", HOSTILE_MODEL):
+        score_model(store, model_id, MetricConfig(bleu_tokenize="13a"))
+    aggregate(store)
+    write_reported_results(store, [load_models().get(m) for m in load_models()])
+    return store
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serving(folder: Path) -> Iterator[str]:
+    handler = functools.partial(QuietHandler, directory=str(folder))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def watched_page(browser, **context_options) -> Iterator:
+    """A page that records console errors, dialogs and every request's host; on leaving, none
+    may have happened and every request must have gone to 127.0.0.1."""
+    context = browser.new_context(**context_options)
+    page = context.new_page()
+    page.problems = []
+    page.hosts = set()
+    page.on("console", lambda m: page.problems.append(f"console {m.type}: {m.text}")
+            if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
+    page.on("dialog", lambda d: (page.problems.append(f"dialog: {d.message}"), d.dismiss()))
+
+    def record(route):
+        url = urlparse(route.request.url)
+        page.hosts.add(url.hostname or url.scheme)
+        if url.hostname == "127.0.0.1" or url.scheme in ("file", "blob", "data"):
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", record)
+    try:
+        yield page
+    finally:
+        context.close()
+    assert page.problems == []
+    assert page.hosts <= {"127.0.0.1", "file"}, page.hosts

@@ -1,0 +1,178 @@
+"""LLM localisation through the OpenAI-compatible engine, against a local server on 127.0.0.1:
+good and malformed answers, 429, 500, a time-out, the cache, usage and cost, and the API key."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from localisation_helpers import demo_pairs, localising_answer, swap
+from openai_server import FakeOpenAIServer
+
+from cultivar_assets.construction.build import build_localisation, build_selection
+from cultivar_assets.construction.config import LocalisationConfig, demo_construction
+from cultivar_assets.construction.localisation import (
+    LocalisationFailuresError,
+    localise,
+)
+from cultivar_assets.construction.localisation_store import read_drafts
+from cultivar_assets.secrets import install_log_redaction
+from cultivar_assets.store.database import Store
+
+KEY_ENV = "CULTIVAR_TEST_LOCALISER_KEY"
+KEY = "sk-localiser-secret-4be1d07c"
+LOCALE = "deu_Latn_Switzerland"
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    import openai._base_client as base_client
+
+    monkeypatch.setattr(base_client, "INITIAL_RETRY_DELAY", 0.001)
+    monkeypatch.setattr(base_client, "MAX_RETRY_DELAY", 0.005)
+    monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture
+def server():
+    fake = FakeOpenAIServer(answer=localising_answer).start()
+    yield fake
+    fake.stop()
+
+
+def config(server, **changes) -> LocalisationConfig:
+    options = {"base_url": server.url, "api_key_env": KEY_ENV, "max_retries": 2, "timeout": 5,
+               "max_concurrency": 4, "batch_size": 4, **changes.pop("options", {})}
+    return LocalisationConfig(model="gpt-test", engine_options=options,
+                              price_input_per_million=2.0, price_output_per_million=8.0,
+                              **changes)
+
+
+def test_good_answers_become_drafts_with_usage_and_cost(server, tmp_path):
+    pairs = demo_pairs(n=5)
+    run = localise({LOCALE: pairs}, config(server), cache_dir=tmp_path, show_bar=False)
+    drafts = run.locales[LOCALE]
+    assert [d.draft.instance_id for d in drafts.drafts] == [p.instance_id for p in pairs]
+    for item, pair in zip(drafts.drafts, pairs, strict=True):
+        draft = item.draft
+        assert not draft.flagged and item.attempts == 1
+        assert (draft.source_draft, draft.english_draft) == (swap(pair.source), swap(pair.english))
+        assert draft.raw_answer == f"German: {swap(pair.source)}\nEnglish: {swap(pair.english)}"
+        assert draft.prompt_hash == run.localiser.prompt.prompt_hash
+        assert item.prompt_tokens > 100 and item.completion_tokens > 10  # the server's usage
+    totals = drafts.totals()
+    assert totals["n_drafts"] == 5 and totals["n_flagged"] == 0
+    assert totals["n_unchanged"] == sum(swap(p.source) == p.source and swap(p.english) ==
+                                        p.english for p in pairs) > 0
+    assert totals["prompt_tokens"] == sum(d.prompt_tokens for d in drafts.drafts)
+    assert totals["estimated_cost"] == pytest.approx(
+        (totals["prompt_tokens"] * 2.0 + totals["completion_tokens"] * 8.0) / 1e6)
+    assert len(server.requests) == 5  # one request per instance
+    body = server.requests[0].body
+    assert body["model"] == "gpt-test" and body["temperature"] == 0
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+    again = localise({LOCALE: pairs}, config(server), cache_dir=tmp_path, show_bar=False)
+    assert len(server.requests) == 5 and again.n_generated == 0  # all from the cache
+    assert again.locales[LOCALE].records == drafts.records
+    assert again.locales[LOCALE].totals()["estimated_cost_this_run"] == 0
+    assert again.locales[LOCALE].totals()["estimated_cost"] == totals["estimated_cost"]
+
+
+def test_a_malformed_answer_is_retried_with_the_reason(server, tmp_path):
+    pairs = demo_pairs(n=3)
+    marker = pairs[1].source.split()[2]  # a word of instance 1's sentence
+    server.always(marker, "empty")  # every answer to instance 1 is empty text ...
+    flaky = pairs[2].source.split()[1]
+    server.script(flaky, "empty")  # ... instance 2's first answer only
+    run = localise({LOCALE: pairs}, config(server, max_attempts=3), cache_dir=tmp_path,
+                   show_bar=False)
+    by_id = {d.draft.instance_id: d for d in run.locales[LOCALE].drafts}
+    assert len(by_id) == 3  # never dropped
+    flagged = by_id[pairs[1].instance_id]
+    assert flagged.draft.flagged and flagged.attempts == 3
+    assert flagged.draft.source_draft is None and flagged.draft.english_draft is None  # not the
+    assert flagged.draft.raw_answer == ""  # original: nothing replaces a draft
+    assert flagged.draft.flag_reason == "the answer is empty (after 3 attempts)"
+    assert by_id[pairs[2].instance_id].attempts == 2
+    assert not by_id[pairs[2].instance_id].draft.flagged
+    retry = next(r for r in server.requests if flaky in r.text and len(r.body["messages"]) == 4)
+    assert [m["role"] for m in retry.body["messages"]] == ["system", "user", "assistant", "user"]
+    assert retry.body["messages"][3]["content"].startswith(
+        "Your answer could not be read (the answer is empty).")
+    assert server.seen(marker) == 3 and server.seen(flaky) == 2
+    assert len(server.requests) == 1 + 3 + 2
+    assert run.locales[LOCALE].totals()["n_retried"] == 2
+
+    n = len(server.requests)
+    again = localise({LOCALE: pairs}, config(server, max_attempts=3), cache_dir=tmp_path,
+                     show_bar=False)
+    assert len(server.requests) == n  # every attempt came from the cache
+    assert again.locales[LOCALE].records == run.locales[LOCALE].records
+
+
+def test_429_and_a_time_out_are_retried_by_the_client(server, tmp_path):
+    pairs = demo_pairs(n=3)
+    limited, slow = pairs[0].source.split()[1], pairs[1].source.split()[1]
+    server.script(limited, "429", "429")
+    server.script(slow, "hang")
+    server.hang_seconds = 3
+    cfg = config(server, options={"timeout": 0.5, "max_retries": 3})
+    run = localise({LOCALE: pairs}, cfg, cache_dir=tmp_path, show_bar=False)
+    assert all(not d.draft.flagged for d in run.locales[LOCALE].drafts)
+    assert server.seen(limited) == 3 and server.seen(slow) == 2
+
+
+def test_a_request_that_keeps_failing_writes_nothing_and_resumes(server, tmp_path):
+    store = Store(tmp_path / "build.duckdb")
+    construction = demo_construction()
+    build_selection(construction.source, construction.selection, store, show_bar=False)
+    broken = demo_pairs(n=4)[3].source.split()[1]
+    server.always(broken, "500")
+    cfg = config(server, locales=[LOCALE])
+    with pytest.raises(LocalisationFailuresError, match=r"1 localisation request\(s\) failed: "
+                       r"deu_Latn_Switzerland_3 \(HTTP 500 after 2 retries: Internal server "
+                       r"error.\)"):
+        build_localisation(cfg, store, cache_dir=tmp_path / "cache", show_bar=False)
+    with pytest.raises(LookupError, match="holds no drafts for deu_Latn_Switzerland"):
+        read_drafts(store, LOCALE)
+    assert server.seen(broken) == 3  # the first try and the client's two retries
+    n = len(server.requests)
+    server.clear()
+    build_localisation(cfg, store, cache_dir=tmp_path / "cache", show_bar=False)
+    assert len(server.requests) == n + 1  # only the failed request was sent again
+    assert len(read_drafts(store, LOCALE)) == 12
+
+
+def test_concurrency_is_bounded(tmp_path):
+    fake = FakeOpenAIServer(delay=0.05, answer=localising_answer).start()
+    try:
+        cfg = config(fake, options={"max_concurrency": 3, "batch_size": 12})
+        localise({LOCALE: demo_pairs()}, cfg, cache_dir=tmp_path, show_bar=False)
+        assert 1 < fake.max_in_flight <= 3
+    finally:
+        fake.stop()
+
+
+def test_the_api_key_is_in_no_log_metadata_or_database(server, tmp_path, caplog):
+    install_log_redaction()
+    caplog.set_level(logging.DEBUG)
+    store = Store(tmp_path / "build.duckdb")
+    construction = demo_construction()
+    build_selection(construction.source, construction.selection, store, show_bar=False)
+    server.script(demo_pairs(n=2)[1].source.split()[1], "401")
+    cfg = config(server, locales=[LOCALE], options={"max_retries": 0})
+    with pytest.raises(Exception, match="HTTP 401") as error:
+        build_localisation(cfg, store, cache_dir=tmp_path / "cache", show_bar=False)
+    assert KEY not in str(error.value)  # the server echoed it; the message is redacted
+    build_localisation(cfg, store, cache_dir=tmp_path / "cache", show_bar=False)
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"  # it was sent
+    assert KEY not in caplog.text
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    (row,) = store.query("localisation_runs")
+    assert row["engine_options"] == "{}"  # only options that change answers: no address, no key
+    assert row["engine_version"].startswith("openai-python ")

@@ -1,0 +1,153 @@
+"""The site's data: shards, the originals policy on outputs, formula-safe CSV, published tables,
+the Query page's example SQL and the query engine's build modes (no browser)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+
+import pytest
+from hostile_strings import ALL as HOSTILE
+
+from cultivar_assets.site import downloads as dl
+from cultivar_assets.site import shards
+from cultivar_assets.site.build import QUERY_EXAMPLES
+from cultivar_assets.site.diff import word_diff
+from cultivar_assets.site.query_engine import (
+    QueryEngineError,
+    cached_query_engine,
+    fetch_query_engine,
+    query_engine_for_build,
+)
+from cultivar_assets.sqlfiles import statement_text
+from cultivar_assets.tables import csv_safe, csv_text, json_text
+
+
+def test_shards_round_trip_and_hold_only_base64():
+    payload = {"items": HOSTILE, "nested": [{"a": "</script><!--", "b": None}]}
+    content = shards.encode_shard("hyp/model-1/deu_Latn_Germany", payload)
+    text = content.decode("ascii")
+    prefix, rest = text.split('","', 1)
+    assert prefix == 'Cultivar.shard("hyp/model-1/deu_Latn_Germany'
+    body = rest.removesuffix('");\n')
+    assert set(body) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+    base64.b64decode(body, validate=True)
+    assert shards.decode_shard(content) == ("hyp/model-1/deu_Latn_Germany", payload)
+    assert shards.shard_path("hyp/model-1/deu_Latn_Germany") == \
+        "data/hyp/model-1/deu_Latn_Germany.js"
+    assert shards.shard_path("index") == "data/index.js"
+    with pytest.raises(ValueError, match="shard key"):
+        shards.encode_shard('x"); alert(1); ("', {})
+
+
+def test_shard_diffs_alternate_and_rebuild_the_text():
+    original = "Am Montag gewann Flamengo in Rio."
+    localised = "Am Montag gewann Bayern in München."
+    _, b = word_diff(original, localised)
+    pieces = shards.alternating(b)
+    assert "".join(pieces) == localised
+    assert pieces[1::2] == [s.text for s in b if s.changed]
+    assert shards.alternating(word_diff("x", "y z")[1]) == ["", "y z"]
+
+
+def test_locale_shard_hides_originals_but_keeps_the_highlights():
+    inst = {"instance_id": 3, "source_original": "Flamengo gewann.",
+            "source_localised": "Bayern gewann.", "english_original": "Flamengo won.",
+            "english_localised": "Bayern won."}
+    shown = shards.locale_payload("deu_Latn_Germany", [inst], True)["items"][0]
+    hidden = shards.locale_payload("deu_Latn_Germany", [inst], False)["items"][0]
+    assert "".join(shown[1]) == "Flamengo gewann." and "".join(shown[3]) == "Flamengo won."
+    assert hidden[1] is None and hidden[3] is None
+    assert hidden[2] == shown[2] == ["", "Bayern", " gewann."]
+    assert "Flamengo" not in json.dumps(hidden)
+
+
+def test_hypothesis_shard_pairs_flores_and_cultivar_outputs():
+    rows = {("cultivar_x", 1): ("loc one", None, ["strip_prefix"]),
+            ("flores_y", 1): ("orig one", "raw <b>", []),
+            ("cultivar_x", 2): ("loc two", None, [])}
+    payload = shards.hyp_payload("m", "x", [1, 2, 3], "flores_y", "cultivar_x", rows)
+    assert payload["items"] == [[1, "orig one", "raw <b>", None, "loc one", None,
+                                 ["strip_prefix"]],
+                                [2, None, None, None, "loc two", None, None]]
+
+
+@pytest.mark.parametrize(("hypothesis", "raw", "expected"), [
+    ("Die Quelle.", None, (dl.HIDDEN_OUTPUT, None)),
+    ("<think>x</think> Die Quelle.", "<think>x</think> Die Quelle.",
+     (dl.HIDDEN_OUTPUT, dl.HIDDEN_OUTPUT)),
+    ("The source.", "<think>Die Quelle.</think>The source.", ("The source.", dl.HIDDEN_OUTPUT)),
+    ("The source.", None, ("The source.", None)),
+])
+def test_outputs_that_contain_a_hidden_flores_source_are_hidden(hypothesis, raw, expected):
+    assert dl.public_output("flores_deu_Latn", hypothesis, raw, " Die Quelle. ", False) == \
+        expected
+    assert dl.public_output("flores_deu_Latn", hypothesis, raw, "Die Quelle.", True) == \
+        (hypothesis, raw)  # shown where originals are shown
+    assert dl.public_output("cultivar_x", hypothesis, raw, "Die Quelle.", False) == \
+        (hypothesis, raw)  # localised sources are Cultivar's, not FLORES
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("=1+1", "'=1+1"), ("+1", "'+1"), ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("\t=1", "'\t=1"), ("\r=1", "'\r=1"), ("plain", "plain"), ("a=1", "a=1"), ("", ""),
+    (-0.5, -0.5), (3, 3), (None, None), (True, True), (["=x"], '["=x"]'),
+])
+def test_csv_cells_that_start_a_formula_are_neutralised(value, expected):
+    assert csv_safe(value) == expected
+
+
+def test_csv_and_json_tables_keep_every_string_as_text():
+    rows = [{"name": text, "value": -1.5} for text in HOSTILE]
+    parsed = list(csv.DictReader(io.StringIO(csv_text(rows, ["name", "value"]), newline="")))
+    assert [r["name"].removeprefix("'") if r["name"][:2] in {"'" + c for c in "=+-@\t\r"}
+            else r["name"] for r in parsed] == [r["name"] for r in rows]
+    assert all(not r["name"].startswith(("=", "+", "-", "@", "\t", "\r")) for r in parsed)
+    assert {r["value"] for r in parsed} == {"-1.5"}
+    assert json.loads(json_text(rows)) == rows
+
+
+def test_published_tables_are_the_documented_views(tmp_path):
+    from conftest import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text("utf-8")
+    for table in dl.PUBLISHED_TABLES:
+        assert f"`{table.name}`" in readme, table.name
+        statement_text(table.query)
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory):
+    from site_helpers import hostile_store
+
+    return hostile_store(tmp_path_factory.mktemp("site_data"))
+
+
+def test_query_examples_run_on_the_published_tables(demo_store):
+    """The Query page's examples are valid SQL over tables of the documented names."""
+    import duckdb
+
+    with duckdb.connect(str(demo_store.path), read_only=True) as con:
+        for name, title in QUERY_EXAMPLES:
+            rows = con.execute(statement_text(name)).fetchall()
+            if name in ("example_table3", "example_table4", "example_worst_locale"):
+                assert rows, title
+        board = con.execute(statement_text("example_table3")).fetchall()
+        assert len(board) == 2
+
+
+def test_query_engine_modes_say_why_the_page_is_left_out(tmp_path, monkeypatch):
+    engine, note = query_engine_for_build("off", tmp_path, print)
+    assert engine is None and "site.query_page is off" in note
+    engine, note = query_engine_for_build("cached", tmp_path, print)
+    assert engine is None and "fetch-query-engine" in note
+    monkeypatch.setenv("CULTIVAR_NPM", "")  # the tests' setting: no npm
+    engine, note = query_engine_for_build("auto", tmp_path, print)
+    assert engine is None and "npm is not available" in note
+    with pytest.raises(QueryEngineError, match="npm is not available"):
+        query_engine_for_build("required", tmp_path, print)
+    with pytest.raises(QueryEngineError, match="npm is not available"):
+        fetch_query_engine(tmp_path)
+    assert cached_query_engine(tmp_path) is None

@@ -1,0 +1,105 @@
+"""Incremental site builds: unchanged models' files come from the previous build, and the result
+is the same site a full build writes; a failed build leaves the previous site as it was."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+from site_helpers import HOSTILE_MODEL, hostile_store
+
+from cultivar_assets.files import MANIFEST, read_manifest
+from cultivar_assets.site import build as site_build
+from cultivar_assets.site.build import build_site, model_slug
+from cultivar_assets.site.shards import decode_shard
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return hostile_store(tmp_path_factory.mktemp("incremental"))
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file's bytes; a DuckDB file (not byte-reproducible: it has a random salt) by its
+    tables' rows."""
+    out = {}
+    for path in folder.rglob("*"):
+        if not path.is_file() or path.name == MANIFEST:
+            continue
+        rel = path.relative_to(folder).as_posix()
+        if path.suffix == ".duckdb":
+            with duckdb.connect(str(path), read_only=True) as con:
+                tables = [r[0] for r in con.execute("SHOW TABLES").fetchall()]
+                out[rel] = repr({t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
+                                 for t in tables}).encode()
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+def inodes(folder: Path, prefix: str) -> dict[str, int]:
+    return {p.relative_to(folder).as_posix(): p.stat().st_ino for p in folder.rglob("*")
+            if p.is_file() and p.relative_to(folder).as_posix().startswith(prefix)}
+
+
+def build(store, out: Path, **options):
+    return build_site(store, out, card_markdown="# Card", query_page="off", **options)
+
+
+def test_rebuilds_reuse_unchanged_models_and_equal_a_full_build(store, tmp_path):
+    site = tmp_path / "site"
+    first = build(store, site)
+    assert first.reused_models == 0 and first.models == 2
+    hostile = model_slug(HOSTILE_MODEL)
+    before = inodes(site, f"data/hyp/{hostile}/")
+    assert len(before) == 6
+    again = build(store, site)
+    assert again.reused_models == 2
+    assert inodes(site, f"data/hyp/{hostile}/") == before  # the same files, linked
+
+    with duckdb.connect(str(store.path)) as con:  # the baseline's outputs change
+        con.execute("UPDATE raw.translations SET hypothesis = hypothesis || ' (changed)' "
+                    "WHERE model_id = 'copy-source-baseline' AND test_set = "
+                    "'cultivar_deu_Latn_Germany' AND segment_id = 0")
+    baseline = inodes(site, "data/hyp/copy-source-baseline/")
+    third = build(store, site)
+    assert third.reused_models == 1
+    assert inodes(site, f"data/hyp/{hostile}/") == before
+    assert inodes(site, "data/hyp/copy-source-baseline/") != baseline
+    shard = decode_shard((site / "data/hyp/copy-source-baseline/deu_Latn_Germany.js")
+                         .read_bytes())[1]
+    assert shard["items"][0][4].endswith(" (changed)")
+
+    full = tmp_path / "full"
+    build(store, full, reuse=False)
+    assert files(site) == files(full)  # incremental == full, byte for byte
+    assert read_manifest(site)["models"] == read_manifest(full)["models"]
+
+
+def test_a_different_originals_policy_rebuilds_everything(store, tmp_path):
+    site = tmp_path / "site"
+    build(store, site)
+    public = build(store, site, show_originals=False)
+    assert public.reused_models == 0
+    assert "Flamengo" not in (site / "locales" / "deu_Latn_Germany.html").read_text()
+
+
+def test_a_failed_build_leaves_the_previous_site(store, tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    build(store, site)
+    before = files(site)
+
+    def broken(self):
+        raise RuntimeError("chart renderer failed")
+
+    monkeypatch.setattr(site_build.SvgJob, "result", broken)
+    with duckdb.connect(str(store.path)) as con:  # something to re-render
+        con.execute("UPDATE raw.model_locale_deltas SET delta_bleu = delta_bleu + 1")
+    with pytest.raises(RuntimeError, match="chart renderer failed"):
+        build(store, site)
+    assert files(site) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["site"]  # no partial folder left
+    assert not any(p.name.endswith(".partial") for p in site.parent.iterdir())
+    assert os.listdir(site)
