@@ -546,6 +546,8 @@ CREATE TABLE IF NOT EXISTS raw.built_table1 (
     n_revised_source_changed  INTEGER NOT NULL,
     n_revised_english_changed INTEGER NOT NULL,
     annotator                 VARCHAR
+);
+
 -- Error analysis (paper §5, Table 5): the returned error-annotation files, one per locale, and
 -- one row per annotated translation (cultivar_assets/evaluation/error_file.py; its JSON Schema
 -- error_annotation.schema.json). Replaced as a whole by the error_analysis asset.

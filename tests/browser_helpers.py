@@ -93,5 +93,5 @@ class ToolPage:
 
     def close(self) -> None:
         self.context.close()
-        assert self.problems == []
+        assert self.problems == [], self.problems
         assert self.hosts <= {"127.0.0.1", "file"}, self.hosts

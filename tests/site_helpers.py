@@ -8,15 +8,12 @@ as text, no dialog may open, no console error may appear, and no request may lea
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
 import duckdb
-import pytest
+from browser_helpers import NEEDS_CHROMIUM, chromium, serve  # noqa: F401 - shared
 from conftest import COPY_ENTRY, REPO_ROOT, write_models_file
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
@@ -34,12 +31,6 @@ from cultivar_assets.store.records import (
 )
 from cultivar_assets.translation import translate
 
-CHROMIUM = Path("/usr/bin/chromium")
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium "
-                                    "(apt-get install -y chromium; .ci/run installs it)")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 PAYLOADS = ["<script>alert(1)</script>", "</script><img src=x onerror=alert(1)>",
             '"><svg onload=alert(1)>', "{{7*7}}"]
 HOSTILE_MODEL = '<script>alert(1)</script>"><svg onload=alert(2)>{{7*7}}'
@@ -65,63 +56,59 @@ class PayloadEngine(Engine):
 
 def hostile_store(root: Path) -> Store:
     """Demo data, the copy baseline and a hostile model, scored, aggregated, reported results."""
+    return systems_store(root, PayloadEngine, {"payload-model": (HOSTILE_MODEL, HOSTILE_FAMILY)})
+
+
+class CorpusEngine(Engine):
+    """Answers each request with the next string of ``texts`` (in turn) before the source."""
+
+    name = "corpus"
+    prompt_kinds = ("source",)
+    texts: tuple[str, ...] = ()
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(self.name, "test", None, None)
+
+    def generate(self, requests):
+        start = getattr(self, "_next", 0)
+        self._next = start + len(requests)
+        return [f"{self.texts[(start + i) % len(self.texts)]} {r.source}"
+                for i, r in enumerate(requests)]
+
+
+def systems_store(root: Path, engine: type[Engine], systems: dict[str, tuple[str, str]]) -> Store:
+    """Demo data translated by the copy baseline and by ``systems`` (registry id -> (the model id
+    the store gets, family)) run with ``engine``; scored, aggregated, with reported results.
+
+    The ids are set in the store after translation: untrusted data can carry any model name,
+    including ones the registry would refuse."""
     registry = engine_registry()
-    registry.register("payload", PayloadEngine, overwrite=True)
+    registry.register(engine.name, engine, overwrite=True)
     try:
-        models = write_models_file(root / "models.yaml", [
-            COPY_ENTRY,
-            {**COPY_ENTRY, "id": "payload-model", "engine": "payload", "type": "LLM",
-             "family": HOSTILE_FAMILY, "params_total_b": 1.5, "hf_id": "test/payload"},
-        ])
+        models = write_models_file(root / "models.yaml", [COPY_ENTRY, *(
+            {**COPY_ENTRY, "id": model_id, "engine": engine.name, "type": "LLM",
+             "family": family, "params_total_b": 1.5 + n, "hf_id": f"test/{model_id}"}
+            for n, (model_id, (_, family)) in enumerate(systems.items()))])
         store = Store(root / "site.duckdb")
         fingerprint = write_dataset(store, load_benchmark(DataConfig()))
         test_sets = read_test_sets(store)
         specs = load_models(models)
-        for model_id in ("copy-source-baseline", "payload-model"):
+        for model_id in ("copy-source-baseline", *systems):
             run = translate(specs.get(model_id), test_sets, cache_dir=root / "cache",
                             show_progress_bar=False)
             write_translations(store, run, fingerprint)
     finally:
-        registry._entries.pop("payload", None)
-    with duckdb.connect(str(store.path)) as con:  # untrusted data can carry any model name
-        for table in ("translations", "models", "model_runs"):
-            con.execute(f"UPDATE raw.{table} SET model_id = ? WHERE model_id = 'payload-model'",
-                        [HOSTILE_MODEL])
-    for model_id in ("copy-source-baseline", HOSTILE_MODEL):
+        registry._entries.pop(engine.name, None)
+    with duckdb.connect(str(store.path)) as con:
+        for model_id, (name, _) in systems.items():
+            for table in ("translations", "models", "model_runs"):
+                con.execute(f"UPDATE raw.{table} SET model_id = ? WHERE model_id = ?",
+                            [name, model_id])
+    for model_id in ("copy-source-baseline", *(name for name, _ in systems.values())):
         score_model(store, model_id, MetricConfig(bleu_tokenize="13a"))
     aggregate(store)
     write_reported_results(store, [load_models().get(m) for m in load_models()])
     return store
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serving(folder: Path) -> Iterator[str]:
-    handler = functools.partial(QuietHandler, directory=str(folder))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-@contextlib.contextmanager
-def chromium() -> Iterator:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @contextlib.contextmanager
@@ -150,5 +137,5 @@ def watched_page(browser, **context_options) -> Iterator:
         yield page
     finally:
         context.close()
-    assert page.problems == []
+    assert page.problems == [], page.problems
     assert page.hosts <= {"127.0.0.1", "file"}, page.hosts

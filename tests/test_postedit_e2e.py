@@ -8,8 +8,9 @@ import json
 
 import pytest
 import yaml
+from browser_helpers import NEEDS_CHROMIUM
 from build_helpers import build_drafts
-from test_postedit_browser import CHROMIUM, Tool, browser  # noqa: F401 - the browser fixture
+from test_postedit_browser import Tool, browser  # noqa: F401 - the browser fixture
 
 from cultivar_assets.cli import main
 from cultivar_assets.construction.dataset import build_dataset
@@ -18,8 +19,7 @@ from cultivar_assets.construction.text_edits import count_edits
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium "
-                                "(apt-get install -y chromium; .ci/run installs it)")
+pytestmark = NEEDS_CHROMIUM
 LOCALE = "deu_Latn_Germany"
 
 

@@ -18,10 +18,10 @@ import pytest
 from site_helpers import (
     HOSTILE_FAMILY,
     HOSTILE_MODEL,
+    NEEDS_CHROMIUM,
     chromium,
     hostile_store,
-    needs_chromium,
-    serving,
+    serve,
     watched_page,
 )
 
@@ -29,7 +29,7 @@ from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.shards import decode_shard
 from cultivar_assets.store.database import Store
 
-pytestmark = needs_chromium
+pytestmark = NEEDS_CHROMIUM
 CARD = "# Card\n\nA *card* with <script>alert(3)</script> and | pipes | {{7*7}}."
 
 
@@ -44,7 +44,7 @@ def site_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(site_dir):
-    with serving(site_dir) as url:
+    with serve(site_dir) as url:
         yield url
 
 

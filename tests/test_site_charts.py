@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 from chart_helpers import chart_inputs
-from site_helpers import chromium, needs_chromium
+from site_helpers import NEEDS_CHROMIUM, chromium
 
 from cultivar_assets.site import charts
 from cultivar_assets.site.build import vega_bundle
@@ -121,7 +121,7 @@ def chart_page(tmp_path_factory):
         yield page
 
 
-@needs_chromium
+@NEEDS_CHROMIUM
 @pytest.mark.parametrize("n_models", [3, 32, pytest.param(320, marks=pytest.mark.slow)])
 def test_charts_are_readable_in_chromium(n_models, chart_page):
     page, bundle = chart_page, chart_page.bundle

@@ -12,13 +12,13 @@ import random
 
 import pytest
 from hostile_strings import ALL as HOSTILE
-from site_helpers import chromium, needs_chromium
+from site_helpers import NEEDS_CHROMIUM, chromium
 
 from cultivar_assets.paths import resource_dir
 from cultivar_assets.site.diff import word_diff
 from cultivar_assets.tables import csv_safe
 
-pytestmark = needs_chromium
+pytestmark = NEEDS_CHROMIUM
 STATIC = resource_dir("site") / "static"
 PAIRS = [
     ("Am Samstag gewann Flamengo in Rio.", "Am Samstag gewann Bayern in München."),

@@ -18,17 +18,17 @@ import pyarrow.parquet as pq
 import pytest
 from site_helpers import (
     HOSTILE_MODEL,
+    NEEDS_CHROMIUM,
     WEB_CACHE,
     chromium,
     hostile_store,
-    needs_chromium,
     watched_page,
 )
 
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.query_engine import cached_query_engine
 
-pytestmark = [needs_chromium, pytest.mark.slow, pytest.mark.skipif(
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.slow, pytest.mark.skipif(
     cached_query_engine(WEB_CACHE) is None,
     reason=f"DuckDB-Wasm is not in {WEB_CACHE}: run `cultivar fetch-query-engine` from the "
            "checkout (needs npm)")]

@@ -784,8 +784,11 @@ def _pivot_scores(rows: list[dict]) -> list[dict]:
 
 
 def _markdown(text: str | None) -> str | None:
+    """The card's Markdown as HTML: CommonMark and tables, no raw HTML, and no images (an image
+    is a request to wherever it points, made by every reader's browser; a link is only followed
+    when clicked). markdown-it refuses ``javascript:``, ``vbscript:`` and ``data:`` links."""
     if text is None:
         return None
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    return MarkdownIt("commonmark", {"html": False}).enable("table").disable("image").render(text)

@@ -139,7 +139,8 @@ def _size_rows(summary: Sequence[dict], metric: str) -> list[dict]:
     for row in sorted(rows, key=lambda r: (r["family"], r["style"], r["params"], r["model"])):
         track = seen[row["family"], row["style"], row["params"]]
         seen[row["family"], row["style"], row["params"]] += 1
-        row["line"] = f"{row['family']}\u0000{row['style']}\u0000{track}"
+        # JSON: unambiguous and printable (an SVG is XML, which has no NUL character)
+        row["line"] = json.dumps([row["family"], row["style"], track], ensure_ascii=False)
     return rows
 
 
