@@ -17,6 +17,7 @@ from browser_helpers import NEEDS_CHROMIUM, chromium, serve  # noqa: F401 - shar
 from conftest import COPY_ENTRY, REPO_ROOT, write_models_file
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
+from cultivar_assets.data.testsets import BenchmarkData
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.base import Engine, EngineInfo
 from cultivar_assets.evaluation import aggregate, score_model
@@ -76,9 +77,11 @@ class CorpusEngine(Engine):
                 for i, r in enumerate(requests)]
 
 
-def systems_store(root: Path, engine: type[Engine], systems: dict[str, tuple[str, str]]) -> Store:
-    """Demo data translated by the copy baseline and by ``systems`` (registry id -> (the model id
-    the store gets, family)) run with ``engine``; scored, aggregated, with reported results.
+def systems_store(root: Path, engine: type[Engine], systems: dict[str, tuple[str, str]],
+                  data: BenchmarkData | None = None) -> Store:
+    """``data`` (default: the demo data) translated by the copy baseline and by ``systems``
+    (registry id -> (the model id the store gets, family)) run with ``engine``; scored,
+    aggregated, with reported results.
 
     The ids are set in the store after translation: untrusted data can carry any model name,
     including ones the registry would refuse."""
@@ -90,7 +93,7 @@ def systems_store(root: Path, engine: type[Engine], systems: dict[str, tuple[str
              "family": family, "params_total_b": 1.5 + n, "hf_id": f"test/{model_id}"}
             for n, (model_id, (_, family)) in enumerate(systems.items()))])
         store = Store(root / "site.duckdb")
-        fingerprint = write_dataset(store, load_benchmark(DataConfig()))
+        fingerprint = write_dataset(store, data or load_benchmark(DataConfig()))
         test_sets = read_test_sets(store)
         specs = load_models(models)
         for model_id in ("copy-source-baseline", *systems):

@@ -1,12 +1,13 @@
 """The whole hostile-strings corpus (tests/hostile_strings.py) through every page of the site.
 
-Three systems are named with hostile strings (a path, a spreadsheet formula, markup) and given
-hostile families; their outputs cycle through all the corpus's strings. Every page of the built
-site, and the segment browser of every model and locale, is opened in Chromium: no dialog opens,
-no console error appears, no request leaves 127.0.0.1, no element carries an event-handler
-attribute and the shown translations are the stored ones, as text. Every chart SVG holds no script
-and no handler; every CSV download keeps formulas from starting a cell; the JSON downloads keep the
-strings exactly.
+The demo data's localised texts (source and English) carry the corpus's strings; three systems
+are named with hostile strings (a path, a spreadsheet formula, markup) and given hostile
+families; their outputs cycle through all the corpus's strings; the card is the whole corpus.
+Every page of the built site, and the segment browser of every model and locale, is opened in
+Chromium: no dialog opens, no console error appears, no request leaves 127.0.0.1, no element
+carries an event-handler attribute and the shown translations are the stored ones, as text.
+Every chart SVG holds no script and no handler; every CSV download keeps formulas from starting a
+cell; the JSON downloads keep the strings exactly.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import csv
 import io
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import duckdb
 import pytest
@@ -28,6 +30,7 @@ from site_helpers import (
     watched_page,
 )
 
+from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.tables import CSV_FORMULA_START
 
@@ -44,10 +47,24 @@ class Corpus(CorpusEngine):
     texts = tuple(ALL)
 
 
+def hostile_data():
+    """The demo data with a corpus string after each localised source and English text."""
+    data = load_benchmark(DataConfig())
+    k = 0
+    for locale, rows in data.instances.items():
+        for n, inst in enumerate(rows):
+            rows[n] = replace(inst, source_localised=f"{inst.source_localised} {ALL[k % len(ALL)]}",
+                              english_localised=f"{inst.english_localised} "
+                                                f"{ALL[(k + 1) % len(ALL)]}")
+            k += 2
+        data.instances[locale] = rows
+    return data
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus_site")
-    store = systems_store(root, Corpus, SYSTEMS)
+    store = systems_store(root, Corpus, SYSTEMS, hostile_data())
     build_site(store, root / "site", card_markdown="\n\n".join(ALL), query_page="off")
     with duckdb.connect(str(store.path), read_only=True) as con:
         rows = con.execute("SELECT model_id, test_set, hypothesis, raw_output "
@@ -65,6 +82,7 @@ def test_every_page_and_segment_browser_keeps_the_corpus_as_text(built):
             cultivar.setdefault((model_id, test_set.removeprefix("cultivar_")), []).append(
                 hypothesis)
     shown_corpus: set[str] = set()
+    shown_data: set[str] = set()
     with serve(site) as server, chromium() as browser:
         for name in pages:
             with watched_page(browser) as page:
@@ -76,6 +94,8 @@ def test_every_page_and_segment_browser_keeps_the_corpus_as_text(built):
                 page.goto(f"{server}/browse.html#model={model_slug(model_id)}&locale={locale}")
                 page.locator("article.instance").first.wait_for()
                 assert page.evaluate(HANDLERS) == [], (model_id, locale)
+                text = page.locator("main").text_content()
+                shown_data.update(t for t in ALL if t.strip() and t.strip() in text)
                 shown = page.locator("article.instance tr.hyp td").all_text_contents()
                 # each instance shows the FLORES and the Cultivar translation: the Cultivar ones
                 # are the stored hypotheses, character for character
@@ -88,6 +108,7 @@ def test_every_page_and_segment_browser_keeps_the_corpus_as_text(built):
                                                               for h in shown))
     # the corpus really reached the pages (cleaning may trim what surrounds a string)
     assert len(shown_corpus) >= 40, sorted(set(ALL) - shown_corpus)
+    assert len(shown_data) >= 40, sorted(set(ALL) - shown_data)
 
 
 def test_chart_svgs_hold_no_script_and_no_handler(built):
