@@ -38,7 +38,8 @@ def _print_leaderboard(rows: list[dict]) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    settings = demo_settings() if args.command == "demo" else load_settings(args.config)
+    settings = (demo_settings(live_localiser=args.live_localiser) if args.command == "demo"
+                else load_settings(args.config))
     if getattr(args, "bleu_tokenize", None):
         settings.metrics = settings.metrics.model_copy(update={"bleu_tokenize": args.bleu_tokenize})
     if getattr(args, "database", None):
@@ -62,7 +63,8 @@ def _run(settings: Settings) -> int:
     console = _console()
     built = settings.data.kind == "built"
     if settings.data.kind == "demo" or (built and settings.construction.source.kind == "demo"):
-        how = ("built here from its original sentences (selection, a weak demo localiser, the "
+        localiser = settings.construction.localisation.label or "localiser"
+        how = (f"built here from its original sentences (selection, the {localiser}, the "
                "shipped demo annotation files) and " if built else "")
         console.print("Cultivar demo: DEMO data (written for this project, not FLORES or "
                       f"Cultivar), {how}evaluated with the models of " + ", ".join(settings.models))
@@ -414,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--bleu-tokenize", help="BLEU tokenizer, e.g. flores200 (spBLEU) when its "
                       "SentencePiece model is available")
     demo.add_argument("--database", help="DuckDB file to write")
+    demo.add_argument("--live-localiser", action="store_true", help="run the weak demo localiser "
+                      "(Gemma 3 270M, ~6 minutes on 2 cores) instead of playing back its "
+                      "recorded answers")
     demo.set_defaults(func=cmd_demo)
 
     run = sub.add_parser("run", help="run the whole pipeline as configured (cultivar.yaml)")

@@ -94,12 +94,14 @@ class Settings(BaseModel):
         return Path(self.database) if self.database else default_database(self.data_name)
 
 
-def demo_settings() -> Settings:
+def demo_settings(live_localiser: bool = False) -> Settings:
     """The embedded default: the demo built by the project's own pipeline (selection, the weak
-    demo localiser, the shipped demo annotation files, the dataset) and evaluated with the demo
-    models and the demo's error analysis; BLEU tokenizer 13a, stated in the signature."""
+    demo localiser, played back unless ``live_localiser``: ``construction.config.
+    demo_localisation``; the shipped demo annotation files, the dataset) and evaluated with the
+    demo models and the demo's error analysis; BLEU tokenizer 13a, stated in the signature."""
     return Settings(metrics=DEMO_METRICS.model_copy(), data=DataConfig(kind="built"),
-                    error_analysis=demo_error_analysis())
+                    error_analysis=demo_error_analysis(),
+                    construction=demo_construction(live_localiser))
 
 
 def settings_file() -> Path | None:

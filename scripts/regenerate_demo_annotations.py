@@ -1,36 +1,51 @@
-"""Regenerate the shipped demo annotation files from the drafts the demo localiser produces now.
+"""Regenerate the demo localiser's recorded answers and the shipped demo annotation files.
 
     python scripts/regenerate_demo_annotations.py            # write the files
     python scripts/regenerate_demo_annotations.py --check    # compare only; exit 1 on a difference
 
-Runs the demo's construction half with the demo settings (selection over the demo's original
-sentences, the weak demo localiser on the CPU: ``construction/config.py``, ``demo_localisation``)
-in a temporary database; answers come from the localisation cache under ``$CULTIVAR_HOME`` when
-they are there. Then writes ``cultivar_assets/data/demo/annotations/<task_id>.annotations.json``
-for each demo locale: the drafts as they are, the bundled demo data as the final pairs
-(``construction/demo_annotations.py``), and prints how far the drafts are from those pairs.
-Review the difference (``git diff``) and commit the files with the change that moved the drafts.
+Runs the demo's construction half with the demo settings and the weak demo localiser *live*
+(selection over the demo's original sentences, Gemma 3 270M on the CPU: ``construction/config.py``,
+``demo_localisation(live=True)``; ~6 minutes on 2 cores) in a temporary database; answers come
+from the localisation cache under ``$CULTIVAR_HOME`` when they are there. Then writes the
+recording that ``cultivar demo`` plays back (``cultivar_assets/construction/
+demo_localiser_answers.json``, engine ``replay``) and
+``cultivar_assets/data/demo/annotations/<task_id>.annotations.json`` for each demo locale: the
+drafts as they are, the bundled demo data as the final pairs (``construction/demo_annotations.py``),
+and prints how far the drafts are from those pairs. Review the difference (``git diff``) and
+commit the files with the change that moved the drafts.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from cultivar_assets.construction.build import build_localisation, build_selection
-from cultivar_assets.construction.config import demo_annotations_dir, demo_construction
+from cultivar_assets.construction.config import (
+    DEMO_LOCALISER_ANSWERS,
+    demo_annotations_dir,
+    demo_construction,
+)
 from cultivar_assets.construction.demo_annotations import (
     demo_annotation_document,
     demo_finals,
     environment,
+    record_localiser_answers,
     write_demo_annotations,
 )
 from cultivar_assets.construction.postedit_build import stored_task
+from cultivar_assets.engines.replay import recording_path
 from cultivar_assets.store.database import Store
+
+
+def _answers(path: Path) -> list:
+    """A recording's answers (what it was recorded with may differ: that is no difference)."""
+    return json.loads(path.read_text("utf-8"))["answers"]
 
 
 def draft_quality(task) -> dict:
@@ -64,13 +79,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folder", type=Path, default=demo_annotations_dir(),
                         help="where the files go (default: the shipped folder)")
     args = parser.parse_args(argv)
-    construction = demo_construction()
+    construction = demo_construction(live_localiser=True)
     started = time.perf_counter()
+    answers = recording_path(DEMO_LOCALISER_ANSWERS)
     with tempfile.TemporaryDirectory() as work:
         store = Store(Path(work) / "demo.duckdb")
         build_selection(construction.source, construction.selection, store, show_bar=False)
         run = build_localisation(construction.localisation, store, say=print)
         tasks = [stored_task(store, locale) for locale in construction.localisation.locale_keys()]
+        recorded = Path(work) / answers.name
+        record_localiser_answers(store, construction.localisation, recorded)
+        same_answers = _answers(recorded) == _answers(answers) if answers.is_file() else False
+        if not args.check:
+            shutil.copyfile(recorded, answers)
+            print(f"wrote {answers}")
     print(f"localised {sum(len(t.drafts) for t in tasks)} drafts in "
           f"{time.perf_counter() - started:.1f} s ({run.n_generated} generated, the rest cached)")
     for task in tasks:
@@ -84,12 +106,14 @@ def main(argv: list[str] | None = None) -> int:
             expected = json.dumps(demo_annotation_document(task), ensure_ascii=False, indent=1)
             if not path.is_file() or path.read_text("utf-8") != expected + "\n":
                 differ.append(task.locale)
-        if differ:
-            print(f"the shipped demo annotation files differ for {', '.join(differ)}: run "
-                  "python scripts/regenerate_demo_annotations.py and commit the files",
-                  file=sys.stderr)
+        if differ or not same_answers:
+            what = [f"the shipped demo annotation files differ for {', '.join(differ)}"] * bool(
+                differ) + [f"the recorded answers ({answers.name}) differ"] * (not same_answers)
+            print(f"{'; '.join(what)}: run python scripts/regenerate_demo_annotations.py and "
+                  "commit the files", file=sys.stderr)
             return 1
-        print("the shipped demo annotation files match the current drafts")
+        print("the recorded answers and the shipped demo annotation files match the model's "
+              "answers now")
         return 0
     for path in write_demo_annotations(tasks, args.folder, generated_with=environment()):
         print(f"wrote {path}")

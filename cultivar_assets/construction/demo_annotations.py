@@ -26,7 +26,9 @@ from typing import Any
 from cultivar_assets import __version__
 from cultivar_assets.construction.annotation_file import FILE_SUFFIX, FORMAT, SCHEMA_VERSION
 from cultivar_assets.construction.annotation_task import AnnotationTask, classify_action
+from cultivar_assets.construction.config import LocalisationConfig
 from cultivar_assets.data.sources import demo_dataset_dir
+from cultivar_assets.store.database import Store
 
 DEMO_ANNOTATOR = ("demo: final pairs are the toolkit's bundled demo data, written by its authors "
                   "(not a post-editing session)")
@@ -128,3 +130,33 @@ def write_demo_annotations(tasks: Sequence[AnnotationTask], folder: Path,
         path.write_text(text, "utf-8")
         written.append(path)
     return written
+
+
+def record_localiser_answers(store: Store, config: LocalisationConfig, path: Path) -> int:
+    """Record, for the replay engine (``engines/replay.py``), the answers that ``config``'s
+    localiser gave for the drafts in ``store`` (one attempt per instance, as the demo localiser
+    makes); returns how many. The request of each answer is rebuilt exactly as
+    :func:`localisation.localise` builds it."""
+    from cultivar_assets.construction.localisation import make_localiser
+    from cultivar_assets.construction.localisation_prompts import prompt_values
+    from cultivar_assets.engines.base import Generation
+    from cultivar_assets.engines.replay import write_recording
+
+    if config.max_attempts != 1:
+        raise ValueError("a recording holds first attempts only (max_attempts: 1)")
+    localiser = make_localiser(config)
+    answers = []
+    for locale in config.locale_keys():
+        for row in store.query("locale_drafts", locale=locale):
+            request = localiser.prompt.request(
+                prompt_values(locale, row["source_original"], row["english_original"]),
+                config.max_new_tokens)
+            answers.append((request, Generation(row["raw_answer"], row["prompt_tokens"],
+                                                row["completion_tokens"]),
+                            f"{locale} {row['instance_id']:05d}"))
+    write_recording(path, {"engine": config.engine, "model": config.model,
+                           "revision": config.revision, "weights": config.weights,
+                           "engine_options": config.engine_options, "prompt": config.prompt,
+                           "max_new_tokens": config.max_new_tokens,
+                           "environment": environment()}, answers)
+    return len(answers)

@@ -21,6 +21,7 @@ _ENGINES = {
     "vllm": "cultivar_assets.engines.vllm_engine:VLLMEngine",
     "openai": "cultivar_assets.engines.openai_engine:OpenAIEngine",
     "copy-source": "cultivar_assets.engines.copy_source:CopySourceEngine",
+    "replay": "cultivar_assets.engines.replay:ReplayEngine",
 }
 
 
