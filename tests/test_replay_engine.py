@@ -46,7 +46,7 @@ def test_a_request_that_was_not_recorded_is_an_error_naming_the_file(tmp_path):
     path = tmp_path / "answers.json"
     write_recording(path, {}, [(request("Hallo"), Generation(" Hello"), "a")])
     assert replay_key(request("Hallo")) != replay_key(request("Hallo", max_new_tokens=17))
-    with pytest.raises(EngineLoadError, match="answers.json holds no answer"):
+    with pytest.raises(EngineLoadError, match=r"answers\.json holds no answer"):
         engine(path).generate([request("Hallo", max_new_tokens=17)])
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(EngineLoadError, match="cannot read the recording"):
