@@ -133,7 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures to this file too")
     parser.add_argument("--workdir", type=Path, help="keep each size's filled database here "
                         "and reuse it in later runs (filling 320 models takes minutes)")
+    parser.add_argument("--fill-only", action="store_true",
+                        help="with --workdir: only fill the databases that are not kept yet "
+                        "(untimed; e.g. at low priority), no builds")
     args = parser.parse_args(argv)
+    if args.fill_only and not args.workdir:
+        parser.error("--fill-only needs --workdir")
     cache = default_web_cache()
     if args.fetch and cached_query_engine(cache) is None:
         fetch_query_engine(cache)
@@ -155,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(store.path, kept)
         filled = time.perf_counter() - start
+        if args.fill_only:
+            print(f"{kept}: filled in {filled:.0f} s", flush=True)
+            shutil.rmtree(folder)
+            continue
         site = folder / "site"
         full, full_cpu, full_load = timed_build(store, site, mode)
         again, again_cpu, again_load = timed_build(store, site, mode)
