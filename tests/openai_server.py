@@ -123,12 +123,21 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         headers = {name.lower(): value for name, value in self.headers.items()}
         action = fake._begin(RecordedRequest(path, headers, body, text))
+        self._ended = False
         try:
             self._answer(path, body, text, action)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             pass
         finally:
-            fake._end()
+            self._end()
+
+    def _end(self) -> None:
+        """The request stops counting as in flight once, before its response is written: the
+        client may send its next request as soon as it has the response, before this thread
+        runs again, which would count one request too many."""
+        if not self._ended:
+            self._ended = True
+            self.fake._end()
 
     def _answer(self, path: str, body: dict[str, Any], text: str, action: str) -> None:
         fake = self.fake
@@ -193,6 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        self._end()
         self.end_headers()
         self.wfile.write(data)
 
@@ -205,3 +215,14 @@ def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
     completion = len(content.split())
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion}
+
+
+def fast_client(monkeypatch, key_env: str, key: str) -> None:
+    """The openai client's backoff (0.5 s * 2**n) cut to a few ms, the key in ``key_env``, and
+    no ``$OPENAI_BASE_URL`` from the environment: for the tests' autouse fixtures."""
+    import openai._base_client as base_client
+
+    monkeypatch.setattr(base_client, "INITIAL_RETRY_DELAY", 0.001)
+    monkeypatch.setattr(base_client, "MAX_RETRY_DELAY", 0.005)
+    monkeypatch.setenv(key_env, key)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

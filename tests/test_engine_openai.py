@@ -9,7 +9,7 @@ import time
 
 import pytest
 from conftest import write_models_file
-from openai_server import FakeOpenAIServer
+from openai_server import FakeOpenAIServer, fast_client
 
 from cultivar_assets.data.testsets import Segment, TestSet
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings, GenerationFailure
@@ -25,13 +25,7 @@ KEY = "sk-test-secret-7f3a9c"
 
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch):
-    """The client's backoff is 0.5 s * 2**n; a few ms keeps the retry tests fast."""
-    import openai._base_client as base_client
-
-    monkeypatch.setattr(base_client, "INITIAL_RETRY_DELAY", 0.001)
-    monkeypatch.setattr(base_client, "MAX_RETRY_DELAY", 0.005)
-    monkeypatch.setenv(KEY_ENV, KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    fast_client(monkeypatch, KEY_ENV, KEY)
 
 
 @pytest.fixture

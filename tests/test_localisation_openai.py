@@ -7,7 +7,7 @@ import logging
 
 import pytest
 from localisation_helpers import demo_pairs, localising_answer, swap
-from openai_server import FakeOpenAIServer
+from openai_server import FakeOpenAIServer, fast_client
 
 from cultivar_assets.construction.build import build_localisation, build_selection
 from cultivar_assets.construction.config import LocalisationConfig, demo_construction
@@ -26,12 +26,7 @@ LOCALE = "deu_Latn_Switzerland"
 
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch):
-    import openai._base_client as base_client
-
-    monkeypatch.setattr(base_client, "INITIAL_RETRY_DELAY", 0.001)
-    monkeypatch.setattr(base_client, "MAX_RETRY_DELAY", 0.005)
-    monkeypatch.setenv(KEY_ENV, KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    fast_client(monkeypatch, KEY_ENV, KEY)
 
 
 @pytest.fixture

@@ -131,6 +131,8 @@ def test_generation_settings_it_cannot_honour_are_refused(tmp_path, tiny_model_d
 
 
 def test_unknown_decoding_and_fingerprints(tmp_path, tiny_model_dir):
+    from cultivar_assets.engines.fingerprint import run_fingerprint
+
     with pytest.raises(EngineLoadError, match="unknown decoding 'beam'"):
         _engine(tmp_path, tiny_model_dir, "base-fewshot", "beam")
     fingerprints = set()
@@ -138,5 +140,5 @@ def test_unknown_decoding_and_fingerprints(tmp_path, tiny_model_dir):
         entry = tiny_entry("tiny", tiny_model_dir, "base-fewshot")
         entry["engine_options"] = {"decoding": decoding}
         path = write_models_file(tmp_path / f"f-{decoding}.yaml", [entry])
-        fingerprints.add(load_models(path).get("tiny").fingerprint())
+        fingerprints.add(run_fingerprint(load_models(path).get("tiny")))
     assert len(fingerprints) == 2  # never served from each other's cache
