@@ -149,3 +149,12 @@ def tiny_models_file(tmp_path, tiny_model_dir, tiny_chat_model_dir) -> Path:
 
 def cpu_count() -> int:
     return os.cpu_count() or 1
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium through Playwright, one per test module (tests/browser_helpers.py)."""
+    from browser_helpers import chromium
+
+    with chromium() as browser:
+        yield browser

@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from browser_helpers import NEEDS_CHROMIUM, ToolPage, chromium, serve
+from browser_helpers import NEEDS_CHROMIUM, ToolPage, serve
 from error_helpers import copy_store, sample_config
 from playwright.sync_api import expect
 from statistics_helpers import build_statistics_store
@@ -79,12 +79,6 @@ def root(tmp_path_factory, sample):
 def server(root):
     with serve(root) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 class ErrorTool(ToolPage):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from annotation_helpers import HOSTILE, annotation_document, demo_drafts
-from browser_helpers import NEEDS_CHROMIUM, ToolPage, chromium, serve
+from browser_helpers import NEEDS_CHROMIUM, ToolPage, serve
 from playwright.sync_api import expect
 
 from cultivar_assets.construction.annotation_file import read_annotation_file
@@ -46,12 +46,6 @@ def root(tmp_path_factory, tasks) -> Path:
 def server(root):
     with serve(root) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 class Tool(ToolPage):

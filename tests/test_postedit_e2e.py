@@ -10,7 +10,7 @@ import pytest
 import yaml
 from browser_helpers import NEEDS_CHROMIUM
 from build_helpers import build_drafts
-from test_postedit_browser import Tool, browser  # noqa: F401 - the browser fixture
+from test_postedit_browser import Tool
 
 from cultivar_assets.cli import main
 from cultivar_assets.construction.dataset import build_dataset
@@ -23,7 +23,7 @@ pytestmark = NEEDS_CHROMIUM
 LOCALE = "deu_Latn_Germany"
 
 
-def test_an_annotators_file_becomes_table1_and_dataset_rows(browser, tmp_path, capsys):  # noqa: F811
+def test_an_annotators_file_becomes_table1_and_dataset_rows(browser, tmp_path, capsys):
     construction = build_drafts(tmp_path, [LOCALE], tmp_path / "build.duckdb")
     store = Store(tmp_path / "build.duckdb")
     (tool_page,) = build_tools(store, tmp_path / "tools", [LOCALE])

@@ -19,7 +19,6 @@ from site_helpers import (
     HOSTILE_FAMILY,
     HOSTILE_MODEL,
     NEEDS_CHROMIUM,
-    chromium,
     hostile_store,
     serve,
     watched_page,
@@ -46,12 +45,6 @@ def site_dir(tmp_path_factory):
 def server(site_dir):
     with serve(site_dir) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 @pytest.fixture

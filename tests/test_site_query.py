@@ -20,7 +20,6 @@ from site_helpers import (
     HOSTILE_MODEL,
     NEEDS_CHROMIUM,
     WEB_CACHE,
-    chromium,
     hostile_store,
     watched_page,
 )
@@ -58,12 +57,6 @@ def served(site):
     finally:
         process.terminate()
         process.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 def ready(page, url: str) -> None:
