@@ -92,13 +92,14 @@ def test_finished_rows_leave_the_batch_and_the_prefix_runs_once(tmp_path, tiny_m
                 enumerate(SOURCES)]  # rows finish one after another
     engine = _engine(tmp_path, tiny_model_dir, "base-fewshot", "shared-prefix")
     shapes = []
-    forward = engine.model.forward
+    decoder = engine.model.get_decoder()  # a Llama: the arg-max is fused with the output layer
+    forward = decoder.forward
 
     def recording(*args, **kwargs):
         shapes.append(tuple(kwargs["input_ids"].shape))
         return forward(*args, **kwargs)
 
-    engine.model.forward = recording
+    decoder.forward = recording
     engine.generate(requests)
     rows = [tokens for tokens in (engine.tokenizer(r.prompt).input_ids for r in requests)]
     prefix = shared_prefix_length(rows)
@@ -108,6 +109,47 @@ def test_finished_rows_leave_the_batch_and_the_prefix_runs_once(tmp_path, tiny_m
     batch_sizes = [rows for rows, _ in shapes[2:]]
     assert batch_sizes == sorted(batch_sizes, reverse=True) and batch_sizes[-1] == 1
     assert len(batch_sizes) == max(r.max_new_tokens for r in requests) - 1
+
+
+def _tiny_gemma3(folder, tokenizer_source):
+    """A 3-layer random Gemma 3 (text) whose sliding window (4) is shorter than every prompt,
+    with one key/value head for two query heads and logit soft-capping set."""
+    import torch
+    from transformers import AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    torch.manual_seed(1)
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=32, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        final_logit_softcapping=3.0, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        max_position_embeddings=4096,
+    )
+    Gemma3ForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_sliding_windows_soft_caps_groups_and_unfused_heads_equal_generate(
+        tmp_path, tiny_model_dir, monkeypatch):
+    from cultivar_assets.engines import shared_prefix
+
+    gemma = _tiny_gemma3(tmp_path / "gemma3", tiny_model_dir)
+    style = get_prompt_style("base-fewshot")
+    requests = [style.request(source, lang, 4 + 2 * i) for i, (lang, source) in
+                enumerate(SOURCES)]  # rows of different lengths finish at different steps
+    for folder in (gemma, tiny_model_dir):
+        expected = _reference(tmp_path, folder, "base-fewshot", requests)
+        assert any(text.strip() for text in expected)
+        engine = _engine(tmp_path, folder, "base-fewshot", "shared-prefix")
+        assert engine.generate(requests) == expected
+        monkeypatch.setattr(shared_prefix, "PREFILL_GROUP_ROWS", 2)  # three prefill groups
+        monkeypatch.setattr(shared_prefix, "HEAD_CHUNK_ROWS", 7)  # many output-layer chunks
+        assert engine.generate(requests) == expected
+        monkeypatch.setattr(shared_prefix, "FUSED_HEAD_CLASSES", frozenset())  # model's forward
+        assert engine.generate(requests) == expected
+        monkeypatch.undo()
 
 
 def test_shared_prefix_length_leaves_every_row_a_token():
