@@ -127,8 +127,12 @@ def _common(settings: Settings) -> dict[str, Any]:
             "database": str(settings.database_path)}
 
 
+_CACHE_FIELDS = {path.rsplit(".", 1)[-1] for path, kind in PATH_FIELDS.items() if kind == "cache"}
+
+
 def _dump(model) -> dict[str, Any]:
-    return model.model_dump(mode="json")
+    """A settings section as JSON, without the folders of caches (not inputs)."""
+    return model.model_dump(mode="json", exclude=_CACHE_FIELDS & set(type(model).model_fields))
 
 
 def _engine_files(engine: str, location: str | None, options: dict[str, Any]) -> dict[str, Any]:
