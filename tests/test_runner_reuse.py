@@ -90,7 +90,7 @@ def test_a_changed_input_runs_its_step_and_the_steps_reading_it(settings, isolat
     write_models_file(models, [{**COPY_ENTRY, "family": "Another family"}])
     reused, said = _run(settings)
     assert reused == [SELECTION, TEST_SETS]
-    assert any("runs: its inputs, or a step whose outputs it reads, changed" in line
+    assert any("runs again: its inputs, or a step whose outputs it reads, changed" in line
                for line in said)
     assert Store(settings.database_path).query("leaderboard")[0]["family"] == "Another family"
 
@@ -108,7 +108,8 @@ def test_a_changed_input_runs_its_step_and_the_steps_reading_it(settings, isolat
     shutil.rmtree(isolated_home / "site")
     reused, said = _run(settings)
     assert reused == [SELECTION, TEST_SETS, MODEL]
-    assert any("its output files changed or are missing" in line for line in said)
+    assert any("runs again: its output files changed or are missing" in line
+               for line in said)
     assert (isolated_home / "site" / "index.html").is_file()
 
     # a write to the database that the runner did not make: nothing can be taken as unchanged

@@ -108,7 +108,7 @@ class _Steps:
             self._observe(step, decision)
             return True
         if decision.record is not None or step.always_runs:
-            self.say(f"{indent}{label}runs: {decision.reason}")
+            self.say(f"{indent}{label}{decision.reason}")
         self.book.starting(step)
         started = time.perf_counter()
         self._materialise(step, {"cultivar/inputs": decision.fingerprint,

@@ -61,11 +61,11 @@ class StepBook:
         if record is None:
             return Decision(False, fingerprint, "no record of an earlier run", None)
         if record.inputs != fingerprint:
-            return Decision(False, fingerprint, "its inputs, or a step whose outputs it reads, "
-                            f"changed since its run of {_when(record)}", record)
+            return Decision(False, fingerprint, "runs again: its inputs, or a step whose outputs "
+                            f"it reads, changed since its run of {_when(record)}", record)
         if record.outputs != step.outputs_digest():
-            return Decision(False, fingerprint, "its output files changed or are missing since "
-                            f"its run of {_when(record)}", record)
+            return Decision(False, fingerprint, "runs again: its output files changed or are "
+                            f"missing since its run of {_when(record)}", record)
         return Decision(True, fingerprint, f"unchanged since its run of {_when(record)}, reused",
                         record)
 
