@@ -90,7 +90,12 @@ def _run(settings: Settings) -> int:
 
     for note in (read_manifest(Path(result.site)) or {}).get("notes", []):
         console.print(f"Site note: {note}")
-    console.print("Time: " + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result.steps))
+    console.print("Time: " + ", ".join(
+        f"{name} {'reused' if name in result.reused else f'{seconds:.0f} s'}"
+        for name, seconds in result.steps))
+    if result.reused:
+        console.print(f"Reused, unchanged since their last run: {len(result.reused)} of "
+                      f"{len(result.steps)} steps (cultivar query \"SELECT * FROM step_records\")")
     console.print(f"Finished in {result.seconds:.0f} s. Query it: cultivar query "
                   "\"SELECT * FROM locale_deltas\"; browse the runs: cultivar ui")
     return 0

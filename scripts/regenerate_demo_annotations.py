@@ -5,7 +5,8 @@
 
 Runs the demo's construction half with the demo settings and the weak demo localiser *live*
 (selection over the demo's original sentences, Gemma 3 270M on the CPU: ``construction/config.py``,
-``demo_localisation(live=True)``; ~6 minutes on 2 cores) in a temporary database; answers come
+``demo_localisation(live=True)``; ~6 minutes on 2 cores) in a temporary folder (database and
+selection review page: the demo's outputs under ``$CULTIVAR_HOME`` are left alone); answers come
 from the localisation cache under ``$CULTIVAR_HOME`` when they are there. Then writes the
 recording that ``cultivar demo`` plays back (``cultivar_assets/construction/
 demo_localiser_answers.json``, engine ``replay``) and
@@ -84,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     answers = recording_path(DEMO_LOCALISER_ANSWERS)
     with tempfile.TemporaryDirectory() as work:
         store = Store(Path(work) / "demo.duckdb")
-        build_selection(construction.source, construction.selection, store, show_bar=False)
+        selection = construction.selection.model_copy(  # its review page too: not the demo's
+            update={"review_dir": str(Path(work) / "selection")})
+        build_selection(construction.source, selection, store, show_bar=False)
         run = build_localisation(construction.localisation, store, say=print)
         tasks = [stored_task(store, locale) for locale in construction.localisation.locale_keys()]
         recorded = Path(work) / answers.name

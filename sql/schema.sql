@@ -596,6 +596,21 @@ CREATE TABLE IF NOT EXISTS raw.error_analysis_settings (
     ingested_at     TIMESTAMP NOT NULL
 );
 
+-- The pipeline runner's record of each step's last successful run (cultivar demo, cultivar run;
+-- cultivar_assets/runner/reuse.py): the fingerprint of everything the step read, a digest of
+-- the files it wrote, and a token that the fingerprints of the steps reading its outputs
+-- include. A step whose fingerprint and files are unchanged is reused, not run. Every write made
+-- outside the runner's steps empties the table in its own transaction (store/database.py).
+CREATE TABLE IF NOT EXISTS raw.step_records (
+    step        VARCHAR PRIMARY KEY,  -- selection, build:<locale>, dataset, test_sets,
+                                      -- model:<model id>, results
+    inputs      VARCHAR NOT NULL,     -- sha256 of the step's inputs (runner/steps.py)
+    outputs     VARCHAR NOT NULL,     -- sha256 of its output files' listing
+    token       VARCHAR NOT NULL,     -- unique per recorded run
+    seconds     DOUBLE NOT NULL,      -- how long that run took
+    recorded_at TIMESTAMP NOT NULL    -- UTC
+);
+
 -- Which schema.sql and views.sql the file was last set up with (the sha256 of both texts): a
 -- write connection applies the two scripts only when this differs (store/database.py).
 CREATE TABLE IF NOT EXISTS raw.schema_state (

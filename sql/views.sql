@@ -306,3 +306,7 @@ FROM coefficients ORDER BY language;
 
 CREATE OR REPLACE VIEW error_analysis_settings AS
 SELECT * FROM raw.error_analysis_settings;
+
+-- The runner's record of each step's last successful run (raw.step_records).
+CREATE OR REPLACE VIEW step_records AS
+SELECT step, inputs, outputs, token, seconds, recorded_at FROM raw.step_records;

@@ -27,7 +27,7 @@ def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_demo_runs_twice_and_the_second_run_reuses_the_cache(isolated_home):
+def test_demo_runs_twice_and_the_second_run_reuses_every_step(isolated_home):
     env = {**os.environ, "CULTIVAR_HOME": str(isolated_home), "COLUMNS": "200"}
     first = run_cli("demo", env=env)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -80,13 +80,20 @@ def test_demo_runs_twice_and_the_second_run_reuses_the_cache(isolated_home):
     locales_page = (isolated_home / "site" / "locales.html").read_text()
     assert "Error analysis (paper §5, Table 5)" in locales_page and "id=\"table5\"" in locales_page
 
-    second = run_cli("demo", env=env)
+    def stored() -> tuple[list, list]:
+        with duckdb.connect(str(database), read_only=True) as con:
+            return (con.execute("SELECT * FROM raw.model_runs ORDER BY ALL").fetchall(),
+                    con.execute("SELECT * FROM step_records ORDER BY ALL").fetchall())
+
+    before = stored()
+    assert len(before[1]) == 1 + 6 + 1 + 1 + 3 + 1  # every step of the first run is recorded
+    second = run_cli("demo", env=env)  # nothing changed: every step is reused, and says so
     assert second.returncode == 0, second.stderr[-3000:]
+    assert "Reused, unchanged since their last run: 8 of 8 steps" in second.stdout
+    assert second.stdout.count("unchanged since its run of ") == len(before[1])
+    assert stored() == before  # nothing was run again: no run record or step record changed
     with duckdb.connect(str(database), read_only=True) as con:
-        regenerated = con.execute("SELECT sum(n_generated) FROM raw.model_runs").fetchone()[0]
-        redrafted = con.execute("SELECT sum(n_generated) FROM localisation_summary").fetchone()[0]
         rows = con.execute("SELECT count(*) FROM translations").fetchone()[0]
-    assert regenerated == 0 and redrafted == 0
     assert rows == 3 * 120
 
     query = run_cli("query", "SELECT locale, n_models FROM locale_deltas ORDER BY locale", env=env)

@@ -11,6 +11,13 @@ A write connection applies ``schema.sql`` and ``views.sql`` only when the file w
 set up with these very scripts: ``raw.schema_state`` keeps the sha256 of both texts, so an
 unchanged file costs one small query per connection instead of re-creating every view (a
 pipeline run opens the file dozens of times).
+
+Step records (``raw.step_records``, :mod:`cultivar_assets.store.step_records`) say which steps of
+a pipeline run are unchanged since they last ran. Only the runner's own steps may leave them in
+place: a write made inside :func:`recording_steps` (the runner wraps its whole run in it) keeps
+them, and every other write (``cultivar build``, a Dagster run started from the UI, a script)
+empties the table in the same transaction, so that no step is ever taken as unchanged after
+something else wrote to the file.
 """
 
 from __future__ import annotations
@@ -35,6 +42,18 @@ from cultivar_assets.sqlfiles import script, statement_text
 
 STORAGE_VERSION = "v1.5.0"
 _RESERVED_STEMS = {"raw", "main", "system", "temp", "memory"}
+_RECORDING = [0]  # open recording_steps() blocks in this process
+
+
+@contextmanager
+def recording_steps() -> Iterator[None]:
+    """Within this block, this process's writes are steps of a pipeline run that keeps the step
+    records itself: they leave ``raw.step_records`` as it is (see the module docstring)."""
+    _RECORDING[0] += 1
+    try:
+        yield
+    finally:
+        _RECORDING[0] -= 1
 
 
 class StoreError(RuntimeError):
@@ -188,7 +207,10 @@ class Store:
             con.close()
 
     def write(self, steps: Sequence[Step]) -> None:
-        """Run ``steps`` in one transaction: all of them take effect, or none."""
+        """Run ``steps`` in one transaction: all of them take effect, or none. Outside
+        :func:`recording_steps`, the transaction also forgets every step record."""
+        if not _RECORDING[0]:
+            steps = [Step("forget_step_records"), *steps]
         with self.connect() as con:
             con.begin()
             try:

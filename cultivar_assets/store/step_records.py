@@ -1,0 +1,58 @@
+"""The pipeline runner's step records (``raw.step_records``, view ``step_records``).
+
+A *step record* says that a step of a pipeline run (``cultivar demo``, ``cultivar run``) last
+succeeded with inputs whose fingerprint is ``inputs`` and left output files whose listing digest
+is ``outputs``; ``token`` is unique to that run of the step, and the fingerprints of the steps
+that read its outputs include it. How the runner uses them: :mod:`cultivar_assets.runner.reuse`.
+Records are written only inside :func:`cultivar_assets.store.database.recording_steps`; any other
+write to the database forgets all of them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import duckdb
+
+from cultivar_assets.store.database import Step, Store
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: str
+    inputs: str  # sha256 of the step's inputs when it ran
+    outputs: str  # sha256 of the listing of the files it wrote, right after it ran
+    token: str  # unique per recorded run of the step
+    seconds: float  # how long that run took
+    recorded_at: datetime  # UTC, naive
+
+
+def read_step_records(store: Store) -> dict[str, StepRecord]:
+    """Step -> its record; empty when the database does not exist or holds no records yet."""
+    if not store.path.exists():
+        return {}
+    try:
+        rows = store.query("read_step_records")
+    except duckdb.CatalogException:  # a file set up before step records existed
+        return {}
+    return {row["step"]: StepRecord(**row) for row in rows}
+
+
+def new_record(step: str, inputs: str, outputs: str, seconds: float) -> StepRecord:
+    """A record of a run of ``step`` that finished now, with a fresh token."""
+    return StepRecord(step, inputs, outputs, uuid.uuid4().hex, seconds,
+                      datetime.now(UTC).replace(tzinfo=None))
+
+
+def put_step_record(store: Store, record: StepRecord) -> None:
+    """Store ``record``, replacing the step's previous one."""
+    store.write([Step("put_step_record", params={
+        "step": record.step, "inputs": record.inputs, "outputs": record.outputs,
+        "token": record.token, "seconds": record.seconds, "recorded_at": record.recorded_at})])
+
+
+def forget_step_record(store: Store, step: str) -> None:
+    """Remove the record of ``step`` (before it runs: a failed run leaves none)."""
+    store.write([Step("forget_step_record", params={"step": step})])

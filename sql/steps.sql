@@ -1,0 +1,15 @@
+-- The pipeline runner's step records (raw.step_records; cultivar_assets/store/step_records.py).
+
+-- name: read_step_records
+SELECT step, inputs, outputs, token, seconds, recorded_at FROM raw.step_records ORDER BY step;
+
+-- name: put_step_record
+DELETE FROM raw.step_records WHERE step = $step;
+INSERT INTO raw.step_records VALUES ($step, $inputs, $outputs, $token, $seconds, $recorded_at);
+
+-- name: forget_step_record
+DELETE FROM raw.step_records WHERE step = $step;
+
+-- Run inside every write made outside the runner's steps (store/database.py).
+-- name: forget_step_records
+DELETE FROM raw.step_records;

@@ -1,0 +1,253 @@
+"""What the runner's reuse decisions rest on, without Dagster: step records in DuckDB (kept by the
+runner's own writes, forgotten by any other), the digests of code, installed packages, files and
+outputs, and the steps' inputs: each input changed makes a different fingerprint."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import typing
+from pathlib import Path
+
+import duckdb
+from pydantic import BaseModel
+
+from cultivar_assets.construction.config import demo_construction
+from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
+from cultivar_assets.evaluation.error_config import demo_error_analysis
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.models import load_models
+from cultivar_assets.runner import digests, steps
+from cultivar_assets.runner.reuse import StepBook
+from cultivar_assets.settings import Settings
+from cultivar_assets.store.database import Store, recording_steps
+from cultivar_assets.store.records import write_reported_results
+from cultivar_assets.store.step_records import new_record, put_step_record, read_step_records
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _reported(store: Store) -> None:
+    """A real write of the store (the paper's reported figures)."""
+    registry = load_models()
+    write_reported_results(store, [registry.get(m) for m in registry])
+
+
+def test_records_survive_the_runners_writes_and_no_other(tmp_path):
+    store = Store(tmp_path / "r.duckdb")
+    assert read_step_records(store) == {}  # no file yet
+    with recording_steps():
+        _reported(store)
+        put_step_record(store, new_record("results", "i" * 64, "o" * 64, 1.5))
+        _reported(store)  # a step's own write keeps the records
+    (record,) = read_step_records(store).values()
+    assert (record.step, record.inputs, record.outputs, record.seconds) == (
+        "results", "i" * 64, "o" * 64, 1.5)
+    assert store.query("read_step_records")[0]["token"] == record.token
+    _reported(store)  # any other write forgets every record, in its own transaction
+    assert read_step_records(store) == {}
+
+
+def test_a_database_without_the_table_has_no_records(tmp_path):
+    path = tmp_path / "old.duckdb"
+    duckdb.connect(str(path)).close()
+    assert read_step_records(Store(path)) == {}
+
+
+def test_tree_digest_follows_content_and_paths_not_byte_code(tmp_path):
+    tree = tmp_path / "pkg"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "a.py").write_text("x = 1\n")
+    before = digests.tree_digest({"pkg": tree})
+    (tree / "sub" / "__pycache__").mkdir()
+    (tree / "sub" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    assert digests.tree_digest({"pkg": tree}) == before
+    (tree / "sub" / "a.py").write_text("x = 2\n")
+    changed = digests.tree_digest({"pkg": tree})
+    assert changed != before
+    (tree / "sub" / "a.py").rename(tree / "sub" / "b.py")
+    assert digests.tree_digest({"pkg": tree}) not in (before, changed)
+
+
+def test_the_code_digest_covers_every_tracked_file_of_the_package_sql_and_site():
+    roots = digests.code_roots()
+    tracked = [REPO / line for line in _git_files("cultivar_assets", "sql", "site")]
+    assert tracked
+    assert all(any(path.resolve().is_relative_to(root) for root in roots.values())
+               for path in tracked)
+    assert re.fullmatch(r"[0-9a-f]{64}", digests.code_digest())
+
+
+def _git_files(*folders: str) -> list[str]:
+    import subprocess
+
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", *folders], capture_output=True,
+                            text=True, check=True).stdout
+    return [line for line in listed.splitlines() if (REPO / line).is_file()]
+
+
+def test_the_environment_digest_changes_with_an_installed_distribution(tmp_path, monkeypatch):
+    digests.environment_digest.cache_clear()
+    before = digests.environment_digest()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    digests.environment_digest.cache_clear()
+    assert digests.environment_digest() == before
+    (tmp_path / "newpackage-1.0.dist-info").mkdir()
+    digests.environment_digest.cache_clear()
+    try:
+        assert digests.environment_digest() != before
+    finally:
+        digests.environment_digest.cache_clear()
+
+
+def test_the_outputs_listing_sees_changed_added_and_removed_files(tmp_path):
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("a")
+    before = digests.listing_digest([out, tmp_path / "absent"])
+    assert digests.listing_digest([out, tmp_path / "absent"]) == before
+    (out / "extra.html").write_text("b")
+    with_extra = digests.listing_digest([out, tmp_path / "absent"])
+    assert with_extra != before
+    (out / "extra.html").unlink()
+    (out / "index.html").write_text("longer")
+    assert digests.listing_digest([out, tmp_path / "absent"]) not in (before, with_extra)
+    assert digests.content_digest(tmp_path / "absent") == digests.MISSING
+    assert digests.content_digest(None) is None
+
+
+def _path_fields(model: type[BaseModel], prefix: str = "") -> set[str]:
+    found = set()
+    for name, info in model.model_fields.items():
+        args = typing.get_args(info.annotation) or (info.annotation,)
+        nested = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        for sub in nested:
+            found |= _path_fields(sub, f"{prefix}{name}.")
+        if not nested and (name == "database" or re.search(r"(^|_)(file|path|dir|folder)$",
+                                                           name)):
+            found.add(prefix + name)
+    return found
+
+
+def test_every_settings_field_naming_a_file_or_folder_is_classified():
+    assert _path_fields(Settings) == set(steps.PATH_FIELDS)
+    assert set(steps.PATH_FIELDS.values()) == {"input", "output", "cache", "database"}
+
+
+def _demo(tmp_path: Path, **update) -> Settings:
+    """The demo's settings, with its annotation and error-annotation folders copied to tmp."""
+    construction = demo_construction()
+    annotations = tmp_path / "annotations"
+    shutil.copytree(construction.annotation.folder_path(), annotations)
+    errors = tmp_path / "errors"
+    shutil.copytree(demo_error_analysis().annotations_dir, errors)
+    construction.annotation = construction.annotation.model_copy(
+        update={"folder": str(annotations)})
+    settings = Settings(database=str(tmp_path / "demo.duckdb"), data=DataConfig(kind="built"),
+                        metrics=MetricConfig(bleu_tokenize="13a"), construction=construction,
+                        error_analysis=demo_error_analysis().model_copy(
+                            update={"annotations_dir": str(errors)}))
+    return settings.model_copy(update=update)
+
+
+def _fingerprints(settings: Settings) -> dict[str, str]:
+    model = load_models().get("copy-source-baseline")
+    planned = [steps.selection_step(settings), steps.build_step(settings, "hin_Deva_US"),
+               steps.dataset_step(settings, ["hin_Deva_US"]), steps.test_sets_step(settings),
+               steps.model_step(settings, model), steps.results_step(settings, [], [model.id])]
+    return {step.key: step.fingerprint({}) for step in planned}
+
+
+def test_each_input_changes_the_fingerprints_of_the_steps_that_read_it(tmp_path):
+    settings = _demo(tmp_path)
+    base = _fingerprints(settings)
+    assert _fingerprints(settings) == base  # nothing changed: the same fingerprints
+
+    def changed(after: dict[str, str]) -> set[str]:
+        return {key for key in base if after[key] != base[key]}
+
+    (annotation,) = Path(settings.construction.annotation.folder).glob("hin_Deva_US-*.json")
+    original = annotation.read_bytes()
+    annotation.write_bytes(original + b"\n")  # a returned annotation file
+    assert changed(_fingerprints(settings)) == {"build:hin_Deva_US"}
+    annotation.write_bytes(original)
+    assert _fingerprints(settings) == base
+
+    (errors,) = list(Path(settings.error_analysis.annotations_dir).glob("cmn_*.json"))
+    original = errors.read_bytes()
+    errors.write_bytes(original + b"\n")  # a returned error-annotation file
+    assert changed(_fingerprints(settings)) == {"results"}
+    errors.write_bytes(original)
+
+    metrics = settings.metrics.model_copy(update={"bootstrap_replicates": 50})
+    assert changed(_fingerprints(settings.model_copy(update={"metrics": metrics}))) == {
+        "model:copy-source-baseline", "results"}
+    engine = settings.engine.model_copy(update={"cache_dir": str(tmp_path / "elsewhere")})
+    assert changed(_fingerprints(settings.model_copy(update={"engine": engine}))) == set()
+    site = settings.site.model_copy(update={"show_originals": False})
+    assert changed(_fingerprints(settings.model_copy(update={"site": site}))) == {"results"}
+
+    corrections = tmp_path / "corrections.yaml"
+    corrections.write_text("corrections: []\n")
+    selection = settings.construction.selection.model_copy(
+        update={"corrections_file": str(corrections)})
+    construction = settings.construction.model_copy(update={"selection": selection})
+    with_file = settings.model_copy(update={"construction": construction})
+    assert changed(_fingerprints(with_file)) == {"selection"}
+    before = _fingerprints(with_file)
+    corrections.write_text("corrections: [{id: 1, remove: [{text: x}]}]\n")
+    assert _fingerprints(with_file)["selection"] != before["selection"]
+
+
+def test_a_model_entry_and_the_data_files_are_inputs(tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(demo_dataset_dir(), data)
+    settings = _demo(tmp_path, data=DataConfig(kind="local", cultivar_path=str(data)))
+    model = load_models().get("copy-source-baseline")
+    before = steps.model_step(settings, model).fingerprint({})
+    other = model.model_copy(update={"family": "Another"})
+    assert steps.model_step(settings, other).fingerprint({}) != before
+    assert steps.model_step(settings, model).fingerprint({"test_sets": "t2"}) != before
+
+    test_sets = steps.test_sets_step(settings).fingerprint({})
+    (data / "hin_Deva_US.jsonl").write_text(
+        (data / "hin_Deva_US.jsonl").read_text("utf-8") + "\n", "utf-8")
+    assert steps.test_sets_step(settings).fingerprint({}) != test_sets
+
+
+def test_unpinned_hub_data_and_a_configured_push_always_run(tmp_path, monkeypatch):
+    settings = _demo(tmp_path, data=DataConfig(kind="hub"))
+    assert "no pinned revision" in steps.test_sets_step(settings).always_runs
+    pinned = settings.model_copy(update={"data": DataConfig(
+        kind="hub", cultivar_revision="abc", flores="hub", flores_revision="def")})
+    assert steps.test_sets_step(pinned).always_runs is None
+    publish = settings.publish.model_copy(update={"repo_id": "me/cultivar"})
+    pushing = settings.model_copy(update={"publish": publish})
+    assert steps.results_step(pushing, [], []).always_runs is None  # no token: a dry run
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token_value")
+    assert "pushes the dataset to me/cultivar" in steps.results_step(pushing, [], []).always_runs
+
+
+def test_the_book_reuses_only_an_equal_fingerprint_with_unchanged_outputs(tmp_path):
+    settings = _demo(tmp_path)
+    store = Store(settings.database_path)
+    step = steps.dataset_step(settings, ["hin_Deva_US"])
+    assert step.outputs == (settings.construction.dataset.folder_path(),)
+    with recording_steps():
+        book = StepBook(store)
+        first = book.decide(step)
+        assert not first.reuse and first.reason == "no record of an earlier run"
+        step.outputs[0].mkdir(parents=True)
+        (step.outputs[0] / "hin_Deva_US.jsonl").write_text("{}\n")
+        book.finished(step, first, 0.5)
+        # the upstream step has no record: its token is None, as when the record was made
+        again = StepBook(store).decide(step)
+        assert again.reuse and again.reason.startswith("unchanged since its run of ")
+        (step.outputs[0] / "hin_Deva_US.jsonl").write_text("{}\n{}\n")
+        edited = StepBook(store).decide(step)
+        assert not edited.reuse and "output files changed" in edited.reason
+        book.finished(step, edited, 0.5)
+        book.records["build:hin_Deva_US"] = new_record("build:hin_Deva_US", "x", "y", 1.0)
+        upstream_ran = book.decide(step)  # the step it reads ran again: another fingerprint
+        assert not upstream_ran.reuse and "changed since its run" in upstream_ran.reason
