@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-STEP = re.compile(r"^\[(\d)/3\]")
-MODEL_STEP = re.compile(r"^\[2/3\] model (\d+)/(\d+): (\S+)")
+STEP = re.compile(r"^\[(\d+)/(\d+)\] (.*)")
+MODEL_STEP = re.compile(r"^model (\d+)/(\d+): (\S+)")
 BAR = re.compile(r"^translate (\S+):.*\[(?:(\d+):)?(\d+):(\d+)<")  # tqdm: [h:mm:ss< or [mm:ss<
 CLEARED = ("CULTIVAR_HOME", "DAGSTER_HOME", "CULTIVAR_CONFIG")
 # the README's first command, up to `&& .venv/bin/cultivar demo` (which is timed on its own)
@@ -88,6 +88,14 @@ def run_timed(label: str, command: list[str], cwd: Path, env: dict[str, str],
                  process.returncode, lines)
 
 
+def step_name(title: str) -> str:
+    """A step line's title up to its first detail (`` (``, `` ->``, ``: ``), at most 48
+    characters."""
+    for cut in (" (", " ->", ": "):
+        title = title.split(cut, 1)[0]
+    return title[:48]
+
+
 def demo_phases(run: Timed) -> list[tuple[str, float]]:
     """The phases of one ``cultivar demo`` run (see the module docstring)."""
     marks: list[tuple[float, str, str | None]] = []  # (time, phase name, model id)
@@ -95,9 +103,8 @@ def demo_phases(run: Timed) -> list[tuple[str, float]]:
     for when, text in run.lines:
         if match := MODEL_STEP.match(text):
             marks.append((when, f"model {match[1]}/{match[2]}", match[3]))
-        elif (match := STEP.match(text)) and match[1] != "2":
-            name = "test sets" if match[1] == "1" else "leaderboard, charts, dataset, site"
-            marks.append((when, name, None))
+        elif match := STEP.match(text):
+            marks.append((when, f"[{match[1]}/{match[2]}] {step_name(match[3])}", None))
         elif match := BAR.match(text):
             hours, minutes, seconds = (int(g) if g else 0 for g in match.groups()[1:])
             bars[match[1]] = 3600 * hours + 60 * minutes + seconds

@@ -13,10 +13,11 @@ from bench_first_run import Timed, demo_phases, run_timed
 LINES = [
     (0.5, "Cultivar demo: bundled DEMO data"),
     (3.0, "[1/3] test sets (demo data) -> x.duckdb"),
-    (6.0, "[2/3] model 1/2: gemma-3-270m-fewshot (LLM, engine transformers, ...)"),
+    (5.0, "[2/3] 2 model(s), one run each"),
+    (6.0, "model 1/2: gemma-3-270m-fewshot (LLM, engine transformers, ...)"),
     (30.0, "translate gemma-3-270m-fewshot:   0%|          | 0/120 [00:00<?, ?seg/s]"),
     (70.0, "translate gemma-3-270m-fewshot: 100%|##########| 120/120 [00:40<00:00, 3.0seg/s]"),
-    (73.0, "[2/3] model 2/2: copy-source-baseline (baseline, engine copy-source, ...)"),
+    (73.0, "model 2/2: copy-source-baseline (baseline, engine copy-source, ...)"),
     (75.0, "[3/3] leaderboard, per-locale ∆, ..."),
     (84.0, "Finished in 84 s."),
 ]
@@ -26,11 +27,12 @@ def test_phases_are_cut_at_the_step_lines_and_the_progress_bar():
     run = Timed("cultivar demo, run 1", 85.0, 900.0, (1.0, 1.0), 0, LINES)
     assert demo_phases(run) == [
         ("start-up (imports, Dagster instance)", 3.0),
-        ("test sets", 3.0),
+        ("[1/3] test sets", 2.0),
+        ("[2/3] 2 model(s), one run each", 1.0),
         ("gemma-3-270m-fewshot: translation (progress bar's elapsed)", 40),
         ("gemma-3-270m-fewshot: load (conversion on a first run) and the rest", 27.0),
         ("copy-source-baseline (no generation)", 2.0),
-        ("leaderboard, charts, dataset, site", 10.0),
+        ("[3/3] leaderboard, per-locale ∆, ...", 10.0),
     ]
 
 
