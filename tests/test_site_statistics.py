@@ -56,6 +56,12 @@ def test_the_leaderboard_shows_intervals_ranks_and_flags(site):
     assert "The Average row: each column's mean over the models evaluated here" in page
     assert "rank 6 delta_outlier_bleu" in page  # the memoriser's rank and first flag
     assert page.count("6 / 4 / 6 / 6 / 6") == 6  # every model's n: pairs, languages, locales
+    # each model's card gives its rank interval too
+    from cultivar_assets.site.pages import model_slug
+
+    for model_id, row in board.items():
+        card = text(folder / "models" / f"{model_slug(model_id)}.html")
+        assert f"{row['rank_delta_bleu_label']} by ∆BLEU" in card, model_id
 
 
 def test_the_locales_page_shows_table4_averages_agreement_ns_and_table5(site):

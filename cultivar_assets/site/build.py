@@ -579,7 +579,10 @@ class _Build:
             if not self._unchanged(shard, self._key(shard, model_id, model_deltas)):
                 w.data(shard, shards.encode_shard(f"model/{slug}", {
                     "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas)}))
-            self._page(f"{base}.html", "model.html.j2", model=row,
+            # the lists of models it cannot be separated from are shown on the leaderboard,
+            # not here: left out, so that a new model does not re-render every model's page
+            shown = {k: v for k, v in row.items() if not k.startswith("not_separable_")}
+            self._page(f"{base}.html", "model.html.j2", model=shown,
                        card=self.models.get(model_id, {}),
                    slug=slug, scores=pivot, deltas=model_deltas,
                    delta_columns=value_columns(model_deltas, DELTA_COLUMNS),

@@ -60,11 +60,31 @@ def _environment(home: Path) -> jinja2.Environment:
     return env
 
 
+def _number_text(value: Any) -> str | None:
+    """``str(value)`` for an int or float (digits, ``.``, ``-``, ``e``, ``inf``, ``nan``: nothing
+    to escape), else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _exact(value: Any) -> str:
+    if value is None:
+        return ""
+    number = _number_text(value)
+    return number if number is not None else str(escape(value))
+
+
+def _shown(value: Any, digits: int) -> str:
+    text = format_value(value, digits=digits)
+    return text if isinstance(value, float) else str(escape(text))
+
+
 def num_cell(value: Any, digits: int = 2) -> Markup:
-    """A numeric table cell: the formatted value, the exact one in ``data-value`` (sorting)."""
-    exact = "" if value is None else escape(value)
-    return Markup(f'<td class="num" data-value="{exact}">'
-                  f'{escape(format_value(value, digits=digits))}</td>')
+    """A numeric table cell: the formatted value, the exact one in ``data-value`` (sorting).
+    Numbers are written without escaping (their text has no markup characters); anything else
+    is escaped."""
+    return Markup(f'<td class="num" data-value="{_exact(value)}">{_shown(value, digits)}</td>')
 
 
 def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
@@ -72,14 +92,12 @@ def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
     and a mark where ``<key>_excludes_zero`` is true."""
     key, digits = column["key"], column["digits"]
     value, low, high = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
-    exact = "" if value is None else escape(value)
-    text = escape(format_value(value, digits=digits))
+    text = _shown(value, digits)
     if low is not None and high is not None:
-        text += Markup(' <span class="interval">[{}, {}]</span>').format(
-            format_value(low, digits=digits), format_value(high, digits=digits))
+        text += f' <span class="interval">[{_shown(low, digits)}, {_shown(high, digits)}]</span>'
     if row.get(f"{key}_excludes_zero"):
-        text += Markup('<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>')
-    return Markup(f'<td class="num" data-value="{exact}">{text}</td>')
+        text += '<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>'
+    return Markup(f'<td class="num" data-value="{_exact(value)}">{text}</td>')
 
 
 def static_dir() -> Path:
