@@ -117,7 +117,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        raw = self.rfile.read(length)
+        if len(raw) < length:  # the client died while sending it (a killed worker): no request
+            self.close_connection = True
+            return
+        body = json.loads(raw or b"{}")
         path = self.path.split("?")[0]
         text = request_text(body)
         fake = self.fake
