@@ -7,13 +7,17 @@ for few-shot prompts on a CPU:
 
 1. **The shared prefix is computed once.** The longest run of leading token ids common to every
    prompt of the batch (for the demo's 3-shot prompts, 114 of ~158 tokens: the ``<bos>`` and the
-   three examples) goes through the model once, with batch size 1; its key/value cache is then
-   repeated for every row, and only each row's own suffix is computed. At least one token of every
-   prompt is left in its suffix, so that each row has a last position to predict from.
+   three examples) goes through the model once, with batch size 1; its keys and values are then
+   copied to every row, and only each row's own suffix is computed (in groups of up to
+   :data:`PREFILL_GROUP_ROWS` rows of similar length, each padded to its own longest suffix). At
+   least one token of every prompt is left in its suffix, so that each row has a last position to
+   predict from.
 2. **Finished rows leave the batch.** A row stops at one of the model's end-of-sequence tokens,
-   when one of its stop strings is complete, or after its ``max_new_tokens``; its cache rows are
-   dropped, so later steps compute only the rows still running (``generate`` keeps every row until
-   the last one stops and pads the finished ones).
+   when one of its stop strings is complete, or after its ``max_new_tokens``; the last running
+   row moves into its slot of the key/value buffers (allocated once per batch, ``BufferLayer``),
+   so later steps compute only the rows still running (``generate`` keeps every row until the
+   last one stops and pads the finished ones). The next token is the arg-max of the output layer,
+   fused with it where the model's logits are exactly that layer's (``_HeadArgmax``).
 
 Definitions (the rules ``generate`` applies, which this reproduces):
 
