@@ -227,12 +227,17 @@ class _HeadArgmax:
                                "final_logit_softcapping", None)
         self.chunk = HEAD_CHUNK_ROWS if model.device.type == "cpu" else None
 
+    def run(self, cache: Any, **inputs: Any) -> Any:
+        """One forward on ``inputs`` with ``cache`` (the decoder's, or the model's with
+        ``logits_to_keep=1``); its output."""
+        return self.forward(use_cache=True, **inputs, **{self.keyword: cache},
+                            **({} if self.fused else {"logits_to_keep": 1}))
+
     def __call__(self, cache: Any, **inputs: Any) -> Any:
         """Run one forward on ``inputs`` with ``cache``; the arg-max token of each row."""
         import torch
 
-        output = self.forward(use_cache=True, **inputs, **{self.keyword: cache},
-                              **({} if self.fused else {"logits_to_keep": 1}))
+        output = self.run(cache, **inputs)
         if not self.fused:
             return output.logits[:, -1].to(dtype=torch.float32).argmax(dim=-1)
         return self.argmax(output.last_hidden_state[:, -1])
@@ -293,9 +298,7 @@ def greedy_shared_prefix(
         if prefix:  # once, in row 0, then copied to every row
             for layer in layers:
                 layer.rows, layer.start = (0, 1), 0
-            step.forward(input_ids=torch.tensor([list(rows[0][:prefix])], device=device),
-                         use_cache=True, **{step.keyword: cache},
-                         **({} if step.fused else {"logits_to_keep": 1}))
+            step.run(cache, input_ids=torch.tensor([list(rows[0][:prefix])], device=device))
             for layer in layers:
                 layer.keys[1:, :, :prefix] = layer.keys[:1, :, :prefix]
                 layer.values[1:, :, :prefix] = layer.values[:1, :, :prefix]
