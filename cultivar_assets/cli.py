@@ -410,10 +410,29 @@ def cmd_locales(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The options every command takes, before or after its name (``cultivar --config X build
+    select`` and ``cultivar build select --config X`` are the same). Below the top level their
+    default is ``SUPPRESS``, so a subcommand that is not given the option keeps the value given
+    before it; given at both places, the later one wins."""
+    parser.add_argument("--config", default=None if top else argparse.SUPPRESS,
+                        help="settings file (default: $CULTIVAR_CONFIG or ./cultivar.yaml; "
+                        "without one, the demo defaults)")
+
+
+def _add_global_options_below(parser: argparse.ArgumentParser) -> None:
+    """Every subcommand at every depth (``build select``, ``models add``) gets the global options:
+    one place, so a new subcommand cannot miss them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_global_options(child, top=False)
+                _add_global_options_below(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cultivar", description=__doc__)
-    parser.add_argument("--config", help="settings file (default: $CULTIVAR_CONFIG or "
-                        "./cultivar.yaml; without one, the demo defaults)")
+    _add_global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="run the whole pipeline on the embedded default (demo data "
@@ -517,6 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "site.web_cache_dir, else $CULTIVAR_HOME/cache/web)")
     fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
     fetch.set_defaults(func=cmd_fetch_query_engine)
+    _add_global_options_below(parser)
     return parser
 
 

@@ -278,3 +278,31 @@ def test_cli_build_select(tmp_path, source, capsys):
     path.write_text(yaml.safe_dump(settings), "utf-8")
     assert main(["--config", str(path), "build", "select"]) == 1
     assert "only 3 instances are candidates" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["after the subcommand", "after the command group"])
+def test_cli_global_options_after_the_subcommand(tmp_path, source, capsys, where):
+    """`cultivar build select --config X` reads X, as `cultivar --config X build select` does
+    (argparse took `--config` only before the command: 'unrecognized arguments')."""
+    settings = {"database": str(tmp_path / "late.duckdb"), "construction": {
+        "source": source.model_dump(), "selection": {"n": 2, "order": "id",
+                                                     "review_dir": str(tmp_path / "r")}}}
+    path = tmp_path / "late.yaml"
+    path.write_text(yaml.safe_dump(settings), "utf-8")
+    argv = (["build", "select", "--config", str(path)] if where == "after the subcommand"
+            else ["build", "--config", str(path), "select"])
+    assert main(argv) == 0
+    assert f"Database: {tmp_path / 'late.duckdb'}" in capsys.readouterr().out
+    with duckdb.connect(str(tmp_path / "late.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM selected_instances").fetchone()[0] == 2
+
+
+def test_cli_global_option_given_twice_the_later_wins(tmp_path, source, capsys):
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump({"database": str(tmp_path / "g.duckdb"), "construction": {
+        "source": source.model_dump(), "selection": {"n": 2, "order": "id",
+                                                     "review_dir": str(tmp_path / "r")}}}),
+                    "utf-8")
+    assert main(["--config", str(tmp_path / "missing.yaml"), "build", "select",
+                 "--config", str(good)]) == 0
+    assert (tmp_path / "g.duckdb").exists()
