@@ -74,6 +74,7 @@ def _run(settings: Settings) -> int:
                       "see README, 'Metrics')")
     result = run_pipeline(settings, say=console.print)
     _print_leaderboard(result.leaderboard)
+    _print_missing(result.database)
     if result.build is not None:
         demo = " (DEMO annotation files: the final pairs are the bundled demo data)" if (
             result.build.is_demo) else ""
@@ -99,6 +100,22 @@ def _run(settings: Settings) -> int:
     console.print(f"Finished in {result.seconds:.0f} s. Query it: cultivar query "
                   "\"SELECT * FROM locale_deltas\"; browse the runs: cultivar ui")
     return 0
+
+
+def _print_missing(database: Path | str) -> None:
+    """The data's notes (files not read, locales left out) and the test sets it could not
+    provide, each with its reason (a ∆ shown as '–' is otherwise unexplained)."""
+    from cultivar_assets.store.database import Store
+
+    store = Store(Path(database))
+    for row in store.query("dataset_notes"):  # e.g. files that name no locale, not read
+        _console().print(f"Data note: {row['note']}", markup=False)
+    missing = store.query("missing_test_sets")
+    if missing:
+        _console().print(f"Not evaluated: {len(missing)} test set(s) missing from the data "
+                         "(their ∆ is '–'):")
+        for row in missing:
+            _console().print(f"  {row['test_set']}: {row['reason']}", markup=False)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

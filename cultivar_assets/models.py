@@ -14,6 +14,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from cultivar_assets.config_files import (
+    ConfigFileError,
+    load_yaml_text,
+    read_text_file,
+    read_yaml_file,
+    validation_problems,
+)
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.prompts import prompt_style_registry
 from cultivar_assets.engines.weights import weights_providers
@@ -66,9 +73,7 @@ def parse_models(entries: Any, where: str) -> list[ModelSpec]:
         try:
             spec = ModelSpec.model_validate(entry)
         except ValidationError as error:
-            details = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in error.errors()
-            )
+            details = "; ".join(validation_problems(error))
             problems.append(f"{label}: {details}")
             continue
         if spec.id in seen:
@@ -90,10 +95,12 @@ def load_models(path: str | Path | None = None) -> Registry[ModelSpec]:
     """The model registry from ``path`` (default: the bundled ``models.yaml``)."""
     path = Path(path) if path else default_models_file()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise ModelRegistryError(f"cannot read model registry {path}: {error}") from error
-    registry: Registry[ModelSpec] = Registry("model")
+        data = read_yaml_file(path, "model registry")
+    except ConfigFileError as error:
+        raise ModelRegistryError(str(error)) from None
+    if data is not None and not isinstance(data, dict):
+        raise ModelRegistryError(f"model registry {path} must be a mapping with a 'models' list")
+    registry: Registry[ModelSpec] = Registry("model", where=str(path))
     for spec in parse_models((data or {}).get("models"), str(path)):
         registry.register(spec.id, spec)
     return registry
@@ -110,10 +117,10 @@ def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        document = yaml.safe_load(text) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise ModelRegistryError(f"cannot read model registry {path}: {error}") from error
+        text = read_text_file(path, "model registry")
+        document = load_yaml_text(text, f"model registry {path}") or {}
+    except ConfigFileError as error:
+        raise ModelRegistryError(str(error)) from None
     existing = document.get("models") or []
     specs = parse_models([*existing, entry], f"{path} + new entry")
     block = yaml.safe_dump([entry], sort_keys=False, allow_unicode=True, width=100)

@@ -28,8 +28,9 @@ class UnknownEntryError(KeyError, ValueError):
 class Registry(Generic[T]):
     """A mapping from names to entries of one kind (locales, models, engines, ...)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, where: str | None = None) -> None:
         self.kind = kind
+        self.where = where  # the file the entries came from, named when a name is unknown
         self._entries: dict[str, T | str] = {}
 
     def register(self, name: str, entry: T | str, *, overwrite: bool = False) -> None:
@@ -64,7 +65,8 @@ class Registry(Generic[T]):
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
         known = ", ".join(sorted(self._entries)) if len(self._entries) <= 40 else None
         listing = f" Known: {known}." if known else f" {len(self._entries)} are registered."
-        return f"unknown {self.kind} {name!r}{hint}{listing}"
+        source = f" in {self.where}" if self.where else ""
+        return f"unknown {self.kind} {name!r}{source}{hint}{listing}"
 
     def names(self) -> list[str]:
         return list(self._entries)

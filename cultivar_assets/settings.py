@@ -40,9 +40,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from cultivar_assets.config_files import ConfigFileError, read_yaml_file, validation_message
 from cultivar_assets.construction.config import ConstructionConfig, demo_construction
 from cultivar_assets.data.sources import DEMO_NAME, DataConfig
 from cultivar_assets.engines.base import EngineSettings
@@ -121,9 +121,17 @@ def load_settings(path: str | Path | None = None) -> Settings:
     if path is None:
         return demo_settings()
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = read_yaml_file(path, "settings file")
+    except ConfigFileError as error:
+        raise SettingsError(str(error)) from None
+    if raw is None:  # an empty file would run with the paper's defaults, not the demo's
+        raise SettingsError(
+            f"settings file {path} is empty: write the settings there, or remove the file "
+            "to run the embedded demo defaults")
+    if not isinstance(raw, dict):
+        raise SettingsError(f"settings file {path} must hold a mapping of sections (data, "
+                            f"metrics, models, …), not a {type(raw).__name__}")
+    try:
         return Settings.model_validate(raw)
-    except (OSError, yaml.YAMLError) as error:
-        raise SettingsError(f"cannot read settings file {path}: {error}") from error
     except ValidationError as error:
-        raise SettingsError(f"invalid settings in {path}:\n{error}") from error
+        raise SettingsError(validation_message(error, f"invalid settings in {path}")) from None

@@ -41,6 +41,12 @@ FROM raw.model_runs ORDER BY model_id;
 -- name: leaderboard
 SELECT * FROM leaderboard;
 
+-- name: dataset_notes
+SELECT unnest(notes) AS note FROM raw.dataset;
+
+-- name: missing_test_sets
+SELECT test_set, reason FROM missing_test_sets ORDER BY test_set;
+
 -- name: table_counts
 SELECT 'translations' AS name, count(*) AS n FROM raw.translations
 UNION ALL SELECT 'scores', count(*) FROM raw.scores

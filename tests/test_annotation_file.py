@@ -247,3 +247,18 @@ def test_task_needs_one_locale_and_unique_ids():
         AnnotationTask.from_drafts(drafts + drafts[:1])
     with pytest.raises(ValueError, match="at least one"):
         AnnotationTask.from_drafts([])
+
+
+@pytest.mark.parametrize("depth", [40, 100_000])
+def test_a_deeply_nested_file_is_refused_in_one_line(tmp_path, task, depth):
+    """It stopped with "maximum recursion depth exceeded" (the parser at 100,000 levels, the schema
+    check at a few hundred)."""
+    path = write(tmp_path, b'{"items": ' + b"[" * depth + b"]" * depth + b"}")
+    error = problems_of(path, task)
+    assert [p.message for p in error.problems] == [
+        "nests arrays or objects more than 32 levels deep: it is not a file the tool wrote"]
+
+
+def test_a_directory_given_as_the_file_is_named_as_one(tmp_path, task):
+    with pytest.raises(AnnotationFileError, match="is a directory, not a file"):
+        read_annotation_file(tmp_path, task)  # it said "no such file"

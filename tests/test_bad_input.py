@@ -284,3 +284,121 @@ def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(tmp_path, cap
     assert f"{path}:2: has a negative id -1" in err
     assert "Traceback" not in out + err and "dagster._core" not in out + err
     assert len((out + err).strip().split("\n")) <= 8  # progress lines, then the one error
+
+
+def test_the_cli_run_names_the_test_sets_it_could_not_evaluate(tmp_path, capfd):
+    """A test set the data lacks was recorded, but `cultivar run` exited 0 printing nothing about
+    it (its ∆ shown as '–', unexplained)."""
+    from cultivar_assets.cli import main
+
+    folder = _local_copy_of_demo(tmp_path)
+    shutil.copy(folder / "deu_Latn_Germany.jsonl", folder / "deu_Latn_Austria.jsonl")
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(f"data: {{kind: local, cultivar_path: {folder}, "
+                      "locales: [deu_Latn_Germany, pol_Latn_Poland]}\n"
+                      "models: [copy-source-baseline]\nmetrics: {bleu_tokenize: 13a}\n")
+    assert main(["run", "--config", str(config), "--database", str(tmp_path / "x.duckdb")]) == 0
+    out = capfd.readouterr().out
+    assert "Not evaluated: " in out
+    [line] = [line for line in out.splitlines() if line.startswith("  cultivar_pol_Latn_Poland:")]
+    assert f"no data file in {folder}" in line  # the reason, as recorded
+    # a file that names no locale was recorded in the notes, but not said
+    assert any(line.startswith("Data note: files that name no known locale") and
+               "deu_Latn_Austria.jsonl" in line for line in out.splitlines())
+
+
+# --- settings and model registry files: named, in one or two lines --------------------------
+
+
+def _settings_error(path) -> str:
+    from cultivar_assets.settings import SettingsError, load_settings
+
+    with pytest.raises(SettingsError) as info:
+        load_settings(path)
+    return str(info.value)
+
+
+def test_a_settings_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "cultivar.yaml"
+    path.write_bytes("models: [caf\u00e9]\n".encode("latin-1"))
+    assert _settings_error(path) == (f"settings file {path} is not UTF-8: byte 0xe9 at offset 12 "
+                                     "(save it as UTF-8)")
+
+
+def test_a_models_file_that_is_not_utf8_is_named(tmp_path):
+    from cultivar_assets.models import ModelRegistryError, load_models
+
+    path = tmp_path / "models.yaml"
+    path.write_bytes("models:\n  - id: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ModelRegistryError, match=rf"model registry {path} is not UTF-8: byte 0xe9"):
+        load_models(path)
+
+
+def test_a_duplicate_key_in_the_settings_is_refused(tmp_path):
+    """PyYAML keeps the last of two equal keys without a word: the first models list never ran."""
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("models: [copy-source-baseline]\nmetrics: {bleu_tokenize: 13a}\n"
+                    "models: [suite:demo]\n", "utf-8")
+    message = _settings_error(path)
+    assert message.startswith(f"settings file {path}: key 'models' is written twice (lines 1 "
+                              "and 3)")
+    assert "\n" not in message
+
+
+def test_a_duplicate_key_in_the_model_registry_is_refused(tmp_path):
+    from cultivar_assets.models import ModelRegistryError, load_models
+
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  - id: a\n    type: baseline\n    type: LLM\n", "utf-8")
+    with pytest.raises(ModelRegistryError, match=r"key 'type' is written twice \(lines 3 and 4\)"):
+        load_models(path)
+
+
+def test_an_empty_settings_file_is_refused(tmp_path):
+    """It ran with the paper's defaults (not the demo's) and failed minutes later on the missing
+    spBLEU model."""
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("# nothing yet\n", "utf-8")
+    assert "is empty" in _settings_error(path)
+
+
+def test_a_directory_given_as_the_settings_file_is_named(tmp_path):
+    assert _settings_error(tmp_path) == f"settings file {tmp_path} is a directory, not a file"
+
+
+def test_a_yaml_syntax_error_is_one_line(tmp_path):
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("data:\n  kind: [demo\n", "utf-8")
+    message = _settings_error(path)
+    assert message.startswith(f"settings file {path}: line ") and "\n" not in message
+
+
+def test_a_validation_error_is_one_line_naming_the_key_without_the_value(tmp_path):
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("data: {kind: hubb}\nmodels: [copy-source-baseline]\n", "utf-8")
+    message = _settings_error(path)
+    assert message.startswith(f"invalid settings in {path}: data.kind: Input should be ")
+    assert "\n" not in message and "hubb" not in message and "pydantic" not in message
+
+
+def test_two_validation_errors_take_a_line_each(tmp_path):
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("data: {kind: hubb}\nmodel: [x]\n", "utf-8")
+    lines = _settings_error(path).split("\n")
+    assert lines[0] == f"invalid settings in {path}: 2 problems:"
+    assert sorted(line.strip().split(":")[0] for line in lines[1:]) == ["data.kind", "model"]
+
+
+def test_a_local_source_without_its_path_is_refused_when_the_settings_are_read(tmp_path):
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("data: {kind: local}\n", "utf-8")
+    assert _settings_error(path) == (f"invalid settings in {path}: data: data source 'local' "
+                                     "needs cultivar_path (a dataset directory)")
+
+
+def test_an_unknown_model_names_the_registry_file(tmp_path):
+    from cultivar_assets.models import load_models, select_models
+
+    path = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
+    with pytest.raises(ValueError, match=rf"unknown model 'x' in {path}"):
+        select_models(load_models(path), ["x"])

@@ -12,6 +12,7 @@ from data_helpers import (
     write_jsonl,
     write_parquet,
 )
+from pydantic import ValidationError
 
 from cultivar_assets.data.cultivar_files import find_locale_files, read_locale
 from cultivar_assets.data.sources import DataConfig, load_benchmark
@@ -167,8 +168,8 @@ BAD_ROWS = {
     "text is a number": (lambda r: r.update(source_localised=7),
                          "has a int in 'source_localised', not a text"),
     "blank text": (lambda r: r.update(english_original="   "), "has a blank 'english_original'"),
-    "null text": (lambda r: r.update(source_localised=None),
-                  "has no 'source_localised' (column 'source_localised' is missing)"),
+    "null text": (lambda r: r.update(source_localised=None),  # was reported as "missing"
+                  "has no 'source_localised' (column 'source_localised' is null)"),
     "negative id": (lambda r: r.update(id=-1), "has a negative id -1"),
     "negative id text": (lambda r: r.update(id="-3"), "has a negative id -3"),
     "no id": (lambda r: r.pop("id"), "has no id"),
@@ -290,8 +291,9 @@ def test_missing_directory_raises(tmp_path):
 
 
 def test_local_kind_needs_a_path():
-    with pytest.raises(DataError, match="cultivar_path"):
-        load_benchmark(DataConfig(kind="local"))
+    """Said when the settings are read (it was said only when the test sets were loaded)."""
+    with pytest.raises(ValidationError, match="data source 'local' needs cultivar_path"):
+        DataConfig(kind="local")
 
 
 # --- expected but missing locales ------------------------------------------------------------
@@ -354,8 +356,8 @@ def test_without_original_columns_flores_dataset_raises(tmp_path):
 
 def test_flores_local_needs_a_path(tmp_path):
     write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0], originals=False))
-    with pytest.raises(DataError, match="flores_path"):
-        load_benchmark(local(tmp_path, locales=[DE], flores="local"))
+    with pytest.raises(ValidationError, match="flores='local' needs flores_path"):
+        local(tmp_path, locales=[DE], flores="local")
 
 
 def test_flores_union_over_two_locales_of_a_language(tmp_path):

@@ -107,7 +107,30 @@ def test_parquet_without_text_column_raises(tmp_path):
 def test_misaligned_line_counts_raise(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(5),
                                       "deu_Latn": fake_source("de", 4)})
-    with pytest.raises(DataError, match="deu_Latn has 4 lines but English has 5"):
+    with pytest.raises(DataError) as info:
+        read_originals(LocalFlores(root), ["deu_Latn"], [0])
+    # both files named, with their counts (the message named neither file)
+    assert (f"FLORES deu_Latn ({root / 'dev' / 'deu_Latn.dev'}) has 4 lines but English "
+            f"({root / 'dev' / 'eng_Latn.dev'}) has 5") in str(info.value)
+
+
+def test_empty_lines_name_the_file(tmp_path):
+    root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(5),
+                                      "deu_Latn": fake_source("de", 5)})
+    path = root / "dev" / "deu_Latn.dev"
+    lines = path.read_text("utf-8").split("\n")
+    lines[2] = ""
+    path.write_text("\n".join(lines), "utf-8")
+    with pytest.raises(DataError, match=rf"{path} has empty lines at instance ids \[2\]"):
+        read_originals(LocalFlores(root), ["deu_Latn"], [0, 2])
+
+
+def test_a_directory_where_a_flores_file_belongs_is_named(tmp_path):
+    """A directory named deu_Latn.dev was taken for a missing language (the run went on, exit 0,
+    with every ∆ of German shown as '–')."""
+    root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(5)})
+    (root / "dev" / "deu_Latn.dev").mkdir()
+    with pytest.raises(DataError, match=r"deu_Latn.dev is a directory, not a FLORES file"):
         read_originals(LocalFlores(root), ["deu_Latn"], [0])
 
 

@@ -250,3 +250,9 @@ def test_the_tool_folder_escapes_every_text(store, tmp_path):
     assert manifest["kind"] == "error-annotation-tool" and manifest["n_items"] == 9
     index = (tmp_path / "tools" / "index.html").read_text("utf-8")
     assert all(t.task_id in index for t in sample.tasks)
+
+
+def test_a_deeply_nested_error_file_is_refused(sample):
+    deep = b'{"format": "cultivar-error-annotation", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+    assert problems(deep, sample) == [
+        "(file): nests arrays or objects more than 32 levels deep: it is not a file the tool wrote"]

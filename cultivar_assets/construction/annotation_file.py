@@ -55,6 +55,7 @@ from cultivar_assets.site.tool_files import (
     check_header,
     check_schema,
     decode_json,
+    file_problem,
     parse_timestamp,
 )
 
@@ -291,8 +292,8 @@ def read_annotation_file(
 ) -> AnnotationFile:
     """Read and validate the annotation file at ``path`` (see :func:`parse_annotation_file`)."""
     path = Path(path)
-    if not path.is_file():
-        raise AnnotationFileError([Problem(str(path), None, "(file)", "no such file")])
+    if problem := file_problem(path):
+        raise AnnotationFileError([Problem(str(path), None, "(file)", problem)])
     parsed = parse_annotation_file(path.read_bytes(), task, name=str(path),
                                    benchmark_originals=benchmark_originals,
                                    allow_unconfirmed=allow_unconfirmed)
@@ -304,8 +305,8 @@ def read_annotation_document(path: str | Path) -> dict[str, Any]:
     before it is compared with a task: to learn which locale and task a handed-in file is for.
     Any problem raises :class:`AnnotationFileError` as :func:`read_annotation_file` would."""
     path = Path(path)
-    if not path.is_file():
-        raise AnnotationFileError([Problem(str(path), None, "(file)", "no such file")])
+    if problem := file_problem(path):
+        raise AnnotationFileError([Problem(str(path), None, "(file)", problem)])
     check = ProblemCollector(str(path), AnnotationFileError)
     document = decode_json(path.read_bytes(), check)
     _check_schema(document, check)

@@ -120,8 +120,10 @@ def _id_problem(value: object) -> tuple[int | None, str | None]:
 
 
 def _text_problem(name: str, column: str, row: dict) -> str | None:
-    if column not in row or row[column] is None:
+    if column not in row:
         return f"has no {name!r} (column {column!r} is missing)"
+    if row[column] is None:
+        return f"has no {name!r} (column {column!r} is null)"
     value = row[column]
     if not isinstance(value, str):
         return f"has a {type(value).__name__} in {name!r}, not a text"

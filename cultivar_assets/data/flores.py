@@ -247,6 +247,8 @@ class LocalFlores:
     def read_file(self, codes: list[str]) -> FloresFile | None:
         for code in codes:
             for path in self._candidates(code):
+                if path.is_dir():
+                    raise DataError(f"{path} is a directory, not a FLORES file")
                 if path.is_file():
                     if path.suffix in _TABLE_SUFFIXES:
                         rows, columns = read_table(path, str(path))
@@ -394,9 +396,10 @@ def read_originals(
     an error: no test set can be built without its references. ``origins`` (id -> where each id
     was read, ``file:line``) lets an id outside the FLORES files be reported where it was written.
     """
-    english_lines = reader.read([ENGLISH])
-    if english_lines is None:
+    english_file = reader.read_file([ENGLISH])
+    if english_file is None:
         raise DataError(f"no English FLORES file found (looked in {reader.where([ENGLISH])})")
+    english_lines = english_file.texts
     bad = [i for i in instance_ids if not 0 <= i < len(english_lines)]
     if bad and origins:
         places = "; ".join(f"{', '.join(origins.get(i, ['?']))}: id {i}" for i in bad[:10])
@@ -404,38 +407,41 @@ def read_originals(
             f"{len(bad)} instance id(s) are outside the {len(english_lines)} sentences of FLORES "
             f"({reader.description}; ids are 0-based line indices): {places}"
         )
-    _check_ids(english_lines, instance_ids, ENGLISH, reader)
+    _check_ids(english_lines, instance_ids, english_file.where, reader)
     english = {i: english_lines[i] for i in instance_ids}
     sources: dict[str, dict[int, str]] = {}
     missing: dict[str, str] = {}
     for language in languages:
         codes = file_codes(language)
-        lines = reader.read(codes)
-        if lines is None:
+        found = reader.read_file(codes)
+        if found is None:
             legacy = source_languages()[language][0].flores200_code
             why = "" if legacy else f" ({language} is not part of FLORES-200; it is in FLORES+ 2.0)"
             missing[language] = (
                 f"no FLORES file for {language}{why}; looked in {reader.where(codes)}"
             )
             continue
+        lines = found.texts
         if len(lines) != len(english_lines):
             raise DataError(
-                f"FLORES {language} has {len(lines)} lines but English has {len(english_lines)}: "
-                "the files are not aligned"
+                f"FLORES {language} ({found.where}) has {len(lines)} lines but English "
+                f"({english_file.where}) has {len(english_lines)}: the files are not aligned"
             )
-        _check_ids(lines, instance_ids, language, reader)
+        _check_ids(lines, instance_ids, found.where, reader)
         sources[language] = {i: lines[i] for i in instance_ids}
     return sources, english, missing
 
 
-def _check_ids(lines: list[str], ids: list[int], code: str, reader: FloresReader) -> None:
+def _check_ids(lines: list[str], ids: list[int], where: str, reader: FloresReader) -> None:
+    """``where``: the file the lines came from, named in the messages."""
     bad = [i for i in ids if not 0 <= i < len(lines)]
     if bad:
         raise DataError(
-            f"instance ids {bad[:10]} are outside the {len(lines)} lines of FLORES {code} "
+            f"instance ids {bad[:10]} are outside the {len(lines)} lines of {where} "
             f"({reader.description})"
         )
     empty = [i for i in ids if not lines[i]]
     if empty:
-        raise DataError(f"FLORES {code} has empty lines at instance ids {empty[:10]}")
+        raise DataError(f"{where} has empty lines at instance ids {empty[:10]} "
+                        "(line numbers are ids + 1)")
 

@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from cultivar_assets.data.cultivar_files import (
     ORIGINAL_COLUMNS,
@@ -105,6 +105,16 @@ class DataConfig(BaseModel):
         for key in value or []:
             get_locale(key)
         return value
+
+    @model_validator(mode="after")
+    def _paths_the_kinds_need(self) -> DataConfig:
+        """A kind that reads local files needs their path: said when the settings are read,
+        not minutes later at the test-sets step."""
+        if self.kind == "local" and not self.cultivar_path:
+            raise ValueError("data source 'local' needs cultivar_path (a dataset directory)")
+        if self.flores == "local" and not self.flores_path:
+            raise ValueError("flores='local' needs flores_path (a FLORES release directory)")
+        return self
 
     @property
     def name(self) -> str:

@@ -53,6 +53,7 @@ from cultivar_assets.site.tool_files import (
     check_header,
     check_schema,
     decode_json,
+    file_problem,
     parse_timestamp,
 )
 
@@ -209,8 +210,8 @@ def read_error_file(path: str | Path, tasks: Mapping[str, ErrorTask], *,
                     allow_unfinished: bool = False) -> ErrorFile:
     """Read and validate the file at ``path`` (see :func:`parse_error_file`)."""
     path = Path(path)
-    if not path.is_file():
-        raise ErrorFileError([Problem(str(path), None, "(file)", "no such file")])
+    if problem := file_problem(path):
+        raise ErrorFileError([Problem(str(path), None, "(file)", problem)])
     parsed = parse_error_file(path.read_bytes(), tasks, name=str(path),
                               allow_unfinished=allow_unfinished)
     return replace(parsed, sha256=file_sha256(path))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -91,8 +92,36 @@ def schema_message(error: jsonschema.ValidationError) -> str:
     return error.message
 
 
+MAX_JSON_DEPTH = 32  # ours: the tools' files nest 4 levels; far deeper is not one of them
+
+
+def json_depth(document: Any) -> int:
+    """How deeply arrays and objects nest in ``document`` (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = (value.values() if isinstance(value, dict)
+                    else value if isinstance(value, list) else None)
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_JSON_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a handed-in file (None: it is a file)."""
+    if path.is_dir():
+        return "is a directory, not a file"
+    return None if path.is_file() else "no such file"
+
+
 def decode_json(data: bytes, check: ProblemCollector) -> Any:
-    """The JSON document in ``data``; an empty, non-UTF-8, truncated or invalid file fails."""
+    """The JSON document in ``data``; an empty, non-UTF-8, truncated or invalid file fails, and
+    so does one nested more than :data:`MAX_JSON_DEPTH` levels (which would otherwise stop the
+    parser or the schema check with "maximum recursion depth exceeded")."""
     if not data.strip():
         check.add("(file)", "the file is empty")
         check.fail()
@@ -104,7 +133,12 @@ def decode_json(data: bytes, check: ProblemCollector) -> Any:
                   "Download JSON does")
         check.fail()
     try:
-        return json.loads(text)
+        document = json.loads(text)
+    except RecursionError:
+        document = None
+        check.add("(file)", f"nests arrays or objects more than {MAX_JSON_DEPTH} levels deep: "
+                  "it is not a file the tool wrote")
+        check.fail()
     except json.JSONDecodeError as error:
         stripped = text.rstrip()
         if (error.pos >= len(stripped) or error.msg.startswith("Unterminated string")
@@ -115,7 +149,11 @@ def decode_json(data: bytes, check: ProblemCollector) -> Any:
             check.add("(file)", f"is not valid JSON: {error.msg} at line {error.lineno}, "
                       f"column {error.colno}")
         check.fail()
-    return None  # not reached
+    if json_depth(document) > MAX_JSON_DEPTH:
+        check.add("(file)", f"nests arrays or objects more than {MAX_JSON_DEPTH} levels deep: "
+                  "it is not a file the tool wrote")
+        check.fail()
+    return document
 
 
 def check_header(document: Any, check: ProblemCollector, file_format: str,
