@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from cultivar_assets.settings import Settings, demo_settings, load_settings
+from cultivar_assets.settings import Settings, demo_settings, load_settings, settings_file
 
 
 def _console():
@@ -149,6 +149,22 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from cultivar_assets.runner import dagster_home_dir
 
     home = dagster_home_dir()
+    env = {**os.environ, "DAGSTER_HOME": home}
+    # The settings go to Dagster's processes as CULTIVAR_CONFIG (an absolute path: its code
+    # servers need not share this directory); a file that cannot be read stops here, not in the
+    # code server, where the UI would show only a load error.
+    path = Path(args.config) if args.config else settings_file()
+    settings = load_settings(path) if path else demo_settings()
+    if path:
+        env["CULTIVAR_CONFIG"] = str(path.resolve())
+    else:
+        env.pop("CULTIVAR_CONFIG", None)
+    from cultivar_assets.models import default_models_file
+
+    print(f"Settings: {path.resolve() if path else 'the embedded demo defaults (no settings file)'}"
+          f"\nModels file: {Path(settings.models_file or default_models_file()).resolve()}; "
+          f"watched by the sensor and schedule: {', '.join(settings.models)}"
+          f"\nDatabase: {settings.database_path}", flush=True)
     workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
     command = [sys.executable, "-m", "dagster", "dev"]  # this environment's dagster
     if workspace.is_file():
@@ -158,7 +174,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     command += ["--host", args.host, "--port", str(args.port), *args.dagster_args]
     print(f"DAGSTER_HOME={home}; starting: {' '.join(command)}\n"
           f"Dagster UI: http://{args.host}:{args.port}/ (Ctrl-C to stop)", flush=True)
-    return run_process_group(command, env={**os.environ, "DAGSTER_HOME": home})
+    return run_process_group(command, env=env)
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -131,3 +131,81 @@ def test_ui_stops_with_every_dagster_process_on_sigterm(tmp_path):
     finally:
         if ui.poll() is None:
             ui.kill()
+
+
+def _graphql(port: int, query: str) -> dict:
+    import json
+
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/graphql",
+                                     data=json.dumps({"query": query}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+RESOURCES_QUERY = """{ repositoriesOrError { ... on RepositoryConnection { nodes {
+  allTopLevelResourceDetails { name configuredValues { key value } } } } } }"""
+
+
+def test_ui_refuses_a_settings_file_it_cannot_read(tmp_path, capsys):
+    """It started Dagster on the demo defaults, whatever --config said."""
+    from cultivar_assets.cli import main
+
+    broken = tmp_path / "cultivar.yaml"
+    broken.write_text("models: [a\n", "utf-8")
+    assert main(["ui", "--config", str(broken), "--port", str(_free_port())]) == 1
+    assert f"settings file {broken}: line " in capsys.readouterr().err
+    assert main(["--config", str(tmp_path / "absent.yaml"), "ui"]) == 1
+    assert "absent.yaml does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_ui_runs_the_settings_it_was_given(tmp_path):
+    """`cultivar --config FILE ui` loaded the embedded demo defaults in Dagster (GraphQL showed
+    `suite:demo` and the demo database): the sensor would have watched the wrong registry."""
+    models = tmp_path / "models.yaml"
+    models.write_text("models:\n  - {id: copy-here, type: baseline, family: Baseline, "
+                      "engine: copy-source, prompt_style: source}\n", "utf-8")
+    database = tmp_path / "mine.duckdb"
+    config = tmp_path / "mine.yaml"
+    config.write_text(f"models_file: {models}\nmodels: [copy-here]\ndatabase: {database}\n"
+                      "metrics: {bleu_tokenize: 13a}\n", "utf-8")
+    port = _free_port()
+    elsewhere = tmp_path / "elsewhere"  # the settings path is relative to where ui was started
+    elsewhere.mkdir()
+    ui = subprocess.Popen([sys.executable, "-m", "cultivar_assets.cli", "ui", "--port",
+                           str(port), "--config", os.path.relpath(config, elsewhere),
+                           "--log-level", "warning"], env=_env(tmp_path), cwd=elsewhere,
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        header = [ui.stdout.readline() for _ in range(3)]
+        assert header[0].strip() == f"Settings: {config}"
+        assert header[1].startswith(f"Models file: {models}; watched by the sensor and "
+                                    "schedule: copy-here")
+        assert header[2].strip() == f"Database: {database}"
+        _wait_for(lambda: _answers(f"http://127.0.0.1:{port}/server_info"), 180,
+                  "the Dagster webserver")
+        values = _wait_for(lambda: _resource_values(port), 120, "the code location to load")
+        assert values["store"]["database"] == str(database)
+        assert values["engine"]["selection"] == ["copy-here"]
+        assert values["engine"]["models_file"] == str(models)
+    finally:
+        ui.send_signal(signal.SIGTERM)
+        try:
+            ui.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            ui.kill()
+
+
+def _resource_values(port: int) -> dict[str, dict[str, str]] | None:
+    try:
+        answer = _graphql(port, RESOURCES_QUERY)
+    except OSError:
+        return None
+    nodes = (answer.get("data") or {}).get("repositoriesOrError", {}).get("nodes") or []
+    if not nodes:
+        return None
+    import json
+
+    return {r["name"]: {v["key"]: json.loads(v["value"]) for v in r["configuredValues"]}
+            for r in nodes[0]["allTopLevelResourceDetails"]}
