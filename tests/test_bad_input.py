@@ -402,3 +402,22 @@ def test_an_unknown_model_names_the_registry_file(tmp_path):
     path = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
     with pytest.raises(ValueError, match=rf"unknown model 'x' in {path}"):
         select_models(load_models(path), ["x"])
+
+
+@pytest.mark.parametrize("written", ["off", "no", "false", "'off'"])
+def test_query_page_off_as_yaml_reads_it(tmp_path, written):
+    """`query_page: off` is YAML's boolean false: it failed with a message that did not say why."""
+    from cultivar_assets.settings import load_settings
+
+    path = tmp_path / "cultivar.yaml"
+    path.write_text(f"site: {{query_page: {written}}}\n", "utf-8")
+    assert load_settings(path).site.query_page == "off"
+
+
+def test_query_page_on_says_how_to_write_a_mode(tmp_path):
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("site: {query_page: on}\n", "utf-8")
+    message = _settings_error(path)
+    assert message == (f"invalid settings in {path}: site.query_page: is a boolean (YAML reads on, "
+                       "yes and true so): write one of auto, cached, required, off (quoted, e.g. "
+                       "query_page: 'auto')")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from cultivar_assets.paths import cultivar_home
 
@@ -25,6 +25,18 @@ class SiteConfig(BaseModel):
     include_database: bool | None = None  # offer a DuckDB file of the published tables
     query_page: QueryPageMode = "auto"  # the in-browser SQL page (DuckDB-Wasm, from npm)
     web_cache_dir: str | None = None  # default: $CULTIVAR_HOME/cache/web (npm files, Vega)
+
+    @field_validator("query_page", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value: object) -> object:
+        """YAML 1.1 reads an unquoted ``off`` (and ``no``, ``false``) as the boolean false: taken
+        as ``off``. ``on``/``yes``/``true`` name no mode: said, with how to write one."""
+        if value is False:
+            return "off"
+        if value is True:
+            raise ValueError("is a boolean (YAML reads on, yes and true so): write one of auto, "
+                             "cached, required, off (quoted, e.g. query_page: 'auto')")
+        return value
 
     def site_path(self) -> Path:
         return Path(self.output_dir) if self.output_dir else cultivar_home() / "site"
