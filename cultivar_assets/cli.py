@@ -14,8 +14,8 @@ def _console():
     from rich.console import Console
 
     console = Console(highlight=False)
-    if not console.is_terminal:  # pipes and logs: wide enough for the leaderboard
-        console = Console(highlight=False, width=160)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(highlight=False, width=160)  # pipes and logs: room for the leaderboard
     return console
 
 
@@ -125,20 +125,37 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_query(args: argparse.Namespace) -> int:
-    from rich.table import Table
+QUERY_FORMATS = ("table", "csv", "json", "markdown")
 
+
+def cmd_query(args: argparse.Namespace) -> int:
+    """Run SQL read-only and print every value in full: ``table`` wraps long cells instead of
+    cutting them; ``csv`` (RFC 4180, cells that would start a spreadsheet formula defused),
+    ``json`` (an array of objects) and ``markdown`` are for other programs and documents."""
     from cultivar_assets.store.database import Store
+    from cultivar_assets.tables import csv_text, json_text, md_table, md_text
 
     store = Store(_settings(args).database_path)
     with store.connect(read_only=True) as con:
         cursor = con.execute(args.sql)
         columns = [d[0] for d in cursor.description] if cursor.description else []
-        rows = cursor.fetchall()
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*("NULL" if v is None else str(v) for v in row))
-    _console().print(table)
+        records = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    if args.format == "csv":
+        sys.stdout.write(csv_text(records, columns))
+    elif args.format == "json":
+        print(json_text(records, columns))
+    elif args.format == "markdown":
+        print(md_table([[md_text("NULL" if r[c] is None else r[c]) for c in columns]
+                        for r in records], [md_text(c) for c in columns]))
+    else:
+        from rich.table import Table
+
+        table = Table(*columns)
+        for column in table.columns:
+            column.overflow = "fold"  # wrap long values; never "deu_Latn…"
+        for record in records:
+            table.add_row(*("NULL" if record[c] is None else str(record[c]) for c in columns))
+        _console().print(table)
     return 0
 
 
@@ -489,6 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", help="run SQL against the database (read-only)")
     query.add_argument("sql")
     query.add_argument("--database")
+    query.add_argument("--format", choices=QUERY_FORMATS, default="table",
+                       help="table (wraps long values), csv, json or markdown (default: table)")
     query.set_defaults(func=cmd_query)
 
     ui = sub.add_parser("ui", help="open the Dagster UI on the local instance (dagster dev); "
