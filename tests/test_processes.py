@@ -209,3 +209,46 @@ def _resource_values(port: int) -> dict[str, dict[str, str]] | None:
 
     return {r["name"]: {v["key"]: json.loads(v["value"]) for v in r["configuredValues"]}
             for r in nodes[0]["allTopLevelResourceDetails"]}
+
+
+# a leader that shuts down in 2 s when asked (as dagster dev does, in ~3 s)
+OBEDIENT = "trap 'sleep 2; exit 0' TERM INT; sleep 300 & wait"
+
+
+def _ignored_signals(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return int(line.split()[1], 16)
+    raise AssertionError("no SigIgn line")
+
+
+def test_the_wrapper_returns_as_soon_as_the_group_is_gone(tmp_path):
+    """The leader exited 2 s after the signal, but the wrapper kept polling a group that only its own unreaped
+    child kept "alive": it waited its whole grace period (here 60 s), killed, and waited again."""
+    wrapper = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from cultivar_assets.processes import "
+         f"run_process_group; sys.exit(run_process_group(['bash', '-c', {OBEDIENT!r}], "
+         "grace=60.0))"], env=_env(tmp_path))
+    child = _wait_for(lambda: _children(wrapper.pid), 20, "the process group's leader")[0]
+    _wait_for(lambda: len(_group_members(child)) >= 2, 20, "the group's members")
+    wrapper.send_signal(signal.SIGTERM)
+    assert wrapper.wait(timeout=20) == 128 + signal.SIGTERM  # far less than the 60 s grace
+
+
+def test_the_child_does_not_inherit_an_ignored_sigint(tmp_path):
+    """Started from a script with `&` (no job control), the wrapper inherits SIGINT ignored; the
+    child inherited it too, so `dagster dev` never shut down cleanly."""
+    script = tmp_path / "child.sh"
+    script.write_text("sleep 300\n")
+    wrapper = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from cultivar_assets.processes import "
+         f"run_process_group; sys.exit(run_process_group(['bash', {str(script)!r}], "
+         "grace=5.0))"], env=_env(tmp_path),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as `cmd &` does
+    try:
+        child = _wait_for(lambda: _children(wrapper.pid), 20, "the process group's leader")[0]
+        sigint_bit = 1 << (signal.SIGINT - 1)
+        assert not _ignored_signals(child) & sigint_bit
+    finally:
+        wrapper.send_signal(signal.SIGTERM)
+        wrapper.wait(timeout=30)
