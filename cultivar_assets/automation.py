@@ -1,10 +1,13 @@
 """Keeping the leaderboard current: a registry sensor, a nightly schedule, automation conditions.
 
 - ``model_registry_sensor`` (after Dagster's ``assets_dynamic_partitions`` release sensor): its
-  cursor holds ``{model id: fingerprint}`` of the selected registry entries. On its first tick it
-  only registers the models as partitions and remembers them (no flood of runs); afterwards a new
-  entry becomes a partition and gets one run, a changed entry (revision, weights, engine options,
-  prompt template: anything in the fingerprint) gets one run, an unchanged registry gets none.
+  cursor holds, per selected registry entry, its fingerprint and the entry itself (as the registry
+  file gives it, secrets redacted). On its first tick it only registers the models as partitions
+  and remembers them (no flood of runs); afterwards a new entry becomes a partition and gets one
+  run, a changed entry (revision, weights, engine options, prompt template: anything in the
+  fingerprint) gets one run, an unchanged registry gets none. A run says why in its tags:
+  ``cultivar/reason`` and ``cultivar/changed`` (each changed field, ``old → new``). It ticks every
+  ``automation.registry_sensor_interval_seconds`` (settings; default 300 s).
 - ``nightly_reevaluation`` re-checks the registry against what the database says each model was
   last run with (``model_runs.model_fingerprint``) and re-runs the models that changed.
 - The ``leaderboard`` asset carries an automation condition, evaluated by the
@@ -16,6 +19,7 @@ asks Kubernetes for that many ``nvidia.com/gpu`` (see ``cultivar_assets/deploy``
 """
 
 import json
+from typing import Any
 
 import dagster as dg
 
@@ -24,6 +28,8 @@ from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.models import load_models, select_models
 from cultivar_assets.resources import EngineResource, StoreResource
+from cultivar_assets.secrets import redact
+from cultivar_assets.settings import DEFAULT_REGISTRY_SENSOR_INTERVAL
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import StoreError
 
@@ -53,40 +59,104 @@ def selected_models(engine: EngineResource) -> list[ModelSpec]:
     return select_models(load_models(engine.models_file), engine.selection)
 
 
-def run_request(spec: ModelSpec, fingerprint: str, reason: str) -> dg.RunRequest:
-    return dg.RunRequest(
-        partition_key=spec.id,
-        run_key=f"{spec.id}:{fingerprint[:16]}",
-        tags={**run_tags(spec), "cultivar/reason": reason},
+REGISTRY_SENSOR = "model_registry_sensor"
+MAX_TAG_CHARS = 1000  # ours: a tag the UI shows in full; the cursor keeps every change
+
+
+def run_request(spec: ModelSpec, fingerprint: str, reason: str,
+                changed: str | None = None) -> dg.RunRequest:
+    tags = {**run_tags(spec), "cultivar/reason": reason}
+    if changed:
+        tags["cultivar/changed"] = changed[:MAX_TAG_CHARS]
+    return dg.RunRequest(partition_key=spec.id, run_key=f"{spec.id}:{fingerprint[:16]}", tags=tags)
+
+
+def entry_record(spec: ModelSpec) -> dict[str, Any]:
+    """A registry entry as the cursor keeps it: its fields as JSON, every string redacted."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value)
+        if isinstance(value, dict):
+            return {key: clean(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(item) for item in value]
+        return value
+
+    return clean(spec.model_dump(mode="json", exclude_none=True))
+
+
+def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def changed_fields(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+    """``field: old → new; …`` for every field of an entry that differs (nested options by dotted
+    name; a field absent on one side shows as ``–``). An entry from an older cursor (only its
+    fingerprint known) or equal entries whose run settings changed say so instead."""
+    if old is None:
+        return "the entry (the previous cursor kept only its fingerprint)"
+    before, after = _flatten(old), _flatten(new)
+    parts = [f"{name}: {json.dumps(before.get(name, '–'))} → {json.dumps(after.get(name, '–'))}"
+             for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
+    return "; ".join(parts) or "the run settings (engine section of the settings)"
+
+
+def _cursor_entries(cursor: str) -> dict[str, dict[str, Any]]:
+    """The cursor as ``{model id: {"fingerprint": …, "entry": … or None}}``; a cursor written
+    before entries were kept holds ``{model id: fingerprint}``."""
+    data = json.loads(cursor)
+    return {model_id: value if isinstance(value, dict) else {"fingerprint": value, "entry": None}
+            for model_id, value in data.items()}
+
+
+def build_model_registry_sensor(
+        interval_seconds: int = DEFAULT_REGISTRY_SENSOR_INTERVAL) -> dg.SensorDefinition:
+    """The registry sensor, ticking every ``interval_seconds``."""
+
+    @dg.sensor(
+        name=REGISTRY_SENSOR,
+        job_name="evaluate_model",
+        minimum_interval_seconds=interval_seconds,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description="Runs models added to (or changed in) the registry; first tick runs nothing. "
+                    f"Ticks every {interval_seconds} s (automation.registry_sensor_interval_"
+                    "seconds).",
     )
+    def model_registry_sensor(context: dg.SensorEvaluationContext, engine: EngineResource):
+        specs = {spec.id: spec for spec in selected_models(engine)}
+        settings = engine.settings()
+        current = {model_id: {"fingerprint": run_fingerprint(spec, settings),
+                              "entry": entry_record(spec)} for model_id, spec in specs.items()}
+        cursor = json.dumps(current, sort_keys=True)
+        known = set(context.instance.get_dynamic_partitions(models_partitions.name))
+        unregistered = [model_id for model_id in current if model_id not in known]
+        add = [models_partitions.build_add_request(unregistered)] if unregistered else []
+        if context.cursor is None:
+            return dg.SensorResult(run_requests=[], dynamic_partitions_requests=add, cursor=cursor)
+        previous = _cursor_entries(context.cursor)
+        requests = []
+        for model_id, now in current.items():
+            before = previous.get(model_id)
+            if before is None:
+                requests.append(run_request(specs[model_id], now["fingerprint"],
+                                            "new in registry"))
+            elif before["fingerprint"] != now["fingerprint"]:
+                requests.append(run_request(specs[model_id], now["fingerprint"],
+                                            "changed in registry",
+                                            changed_fields(before["entry"], now["entry"])))
+        return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=add,
+                               cursor=cursor)
+
+    return model_registry_sensor
 
 
-@dg.sensor(
-    name="model_registry_sensor",
-    job_name="evaluate_model",
-    minimum_interval_seconds=300,
-    default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Runs models added to (or changed in) the registry; first tick runs nothing.",
-)
-def model_registry_sensor(context: dg.SensorEvaluationContext, engine: EngineResource):
-    specs = {spec.id: spec for spec in selected_models(engine)}
-    settings = engine.settings()
-    current = {model_id: run_fingerprint(spec, settings) for model_id, spec in specs.items()}
-    known = set(context.instance.get_dynamic_partitions(models_partitions.name))
-    unregistered = [model_id for model_id in current if model_id not in known]
-    add = [models_partitions.build_add_request(unregistered)] if unregistered else []
-    if context.cursor is None:
-        return dg.SensorResult(run_requests=[], dynamic_partitions_requests=add,
-                               cursor=json.dumps(current, sort_keys=True))
-    previous = json.loads(context.cursor)
-    requests = []
-    for model_id, fingerprint in current.items():
-        if model_id not in previous:
-            requests.append(run_request(specs[model_id], fingerprint, "new in registry"))
-        elif previous[model_id] != fingerprint:
-            requests.append(run_request(specs[model_id], fingerprint, "changed in registry"))
-    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=add,
-                           cursor=json.dumps(current, sort_keys=True))
+model_registry_sensor = build_model_registry_sensor()
 
 
 @dg.schedule(

@@ -268,10 +268,55 @@ def _sensor_note(model_id: str, path: Path, settings: Settings) -> str:
     except ModelRegistryError as error:
         return f"the sensor's selection {settings.models} cannot be resolved: {error}"
     if model_id in selected:
-        return "the registry sensor (when switched on) will run it on its next tick"
+        return "the registry sensor " + _next_tick(settings)
     return (f"the registry sensor watches {', '.join(settings.models)}, which does not include "
             f"{model_id}: it will not run it; add it to `models` in the settings (or join a "
             "watched suite with --suite), or run it with `cultivar run`")
+
+
+def _next_tick(settings: Settings, now: float | None = None) -> str:
+    """When the registry sensor of the local Dagster instance (``cultivar ui``) will see a new
+    entry (see :func:`tick_note`). Reads the instance's sensor state and last tick; starts and
+    creates nothing."""
+    import time
+
+    from cultivar_assets.paths import dagster_home
+
+    interval = settings.automation.registry_sensor_interval_seconds
+    now = time.time() if now is None else now
+    home = Path(os.environ.get("DAGSTER_HOME") or dagster_home())
+    if not (home / "storage").is_dir():  # no instance has run here: nothing was switched on
+        return tick_note(False, None, interval, now)
+    import dagster as dg
+    from dagster._core.definitions.run_request import InstigatorType
+    from dagster._core.scheduler.instigation import InstigatorStatus
+
+    from cultivar_assets.automation import REGISTRY_SENSOR
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        running = [state for state in instance.all_instigator_state(
+            instigator_type=InstigatorType.SENSOR)
+            if state.name == REGISTRY_SENSOR and state.status == InstigatorStatus.RUNNING]
+        ticks = instance.get_ticks(running[0].instigator_origin_id, running[0].selector_id,
+                                   limit=1) if running else []
+    return tick_note(bool(running), ticks[0].timestamp if ticks else None, interval, now)
+
+
+def tick_note(running: bool, last_tick: float | None, interval: int, now: float) -> str:
+    """What the registry sensor will do about a new entry: off (say how to switch it on), on
+    without a tick yet, or on with its next tick due at ``last_tick + interval`` (now, when that
+    has passed: the daemon ticks as soon as it can)."""
+    import time
+
+    every = f"(it ticks every {interval} s: automation.registry_sensor_interval_seconds)"
+    if not running:
+        return f"is off: switch it on in `cultivar ui` (Automation) to run it {every}"
+    if last_tick is None:
+        return f"is on and will run it on its first tick, while `cultivar ui` runs {every}"
+    due = max(last_tick + interval, now)
+    at = time.strftime("%H:%M:%S UTC", time.gmtime(due))
+    return (f"is on: its next tick is due at {at} (in {due - now:.0f} s), while `cultivar ui` "
+            f"runs {every}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import dagster as dg
 from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.automation import (
     automation_sensor,
-    model_registry_sensor,
+    build_model_registry_sensor,
     nightly_reevaluation,
 )
 from cultivar_assets.resources import resources_from_settings
@@ -23,12 +23,15 @@ install_log_redaction()
 
 
 def build_definitions() -> dg.Definitions:
+    settings = load_settings()
+    registry_sensor = build_model_registry_sensor(
+        settings.automation.registry_sensor_interval_seconds)
     return dg.Definitions(
         assets=ASSETS,
         jobs=JOBS,
-        sensors=[model_registry_sensor, automation_sensor],
+        sensors=[registry_sensor, automation_sensor],
         schedules=[nightly_reevaluation],
-        resources=resources_from_settings(load_settings()),
+        resources=resources_from_settings(settings),
     )
 
 

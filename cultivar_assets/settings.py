@@ -55,6 +55,19 @@ from cultivar_assets.site.config import SiteConfig
 DEMO_METRICS = MetricConfig(bleu_tokenize="13a")
 
 
+DEFAULT_REGISTRY_SENSOR_INTERVAL = 300  # seconds
+
+
+class AutomationConfig(BaseModel):
+    """How Dagster's sensors watch for work (``cultivar ui`` / a deployment's daemon)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # the registry sensor's tick interval: how soon a model added to the registry is run
+    registry_sensor_interval_seconds: int = Field(default=DEFAULT_REGISTRY_SENSOR_INTERVAL,
+                                                  ge=30)
+
+
 class SettingsError(ValueError):
     """The settings file cannot be read or is invalid."""
 
@@ -72,6 +85,7 @@ class Settings(BaseModel):
     publish: PublishConfig = Field(default_factory=PublishConfig)
     construction: ConstructionConfig = Field(default_factory=demo_construction)
     error_analysis: ErrorAnalysisConfig = Field(default_factory=ErrorAnalysisConfig)
+    automation: AutomationConfig = Field(default_factory=AutomationConfig)
 
     @model_validator(mode="after")
     def _built_data_is_the_construction_dataset(self) -> Settings:

@@ -173,3 +173,50 @@ def test_leaderboard_is_requested_after_new_scores(tmp_path):
                                                   asset_selection=selection,
                                                   cursor=quiet.cursor)
         assert after.total_requested == 1
+
+
+def test_a_changed_entry_says_which_fields_changed(tmp_path, registry):
+    """The cursor held only hashes: which field of an entry changed could not be recovered."""
+    defs = _defs(_settings(tmp_path, registry))
+    with dg.instance_for_test() as instance:
+        cursor = _tick(instance, defs, None).cursor
+        assert json.loads(cursor)["beta"]["entry"]["id"] == "beta"  # the entry itself is kept
+
+        def change(models):
+            beta = next(m for m in models if m["id"] == "beta")
+            beta["revision"] = "r2"
+            beta.setdefault("engine_options", {})["max_new_tokens"] = 64
+
+        _edit(registry, change)
+        [request] = _tick(instance, defs, cursor).run_requests
+        changed = request.tags["cultivar/changed"]
+        assert 'revision: "–" → "r2"' in changed or '→ "r2"' in changed
+        assert "engine_options.max_new_tokens" in changed and "→ 64" in changed
+
+
+def test_a_cursor_of_fingerprints_only_still_works(tmp_path, registry):
+    defs = _defs(_settings(tmp_path, registry))
+    with dg.instance_for_test() as instance:
+        current = json.loads(_tick(instance, defs, None).cursor)
+        old_style = {model_id: value["fingerprint"] for model_id, value in current.items()}
+        old_style["beta"] = "0" * 64  # as if beta had changed since
+        [request] = _tick(instance, defs, json.dumps(old_style)).run_requests
+        assert request.partition_key == "beta"
+        assert "previous cursor kept only its fingerprint" in request.tags["cultivar/changed"]
+
+
+def test_the_sensor_interval_comes_from_the_settings(tmp_path, monkeypatch):
+    import importlib
+
+    config = tmp_path / "cultivar.yaml"
+    config.write_text("automation: {registry_sensor_interval_seconds: 90}\n", "utf-8")
+    monkeypatch.setenv("CULTIVAR_CONFIG", str(config))
+    import cultivar_assets.definitions as definitions
+
+    try:
+        defs = importlib.reload(definitions).defs
+        sensor = defs.resolve_sensor_def("model_registry_sensor")
+        assert sensor.minimum_interval_seconds == 90 and "every 90 s" in sensor.description
+    finally:  # the module as the other tests know it
+        monkeypatch.delenv("CULTIVAR_CONFIG")
+        importlib.reload(definitions)

@@ -155,9 +155,33 @@ def test_models_add_says_whether_the_sensor_will_run_the_model(tmp_path, capsys,
                  "--family", "F", "--suite", "paper", "--params-total", "1",
                  "--params-active", "1"]) == 0
     said = capsys.readouterr().out
-    assert "will run it on its next tick" in said and "active parameters" not in said
+    # no Dagster instance has run here: the sensor is off, and the interval is said
+    assert ("the registry sensor is off: switch it on in `cultivar ui` (Automation) to run it "
+            "(it ticks every 300 s") in said and "active parameters" not in said
     assert main(["models", "add", "org/outside", "--type", "MT", "--engine", "seq2seq",
                  "--family", "F"]) == 0
     said = capsys.readouterr().out
     assert "watches suite:paper, which does not include outside: it will not run it" in said
     assert {"in-suite", "outside"} <= set(load_models(path).names())
+
+
+def test_the_sensor_interval_is_a_setting_that_models_add_names(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "models.yaml"
+    shutil.copy(default_models_file(), path)
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(f"models_file: {path}\nmodels: ['suite:paper']\n"
+                      "automation: {registry_sensor_interval_seconds: 120}\n")
+    assert main(["models", "add", "org/in-suite", "--type", "MT", "--engine", "seq2seq",
+                 "--family", "F", "--suite", "paper", "--config", str(config)]) == 0
+    assert "(it ticks every 120 s" in capsys.readouterr().out
+
+
+def test_the_next_tick_is_the_last_one_plus_the_interval():
+    from cultivar_assets.cli import tick_note
+
+    last = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
+    note = tick_note(True, last, 300, now=last + 100)
+    assert note.startswith("is on: its next tick is due at 08:05:00 UTC (in 200 s)")
+    assert "due at 08:06:40 UTC (in 0 s)" in tick_note(True, last, 300, now=last + 400)
+    assert tick_note(True, None, 60, now=last).startswith("is on and will run it on its first")
+    assert tick_note(False, last, 60, now=last).startswith("is off: switch it on")

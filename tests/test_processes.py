@@ -223,8 +223,9 @@ def _ignored_signals(pid: int) -> int:
 
 
 def test_the_wrapper_returns_as_soon_as_the_group_is_gone(tmp_path):
-    """The leader exited 2 s after the signal, but the wrapper kept polling a group that only its own unreaped
-    child kept "alive": it waited its whole grace period (here 60 s), killed, and waited again."""
+    """The leader exited 2 s after the signal, but the wrapper kept polling a group that only its
+    own unreaped child kept "alive": it waited its whole grace period (here 60 s), killed, and
+    waited again."""
     wrapper = subprocess.Popen(
         [sys.executable, "-c", "import sys; from cultivar_assets.processes import "
          f"run_process_group; sys.exit(run_process_group(['bash', '-c', {OBEDIENT!r}], "
