@@ -72,6 +72,11 @@ def _run(settings: Settings) -> int:
         console.print(f"BLEU tokenizer: {settings.metrics.bleu_tokenize} (selected explicitly; the "
                       "paper's spBLEU uses flores200, whose SentencePiece model is not bundled: "
                       "see README, 'Metrics')")
+    from cultivar_assets.site.query_engine import will_fetch
+
+    notice = will_fetch(settings.site.query_page, settings.site.web_cache_path())
+    if notice:  # said once, before the run reaches the network (the site step runs npm)
+        console.print(notice[0].upper() + notice[1:], markup=False)
     result = run_pipeline(settings, say=console.print)
     _print_leaderboard(result.leaderboard)
     _print_missing(result.database)

@@ -34,6 +34,9 @@ DUCKDB_WASM_VERSION = "1.32.0"
 ENGINE_FILES = ("duckdb.js", "duckdb-browser-eh.worker.js.gz", "duckdb-eh.wasm.gz",
                 "LICENSES.txt")
 NPM_TIMEOUT_S = 600
+# Measured: `npm ci` of site/query-engine/package-lock.json into an empty npm cache downloaded
+# 49 MB of packages (2026-12-01); said before a run reaches the network for them.
+NPM_DOWNLOAD_MB = 49
 
 
 class QueryEngineError(RuntimeError):
@@ -70,6 +73,35 @@ def npm_executable() -> str | None:
     return shutil.which(configured) if configured else None
 
 
+def npm_registry(npm: str) -> str:
+    """The registry npm will fetch from (``npm config get registry``), or "npm's registry"."""
+    try:
+        result = subprocess.run([npm, "config", "get", "registry"], capture_output=True,
+                                text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "npm's configured registry"
+    return result.stdout.strip() or "npm's configured registry"
+
+
+def network_notice(cache: Path, npm: str) -> str:
+    """What fetching the engine will take from the network, from where, and where it is kept:
+    said once, before npm runs."""
+    return (f"reaching the network: npm ci fetches @duckdb/duckdb-wasm {DUCKDB_WASM_VERSION}, "
+            f"apache-arrow and esbuild (about {NPM_DOWNLOAD_MB} MB, pinned by "
+            f"site/query-engine/package-lock.json) from {npm_registry(npm)} for the site's Query "
+            f"page, kept in {engine_folder(cache)}; to keep unattended runs off the network, "
+            "run `cultivar fetch-query-engine` once and set site: {query_page: cached}")
+
+
+def will_fetch(mode: str, cache: Path) -> str | None:
+    """The network notice when a site build under ``mode`` would fetch the engine now (mode
+    auto or required, not in the cache, npm there), else None."""
+    npm = npm_executable()
+    if mode in ("auto", "required") and cached_query_engine(cache) is None and npm:
+        return network_notice(cache, npm)
+    return None
+
+
 def fetch_query_engine(cache: Path, say: Callable[[str], None] = print) -> QueryEngine:
     """Fetch DuckDB-Wasm with npm (``npm ci``), bundle it and store it in the web cache."""
     npm = npm_executable()
@@ -82,7 +114,7 @@ def fetch_query_engine(cache: Path, say: Callable[[str], None] = print) -> Query
         work = Path(tmp)
         for name in ("package.json", "package-lock.json", "entry.mjs"):
             shutil.copyfile(spec / name, work / name)
-        say(f"fetching @duckdb/duckdb-wasm {DUCKDB_WASM_VERSION} with npm (npm ci)")
+        say(network_notice(cache, npm))
         _run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], work)
         dist = work / "node_modules" / "@duckdb" / "duckdb-wasm" / "dist"
         esbuild = work / "node_modules" / ".bin" / "esbuild"
