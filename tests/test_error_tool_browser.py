@@ -27,6 +27,7 @@ from cultivar_assets.evaluation.error_tool import build_error_tools
 from cultivar_assets.evaluation.error_types import CODES
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
+from cultivar_assets.site.diff import word_diff
 from cultivar_assets.store.records import (
     dataset_fingerprint,
     read_test_sets,
@@ -132,11 +133,14 @@ def test_marks_counts_and_done_freeze_the_instance(tool, sample):
     assert t.page.inner_text("#progress") == "0 / 3 instances done, 3 errors marked"
     t.done(first).check()
     assert t.group(first).locator("[data-role=state]").inner_text() == "done"
-    assert t.check(first, 0, "NE").is_disabled()
+    assert t.check(first, 0, "NE").get_attribute("aria-disabled") == "true"
+    t.check(first, 0, "OM").click(force=True)  # frozen (aria-disabled): the click changes nothing
+    assert t.check(first, 0, "OM").is_checked()
     assert t.page.inner_text("#progress") == "1 / 3 instances done, 3 errors marked"
     t.done(first).focus()
     t.page.keyboard.press("Control+Enter")  # not done any more: editable again
-    assert not t.done(first).is_checked() and not t.check(first, 0, "NE").is_disabled()
+    assert not t.done(first).is_checked()
+    assert t.check(first, 0, "NE").get_attribute("aria-disabled") == "false"
     assert t.page.inner_text("#status") == f"{LOCALES[0]}_{first}: not done any more."
     t.check(first, 0, "NE").focus()
     t.page.keyboard.press("Alt+ArrowDown")
@@ -263,3 +267,138 @@ def test_the_tool_works_from_a_file_url(browser, root, sample, tmp_path):
     document = json.loads(t.download(tmp_path / "offline.json").read_text("utf-8"))
     assert [i["errors"] for i in document["items"]][1] == ["AD"]
     t.close()
+
+
+def focused_key(t: ErrorTool) -> str | None:
+    """The item key of the translation whose checkbox has the focus."""
+    return t.page.evaluate("""() => { const box = document.activeElement.closest(
+      "fieldset.system"); return box ? box.dataset.key : document.activeElement.tagName; }""")
+
+
+def test_keys_move_between_instances_and_systems_and_never_type(tool, sample):
+    """The first j goes to the first instance's first translation; n goes to the next
+    translation (on into the next instance); digits tick the current one; none of it types."""
+    task = sample.by_locale()[LOCALES[0]]
+    keys = [item.key for item in task.items]  # instance by instance, systems in order
+    t = tool()
+    t.page.keyboard.press("j")
+    assert focused_key(t) == keys[0]
+    assert t.group(task.instance_ids[0]).get_attribute("aria-current") == "true"
+    t.page.keyboard.press("n")
+    assert focused_key(t) == keys[1]
+    t.page.keyboard.press("1")
+    t.page.keyboard.press("n")
+    t.page.keyboard.press("n")  # past the last system: the next instance's first
+    assert focused_key(t) == keys[3]
+    t.page.keyboard.press("N")
+    assert focused_key(t) == keys[2]
+    t.page.keyboard.press("j")
+    t.page.keyboard.press("k")
+    assert focused_key(t) == keys[0]
+    assert t.marks() == {key: (["NE"] if key == keys[1] else []) for key in keys}
+    note = t.group(task.instance_ids[0]).locator("[data-role=note]").first
+    note.focus()
+    t.page.keyboard.type("jn1")  # in the note these are letters
+    assert note.input_value() == "jn1" and focused_key(t) == keys[0]
+    t.page.keyboard.press("Escape")
+    t.page.keyboard.press("j")
+    assert focused_key(t) == keys[3]
+    assert t.marks()[keys[0]] == []
+
+
+def test_done_ticks_stay_clearly_visible_and_say_how_to_unfreeze(tool, sample):
+    first = sample.by_locale()[LOCALES[0]].instance_ids[0]
+    t = tool()
+    t.check(first, 0, "NE").check()
+    t.done(first).check()
+    ticked, unticked = t.check(first, 0, "NE"), t.check(first, 0, "PY")
+    style = """el => { const label = el.closest("label"), s = getComputedStyle(label);
+      return [getComputedStyle(el).opacity, s.opacity, s.backgroundColor, s.fontWeight,
+              el.disabled]; }"""
+    tick, other = ticked.evaluate(style), unticked.evaluate(style)
+    assert tick[:2] == ["1", "1"] and tick[4] is False  # not greyed out as a disabled box is
+    assert tick[2] != other[2] and int(tick[3]) >= 600 > int(other[3])
+    assert ticked.evaluate("el => getComputedStyle(el.closest('label'), '::after').content"
+                           ) == '" \u2713"'
+    unticked.click(force=True)  # aria-disabled: Playwright would wait for it to be enabled
+    notice = t.group(first).locator("fieldset.system").first.locator("[data-role=frozen]")
+    expect(notice).to_be_visible()
+    assert "untick \u201cDone\u201d" in notice.inner_text()
+    assert not unticked.is_checked()
+    t.group(first).locator("[data-role=note]").nth(1).focus()
+    t.page.keyboard.type("x")
+    expect(t.group(first).locator("fieldset.system").nth(1).locator("[data-role=frozen]")
+           ).to_be_visible()
+    t.done(first).uncheck()
+    assert notice.is_hidden()
+
+
+def marked(locator) -> list[str]:
+    return locator.locator("mark.changed").all_inner_texts()
+
+
+def changed(spans) -> list[str]:
+    return [span.text for span in spans if span.changed]
+
+
+def test_source_references_and_outputs_are_highlighted_with_the_browsers_diff(
+        tool, sample, store):
+    """The marks are those of site/diff.py (whose browser twin cultivar-diff.js the segment
+    browser uses; tests/test_site_js.py holds the two together)."""
+    task = sample.by_locale()[LOCALES[1]]
+    originals = {(r["locale"], r["instance_id"]): r for r in store.query("instances")}
+    t = tool(LOCALES[1])
+    some = False
+    for iid in task.instance_ids:
+        item = next(i for i in task.items if i.instance_id == iid)
+        row = originals[(LOCALES[1], iid)]
+        group = t.group(iid)
+        source = changed(word_diff(row["source_original"], item.source)[1])
+        before, after = word_diff(item.original_reference, item.reference)
+        assert marked(group.locator("[data-role=source]")) == source
+        assert marked(group.locator("[data-role=reference]")) == changed(after)
+        assert marked(group.locator("[data-role=original-reference]")) == changed(before)
+        assert group.locator("[data-role=source]").inner_text() == item.source
+        for each in (i for i in task.items if i.instance_id == iid):
+            box = t.page.locator(f"fieldset.system[data-key='{each.key}']")
+            hyp = box.locator("[data-role=hypothesis]")
+            assert marked(hyp) == changed(word_diff(item.reference, each.hypothesis)[1])
+            assert hyp.inner_text() == each.hypothesis
+        some = some or bool(source)
+    assert some  # the sample's localised sources do differ from their originals
+
+
+def test_load_over_unsaved_marks_asks_first(tool, sample, tmp_path):
+    first = sample.by_locale()[LOCALES[0]].instance_ids[0]
+    other = tool()
+    other.check(first, 1, "AD").check()
+    path = other.download(tmp_path / "theirs.json")
+    t = tool()
+    t.check(first, 0, "NE").check()
+    t.check(first, 0, "OM").check()
+    mine = t.marks()
+    t.page.set_input_files("#load", str(path))
+    question = t.page.locator("#load-question")
+    expect(question).to_be_visible()
+    assert question.inner_text() == (
+        "Load theirs.json in place of the work in this browser? It would replace 1 of 9 "
+        "translations marked, noted or done (2 error marks, 0 notes, 0 instances done), not "
+        "all of it in a downloaded file (Download JSON keeps it).")
+    t.page.get_by_role("button", name="Cancel").click()
+    assert t.marks() == mine
+    t.page.set_input_files("#load", str(path))
+    t.page.get_by_role("button", name="Yes, replace my work").click()
+    assert t.marks() == other.marks()
+
+
+def test_instructions_collapse_after_the_first_visit_and_the_header_fits_a_phone(tool):
+    t = tool()
+    t.page.set_viewport_size({"width": 390, "height": 844})
+    header = "document.getElementById('tool-header').getBoundingClientRect().height"
+    assert t.page.evaluate("document.getElementById('instructions').open")
+    assert t.page.evaluate(header) <= 844 / 4
+    t.check(int(t.page.locator("article.item").first.get_attribute("data-id")), 0, "NE").check()
+    t.open()
+    assert not t.page.evaluate("document.getElementById('instructions').open")
+    assert "Restored the draft" in t.page.inner_text("#status")
+    assert t.page.evaluate(header) <= 844 / 4

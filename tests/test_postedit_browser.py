@@ -212,6 +212,7 @@ def test_download_validates_ingests_and_loads_into_a_fresh_profile(tool, tasks, 
 
 
 def load_and_read(t: Tool, path: Path) -> tuple[str, str]:
+    t.page.evaluate("document.getElementById('error').textContent = ''")  # wait for this one
     t.page.set_input_files("#load", str(path))
     expect(t.page.locator("#error")).to_have_text(re.compile(r"\S"))
     return t.page.inner_text("#error"), t.page.inner_text("#status")
@@ -280,23 +281,165 @@ def test_flagged_drafts_are_marked_with_the_raw_answer(tool, tasks):
     assert t.page.inner_text("#shown") == "1 of 12 items shown"
 
 
-def test_keyboard_moves_between_items_and_confirms(tool):
+def active(t: Tool) -> str:
+    """What has the focus: an element's id, or its item's heading as "heading <key>"."""
+    return t.page.evaluate("""() => {
+      const el = document.activeElement;
+      return el.tagName === "H2" ? "heading " + el.textContent : el.id || el.tagName; }""")
+
+
+def test_j_and_k_move_between_items_and_never_type(tool):
+    """On a fresh page the first j goes to item 0; moves focus the item (its heading), never an
+    edit box, so a second j moves on instead of being typed into a sentence and autosaved."""
     t = tool()
-    t.box(0).focus()
-    t.page.keyboard.press("Alt+ArrowDown")
-    assert t.page.evaluate("document.activeElement.id") == "item-1-source"
+    start = t.values()
+    progress = t.page.inner_text("#progress")
+    t.page.keyboard.press("j")
+    assert active(t) == "heading deu_Latn_Germany_0"
+    assert t.item(0).get_attribute("aria-current") == "true"
+    t.page.keyboard.press("j")
+    t.page.keyboard.press("j")
+    assert active(t) == "heading deu_Latn_Germany_2"
+    t.page.keyboard.press("k")
+    assert active(t) == "heading deu_Latn_Germany_1"
+    assert t.item(0).get_attribute("aria-current") is None
+    assert t.values() == start and t.page.inner_text("#progress") == progress
+    assert t.item(1).locator("[data-role=action]").inner_text() == "LLM paraphrase kept"
+
+    t.page.keyboard.press("Enter")  # Enter goes into the current item
+    assert active(t) == "item-1-source"
+    t.page.keyboard.press("j")  # in a text box j is a letter like any other
+    assert t.box(1).input_value() == "j" + start["items"][1][0]
+    t.page.keyboard.press("Backspace")
+    t.page.keyboard.press("Escape")  # out of the box: the shortcuts work again
+    assert active(t) == "heading deu_Latn_Germany_1"
+    t.page.keyboard.press("Tab")  # Tab goes into the boxes as usual
+    assert active(t) == "item-1-source"
+    t.page.keyboard.press("Alt+ArrowDown")  # from a box too, and out of it
+    assert active(t) == "heading deu_Latn_Germany_2"
+    t.page.keyboard.press("Control+Enter")
+    assert t.item(2).locator("[data-role=confirm]").is_checked()
+    assert t.page.inner_text("#status") == "deu_Latn_Germany_2: confirmed."
+    t.page.keyboard.press("Alt+ArrowUp")
     t.page.keyboard.press("Control+Enter")
     assert t.item(1).locator("[data-role=confirm]").is_checked()
-    assert t.page.inner_text("#status") == "deu_Latn_Germany_1: confirmed."
-    t.page.keyboard.press("Alt+ArrowUp")
-    assert t.page.evaluate("document.activeElement.id") == "item-0-source"
-    t.item(0).locator("[data-role=confirm]").focus()  # outside a text box, j / k work too
+    t.item(4).locator("[data-role=confirm]").focus()  # a checkbox is not a text field
     t.page.keyboard.press("j")
-    assert t.page.evaluate("document.activeElement.id") == "item-1-source"
-    t.page.keyboard.press("Control+Enter")
-    assert not t.item(1).locator("[data-role=confirm]").is_checked()
+    assert active(t) == "heading deu_Latn_Germany_5"
     t.page.click("#next-pending")
-    assert t.page.evaluate("document.activeElement.id") == "item-2-source"
+    assert active(t) == "heading deu_Latn_Germany_6"
+    t.open()  # nothing the keys did was typed into the saved draft
+    assert [row[:2] for row in t.values()["items"]] == [row[:2] for row in start["items"]]
+
+
+def test_shortcuts_never_fire_in_a_text_field(tool):
+    t = tool()
+    t.page.focus("#annotator")
+    t.page.keyboard.type("jk")
+    assert t.page.input_value("#annotator") == "jk"
+    t.page.focus("#show")
+    t.page.keyboard.press("j")
+    assert active(t) == "show" and t.page.input_value("#show") == "all"
+    t.page.evaluate("""() => { const p = document.createElement("p");
+      p.contentEditable = "true"; p.id = "editable"; document.querySelector("main").append(p); }""")
+    t.page.focus("#editable")
+    t.page.keyboard.type("jk")
+    assert active(t) == "editable" and t.page.inner_text("#editable") == "jk"
+
+
+def test_a_frozen_box_says_how_to_unfreeze_it(tool):
+    t = tool()
+    t.item(3).get_by_role("checkbox", name="Confirm final version").check()
+    note = t.item(3).locator("[data-role=english-frozen]")
+    assert note.is_hidden()
+    t.box(3, "english").focus()
+    t.page.keyboard.type("x")
+    expect(note).to_be_visible()
+    assert "untick \u201cConfirm final version\u201d" in note.inner_text()
+    assert note.get_attribute("aria-live") == "polite"
+    box_id = t.box(3, "english").get_attribute("id")
+    assert note.get_attribute("id") in t.box(3, "english").get_attribute("aria-describedby")
+    assert box_id == "item-3-english"
+    t.item(3).get_by_role("checkbox", name="Confirm final version").uncheck()
+    assert note.is_hidden()
+
+
+def test_the_llm_draft_stays_visible_after_an_edit_or_a_revert(tool, tasks):
+    drafts = tasks["de"].by_id()
+    t = tool()
+    draft = t.item(0).locator("[data-role=source-draft]")
+    assert draft.is_hidden()  # kept: the rephrased text is the draft
+    t.box(0).fill(drafts[0].source_draft.replace("Jonas Becker", "Thomas Müller"))
+    expect(draft).to_be_visible()
+    assert draft.inner_text() == drafts[0].source_draft
+    assert "Jonas Becker" in t.marks(0, "source-draft")  # highlighted against the original
+    assert t.item(0).locator("[data-role=english-draft]").is_hidden()  # that side is unchanged
+    t.item(7).get_by_role("button", name="Revert to the original FLORES entry").click()
+    for side in ("source", "english"):
+        shown = t.item(7).locator(f"[data-role={side}-draft]")
+        expect(shown).to_be_visible()
+        assert shown.inner_text() == getattr(drafts[7], f"{side}_draft")
+    t.open()  # after a reload too
+    expect(t.item(7).locator("[data-role=english-draft]")).to_be_visible()
+    t.item(7).get_by_role("button", name="Restore the LLM paraphrase").click()
+    assert t.item(7).locator("[data-role=english-draft]").is_hidden()
+
+
+def test_load_over_unsaved_work_asks_what_it_would_replace(tool, tasks, tmp_path):
+    task = tasks["de"]
+    finals = {0: (task.by_id()[0].source_original, task.by_id()[0].english_original)}
+    path = tmp_path / "other-work.json"
+    path.write_text(json.dumps(annotation_document(task, finals)), "utf-8")
+    t = tool()
+    t.box(5, "english").fill(task.by_id()[5].english_draft + " Indeed, indeed.")
+    t.item(6).get_by_role("checkbox", name="Confirm final version").check()
+    mine = t.values()
+    t.page.set_input_files("#load", str(path))
+    question = t.page.locator("#load-question")
+    expect(question).to_be_visible()
+    assert question.inner_text() == (
+        "Load other-work.json in place of the work in this browser? It would replace 2 of 12 "
+        "items changed (1 edit to the starting texts, 1 confirmed), not all of it in a "
+        "downloaded file (Download JSON keeps it).")
+    assert active(t) == "load-no"
+    t.page.get_by_role("button", name="Cancel").click()
+    assert t.values() == mine
+    assert t.page.inner_text("#status") == (
+        "Nothing was loaded from other-work.json: your work is unchanged.")
+    t.page.set_input_files("#load", str(path))
+    t.page.get_by_role("button", name="Yes, replace my work").click()
+    assert "Loaded 12 items from other-work.json" in t.page.inner_text("#status")
+    assert t.box(0).input_value() == task.by_id()[0].source_original
+    assert t.box(5, "english").input_value() == task.by_id()[5].english_draft
+
+    t.item(4).get_by_role("checkbox", name="Confirm final version").uncheck()  # a change
+    t.download(tmp_path / "mine.json")  # downloaded: nothing would be lost, so no question
+    t.page.set_input_files("#load", str(path))
+    expect(t.page.locator("#status")).to_have_text(re.compile("^Loaded 12 items"))
+    assert t.page.locator("#load-confirm").is_hidden()
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+def test_instructions_collapse_after_the_first_visit_and_the_header_fits_a_phone(tool):
+    t = tool()  # the first visit: the instructions are open
+    t.page.set_viewport_size(PHONE)
+    header = "document.getElementById('tool-header').getBoundingClientRect().height"
+    assert t.page.evaluate("document.getElementById('instructions').open")
+    assert t.page.evaluate(header) <= PHONE["height"] / 4
+    t.box(0, "english").fill("Some edit.")
+    t.open()  # a later visit of the same task: collapsed, and the restore message is shown
+    assert not t.page.evaluate("document.getElementById('instructions').open")
+    assert "Restored the draft" in t.page.inner_text("#status")
+    height = t.page.evaluate(header)
+    assert height <= PHONE["height"] / 4, height
+    t.page.keyboard.press("j")  # the current item starts below the sticky header
+    top = t.page.evaluate("document.getElementById('item-0').getBoundingClientRect().top")
+    assert top >= height
+    t.page.goto(t.url.replace("/de/", "/zh/"))  # another task: its first visit
+    t.page.wait_for_selector("html[data-ready=true]")
+    assert t.page.evaluate("document.getElementById('instructions').open")
 
 
 def test_every_control_has_an_accessible_name(tool):

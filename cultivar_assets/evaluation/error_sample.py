@@ -49,6 +49,10 @@ class ErrorItem:
     original_reference: str | None  # original (FLORES) English, when the data has it
     hypothesis: str
     hypothesis_sha256: str
+    # original (FLORES) source, when the data has it: only for the page's highlights (what
+    # localisation changed in the source); ours: not part of the task id, so task ids and the
+    # files made for them stay as they were before the page showed it
+    original_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,8 @@ def _task(config: ErrorAnalysisConfig, locale: str, models: list[str], instances
             hyp = hypotheses[model][iid]
             items.append(ErrorItem(f"{locale}_{iid}:{model}", model, labels[model], locale, iid,
                                    inst["source_localised"], inst["english_localised"],
-                                   inst["english_original"], hyp, text_sha256(hyp)))
+                                   inst["english_original"], hyp, text_sha256(hyp),
+                                   inst["source_original"]))
     shown = json.dumps({
         "locale": locale, "seed": config.seed, "blind": config.blind,
         "systems": [[m, labels[m]] for m in ordered], "instances": ids,

@@ -16,9 +16,16 @@ only its own scripts and styles and no connections). Work is autosaved in the br
 (``localStorage``, keyed by task id and translations hash); "Download JSON" writes
 ``<task_id>.errors.json`` (``error_file.py``); "Load JSON" continues from such a file and refuses
 one made for another task. Keyboard: Alt+↓ / Alt+↑ (or j / k) next / previous instance,
-Ctrl+Enter done, 1–9 toggle the error types of the translation that has the focus. Texts are
-escaped by the template and never set as HTML by the script. The page shows original FLORES
-English: keep it local (like the post-editing tool), do not publish it.
+n / N next / previous translation (system), Enter into the current instance, Ctrl+Enter done,
+1–9 toggle the error types of the current translation; single-key shortcuts act only outside a
+text field. Loading a file over work not yet downloaded asks first. The localised source, both
+references and every translation are highlighted with the segment browser's word diff
+(``site/diff.py``, whose browser twin is ``cultivar-diff.js``): the source and the localised
+reference against their originals (what localisation changed), the original reference against the
+localised one, each translation against the localised reference (ours: the words it does not
+share with the reference the annotator judges it by). Texts are escaped by the template (the
+highlights are rendered by it, as spans) and never set as HTML by the script. The page shows
+original FLORES English: keep it local (like the post-editing tool), do not publish it.
 
 :func:`build_error_tools` writes one folder per task (``<tool_dir>/<locale>/``) and an index.
 """
@@ -34,6 +41,7 @@ from cultivar_assets.evaluation.error_file import FILE_SUFFIX, SCHEMA_VERSION
 from cultivar_assets.evaluation.error_sample import ErrorSample, ErrorTask
 from cultivar_assets.evaluation.error_types import CODES, ERROR_TYPES, GROUPS
 from cultivar_assets.files import replace_folder
+from cultivar_assets.site.diff import Span, word_diff
 from cultivar_assets.site.pages import PageWriter
 from cultivar_assets.site.tool_pages import COMMON_STATIC, build_tool_folder
 
@@ -64,6 +72,29 @@ def payload(task: ErrorTask) -> dict[str, Any]:
     }
 
 
+def _plain(text: str) -> list[Span]:
+    return [Span(text, False)] if text else []
+
+
+def highlights(task: ErrorTask) -> dict[int, dict[str, Any]]:
+    """Per instance, the spans the page shows (module docstring): ``source``, ``reference``,
+    ``original_reference`` (None when the data has no original) and ``hypotheses`` by item key."""
+    out: dict[int, dict[str, Any]] = {}
+    for item in task.items:
+        group = out.get(item.instance_id)
+        if group is None:
+            source = (word_diff(item.original_source, item.source)[1]
+                      if item.original_source is not None else _plain(item.source))
+            if item.original_reference is not None:
+                original, reference = word_diff(item.original_reference, item.reference)
+            else:
+                original, reference = None, _plain(item.reference)
+            group = out[item.instance_id] = {"source": source, "reference": reference,
+                                             "original_reference": original, "hypotheses": {}}
+        group["hypotheses"][item.key] = word_diff(item.reference, item.hypothesis)[1]
+    return out
+
+
 def build_error_tool(task: ErrorTask, out_dir: str | Path) -> Path:
     """Write the tool of one locale task into ``out_dir``; returns the page's path."""
     locale = get_locale(task.locale)
@@ -75,6 +106,7 @@ def build_error_tool(task: ErrorTask, out_dir: str | Path) -> Path:
                   "n_instances": len(task.instance_ids), "tool_version": __version__,
                   "schema_version": SCHEMA_VERSION},
         task=data["task"], payload=data, types=data["types"], groups=GROUPS,
+        highlights=highlights(task),
         schema_version=SCHEMA_VERSION, language_name=locale.language_name,
         location=locale.location, source_lang=f"{locale.language}-{locale.script}",
         file_name=f"{task.task_id}{FILE_SUFFIX}")

@@ -10,8 +10,10 @@ with a ``.cultivar-build.json`` manifest. The page needs no network and no serve
 styles and no connections.
 
 Every tool gets :data:`COMMON_STATIC` (``tool.css``, ``tool-common.js``: autosave in
-``localStorage``, status and error messages, JSON download and load, the reset confirmation and
-the keyboard moves shared by the tools).
+``localStorage``, status and error messages, JSON download and load, the questions before a reset
+and before loading over work not yet downloaded, the notice of a frozen field, the instructions
+collapsed after a task's first visit, and the keys shared by the tools, whose single-key
+shortcuts act only outside text fields: ``docs/annotation-tools.md``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 // per instance, "done". Autosave, JSON download and load, reset and the keyboard moves come from
 // tool-common.js (window.CultivarTool), shared with the post-editing tool. The task is embedded
 // in the page as JSON; nothing is fetched and nothing is sent; texts are never set as HTML.
+// Keys (outside a text field): j / k next / previous instance, n / N next / previous
+// translation (on to the next instance after the last), 1-9 the current translation's error
+// types; Alt+Down / Alt+Up and Ctrl+Enter from anywhere. Moves focus a translation's first
+// checkbox, never its note. A done instance keeps its ticks in full view (its checkboxes are
+// aria-disabled, not disabled, so they are not greyed out) and says how to change it.
 // The file's layout: error_annotation.schema.json (version 1), read by error_file.py.
 (function () {
   "use strict";
@@ -34,7 +39,8 @@
   var store = CT.storage(STORAGE_KEY, complain);
   var now = CT.now;
   var state = freshState();
-  var current = groups.length ? groups[0].instance_id : null;
+  var current = null;  // the current instance: none until a move, a click or a focus picks one
+  var currentKey = null;  // the current translation (item key)
 
   function freshEntry() {
     return {errors: [], note: "", done: false, updated_at: null, done_at: null};
@@ -44,7 +50,7 @@
     var entries = {};
     items.forEach(function (item) { entries[item.key] = freshEntry(); });
     return {task_id: task.task_id, translations_hash: task.translations_hash, annotator: "",
-      items: entries, saved_at: null};
+      items: entries, saved_at: null, unsaved: false};
   }
 
   function sortedCodes(codes) {
@@ -86,6 +92,7 @@
       });
       state.annotator = typeof saved.annotator === "string" ? saved.annotator : "";
       state.saved_at = saved.saved_at || null;
+      state.unsaved = saved.unsaved !== false;  // older saves did not say: assume unsaved
       say("Restored the draft saved in this browser" +
         (saved.saved_at ? " at " + saved.saved_at : "") + ".");
     } catch (error) {
@@ -106,11 +113,13 @@
       var entry = state.items[item.key], box = fieldset(item);
       box.querySelectorAll("input[data-code]").forEach(function (input) {
         input.checked = entry.errors.indexOf(input.dataset.code) >= 0;
-        input.disabled = done;
+        input.setAttribute("aria-disabled", done ? "true" : "false");
+        input.closest("label").classList.toggle("ticked", input.checked);
       });
       var note = box.querySelector("[data-role=note]");
       if (note.value !== entry.note) { note.value = entry.note; }
       note.readOnly = done;
+      if (!done) { box.querySelector("[data-role=frozen]").hidden = true; }
       box.classList.toggle("has-errors", entry.errors.length > 0);
     });
     var n = groupErrors(group);
@@ -154,6 +163,7 @@
     var entry = state.items[item.key];
     update(entry);
     entry.updated_at = now();
+    state.unsaved = true;
     save();
     renderGroup(item.group);
     renderProgress();
@@ -177,33 +187,52 @@
       entry.done_at = done ? stamp : null;
       entry.updated_at = stamp;
     });
+    state.unsaved = true;
     save();
     renderGroup(group);
     renderProgress();
   }
 
+  var FROZEN = ": this instance is done, so its marks and notes are frozen: untick " +
+    "\u201cDone\u201d (or press Ctrl+Enter) to change them.";
+
+  function tellFrozen(item) {
+    var notice = fieldset(item).querySelector("[data-role=frozen]");
+    notice.textContent = item.group.key + FROZEN;
+    notice.hidden = false;
+  }
+
   items.forEach(function (item) {
     var box = fieldset(item);
     box.querySelectorAll("input[data-code]").forEach(function (input) {
+      input.addEventListener("click", function (event) {
+        if (state.items[item.key].done) { event.preventDefault(); tellFrozen(item); }
+      });
       input.addEventListener("change", function () {
         if (!toggleCode(item, input.dataset.code)) { renderGroup(item.group); }
       });
     });
-    box.querySelector("[data-role=note]").addEventListener("input", function (event) {
+    var note = box.querySelector("[data-role=note]");
+    note.addEventListener("input", function (event) {
       if (state.items[item.key].done) { return; }
       change(item, function (entry) { entry.note = event.target.value; });
     });
+    CT.frozenNotice(note, box.querySelector("[data-role=frozen]"), function () {
+      return state.items[item.key].done;
+    }, item.group.key + FROZEN);
+    box.addEventListener("focusin", function () { markSystem(item.key); });
   });
   groups.forEach(function (group) {
     var el = article(group.instance_id);
     el.querySelector("[data-role=done]").addEventListener("change", function (event) {
       setDone(group, event.target.checked);
     });
-    el.addEventListener("focusin", function () { current = group.instance_id; });
+    el.addEventListener("focusin", function () { markGroup(group.instance_id); });
   });
 
   $("annotator").addEventListener("input", function (event) {
     state.annotator = event.target.value;
+    state.unsaved = true;
     save();
   });
   $("show").addEventListener("change", applyFilter);
@@ -214,19 +243,64 @@
       .map(function (g) { return g.instance_id; });
   }
 
-  function focusGroup(id) {
+  function markGroup(id) {
+    if (current !== null && current !== id) {
+      article(current).classList.remove("current");
+      article(current).removeAttribute("aria-current");
+    }
     current = id;
-    var el = article(id);
-    el.scrollIntoView({block: "start"});
-    var target = el.querySelector("fieldset.system input[data-code]:not([disabled])") ||
-      el.querySelector("[data-role=done]");
-    target.focus();
+    article(id).classList.add("current");
+    article(id).setAttribute("aria-current", "true");
+  }
+
+  function markSystem(key) {
+    if (currentKey !== null && currentKey !== key) {
+      fieldset(itemByKey.get(currentKey)).classList.remove("current");
+    }
+    currentKey = key;
+    fieldset(itemByKey.get(key)).classList.add("current");
+  }
+
+  // Focus one translation: its first checkbox (a checkbox, not a text field: the keys go on).
+  function focusSystem(item, scroll) {
+    markGroup(item.group.instance_id);
+    markSystem(item.key);
+    var box = fieldset(item);
+    if (scroll) { article(item.group.instance_id).scrollIntoView({block: "start"}); }
+    box.querySelector("input[data-code]").focus({preventScroll: !!scroll});
+  }
+
+  function focusGroup(id) {
+    focusSystem(groupById.get(id).items[0], true);
   }
 
   function move(step) {
     var ids = visibleIds();
     if (!ids.length) { return; }
     focusGroup(ids[CT.stepIndex(ids.indexOf(current), step, ids.length)]);
+  }
+
+  // n / N: the next / previous translation, on into the next / previous visible instance.
+  function moveSystem(step) {
+    var ids = visibleIds();
+    if (!ids.length) { return; }
+    var group = current === null ? null : groupById.get(current);
+    var at = group ? group.items.map(function (i) { return i.key; }).indexOf(currentKey) : -1;
+    if (!group || article(current).hidden || at < 0) { focusGroup(ids[0]); return; }
+    var next = at + step;
+    if (next >= 0 && next < group.items.length) {
+      var target = group.items[next];
+      fieldset(target).scrollIntoView({block: "nearest"});
+      focusSystem(target, false);
+      return;
+    }
+    var g = ids.indexOf(current) + step;
+    if (g < 0 || g >= ids.length) {
+      say(step > 0 ? "This is the last translation shown." : "This is the first translation shown.");
+      return;
+    }
+    var other = groupById.get(ids[g]);
+    focusSystem(other.items[step > 0 ? 0 : other.items.length - 1], true);
   }
 
   $("next-pending").addEventListener("click", function () {
@@ -243,21 +317,39 @@
     say("Every instance is done.");
   });
 
-  CT.keyboard(move, function () {
-    if (current === null) { return; }
-    var group = groupById.get(current);
-    setDone(group, !groupDone(group));
-    say(group.key + (groupDone(group) ? ": done." : ": not done any more."));
-  }, function (event, typing) {
-    var code = SHORTCUT[event.key];
-    if (typing || !code || event.altKey || event.ctrlKey || event.metaKey) { return false; }
-    var box = event.target && event.target.closest && event.target.closest("fieldset.system");
-    var item = box && itemByKey.get(box.dataset.key);
-    if (!item) { return false; }
-    if (!toggleCode(item, code)) {
-      say(item.group.key + " is done: untick Done to change it.");
+  CT.keyboard({
+    move: move,
+    toggle: function () {
+      if (current === null) { say("No instance is current yet: press j to go to the first one."); return; }
+      var group = groupById.get(current);
+      setDone(group, !groupDone(group));
+      say(group.key + (groupDone(group) ? ": done." : ": not done any more."));
+    },
+    enter: function () {
+      if (current === null || article(current).hidden) { return false; }
+      focusGroup(current);
+      return true;
+    },
+    escape: function (target) {
+      var box = target.closest("fieldset.system");
+      if (!box) { return false; }
+      box.querySelector("input[data-code]").focus();
+      return true;
+    },
+    other: function (event, typing) {
+      if (typing || event.altKey || event.ctrlKey || event.metaKey) { return false; }
+      if (event.key === "n" || event.key === "N") {
+        moveSystem(event.key === "n" ? 1 : -1);
+        return true;
+      }
+      var code = SHORTCUT[event.key];
+      if (!code) { return false; }
+      var box = event.target && event.target.closest && event.target.closest("fieldset.system");
+      var item = box ? itemByKey.get(box.dataset.key) : (currentKey && itemByKey.get(currentKey));
+      if (!item) { say("No translation is current yet: press j to go to the first one."); return true; }
+      if (!toggleCode(item, code)) { tellFrozen(item); }
+      return true;
     }
-    return true;
   });
 
   // ---- download -----------------------------------------------------------------------------
@@ -286,6 +378,8 @@
     var file = errorFile();
     var name = task.task_id + ".errors.json";
     CT.downloadJSON(name, file);
+    state.unsaved = false;
+    save();
     var pending = groups.filter(function (g) { return !groupDone(g); }).length;
     var notes = [];
     if (pending) { notes.push(pending + " instance" + (pending === 1 ? " is" : "s are") +
@@ -337,13 +431,37 @@
         problems.slice(0, 5).join("; ") + (problems.length > 5 ? "; …" : "") + ").");
       return;
     }
-    state.items = entries;
-    state.annotator = typeof header.annotator === "string" ? header.annotator : "";
-    save();
-    renderAll();
-    say("Loaded " + items.length + " translations from " + name +
-      (file.saved_at ? " (saved " + file.saved_at + ")" : "") + ".");
+    confirmLoad(unsavedWork(), name, function () {
+      state.items = entries;
+      state.annotator = typeof header.annotator === "string" ? header.annotator : "";
+      state.unsaved = false;
+      save();
+      renderAll();
+      say("Loaded " + items.length + " translations from " + name +
+        (file.saved_at ? " (saved " + file.saved_at + ")" : "") + ".");
+    });
   }
+
+  // What loading a file would replace, in words, or null when nothing would be lost: the work
+  // since the last download, load or reset (state.unsaved) that differs from the fresh page.
+  function unsavedWork() {
+    if (!state.unsaved) { return null; }
+    var touched = 0, marks = 0, notes = 0;
+    items.forEach(function (item) {
+      var entry = state.items[item.key];
+      if (entry.errors.length || entry.note || entry.done) { touched += 1; }
+      marks += entry.errors.length;
+      if (entry.note) { notes += 1; }
+    });
+    var done = groups.filter(groupDone).length;
+    if (!touched && !state.annotator) { return null; }
+    return touched + " of " + items.length + " translations marked, noted or done (" + marks +
+      " error mark" + (marks === 1 ? "" : "s") + ", " + notes + " note" + (notes === 1 ? "" : "s") +
+      ", " + done + " instance" + (done === 1 ? "" : "s") + " done)" +
+      (state.annotator ? " and the annotator label" : "");
+  }
+
+  var confirmLoad = CT.loadDialog($("load-confirm"), $("load-yes"), $("load-no"), $("load"), say);
 
   CT.onFileChosen($("load"), load, function (name, error) {
     refuse(name, "it could not be read (" + error.message + ").");
@@ -359,5 +477,7 @@
 
   restore();
   renderAll();
+  CT.instructions($("instructions"), "cultivar-errors-visited:" + task.task_id);
+  CT.trackHeader($("tool-header"));
   document.documentElement.dataset.ready = "true";
 })();

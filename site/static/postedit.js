@@ -5,6 +5,10 @@
 // below), tokens and edit counts (postedit-textdiff.js = text_edits.py), the file's layout
 // (annotation.schema.json, version 1). Messages, autosave, download/load, reset and keyboard
 // moves come from tool-common.js (window.CultivarTool), shared with the error-annotation tool.
+// Keys: j / k (outside a text field) and Alt+Down / Alt+Up move between items without entering
+// the boxes; Enter goes into the current item's first box, Escape leaves a box; Ctrl+Enter
+// confirms. A confirmed item's boxes are frozen and say so when typed into; once an item's pair
+// differs from the LLM draft, the draft is shown under that side's rephrased text.
 (function () {
   "use strict";
 
@@ -24,7 +28,7 @@
   var items = data.items;
   var byId = new Map(items.map(function (item) { return [item.instance_id, item]; }));
   var state = freshState();
-  var current = items.length ? items[0].instance_id : null;
+  var current = null;  // the current item: none until a move, a click or a focus picks one
 
   var $ = function (id) { return document.getElementById(id); };
   var messages = CT.messages($("status"), $("error"));
@@ -39,7 +43,7 @@
         confirmed: false, updated_at: null, confirmed_at: null};
     });
     return {task_id: task.task_id, drafts_hash: task.drafts_hash, annotator: "",
-      items: entries, saved_at: null};
+      items: entries, saved_at: null, unsaved: false};
   }
 
   // kept: final = LLM paraphrase (never for a flagged draft); reverted: final = original;
@@ -73,6 +77,7 @@
       });
       state.annotator = typeof saved.annotator === "string" ? saved.annotator : "";
       state.saved_at = saved.saved_at || null;
+      state.unsaved = saved.unsaved !== false;  // older saves did not say: assume unsaved
       say("Restored the draft saved in this browser" +
         (saved.saved_at ? " at " + saved.saved_at : "") + ".");
     } catch (error) {
@@ -110,6 +115,17 @@
       fill(part(el, side + "-current"), entry[side], vsOriginal.after);
       part(el, side + "-diff").textContent =
         (side === "source" ? LANGUAGE : "English") + " diff: " + vsOriginal.changedTokens;
+      var draftBox = part(el, side + "-draft-box");
+      if (draftBox) {  // the LLM draft stays in view once this side differs from it
+        var away = entry[side] !== item.draft[side];
+        if (away && !draftBox.dataset.filled) {
+          var vsDraft = TD.compare(item.original[side], item.draft[side], MODES[side]);
+          fill(part(el, side + "-draft"), item.draft[side], vsDraft.after);
+          draftBox.dataset.filled = "true";
+        }
+        draftBox.hidden = !away;
+      }
+      if (!entry.confirmed) { part(el, side + "-frozen").hidden = true; }
       var edits = TD.countEdits(item.start[side], entry[side], MODES[side]);
       part(el, side + "-edits").textContent = (item.draft.flagged ?
         "edits to the original: " : "edits to the LLM paraphrase: ") + edits;
@@ -161,6 +177,7 @@
     var entry = state.items[id];
     update(entry);
     entry.updated_at = now();
+    state.unsaved = true;
     save();
     renderItem(byId.get(id));
     renderProgress();
@@ -176,10 +193,15 @@
   items.forEach(function (item) {
     var id = item.instance_id, el = article(id);
     SIDES.forEach(function (side) {
-      part(el, side + "-box").addEventListener("input", function (event) {
+      var box = part(el, side + "-box");
+      box.addEventListener("input", function (event) {
         if (state.items[id].confirmed) { return; }
         change(id, function (entry) { entry[side] = event.target.value; });
       });
+      CT.frozenNotice(box, part(el, side + "-frozen"), function () {
+        return state.items[id].confirmed;
+      }, "Confirmed, so this box is frozen: untick \u201cConfirm final version\u201d (or " +
+        "press Ctrl+Enter) to edit it again.");
     });
     part(el, "confirm").addEventListener("change", function (event) {
       setConfirmed(id, event.target.checked);
@@ -198,11 +220,12 @@
       });
       say(item.key + (item.draft.flagged ? ": edits cleared." : ": LLM paraphrase restored."));
     });
-    el.addEventListener("focusin", function () { current = id; });
+    el.addEventListener("focusin", function () { markCurrent(id); });
   });
 
   $("annotator").addEventListener("input", function (event) {
     state.annotator = event.target.value;
+    state.unsaved = true;
     save();
   });
   $("show").addEventListener("change", applyFilter);
@@ -213,11 +236,23 @@
       .map(function (item) { return item.instance_id; });
   }
 
-  function focusItem(id) {
+  function markCurrent(id) {
+    if (current !== null && current !== id) {
+      article(current).classList.remove("current");
+      article(current).removeAttribute("aria-current");
+    }
     current = id;
+    article(id).classList.add("current");
+    article(id).setAttribute("aria-current", "true");
+  }
+
+  // Moving to an item scrolls to it, marks it current and focuses its heading, never an edit
+  // box: the next j / k moves on, Enter (or Tab, or a click) goes into the boxes.
+  function focusItem(id) {
+    markCurrent(id);
     var el = article(id);
     el.scrollIntoView({block: "start"});
-    part(el, "source-box").focus();
+    el.querySelector("h2").focus({preventScroll: true});
   }
 
   function move(step) {
@@ -240,11 +275,25 @@
     say("Every item is confirmed.");
   });
 
-  CT.keyboard(move, function () {
-    if (current === null) { return; }
-    setConfirmed(current, !state.items[current].confirmed);
-    say(byId.get(current).key + (state.items[current].confirmed ? ": confirmed." :
-      ": confirmation removed."));
+  CT.keyboard({
+    move: move,
+    toggle: function () {
+      if (current === null) { say("No item is current yet: press j to go to the first one."); return; }
+      setConfirmed(current, !state.items[current].confirmed);
+      say(byId.get(current).key + (state.items[current].confirmed ? ": confirmed." :
+        ": confirmation removed."));
+    },
+    enter: function () {
+      if (current === null || article(current).hidden) { return false; }
+      part(article(current), "source-box").focus();
+      return true;
+    },
+    escape: function (target) {
+      var el = target.closest("article.item");
+      if (!el) { return false; }
+      el.querySelector("h2").focus();
+      return true;
+    }
   });
 
   // ---- download -----------------------------------------------------------------------------
@@ -278,6 +327,8 @@
     var file = annotationFile();
     var name = task.task_id + ".annotations.json";
     CT.downloadJSON(name, file);
+    state.unsaved = false;
+    save();
     var pending = file.items.filter(function (i) { return !i.confirmed; }).length;
     var notes = [];
     if (pending) { notes.push(pending + " item" + (pending === 1 ? " is" : "s are") +
@@ -329,13 +380,39 @@
         (problems.length > 5 ? "; …" : "") + ").");
       return;
     }
-    state.items = entries;
-    state.annotator = typeof header.annotator === "string" ? header.annotator : "";
-    save();
-    renderAll();
-    say("Loaded " + items.length + " items from " + name +
-      (file.saved_at ? " (saved " + file.saved_at + ")" : "") + ".");
+    confirmLoad(unsavedWork(), name, function () {
+      state.items = entries;
+      state.annotator = typeof header.annotator === "string" ? header.annotator : "";
+      state.unsaved = false;
+      save();
+      renderAll();
+      say("Loaded " + items.length + " items from " + name +
+        (file.saved_at ? " (saved " + file.saved_at + ")" : "") + ".");
+    });
   }
+
+  // What loading a file would replace, in words, or null when nothing would be lost: the work
+  // since the last download, load or reset (state.unsaved) that differs from the fresh page.
+  function unsavedWork() {
+    if (!state.unsaved) { return null; }
+    var changed = 0, confirmed = 0, edits = 0;
+    items.forEach(function (item) {
+      var entry = state.items[item.instance_id];
+      var moved = entry.source !== item.start.source || entry.english !== item.start.english;
+      if (moved || entry.confirmed) { changed += 1; }
+      if (entry.confirmed) { confirmed += 1; }
+      SIDES.forEach(function (side) {
+        edits += TD.countEdits(item.start[side], entry[side], MODES[side]);
+      });
+    });
+    if (!changed && !state.annotator) { return null; }
+    return changed + " of " + items.length + " item" + (items.length === 1 ? "" : "s") +
+      " changed (" + edits + " edit" + (edits === 1 ? "" : "s") + " to the starting texts, " +
+      confirmed + " confirmed)" + (state.annotator ? " and the annotator label" : "");
+  }
+
+  var confirmLoad = CT.loadDialog($("load-confirm"), $("load-yes"), $("load-no"),
+    $("load"), say);
 
   CT.onFileChosen($("load"), load, function (name, error) {
     refuse(name, "it could not be read (" + error.message + ").");
@@ -351,5 +428,7 @@
 
   restore();
   renderAll();
+  CT.instructions($("instructions"), "cultivar-postedit-visited:" + task.task_id);
+  CT.trackHeader($("tool-header"));
   document.documentElement.dataset.ready = "true";
 })();

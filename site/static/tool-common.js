@@ -1,7 +1,11 @@
 // Shared by the Cultivar annotation tools (post-editing, error analysis): status and error
-// messages, autosave in localStorage, JSON download and load, the reset confirmation and the
-// keyboard moves (Alt+Down / Alt+Up or j / k: next / previous item; Ctrl+Enter: the item's
-// main toggle). Nothing is fetched and nothing is sent; every text is set with textContent.
+// messages, autosave in localStorage, JSON download and load, the questions before a reset and
+// before loading over unsaved work, the notice of a frozen field, the instructions collapsed
+// after the first visit, and the keys (Alt+Down / Alt+Up from anywhere, j / k outside a text
+// field: next / previous item; Enter: into the current item; Escape: out of a text field;
+// Ctrl+Enter: the item's main toggle). Single-key shortcuts act only when the focus is not in a
+// text field, and never type. Nothing is fetched and nothing is sent; every text is set with
+// textContent.
 (function () {
   "use strict";
 
@@ -91,57 +95,139 @@
     });
   }
 
-  // The reset button asks first; onReset runs only after "Yes".
-  function resetDialog(button, box, yes, no, onReset) {
-    button.addEventListener("click", function () {
+  // An in-page question with Yes / Cancel (box, its question's element, the two buttons).
+  // ask(question, onYes, onNo) shows it with that question and moves the focus to Cancel;
+  // returnFocus is focused again when it closes.
+  function question(box, text, yes, no, returnFocus) {
+    var pending = null;
+    function close() { box.hidden = true; pending = null; if (returnFocus) { returnFocus.focus(); } }
+    yes.addEventListener("click", function () { var p = pending; close(); if (p) { p.yes(); } });
+    no.addEventListener("click", function () {
+      var p = pending; close(); if (p && p.no) { p.no(); }
+    });
+    return function ask(message, onYes, onNo) {
+      text.textContent = message;
+      pending = {yes: onYes, no: onNo};
       box.hidden = false;
       no.focus();
-    });
-    no.addEventListener("click", function () {
-      box.hidden = true;
-      button.focus();
-    });
-    yes.addEventListener("click", function () {
-      box.hidden = true;
-      onReset();
-      button.focus();
-    });
+    };
   }
 
+  // The reset button asks first; onReset runs only after "Yes".
+  function resetDialog(button, box, yes, no, onReset) {
+    var text = box.querySelector("p");
+    var fixed = text.textContent;
+    var ask = question(box, text, yes, no, button);
+    button.addEventListener("click", function () { ask(fixed, onReset); });
+  }
+
+  // Loading a file over work that is not in a downloaded file asks first (box #load-confirm).
+  // confirmLoad(summary, name, onYes, say): summary is null when nothing would be lost, else
+  // the words for what would be replaced ("3 items changed, 5 edits").
+  function loadDialog(box, yes, no, returnFocus, say) {
+    var ask = question(box, box.querySelector("p"), yes, no, returnFocus);
+    return function confirmLoad(summary, name, onYes) {
+      if (!summary) { onYes(); return; }
+      ask("Load " + name + " in place of the work in this browser? It would replace " + summary +
+        ", not all of it in a downloaded file (Download JSON keeps it).", onYes, function () {
+        say("Nothing was loaded from " + name + ": your work is unchanged.");
+      });
+    };
+  }
+
+  // A text field: textarea, select, an input one types into, or anything contenteditable.
+  var NOT_TEXT = ["checkbox", "radio", "button", "submit", "reset", "file", "image", "range",
+    "color"];
   function isTyping(target) {
-    return !!target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
-      (target.tagName === "INPUT" && ["checkbox", "radio", "button"].indexOf(target.type) < 0));
+    if (!target || !target.tagName) { return false; }
+    return target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
+      (target.tagName === "INPUT" && NOT_TEXT.indexOf(target.type) < 0) ||
+      target.isContentEditable === true;
   }
 
-  // move(step) for Alt+Down/Up and j/k (not while typing); toggle() for Ctrl/Cmd+Enter;
-  // other(event, typing) may handle further keys and returns true when it did.
-  function keyboard(move, toggle, other) {
+  // The keys of both tools. keys.move(step): Alt+Down/Up from anywhere, j/k outside a text
+  // field; keys.toggle(): Ctrl/Cmd+Enter; keys.enter(target): Enter outside a text field and
+  // not on a button, link or form control (goes into the current item); keys.escape(target):
+  // Escape in a text field (leaves it); keys.other(event, typing) may handle further keys.
+  // Each returns true when it acted (then the key does nothing else: single-key shortcuts
+  // never type). A shortcut key pressed in a text field is typed as usual.
+  function keyboard(keys) {
     document.addEventListener("keydown", function (event) {
-      var typing = isTyping(event.target);
-      if (event.altKey && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
-        event.preventDefault();
-        move(event.key === "ArrowDown" ? 1 : -1);
+      if (event.defaultPrevented || event.isComposing) { return; }
+      var target = event.target, typing = isTyping(target);
+      var plain = !event.altKey && !event.ctrlKey && !event.metaKey;
+      var acted = false;
+      if (event.altKey && !event.ctrlKey && !event.metaKey &&
+          (event.key === "ArrowDown" || event.key === "ArrowUp")) {
+        keys.move(event.key === "ArrowDown" ? 1 : -1);
+        acted = true;
       } else if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
-        event.preventDefault();
-        toggle();
-      } else if (!typing && !event.altKey && !event.ctrlKey && !event.metaKey &&
-                 (event.key === "j" || event.key === "k")) {
-        event.preventDefault();
-        move(event.key === "j" ? 1 : -1);
-      } else if (other && other(event, typing)) {
-        event.preventDefault();
+        keys.toggle();
+        acted = true;
+      } else if (typing) {
+        acted = plain && event.key === "Escape" && !!keys.escape && keys.escape(target) === true;
+      } else if (plain && !event.shiftKey && (event.key === "j" || event.key === "k")) {
+        keys.move(event.key === "j" ? 1 : -1);
+        acted = true;
+      } else if (plain && event.key === "Enter" && keys.enter &&
+                 !target.closest("button, a, label, input, select, textarea, summary")) {
+        acted = keys.enter(target) === true;
+      } else if (keys.other) {
+        acted = keys.other(event, typing) === true;
       }
+      if (acted) { event.preventDefault(); }
     });
   }
 
-  // The index to go to from `index` by `step` among `count` (clamped; -1 = none yet).
+  // The index to go to from `index` by `step` among `count` (clamped; -1 = none yet, and the
+  // first move from none goes to the first item, whichever its direction).
   function stepIndex(index, step, count) {
     return index < 0 ? 0 : Math.min(Math.max(index + step, 0), count - 1);
   }
 
+  // A frozen field says so: typing, pasting, cutting or dropping into `field` while frozen()
+  // shows `text` in `notice` (an aria-live element next to it); nothing is changed.
+  var EDITING_KEYS = ["Backspace", "Delete", "Enter"];
+  function frozenNotice(field, notice, frozen, text) {
+    function tell(event) {
+      if (!frozen()) { return; }
+      if (event.type === "keydown" && !(EDITING_KEYS.indexOf(event.key) >= 0 ||
+          (event.key.length === 1 && !event.ctrlKey && !event.metaKey && !event.altKey))) {
+        return;
+      }
+      notice.textContent = text;
+      notice.hidden = false;
+    }
+    ["keydown", "paste", "cut", "drop"].forEach(function (type) {
+      field.addEventListener(type, tell);
+    });
+  }
+
+  // The instructions (<details>) are open on the first visit of a task in this browser and
+  // closed on later visits (remembered in localStorage under "<prefix>:<task id>"). Where the
+  // browser refuses storage they stay open (the autosave reports the refusal itself).
+  function instructions(details, key) {
+    try {
+      if (window.localStorage.getItem(key) !== null) { details.open = false; }
+      window.localStorage.setItem(key, now());
+    } catch (error) { /* storage refused: reported by the autosave; instructions stay open */ }
+  }
+
+  // The sticky header's height as the CSS variable --header-height (items scroll below it).
+  function trackHeader(header) {
+    function set() {
+      document.documentElement.style.setProperty("--header-height", header.offsetHeight + "px");
+    }
+    set();
+    window.addEventListener("resize", set);
+    if (window.ResizeObserver) { new window.ResizeObserver(set).observe(header); }
+  }
+
   window.CultivarTool = {
     now: now, messages: messages, storage: storage, downloadJSON: downloadJSON,
-    refusal: refusal, parseFile: parseFile, onFileChosen: onFileChosen,
-    resetDialog: resetDialog, isTyping: isTyping, keyboard: keyboard, stepIndex: stepIndex
+    refusal: refusal, parseFile: parseFile, onFileChosen: onFileChosen, question: question,
+    resetDialog: resetDialog, loadDialog: loadDialog, isTyping: isTyping, keyboard: keyboard,
+    stepIndex: stepIndex, frozenNotice: frozenNotice, instructions: instructions,
+    trackHeader: trackHeader
   };
 })();
