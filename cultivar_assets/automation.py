@@ -8,6 +8,11 @@
   fingerprint) gets one run, an unchanged registry gets none. A run says why in its tags:
   ``cultivar/reason`` and ``cultivar/changed`` (each changed field, ``old → new``). It ticks every
   ``automation.registry_sensor_interval_seconds`` (settings; default 300 s).
+- ``run_failure_recorder`` (a run-failure sensor, on by default) records every failed run (model,
+  first failed step, the error's first line, run id) in the database (views ``run_failures`` and
+  ``failed_models``) and, where configured, POSTs it as JSON to ``automation.failure_webhook``
+  and appends it as a JSON line to ``automation.failure_log``. A webhook or file that fails is
+  logged; the record in the database is kept.
 - ``nightly_reevaluation`` re-checks the registry against what the database says each model was
   last run with (``model_runs.model_fingerprint``) and re-runs the models that changed.
 - The ``leaderboard`` asset carries an automation condition, evaluated by the
@@ -19,6 +24,9 @@ asks Kubernetes for that many ``nvidia.com/gpu`` (see ``cultivar_assets/deploy``
 """
 
 import json
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -29,9 +37,9 @@ from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.models import load_models, select_models
 from cultivar_assets.resources import EngineResource, StoreResource
 from cultivar_assets.secrets import redact
-from cultivar_assets.settings import DEFAULT_REGISTRY_SENSOR_INTERVAL
+from cultivar_assets.settings import DEFAULT_REGISTRY_SENSOR_INTERVAL, AutomationConfig
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import StoreError
+from cultivar_assets.store.database import Step, StoreError, recording_steps
 
 
 def gpus_for(spec: ModelSpec) -> int:
@@ -190,3 +198,73 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
 )
+
+
+FAILURE_SENSOR = "run_failure_recorder"
+WEBHOOK_TIMEOUT_S = 10
+
+
+def failure_record(context: dg.RunFailureSensorContext) -> dict[str, Any]:
+    """The failed run as stored and sent: run id, job, model (tag ``cultivar/model``, else the
+    run's partition for ``evaluate_model``), the first failed step, the first line of the error
+    that caused it (the innermost cause; secrets redacted) and the time (UTC)."""
+    run = context.dagster_run
+    model = run.tags.get("cultivar/model") or (
+        run.tags.get("dagster/partition") if run.job_name == "evaluate_model" else None)
+    steps = context.get_step_failure_events()
+    step = steps[0].step_key if steps else None
+    error = steps[0].step_failure_data.error if steps and steps[0].step_failure_data else None
+    while error is not None and error.cause is not None:  # the user's error, not Dagster's
+        error = error.cause                                 # "Error occurred while executing"
+    message = (error.message if error else context.failure_event.message) or "failed"
+    first_line = next((line for line in message.strip().splitlines() if line.strip()), "failed")
+    return {"run_id": run.run_id, "job": run.job_name, "model_id": model, "step": step,
+            "error": redact(first_line.strip())[:500],
+            "failed_at": datetime.now(UTC).replace(tzinfo=None)}
+
+
+def report_failure(record: dict[str, Any], config: AutomationConfig,
+                   log: Any) -> list[str]:
+    """Send ``record`` where ``config`` says; returns what could not be reached (logged)."""
+    problems = []
+    body = {**record, "failed_at": record["failed_at"].isoformat() + "Z"}
+    if config.failure_log:
+        try:
+            path = Path(config.failure_log)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(body, ensure_ascii=False) + "\n")
+        except OSError as error:
+            problems.append(f"failure log {config.failure_log}: {error}")
+    if config.failure_webhook:
+        request = urllib.request.Request(
+            config.failure_webhook, data=json.dumps(body).encode("utf-8"),
+            headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as answer:
+                answer.read()
+        except OSError as error:
+            where = redact(config.failure_webhook)
+            problems.append(f"failure webhook {where}: {redact(str(error))}")
+    for problem in problems:
+        log.warning(f"cannot report run {record['run_id']}'s failure: {problem}")
+    return problems
+
+
+def build_run_failure_sensor(config: AutomationConfig | None = None) -> dg.SensorDefinition:
+    """The run-failure sensor, reporting where ``config`` says (always to the database)."""
+    config = config or AutomationConfig()
+
+    @dg.run_failure_sensor(
+        name=FAILURE_SENSOR,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Records failed runs in the database (view run_failures) and reports them "
+                    "to the configured webhook or file.",
+    )
+    def run_failure_recorder(context: dg.RunFailureSensorContext, store: StoreResource):
+        record = failure_record(context)
+        with recording_steps():  # a record of a failure changes no step's outputs
+            store.store().write([Step("record_run_failure", record)])
+        report_failure(record, config, context.log)
+
+    return run_failure_recorder

@@ -12,6 +12,7 @@ from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.automation import (
     automation_sensor,
     build_model_registry_sensor,
+    build_run_failure_sensor,
     nightly_reevaluation,
 )
 from cultivar_assets.resources import resources_from_settings
@@ -29,7 +30,8 @@ def build_definitions() -> dg.Definitions:
     return dg.Definitions(
         assets=ASSETS,
         jobs=JOBS,
-        sensors=[registry_sensor, automation_sensor],
+        sensors=[registry_sensor, automation_sensor,
+                 build_run_failure_sensor(settings.automation)],
         schedules=[nightly_reevaluation],
         resources=resources_from_settings(settings),
     )

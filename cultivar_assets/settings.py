@@ -66,6 +66,11 @@ class AutomationConfig(BaseModel):
     # the registry sensor's tick interval: how soon a model added to the registry is run
     registry_sensor_interval_seconds: int = Field(default=DEFAULT_REGISTRY_SENSOR_INTERVAL,
                                                   ge=30)
+    # where the run-failure sensor also reports a failed run (besides the database's
+    # run_failures view): an http(s) URL that gets the failure as a JSON POST, and/or a file
+    # that gets one JSON line per failure
+    failure_webhook: str | None = None
+    failure_log: str | None = None
 
 
 class SettingsError(ValueError):

@@ -64,3 +64,6 @@ GROUP BY ALL ORDER BY l.locale;
 -- A read session (Store.reader): no progress bar on the terminal while a builder streams rows.
 -- name: reader_session
 SET enable_progress_bar = false;
+
+-- name: failed_models
+SELECT * FROM failed_models ORDER BY model_id;

@@ -611,6 +611,17 @@ CREATE TABLE IF NOT EXISTS raw.step_records (
     recorded_at TIMESTAMP NOT NULL    -- UTC
 );
 
+-- Failed Dagster runs, recorded by the run-failure sensor (cultivar_assets/automation.py): one
+-- row per run; the model is the run's `cultivar/model` tag or its partition, when it has one.
+CREATE TABLE IF NOT EXISTS raw.run_failures (
+    run_id     VARCHAR PRIMARY KEY,
+    job        VARCHAR NOT NULL,
+    model_id   VARCHAR,              -- NULL: a run of no single model (results, build, ...)
+    step       VARCHAR,              -- the first failed step, when a step failed
+    error      VARCHAR NOT NULL,     -- the first line of the error (secrets redacted)
+    failed_at  TIMESTAMP NOT NULL    -- UTC
+);
+
 -- Which schema.sql and views.sql the file was last set up with (the sha256 of both texts): a
 -- write connection applies the two scripts only when this differs (store/database.py).
 CREATE TABLE IF NOT EXISTS raw.schema_state (

@@ -310,3 +310,16 @@ SELECT * FROM raw.error_analysis_settings;
 -- The runner's record of each step's last successful run (raw.step_records).
 CREATE OR REPLACE VIEW step_records AS
 SELECT step, inputs, outputs, token, seconds, recorded_at FROM raw.step_records;
+
+-- Failed runs (the run-failure sensor), newest first.
+CREATE OR REPLACE VIEW run_failures AS
+SELECT run_id, job, model_id, step, error, failed_at FROM raw.run_failures
+ORDER BY failed_at DESC;
+
+-- Models whose last run failed: a failure newer than the model's last finished run.
+CREATE OR REPLACE VIEW failed_models AS
+SELECT f.model_id, f.run_id, f.step, f.error, f.failed_at, r.finished_at AS last_success_at
+FROM (SELECT *, row_number() OVER (PARTITION BY model_id ORDER BY failed_at DESC) AS k
+      FROM raw.run_failures WHERE model_id IS NOT NULL) f
+LEFT JOIN raw.model_runs r USING (model_id)
+WHERE f.k = 1 AND (r.finished_at IS NULL OR f.failed_at > r.finished_at);

@@ -109,3 +109,7 @@ SELECT digest FROM raw.schema_state;
 -- name: set_schema_digest
 DELETE FROM raw.schema_state;
 INSERT INTO raw.schema_state VALUES ($digest);
+
+-- name: record_run_failure
+INSERT OR REPLACE INTO raw.run_failures
+VALUES ($run_id, $job, $model_id, $step, $error, $failed_at);

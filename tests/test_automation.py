@@ -220,3 +220,80 @@ def test_the_sensor_interval_comes_from_the_settings(tmp_path, monkeypatch):
     finally:  # the module as the other tests know it
         monkeypatch.delenv("CULTIVAR_CONFIG")
         importlib.reload(definitions)
+
+
+# --- run failures: recorded, reported, shown -------------------------------------------------
+
+
+def _failed_run(instance, message="the GPU ran out of memory\nTraceback (most recent call last)"):
+    @dg.asset(name="translations_stand_in")
+    def failing():
+        raise RuntimeError(message)
+
+    result = dg.materialize([failing], instance=instance, raise_on_error=False,
+                            tags={"cultivar/model": "beta"})
+    assert not result.success
+    event = next(e for e in result.all_events if e.event_type_value == "PIPELINE_FAILURE")
+    return instance.get_run_by_id(result.run_id), event
+
+
+def _sense_failure(instance, run, event, settings, config):
+    from cultivar_assets.automation import build_run_failure_sensor
+
+    sensor = build_run_failure_sensor(config)
+    context = dg.build_run_status_sensor_context(
+        sensor_name=sensor.name, dagster_event=event, dagster_instance=instance, dagster_run=run,
+        resources=resources_from_settings(settings)).for_run_failure()
+    sensor(context)
+
+
+def test_a_failed_run_is_recorded_and_reported(tmp_path, registry):
+    """Nothing recorded failures: a model whose run failed looked like one never run."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from cultivar_assets.settings import AutomationConfig
+    from cultivar_assets.store.database import Store
+
+    received: list[dict] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings = _settings(tmp_path, registry)
+    config = AutomationConfig(failure_webhook=f"http://127.0.0.1:{server.server_port}/hook",
+                              failure_log=str(tmp_path / "alerts" / "failures.jsonl"))
+    try:
+        with dg.instance_for_test() as instance:
+            run, event = _failed_run(instance)
+            _sense_failure(instance, run, event, settings, config)
+    finally:
+        server.shutdown()
+    [row] = Store(settings.database_path).query("failed_models")
+    assert (row["model_id"], row["run_id"], row["step"]) == ("beta", run.run_id,
+                                                             "translations_stand_in")
+    assert row["error"] == "RuntimeError: the GPU ran out of memory"
+    [line] = (tmp_path / "alerts" / "failures.jsonl").read_text().splitlines()
+    assert json.loads(line)["run_id"] == run.run_id and received[0]["model_id"] == "beta"
+    assert received[0]["error"] == row["error"] and received[0]["failed_at"].endswith("Z")
+
+
+def test_an_unreachable_webhook_keeps_the_record(tmp_path, registry):
+    from cultivar_assets.settings import AutomationConfig
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(tmp_path, registry)
+    with dg.instance_for_test() as instance:
+        run, event = _failed_run(instance)
+        _sense_failure(instance, run, event, settings,
+                       AutomationConfig(failure_webhook="http://127.0.0.1:9/nobody"))
+    assert [r["run_id"] for r in Store(settings.database_path).query("failed_models")] == [
+        run.run_id]
