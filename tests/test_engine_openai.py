@@ -147,7 +147,9 @@ def test_empty_text_is_kept_but_missing_content_is_a_failure(server):
     outputs = make_engine(server.url).generate([chat("EMPTY"), chat("NULL"), plain("HTML")])
     assert outputs[0] == ""
     assert outputs[1] == GenerationFailure("no content (finish_reason=length)")
-    assert outputs[2] == GenerationFailure("no choices in the response")
+    assert outputs[2] == GenerationFailure("the server answered 200 with a body that is not "
+                                           "JSON: '<html>gateway says hello</html>'")
+    assert (outputs[1].prompt_tokens, outputs[1].completion_tokens) == (4, 0)  # server usage
 
 
 def test_concurrency_is_bounded():
