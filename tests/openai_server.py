@@ -10,11 +10,12 @@ answer for ``hang_seconds`` or until the server stops), or a status code as a st
 (with ``Retry-After: 0``; ``"429:0.3"`` sets it), ``"500"``, ``"400"``, ``"401"``, ``"404"``...
 ``context``: the model's context in tokens (words here), as vLLM checks it: a request whose prompt
 and ``max_tokens`` do not fit is answered HTTP 400 with vLLM's message, numbers and all.
-``delay``: seconds before each "ok" answer. Every request is recorded with its arrival time; the
-most requests ever in flight at once and the request-seconds in flight (``busy_seconds``)
-are tracked. ``answer``: a function of the request text giving the "ok" content instead
-(localisation tests answer in the localisation format). ``usage`` counts whitespace-separated
-words: of every message (or the prompt) and of the answer.
+``delay``: seconds before each "ok" answer (or a function of the request text). Every request
+is recorded with its arrival time; the most requests ever in flight at once and the
+request-seconds in flight (``busy_seconds``) are tracked. ``answer``: a function of the
+request text giving the "ok" content instead (localisation tests answer in the localisation
+format). ``usage`` counts whitespace-separated words: of every message (or the prompt) and of
+the answer.
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ def request_text(body: dict[str, Any]) -> str:
 
 
 class FakeOpenAIServer:
-    def __init__(self, delay: float = 0.0, hang_seconds: float = 10.0,
+    def __init__(self, delay: float | Callable[[str], float] = 0.0, hang_seconds: float = 10.0,
                  answer: Callable[[str], str] | None = None, context: int | None = None) -> None:
-        self.delay = delay  # seconds before each "ok" answer
+        self.delay = delay  # seconds before each "ok" answer, or a function of the request text
         self.context = context
         self.answer = answer
         self.hang_seconds = hang_seconds
@@ -191,8 +192,9 @@ class _Handler(BaseHTTPRequestHandler):
                 f"{asked} in the completion). Please reduce the length of the messages or "
                 "completion."), "type": "BadRequestError", "code": 400}})
             return
-        if fake.delay:
-            time.sleep(fake.delay)
+        delay = fake.delay(text) if callable(fake.delay) else fake.delay
+        if delay:
+            time.sleep(delay)
         lines = text.splitlines()
         content: str | None = (fake.answer(text) if fake.answer else
                                f"EN: {lines[-1] if lines else ''}")
