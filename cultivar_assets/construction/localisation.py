@@ -291,7 +291,7 @@ class LocalisationFailuresError(RuntimeError):
         state += f"; {len(failures)} failed"
         if missing:
             state += f", {missing} got no answer (not sent, or stopped)"
-        again = ("fix the setting and run again" if stopped else
+        again = ("fix what stopped it and run again" if stopped else
                  "run again to send only the requests without an answer")
         super().__init__(f"{head}. {state}. {_spend_line(spend, prices)} Nothing was written "
                          f"to the database; {again}. Every failure: {failures_file}")

@@ -231,7 +231,7 @@ class OpenAIEngine(Engine):
             result, refusal = self._attempt(requests[index], first=not self._sent)
             self._sent = True
             yield index, result  # the caller records it before a configuration error is raised
-            self._probe(requests[index], result, refusal, len(requests))
+            self._probe(requests[index], result, refusal)
         if not queue:
             return
         workers = min(self.max_concurrency, len(queue))
@@ -274,7 +274,7 @@ class OpenAIEngine(Engine):
         return not self._checked and self._probed < _PROBE
 
     def _probe(self, request: GenerationRequest, result: Generation | GenerationFailure,
-               refusal: _Refusal | None, n_requests: int) -> None:
+               refusal: _Refusal | None) -> None:
         """After a request of the probe: raise when the server refuses the settings."""
         self._probed += 1
         if isinstance(result, Generation):
@@ -284,7 +284,7 @@ class OpenAIEngine(Engine):
             raise EngineLoadError(f"{self.spec.id}: cannot reach {self.host}: {result}")
         self._refusals.append(refusal.signature if refusal else None)
         same = len(set(self._refusals)) == 1 and self._refusals[0] is not None
-        if refusal and same and len(self._refusals) in (_PROBE, n_requests):
+        if refusal and same and len(self._refusals) == _PROBE:
             raise EngineLoadError(
                 f"{self.spec.id} at {self.host}: the first {len(self._refusals)} request(s) were "
                 f"all refused the same way ({result.reason}): the server refuses a setting, not "
