@@ -8,8 +8,10 @@ text: ``script(marker, *actions)`` queues actions used once each (then "ok"),
 JSON whose body is cut short, echoing the caller's key as some gateways do), ``"hang"`` (no
 answer for ``hang_seconds`` or until the server stops), or a status code as a string: ``"429"``
 (with ``Retry-After: 0``; ``"429:0.3"`` sets it), ``"500"``, ``"400"``, ``"401"``, ``"404"``...
-``context``: the model's context in tokens (words here), as vLLM checks it: a request whose prompt
-and ``max_tokens`` do not fit is answered HTTP 400 with vLLM's message, numbers and all.
+``context``: the model's context in tokens (words here): a request whose prompt and
+``max_tokens`` do not fit is answered HTTP 400 with an OpenAI-style "maximum context length"
+message, numbers and all (vLLM 0.32's ``get_max_tokens``, as read in its source, clamps
+``max_tokens`` to the room left instead: a server that refuses is what this models).
 ``delay``: seconds before each "ok" answer (or a function of the request text). Every request
 is recorded with its arrival time; the most requests ever in flight at once and the
 request-seconds in flight (``busy_seconds``) are tracked. ``answer``: a function of the

@@ -202,8 +202,8 @@ def test_identical_refusals_stop_the_run_and_name_the_setting(tmp_path):
     assert message.startswith("localisation stopped: ")
     assert "maximum context length is 2048 tokens" in message
     assert "Lower max_new_tokens (each request asks for 4096 new tokens)" in message
-    assert "none of the 12 requests is answered (nothing is cached); 3 failed, 9 got no answer" \
-        in message
+    assert "(vLLM: --max-model-len). None of the 12 requests is answered (nothing is cached); 3 " \
+        "failed, 9 got no answer" in message
     assert "other answers are cached" not in message
     assert "This run spent 0 + 0 tokens (prompt + completion); estimated cost 0.0000 USD." \
         in message

@@ -293,8 +293,9 @@ class LocalisationFailuresError(RuntimeError):
             state += f", {missing} got no answer (not sent, or stopped)"
         again = ("fix what stopped it and run again" if stopped else
                  "run again to send only the requests without an answer")
-        super().__init__(f"{head}. {state}. {_spend_line(spend, prices)} Nothing was written "
-                         f"to the database; {again}. Every failure: {failures_file}")
+        super().__init__(f"{head.rstrip('.')}. {state[0].upper()}{state[1:]}. "
+                         f"{_spend_line(spend, prices)} Nothing was written to the database; "
+                         f"{again}. Every failure: {failures_file}")
 
 
 def _spend_line(spend: RunSpend, prices: Prices | None) -> str:
