@@ -27,8 +27,9 @@ Options (``engine_options`` in ``models.yaml``; every one is optional except whe
   set);
   ``max_tokens_param`` (``max_tokens``; ``max_completion_tokens`` for OpenAI models that refuse
   the older name) names the field that carries the request's ``max_new_tokens``.
-- ``batch_size`` (64): the chunk size of the translation loop (a chunk is cached as a whole). The
-  run-wide ``EngineSettings.batch_size`` is for local GPUs and is not used here.
+- ``batch_size`` (64): the chunk size of the translation loop (a chunk is cached as a whole; the
+  localisation loop submits continuously and uses it only to say progress). The run-wide
+  ``EngineSettings.batch_size`` is for local GPUs and is not used here.
 
 Retries are the openai client's own (``OpenAI(max_retries=..., timeout=...)``; openai-python
 ``_base_client.py``, ``_should_retry`` / ``_calculate_retry_timeout``): it retries connection
