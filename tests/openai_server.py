@@ -4,12 +4,20 @@
 user messages (or of the prompt). Answers are scripted per request by a marker found in that
 text: ``script(marker, *actions)`` queues actions used once each (then "ok"),
 ``always(marker, action)`` repeats one. Actions: ``"ok"``, ``"empty"`` (text ""), ``"null"``
-(content null), ``"html"`` (a proxy's 200 page, not JSON), ``"hang"`` (no answer until the
-server stops), or a status code as a string: ``"429"`` (with ``Retry-After: 0``; ``"429:0.3"``
-sets it), ``"500"``, ``"400"``, ``"401"``, ``"404"``... Every request is recorded, and the most
-requests ever in flight at once is tracked. ``answer``: a function of the request text giving the
-"ok" content instead (localisation tests answer in the localisation format). ``usage`` counts
-whitespace-separated words: of every message (or the prompt) and of the answer.
+(content null), ``"html"`` (a proxy's 200 page, not JSON), ``"notjson"`` (a 200 said to be
+JSON whose body is cut short, echoing the caller's key as some gateways do), ``"hang"`` (no
+answer for ``hang_seconds`` or until the server stops), or a status code as a string: ``"429"``
+(with ``Retry-After: 0``; ``"429:0.3"`` sets it), ``"500"``, ``"400"``, ``"401"``, ``"404"``...
+``context``: the model's context in tokens (words here): a request whose prompt and
+``max_tokens`` do not fit is answered HTTP 400 with an OpenAI-style "maximum context length"
+message, numbers and all (vLLM 0.32's ``get_max_tokens``, as read in its source, clamps
+``max_tokens`` to the room left instead: a server that refuses is what this models).
+``delay``: seconds before each "ok" answer (or a function of the request text). Every request
+is recorded with its arrival time; the most requests ever in flight at once and the
+request-seconds in flight (``busy_seconds``) are tracked. ``answer``: a function of the
+request text giving the "ok" content instead (localisation tests answer in the localisation
+format). ``usage`` counts whitespace-separated words: of every message (or the prompt) and of
+the answer.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ class RecordedRequest:
     headers: dict[str, str]  # lower-case names
     body: dict[str, Any]
     text: str  # the user messages, or the prompt
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 def request_text(body: dict[str, Any]) -> str:
@@ -40,14 +49,17 @@ def request_text(body: dict[str, Any]) -> str:
 
 
 class FakeOpenAIServer:
-    def __init__(self, delay: float = 0.0, hang_seconds: float = 10.0,
-                 answer: Callable[[str], str] | None = None) -> None:
-        self.delay = delay  # seconds before each "ok" answer
+    def __init__(self, delay: float | Callable[[str], float] = 0.0, hang_seconds: float = 10.0,
+                 answer: Callable[[str], str] | None = None, context: int | None = None) -> None:
+        self.delay = delay  # seconds before each "ok" answer, or a function of the request text
+        self.context = context
         self.answer = answer
         self.hang_seconds = hang_seconds
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self._busy = 0.0  # integral of in_flight over time, up to _changed
+        self._changed = time.monotonic()
         self._scripts: dict[str, list[str]] = {}
         self._always: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -90,10 +102,21 @@ class FakeOpenAIServer:
         with self._lock:
             return sum(marker in r.text for r in self.requests)
 
+    def busy_seconds(self) -> float:
+        """The integral of requests in flight over time so far (request-seconds)."""
+        with self._lock:
+            return self._busy + self.in_flight * (time.monotonic() - self._changed)
+
+    def _count(self, change: int) -> None:  # under the lock
+        now = time.monotonic()
+        self._busy += self.in_flight * (now - self._changed)
+        self._changed = now
+        self.in_flight += change
+
     def _begin(self, request: RecordedRequest) -> str:
         with self._lock:
             self.requests.append(request)
-            self.in_flight += 1
+            self._count(+1)
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             for marker, action in self._always.items():
                 if marker in request.text:
@@ -105,7 +128,7 @@ class FakeOpenAIServer:
 
     def _end(self) -> None:
         with self._lock:
-            self.in_flight -= 1
+            self._count(-1)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -126,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
         text = request_text(body)
         fake = self.fake
         headers = {name.lower(): value for name, value in self.headers.items()}
-        action = fake._begin(RecordedRequest(path, headers, body, text))
+        action = fake._begin(RecordedRequest(path, headers, body, text, time.monotonic()))
         self._ended = False
         try:
             self._answer(path, body, text, action)
@@ -158,8 +181,22 @@ class _Handler(BaseHTTPRequestHandler):
         if action == "html":
             self._send(200, "<html>gateway says hello</html>")
             return
-        if fake.delay:
-            time.sleep(fake.delay)
+        if action == "notjson":
+            self._send(200, '{"error": "upstream closed", "auth": "' + self._bearer(),
+                       content_type="application/json")
+            return
+        prompt_tokens = _usage(body, "")["prompt_tokens"]
+        asked = body.get("max_tokens") or body.get("max_completion_tokens") or 16
+        if fake.context is not None and prompt_tokens + asked > fake.context:
+            self._send(400, {"error": {"message": (
+                f"This model's maximum context length is {fake.context} tokens. However, you "
+                f"requested {prompt_tokens + asked} tokens ({prompt_tokens} in the messages, "
+                f"{asked} in the completion). Please reduce the length of the messages or "
+                "completion."), "type": "BadRequestError", "code": 400}})
+            return
+        delay = fake.delay(text) if callable(fake.delay) else fake.delay
+        if delay:
+            time.sleep(delay)
         lines = text.splitlines()
         content: str | None = (fake.answer(text) if fake.answer else
                                f"EN: {lines[-1] if lines else ''}")
@@ -198,11 +235,12 @@ class _Handler(BaseHTTPRequestHandler):
         return (self.headers.get("Authorization") or "").removeprefix("Bearer ")
 
     def _send(self, status: int, payload: dict[str, Any] | str,
-              headers: dict[str, str] | None = None) -> None:
+              headers: dict[str, str] | None = None, content_type: str | None = None) -> None:
         html = isinstance(payload, str)
         data = (payload if html else json.dumps(payload)).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "text/html" if html else "application/json")
+        self.send_header("Content-Type", content_type or
+                         ("text/html" if html else "application/json"))
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)

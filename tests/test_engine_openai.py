@@ -147,7 +147,9 @@ def test_empty_text_is_kept_but_missing_content_is_a_failure(server):
     outputs = make_engine(server.url).generate([chat("EMPTY"), chat("NULL"), plain("HTML")])
     assert outputs[0] == ""
     assert outputs[1] == GenerationFailure("no content (finish_reason=length)")
-    assert outputs[2] == GenerationFailure("no choices in the response")
+    assert outputs[2] == GenerationFailure("the server answered 200 with a body that is not "
+                                           "JSON: '<html>gateway says hello</html>'")
+    assert (outputs[1].prompt_tokens, outputs[1].completion_tokens) == (4, 0)  # server usage
 
 
 def test_concurrency_is_bounded():
@@ -262,3 +264,17 @@ def test_translate_reports_failed_segments_and_retries_only_those(server, tmp_pa
         f"EN: {s.source}" for t in test_sets for s in t.segments]
     assert run.info.engine == "openai" and KEY not in repr(run.info)
     assert run.info.chat_template_hash is None
+
+
+def test_the_same_refusal_on_the_first_requests_stops_after_three():
+    """A context too short for max_new_tokens: every request is refused, each with its own token
+    count in vLLM's message; three are sent, and the error names the setting."""
+    server = FakeOpenAIServer(context=20).start()
+    try:
+        with pytest.raises(EngineLoadError, match=r"the first 3 request\(s\) were all refused "
+                           r"the same way \(HTTP 400: This model's maximum context length is 20 "
+                           r"tokens.*Lower max_new_tokens \(each request asks for 32 new"):
+            make_engine(server.url).generate([chat(f"s{i} " * i) for i in range(6)])
+        assert len(server.requests) == 3
+    finally:
+        server.stop()

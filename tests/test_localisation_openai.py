@@ -3,6 +3,7 @@ good and malformed answers, 429, 500, a time-out, the cache, usage and cost, and
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -171,3 +172,136 @@ def test_the_api_key_is_in_no_log_metadata_or_database(server, tmp_path, caplog)
     (row,) = store.query("localisation_runs")
     assert row["engine_options"] == "{}"  # only options that change answers: no address, no key
     assert row["engine_version"].startswith("openai-python ")
+
+
+def unique_word(pairs, i: int) -> str:
+    """A word of pair ``i``'s source that no other pair's source holds (a marker)."""
+    others = " ".join(p.source for j, p in enumerate(pairs) if j != i)
+    return next(w for w in pairs[i].source.split() if len(w) > 3 and w not in others)
+
+
+def failure_record(error: LocalisationFailuresError) -> dict:
+    path = error.failures_file
+    assert str(path) in str(error) and path.parent.name == "failures"
+    return json.loads(path.read_text("utf-8"))
+
+
+def test_identical_refusals_stop_the_run_and_name_the_setting(tmp_path):
+    """A server whose context is 2048 with the paper's max_new_tokens 4096: every request is
+    refused with HTTP 400 (vLLM's message, each with its own token count); the run stops after
+    the probe's three, says to lower max_new_tokens, and does not claim anything is cached."""
+    fake = FakeOpenAIServer(answer=localising_answer, context=2048).start()
+    try:
+        with pytest.raises(LocalisationFailuresError) as caught:
+            localise({LOCALE: demo_pairs()}, config(fake, max_new_tokens=4096),
+                     cache_dir=tmp_path, show_bar=False)
+        assert len(fake.requests) == 3  # not all 12
+    finally:
+        fake.stop()
+    message = str(caught.value)
+    assert message.startswith("localisation stopped: ")
+    assert "maximum context length is 2048 tokens" in message
+    assert "Lower max_new_tokens (each request asks for 4096 new tokens)" in message
+    assert "(vLLM: --max-model-len). None of the 12 requests is answered (nothing is cached); 3 " \
+        "failed, 9 got no answer" in message
+    assert "other answers are cached" not in message
+    assert "This run spent 0 + 0 tokens (prompt + completion); estimated cost 0.0000 USD." \
+        in message
+    record = failure_record(caught.value)
+    assert record["n_failures"] == 3 and record["stopped"] == caught.value.stopped
+    assert [f["instance_id"] for f in record["failures"]] == [p.instance_id
+                                                             for p in demo_pairs(n=3)]
+    assert all(f["reason"].startswith("HTTP 400: This model's maximum context length")
+               for f in record["failures"])
+    assert record["spend"]["n_requests"] == 12 and record["spend"]["n_generated"] == 0
+
+    # the same settings against a server with room: the run goes through
+    roomy = FakeOpenAIServer(answer=localising_answer, context=8192).start()
+    try:
+        run = localise({LOCALE: demo_pairs()}, config(roomy, max_new_tokens=4096),
+                       cache_dir=tmp_path, show_bar=False)
+    finally:
+        roomy.stop()
+    assert run.n_generated == 12
+
+
+def test_refusals_that_differ_are_not_a_configuration_error(server, tmp_path):
+    pairs = demo_pairs()
+    server.script(unique_word(pairs, 0), "400")
+    server.script(unique_word(pairs, 1), "422")
+    with pytest.raises(LocalisationFailuresError, match=r"2 localisation request\(s\) failed: "
+                       r".*10 of 12 requests are answered and cached \(10 in this run, 0 by "
+                       r"earlier runs\); 2 failed\.") as caught:
+        localise({LOCALE: pairs}, config(server), cache_dir=tmp_path, show_bar=False)
+    assert caught.value.stopped is None and len(server.requests) == 12
+
+
+def test_a_failed_run_reports_spend_cache_and_every_failure(server, tmp_path):
+    pairs = demo_pairs()
+    broken = [unique_word(pairs, i) for i in range(5, 12)]
+    for marker in broken[:6]:
+        server.always(marker, "500")
+    server.always(broken[6], "null")  # answered (tokens spent) with no content
+    cfg = config(server)
+    localise({LOCALE: pairs[:2]}, cfg, cache_dir=tmp_path, show_bar=False)  # 2 cached before
+    with pytest.raises(LocalisationFailuresError) as caught:
+        localise({LOCALE: pairs}, cfg, cache_dir=tmp_path, show_bar=False)
+    error = caught.value
+    message = str(error)
+    assert message.startswith("7 localisation request(s) failed: ")
+    assert message.count("(HTTP 500 after 2 retries") == 5 and " and 2 more." in message
+    assert "5 of 12 requests are answered and cached (3 in this run, 2 by earlier runs); 7 " \
+        "failed. This run spent " in message
+    null = next(f for f in error.failures if f.reason.startswith("no content"))
+    assert null.prompt_tokens > 100 and null.completion_tokens == 0  # the server's usage
+    answered = [r for r in server.requests[2:] if not any(m in r.text for m in broken)]
+    prompt = sum(len(" ".join(m["content"] for m in r.body["messages"]).split())
+                 for r in answered) + null.prompt_tokens
+    assert error.spend.prompt_tokens == prompt and error.spend.failed_prompt_tokens == \
+        null.prompt_tokens
+    assert (f"This run spent {prompt} + {error.spend.completion_tokens} tokens (prompt + "
+            f"completion; {null.prompt_tokens} + 0 of them in answers that could not be used); "
+            f"estimated cost {(prompt * 2.0 + error.spend.completion_tokens * 8.0) / 1e6:.4f} "
+            "USD.") in message
+    record = failure_record(error)
+    assert len(record["failures"]) == 7  # the complete list, not the message's five
+    assert {f["instance_id"] for f in record["failures"]} == {p.instance_id for p in pairs[5:]}
+    assert record["spend"]["estimated_cost"] == pytest.approx(
+        (prompt * 2.0 + error.spend.completion_tokens * 8.0) / 1e6)
+
+
+def test_a_200_that_is_not_json_is_named_and_redacted(server, tmp_path):
+    pairs = demo_pairs(n=4)
+    server.script(unique_word(pairs, 2), "notjson")
+    with pytest.raises(LocalisationFailuresError) as caught:
+        localise({LOCALE: pairs}, config(server), cache_dir=tmp_path, show_bar=False)
+    (failure,) = caught.value.failures
+    assert failure.reason.startswith("the server answered 200 with a body that is not JSON: "
+                                     "'{\"error\": \"upstream closed\", \"auth\": \"")
+    assert KEY not in str(caught.value) and KEY not in failure.reason
+    assert KEY not in caught.value.failures_file.read_text("utf-8")
+
+    # a base_url that answers every request with a web page: stopped after the probe
+    server.always("", "html")
+    with pytest.raises(LocalisationFailuresError,
+                       match=r"Check engine_options\.base_url") as caught:
+        localise({"deu_Latn_Germany": pairs}, config(server), cache_dir=tmp_path / "b",
+                 show_bar=False)
+    assert caught.value.stopped and len(caught.value.failures) == 3
+
+
+def test_requests_are_submitted_as_others_finish(tmp_path):
+    """One slow answer does not hold back the requests after it (chunks of 4 would)."""
+    fake = FakeOpenAIServer(delay=0.02, answer=localising_answer, hang_seconds=1.5).start()
+    pairs = demo_pairs()
+    slow = unique_word(pairs, 1)
+    fake.script(slow, "hang")
+    try:
+        localise({LOCALE: pairs}, config(fake, options={"max_concurrency": 4, "batch_size": 4}),
+                 cache_dir=tmp_path, show_bar=False)
+    finally:
+        fake.stop()
+    hung = next(r for r in fake.requests if slow in r.text)
+    assert len(fake.requests) == 12
+    assert max(r.at for r in fake.requests) - hung.at < 0.75  # all sent while it hung
+    assert fake.max_in_flight == 4

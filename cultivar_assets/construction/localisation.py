@@ -11,20 +11,35 @@ never replaced by the original.
 
 **Cache.** Every answer is stored on disk (SQLite, ``<cache_dir>/<localiser id>.sqlite``, the
 translation cache's machinery: :class:`cultivar_assets.translation.TranslationCache`) under the
-sha256 of (engine fingerprint, prompt hash, attempt number, the full request); each chunk of
-requests is committed as soon as it is answered, so a killed run resumes where it stopped and no
-request is sent twice; a second run of the same localiser waits for the first (the translation
-cache's per-model lock) and then finds its answers cached. The engine fingerprint
+sha256 of (engine fingerprint, prompt hash, attempt number, the full request) and committed as
+soon as it arrives (below), so a killed run resumes where it stopped and sends again only the
+requests that were in flight; a second run of the same localiser waits for the first (the
+translation cache's per-model lock) and then finds its answers cached. The engine fingerprint
 (:func:`engines.fingerprint.engine_fingerprint`) holds the model, its revision and weights, the
 engine and the engine options that change answers (not the transport ones: batch size, server
 address, concurrency, retries).
 
-**Chunks** (ours): a locale's requests of one attempt are cut, in instance-id order, into chunks
-of ``engine_options.batch_size`` (16 when not set); a chunk is sent to the engine as one call and
-committed as a whole. Chunks are fixed by the instance list, not by what is cached, so a resumed
-run sends exactly the batches an uninterrupted run would (local engines' greedy answers can depend
-on the other rows of a batch). Concurrency within a chunk and the back-off on 429/5xx/time-outs
-are the engine's own (the ``openai`` engine: ``max_concurrency``, the client's retries).
+**Submitting requests** (ours). An engine that answers each request on its own
+(``Engine.answers_alone``: ``openai``, whose server batches by itself) gets every uncached request
+of an attempt, all locales together, as one stream: ``max_concurrency`` in flight, the next one
+sent as soon as an answer has been committed (``generate_as_completed``), so the server is never
+left waiting for the slowest request of a chunk; ``batch_size`` then only sets how often progress
+is said. Other engines (local models, whose greedy answers can depend on the other rows of a
+batch) get chunks: a locale's requests of one attempt cut, in instance-id order, into chunks of
+``engine_options.batch_size`` (16 when not set), each sent as one call and committed as a whole;
+chunks are fixed by the instance list, not by what is cached, so a resumed run sends exactly the
+batches an uninterrupted run would. A malformed answer's next attempt is sent once every request
+of the attempt has an answer. The back-off on 429/5xx/time-outs is the engine's own (``openai``:
+the client's retries), and so is stopping early on a configuration error (``openai``: the first
+three requests refused the same way).
+
+**A failed run** (requests that failed for good, or a configuration error that stopped it)
+writes nothing to the database and raises :class:`LocalisationFailuresError`, whose message says
+how many requests are answered and cached (this run's, earlier runs'), how many failed or got no
+answer, the tokens this run spent and their estimated cost (answers generated now and answers that
+came back but could not be used, such as a 200 with no content: the server's usage for them), and
+names the file listing every failure (``<cache_dir>/failures/<localiser id>-<UTC time>.json``,
+with the same counts).
 
 **Usage and cost.** Token usage per draft is the sum over its attempts of what the engine reports
 (the server's ``usage`` for ``openai``; the tokenizer's counts for ``transformers``). The
@@ -37,11 +52,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tqdm import tqdm
@@ -57,10 +74,18 @@ from cultivar_assets.construction.localisation_prompts import (
 )
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.engines import engine_registry
-from cultivar_assets.engines.base import Engine, EngineInfo, EngineSettings, Generation
+from cultivar_assets.engines.base import (
+    Engine,
+    EngineInfo,
+    EngineLoadError,
+    EngineSettings,
+    Generation,
+    GenerationFailure,
+)
 from cultivar_assets.engines.fingerprint import engine_fingerprint
 from cultivar_assets.engines.prompts import GenerationRequest
 from cultivar_assets.paths import cultivar_home
+from cultivar_assets.secrets import redact
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.translation import TranslationCache, model_lock, request_key
 
@@ -191,18 +216,126 @@ class LocalisationRun:
     seconds: float
 
 
-class LocalisationFailuresError(RuntimeError):
-    """Some requests got no answer after the engine's own retries; nothing was written.
+@dataclass(frozen=True)
+class RequestFailure:
+    """A request of this run that got no usable answer: why, and what the server reported as
+    spent on it (None: no answer, or no usage)."""
 
-    Every answer that came back is cached, so running again sends only these requests.
+    locale: str
+    instance_id: int
+    attempt: int
+    reason: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass
+class RunSpend:
+    """What a run's requests came to so far (the failure report; module docstring)."""
+
+    n_requests: int = 0  # requests the drafts need, every attempt counted so far
+    n_cached: int = 0  # of which answered by earlier runs (in the cache)
+    n_generated: int = 0  # answered and cached in this run
+    prompt_tokens: int = 0  # this run: answers generated and answers that failed for good
+    completion_tokens: int = 0
+    failed_prompt_tokens: int = 0  # of which in answers that failed for good
+    failed_completion_tokens: int = 0
+    n_unreported: int = 0  # answers of this run whose usage the engine did not report
+
+    def add(self, answer: Generation | GenerationFailure) -> None:
+        failed = isinstance(answer, GenerationFailure)
+        if isinstance(answer, Generation) and (answer.prompt_tokens is None
+                                               or answer.completion_tokens is None):
+            self.n_unreported += 1
+        prompt, completion = answer.prompt_tokens or 0, answer.completion_tokens or 0
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        if failed:
+            self.failed_prompt_tokens += prompt
+            self.failed_completion_tokens += completion
+
+    def as_dict(self, prices: Prices | None) -> dict:
+        return {**asdict(self), "estimated_cost": (
+            prices.cost(self.prompt_tokens, self.completion_tokens) if prices else None),
+            "currency": prices.currency if prices else None}
+
+
+class LocalisationFailuresError(RuntimeError):
+    """Some requests got no answer after the engine's own retries, or the run stopped on a
+    configuration error (``stopped``); nothing was written to the database.
+
+    Every answer that came back is cached, so running again sends only the requests without
+    one. The message says how many are answered and cached, what this run spent (tokens,
+    estimated cost) and names the file (``failures_file``) that lists every failure.
     """
 
-    def __init__(self, failures: list[tuple[str, int, str]]) -> None:
-        self.failures = failures  # (locale, instance id, reason)
-        listing = "; ".join(f"{loc}_{iid} ({why})" for loc, iid, why in failures[:5])
-        more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
-        super().__init__(f"{len(failures)} localisation request(s) failed: {listing}{more}. "
-                         "The other answers are cached; run again to send only these.")
+    def __init__(self, failures: list[RequestFailure], spend: RunSpend, prices: Prices | None,
+                 failures_file: Path, stopped: str | None = None) -> None:
+        self.failures = failures
+        self.spend = spend
+        self.failures_file = failures_file
+        self.stopped = stopped
+        if stopped:
+            head = f"localisation stopped: {stopped}"
+        else:
+            listing = "; ".join(f"{f.locale}_{f.instance_id} ({f.reason})" for f in failures[:5])
+            more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
+            head = f"{len(failures)} localisation request(s) failed: {listing}{more}"
+        answered = spend.n_cached + spend.n_generated
+        missing = spend.n_requests - answered - len(failures)
+        if answered:
+            state = (f"{answered} of {spend.n_requests} requests are answered and cached "
+                     f"({spend.n_generated} in this run, {spend.n_cached} by earlier runs)")
+        else:
+            state = f"none of the {spend.n_requests} requests is answered (nothing is cached)"
+        state += f"; {len(failures)} failed"
+        if missing:
+            state += f", {missing} got no answer (not sent, or stopped)"
+        again = ("fix what stopped it and run again" if stopped else
+                 "run again to send only the requests without an answer")
+        super().__init__(f"{head.rstrip('.')}. {state[0].upper()}{state[1:]}. "
+                         f"{_spend_line(spend, prices)} Nothing was written to the database; "
+                         f"{again}. Every failure: {failures_file}")
+
+
+def _spend_line(spend: RunSpend, prices: Prices | None) -> str:
+    tokens = f"{spend.prompt_tokens} + {spend.completion_tokens} tokens (prompt + completion"
+    if spend.failed_prompt_tokens or spend.failed_completion_tokens:
+        tokens += (f"; {spend.failed_prompt_tokens} + {spend.failed_completion_tokens} of them "
+                   "in answers that could not be used")
+    tokens += ")"
+    if spend.n_unreported:
+        tokens += f", and {spend.n_unreported} answer(s) whose usage the engine did not report"
+    cost = spend.as_dict(prices)["estimated_cost"]
+    money = (f"estimated cost {cost:.4f} {prices.currency}" if prices and cost is not None
+             else "no prices configured")
+    return f"This run spent {tokens}; {money}."
+
+
+def write_failures(folder: Path, localiser: Localiser, failures: Sequence[RequestFailure],
+                   spend: RunSpend, stopped: str | None) -> Path:
+    """The complete list of a failed run's failures: ``<cache folder>/failures/<localiser
+    id>-<UTC time>.json`` (written aside, then renamed: never half-written)."""
+    target_dir = folder / "failures"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC)
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    path = target_dir / f"{localiser.spec.id}-{stamp}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = target_dir / f"{localiser.spec.id}-{stamp}-{n}.json"
+    record = {
+        "localiser": localiser.spec.id, "engine": localiser.spec.engine,
+        "model": localiser.config.model, "prompt": localiser.prompt.name,
+        "finished_at": now.isoformat(timespec="seconds"), "stopped": stopped,
+        "spend": spend.as_dict(localiser.prices), "n_failures": len(failures),
+        "failures": [asdict(f) for f in failures],
+    }
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(redact(json.dumps(record, ensure_ascii=False, indent=1)), "utf-8")
+    os.replace(partial, path)
+    return path
 
 
 def _spec_id(model: str) -> str:
@@ -335,11 +468,14 @@ def localise(
     chunk_size = int(config.engine_options.get("batch_size") or DEFAULT_CHUNK)
     jobs = [_Job(locale, pair, prompt_values(locale, pair.source, pair.english))
             for locale, pairs in inputs.items() for pair in pairs]
+    streams = engine_registry().get(localiser.spec.engine).answers_alone
+    failures: list[RequestFailure] = []
+    spend = RunSpend()
+    stopped: str | None = None
     with model_lock(folder, localiser.spec.id):  # a second run waits, then reads the cache
         cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite")
         pool = _shared_pool or EnginePool()
         info = cache.engine_info(localiser.fingerprint)
-        n_requests = n_generated = 0
         retry = prompt.can_retry or config.retry_same_prompt
         bar = tqdm(total=len(jobs), desc=f"localise ({localiser.spec.id})", unit="request",
                    disable=not show_bar)
@@ -355,59 +491,56 @@ def localise(
                 keys = [_key(localiser, attempt, r) for r in requests]
                 stored = cache.get_many(keys)
                 fresh: set[str] = set()
-                n_requests += len(keys)
-                for chunk in _chunks(pending, chunk_size):
-                    todo = [i for i in chunk if keys[i] not in stored]
-                    if not todo:
-                        bar.update(len(chunk))
-                        continue
+                spend.n_requests += len(keys)
+                spend.n_cached += sum(key in stored for key in keys)
+                todo = [i for i, key in enumerate(keys) if key not in stored]
+                bar.update(len(keys) - len(todo))
+                if todo:
                     engine = pool.get(localiser)
                     if info is None:
                         info = engine.info()
                         cache.set_engine_info(localiser.fingerprint, info)
-                    answers = engine.generate_detailed([requests[i] for i in todo])
-                    if len(answers) != len(todo):
-                        raise RuntimeError(f"engine {localiser.spec.engine} returned "
-                                           f"{len(answers)} answers for {len(todo)} requests")
-                    items = []
-                    for i, answer in zip(todo, answers, strict=True):
-                        if isinstance(answer, Generation):
-                            items.append((keys[i], _encode(answer)))
-                        else:  # a request that failed for good: reported, never cached
-                            pending[i].failure = str(answer)
-                    cache.put_many(items)  # committed: a killed run keeps every finished chunk
-                    stored.update(items)
-                    fresh.update(key for key, _ in items)
-                    n_generated += len(items)
-                    bar.update(len(chunk))
-                    say(f"{pending[chunk[0]].locale}: {len(items)} answers generated and cached "
-                        f"(attempt {attempt}, {bar.n}/{bar.total} requests)")
-                still = []
-                for i, job in enumerate(pending):
-                    if job.failure is not None:
-                        continue
-                    value = json.loads(stored[keys[i]])
-                    job.answers.append((value["text"], value["prompt_tokens"],
-                                        value["completion_tokens"], keys[i] in fresh))
-                    parsed = _read(prompt, job, value["text"])
-                    if isinstance(parsed, MalformedAnswer):
-                        job.reasons.append(parsed.reason)
-                        if retry and attempt < config.max_attempts:
-                            still.append(job)
-                            bar.total += 1
-                            continue
-                        job.result = _draft(job, prompt, None)
-                    else:
-                        job.result = _draft(job, prompt, parsed)
-                pending = still
+                    said = 0
+                    try:
+                        for arrived in _arrivals(engine, streams, pending, requests, todo,
+                                                 chunk_size):
+                            items = []
+                            for i, answer in arrived:
+                                spend.add(answer)
+                                if isinstance(answer, Generation):
+                                    items.append((keys[i], _encode(answer)))
+                                else:  # failed for good: reported, never cached
+                                    pending[i].failure = str(answer)
+                                    failures.append(RequestFailure(
+                                        pending[i].locale, pending[i].pair.instance_id, attempt,
+                                        str(answer), answer.prompt_tokens,
+                                        answer.completion_tokens))
+                            cache.put_many(items)  # committed: a killed run keeps each answer
+                            stored.update(items)
+                            fresh.update(key for key, _ in items)
+                            spend.n_generated += len(items)
+                            bar.update(len(arrived))
+                            if spend.n_generated - said >= chunk_size:
+                                said = spend.n_generated
+                                say(f"{spend.n_generated} answers generated and cached (attempt "
+                                    f"{attempt}, {bar.n}/{bar.total} requests)")
+                    except EngineLoadError as error:
+                        if not failures and not spend.n_generated:
+                            raise  # nothing was answered: the engine's error as it is
+                        stopped = str(error)
+                        break
+                pending = _read_answers(pending, keys, stored, fresh, prompt, attempt,
+                                        config.max_attempts if retry else attempt, bar)
         finally:
             bar.close()
             cache.close()
             if pool is not _shared_pool:
                 pool.close()
-    failures = [(j.locale, j.pair.instance_id, j.failure) for j in jobs if j.failure]
-    if failures:
-        raise LocalisationFailuresError(failures)
+        if failures or stopped:
+            order = {locale: n for n, locale in enumerate(inputs)}
+            failures.sort(key=lambda f: (order[f.locale], f.instance_id, f.attempt))
+            path = write_failures(folder, localiser, failures, spend, stopped)
+            raise LocalisationFailuresError(failures, spend, localiser.prices, path, stopped)
     if info is None:
         info = cache_info(localiser, folder)
     if info is None:
@@ -417,7 +550,7 @@ def localise(
         mine = [j for j in jobs if j.locale == locale]
         locales[locale] = LocaleDrafts(locale, tuple(_localised(j) for j in mine),
                                        localiser.prices)
-    return LocalisationRun(localiser, info, locales, n_requests, n_generated,
+    return LocalisationRun(localiser, info, locales, spend.n_requests, spend.n_generated,
                            time.perf_counter() - started)
 
 
@@ -427,6 +560,53 @@ def cache_info(localiser: Localiser, folder: Path) -> EngineInfo | None:
         return cache.engine_info(localiser.fingerprint)
     finally:
         cache.close()
+
+
+def _arrivals(engine: Engine, streams: bool, pending: Sequence[_Job],
+              requests: Sequence[GenerationRequest], todo: Sequence[int], chunk_size: int
+              ) -> Iterator[list[tuple[int, Generation | GenerationFailure]]]:
+    """The answers to ``todo`` (indices of ``pending``) as they arrive, in groups committed
+    together: one answer at a time from an engine that answers each request alone (submitted
+    continuously, ``max_concurrency`` in flight), a whole chunk from the others."""
+    if streams:
+        for j, answer in engine.generate_as_completed([requests[i] for i in todo]):
+            yield [(todo[j], answer)]
+        return
+    wanted = set(todo)
+    for chunk in _chunks(pending, chunk_size):
+        sent = [i for i in chunk if i in wanted]
+        if not sent:
+            continue
+        answers = engine.generate_detailed([requests[i] for i in sent])
+        if len(answers) != len(sent):
+            raise RuntimeError(f"engine {engine.spec.engine} returned {len(answers)} answers "
+                               f"for {len(sent)} requests")
+        yield list(zip(sent, answers, strict=True))
+
+
+def _read_answers(pending: list[_Job], keys: Sequence[str], stored: Mapping[str, str],
+                  fresh: set[str], prompt: LocalisationPrompt, attempt: int, last_attempt: int,
+                  bar: tqdm) -> list[_Job]:
+    """Read each answered job's answer: a draft, or (malformed, attempts left) a job for the
+    next attempt, which is returned."""
+    still = []
+    for i, job in enumerate(pending):
+        if job.failure is not None or keys[i] not in stored:
+            continue
+        value = json.loads(stored[keys[i]])
+        job.answers.append((value["text"], value["prompt_tokens"],
+                            value["completion_tokens"], keys[i] in fresh))
+        parsed = _read(prompt, job, value["text"])
+        if isinstance(parsed, MalformedAnswer):
+            job.reasons.append(parsed.reason)
+            if attempt < last_attempt:
+                still.append(job)
+                bar.total += 1
+                continue
+            job.result = _draft(job, prompt, None)
+        else:
+            job.result = _draft(job, prompt, parsed)
+    return still
 
 
 def _chunks(pending: Sequence[_Job], size: int) -> Iterator[list[int]]:

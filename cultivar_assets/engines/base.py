@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,10 +47,15 @@ class GenerationFailure:
     """Returned by ``Engine.generate`` in place of a text when a request failed for good.
 
     The translation loop caches every text, stores no failure, and reports all failures at the
-    end of the run (``SegmentFailuresError``).
+    end of the run (``SegmentFailuresError``). ``prompt_tokens`` / ``completion_tokens``: the
+    usage the server reported with an answer it sent but that cannot be used (a 200 with no
+    content: those tokens were spent); None when there was no answer or no usage. They are not
+    part of a failure's identity (equality compares the reason).
     """
 
     reason: str
+    prompt_tokens: int | None = field(default=None, compare=False)
+    completion_tokens: int | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return self.reason
@@ -87,6 +92,10 @@ class Engine(ABC):
     # runs the model on this machine's GPUs unless its device option says "cpu" (run tags ask the
     # launcher for GPUs); False for engines that run on the CPU only or call a remote server
     uses_gpu: ClassVar[bool] = False
+    # answers each request on its own, whatever was sent with it (a server that batches by
+    # itself): callers may then submit requests continuously (generate_as_completed) instead of
+    # in fixed batches, whose answers can depend on the other rows for local engines
+    answers_alone: ClassVar[bool] = False
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         self.spec = spec
@@ -110,6 +119,13 @@ class Engine(ABC):
         """Like :meth:`generate`, with token usage where the engine knows it (default: none)."""
         return [raw if isinstance(raw, GenerationFailure) else Generation(raw)
                 for raw in self.generate(requests)]
+
+    def generate_as_completed(
+        self, requests: Sequence[GenerationRequest]
+    ) -> Iterator[tuple[int, Generation | GenerationFailure]]:
+        """``(index in requests, result)`` as each request finishes (default: the whole batch,
+        in order); engines with ``answers_alone`` yield each answer as soon as it arrives."""
+        yield from enumerate(self.generate_detailed(requests))
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model (GPU memory, worker processes)."""

@@ -16,8 +16,10 @@ Options (``engine_options`` in ``models.yaml``; every one is optional except whe
   ``--api-key`` ignores it); api.openai.com without a key is a load error. The key is never
   logged, never put into ``EngineInfo``, and redacted from every failure reason and error.
 - ``model``: the served model name (vLLM ``--served-model-name``); default ``hf_id``.
-- ``max_concurrency`` (8): requests of one chunk in flight at once (a thread pool over one
-  thread-safe client); results keep request order.
+- ``max_concurrency`` (8): requests in flight at once (a thread pool over one thread-safe
+  client), the next one sent as soon as one returns; ``generate`` keeps request order,
+  ``generate_as_completed`` yields each result as it arrives (each request is answered alone,
+  ``answers_alone``: the localisation loop submits continuously instead of by chunks).
 - ``max_retries`` (5), ``timeout`` (120 s per attempt), ``extra_body`` ({}), e.g.
   ``{"chat_template_kwargs": {"enable_thinking": false}}`` to turn thinking off on vLLM.
 - Sampling: ``temperature`` (0, greedy; ``server-default`` sends none, for models that accept
@@ -25,8 +27,9 @@ Options (``engine_options`` in ``models.yaml``; every one is optional except whe
   set);
   ``max_tokens_param`` (``max_tokens``; ``max_completion_tokens`` for OpenAI models that refuse
   the older name) names the field that carries the request's ``max_new_tokens``.
-- ``batch_size`` (64): the chunk size of the translation loop (a chunk is cached as a whole). The
-  run-wide ``EngineSettings.batch_size`` is for local GPUs and is not used here.
+- ``batch_size`` (64): the chunk size of the translation loop (a chunk is cached as a whole; the
+  localisation loop submits continuously and uses it only to say progress). The run-wide
+  ``EngineSettings.batch_size`` is for local GPUs and is not used here.
 
 Retries are the openai client's own (``OpenAI(max_retries=..., timeout=...)``; openai-python
 ``_base_client.py``, ``_should_retry`` / ``_calculate_retry_timeout``): it retries connection
@@ -42,18 +45,33 @@ Errors: a request that fails for good (retries exhausted, or a non-retryable sta
 or 404) becomes a ``GenerationFailure`` with the status and the server's short message, never an
 empty text; the translation loop reports it and a re-run retries it. An empty string is returned
 only when the server returned empty text; missing content (``null``, e.g. a reasoning model that
-spent every token thinking) is ``GenerationFailure("no content ...")``. Configuration errors
-raise ``EngineLoadError`` and end the run instead: 401/403 on any request (wrong or missing key),
-404 or a connection failure on the engine's first request (wrong URL or model name, server down;
-that request is sent alone before the others), and a chunk whose every request could not connect
-(the server went away mid-run; whatever was cached stays cached).
+spent every token thinking) is ``GenerationFailure("no content ...")`` carrying the usage the
+server reported (those tokens were spent). A 200 whose body is not JSON (a proxy's page, a wrong
+``base_url``) is ``GenerationFailure("the server answered 200 with a body that is not JSON:
+...")``, redacted.
+
+Configuration errors raise ``EngineLoadError`` and end the run instead, naming the setting to
+change: 401/403 on any request (the API key), 404 or a connection failure on the engine's first
+request (the URL or the model name, server down), three results in a row that could not connect
+(fewer when a call has fewer requests: the server went away mid-run; whatever was cached stays
+cached) and **the probe** (ours): until the server has answered once, requests go one at a time,
+at most three; when each of them is refused the same way (the same 4xx status and message but for
+its numbers, such as vLLM's "maximum context length is 2048 tokens ... you requested 4196", or a
+200 that is not JSON), the settings are wrong, not the requests, and nothing more is sent. The
+message says which setting the refusal points at (``_setting_hint``: a context-length refusal:
+``max_new_tokens``; one naming the model or a 404: the model name; a 200 that is not JSON:
+``base_url``; a parameter's name: that ``engine_options`` entry).
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+import re
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -79,6 +97,10 @@ _UNREACHABLE = "connection error"
 _RETRIED_STATUSES = (408, 409, 429)  # and >= 500: what the openai client retries
 # engine_options read elsewhere (the translation loop) or meant for local engines: ignored here
 _NOT_OURS = ("max_new_tokens", "device", "dtype", "cache_dir")
+# ours: until the server has answered once, requests go one at a time, at most this many; this
+# many refused the same way (the same 4xx and message but for numbers, or 200s that are not
+# JSON) is a configuration error, and the run stops instead of sending every request
+_PROBE = 3
 
 
 class OpenAIOptions(BaseModel):
@@ -111,6 +133,7 @@ class OpenAIEngine(Engine):
     name = "openai"
     prompt_kinds = ("chat", "plain")
     output_settings = ()
+    answers_alone = True
     transport_options = ("batch_size", "base_url", "api_key_env", "max_concurrency",
                          "max_retries", "timeout")
 
@@ -164,7 +187,13 @@ class OpenAIEngine(Engine):
             ("temperature", temperature), ("top_p", options.top_p),
             ("seed", options.seed)) if value is not None}
         self.max_tokens_param = options.max_tokens_param
-        self._checked = False  # has a first request reached the server?
+        parts = urlsplit(base_url)
+        self.address = f"{parts.scheme}://{self.host}{parts.path}"  # no user info
+        self.key_env = options.api_key_env
+        self._checked = False  # has the server answered a request?
+        self._sent = False  # has a first request been sent?
+        self._probed = 0  # requests sent one at a time so far (the probe)
+        self._refusals: list[str | None] = []  # what the probe's failed requests say
 
     def info(self) -> EngineInfo:
         claimed = (f"; registry revision {self.spec.revision} (not reported by the server)"
@@ -184,54 +213,123 @@ class OpenAIEngine(Engine):
     def generate_detailed(
         self, requests: Sequence[GenerationRequest]
     ) -> list[Generation | GenerationFailure]:
-        pending = list(requests)
-        results: list[Generation | GenerationFailure] = []
-        if pending and not self._checked:  # alone, so a bad URL or key fails once, quickly
-            results.append(self._complete(pending.pop(0), first=True))
-            self._raise_if_unreachable(results)
-            self._checked = True
-        if pending:
-            pool = ThreadPoolExecutor(min(self.max_concurrency, len(pending)), "openai-engine")
-            try:
-                chunk = list(pool.map(self._complete, pending))
-            finally:
-                pool.shutdown(cancel_futures=True)
-            self._raise_if_unreachable(chunk)
-            results += chunk
-        return results
+        results: list[Generation | GenerationFailure | None] = [None] * len(requests)
+        for index, result in self.generate_as_completed(requests):
+            results[index] = result
+        return [r for r in results if r is not None]
+
+    def generate_as_completed(
+        self, requests: Sequence[GenerationRequest]
+    ) -> Iterator[tuple[int, Generation | GenerationFailure]]:
+        """Each request's result as it finishes: up to ``max_concurrency`` in flight, the next
+        request sent as soon as the caller has taken a result (so requests sent and not yet
+        taken are never more than ``max_concurrency``: a caller that stores each result before
+        taking the next loses at most those to a kill). Until the server has answered once,
+        requests go one at a time (the probe, see the module docstring)."""
+        queue = list(range(len(requests)))
+        while queue and self._probing():
+            index = queue.pop(0)
+            result, refusal = self._attempt(requests[index], first=not self._sent)
+            self._sent = True
+            yield index, result  # the caller records it before a configuration error is raised
+            self._probe(requests[index], result, refusal)
+        if not queue:
+            return
+        workers = min(self.max_concurrency, len(queue))
+        waiting = deque(queue)
+        running: dict[Future, int] = {}
+        error: EngineLoadError | None = None
+        unreachable = 0
+        pool = ThreadPoolExecutor(workers, "openai-engine")
+        try:
+            while True:
+                # the next request goes out once the caller has taken the last result (and
+                # stored it): requests sent but not yet taken are at most max_concurrency
+                while waiting and error is None and len(running) < workers:
+                    index = waiting.popleft()
+                    running[pool.submit(self._attempt, requests[index])] = index
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = running.pop(future)
+                    try:
+                        result, _ = future.result()
+                    except EngineLoadError as stop:  # 401/403: the others in flight still end
+                        error = error or stop
+                        continue
+                    yield index, result
+                    unreachable = unreachable + 1 if _is_unreachable(result) else 0
+                    if error is None and unreachable >= min(_PROBE, len(queue)):
+                        error = EngineLoadError(  # the server went away mid-run
+                            f"{self.spec.id}: cannot reach {self.host}: {result}")
+        finally:
+            pool.shutdown(cancel_futures=True)
+        if error is not None:
+            raise error
 
     def close(self) -> None:
         self.client.close()
 
-    def _raise_if_unreachable(self, results: list[Generation | GenerationFailure]) -> None:
-        if results and all(
-            isinstance(r, GenerationFailure) and r.reason.startswith(_UNREACHABLE) for r in results
-        ):
-            raise EngineLoadError(f"{self.spec.id}: cannot reach {self.host}: {results[0]}")
+    def _probing(self) -> bool:
+        return not self._checked and self._probed < _PROBE
 
-    def _complete(self, request: GenerationRequest,
-                  first: bool = False) -> Generation | GenerationFailure:
-        """One request, with the client's retries; a failure becomes a GenerationFailure."""
+    def _probe(self, request: GenerationRequest, result: Generation | GenerationFailure,
+               refusal: _Refusal | None) -> None:
+        """After a request of the probe: raise when the server refuses the settings."""
+        self._probed += 1
+        if isinstance(result, Generation):
+            self._checked = True
+            return
+        if self._probed == 1 and _is_unreachable(result):
+            raise EngineLoadError(f"{self.spec.id}: cannot reach {self.host}: {result}")
+        self._refusals.append(refusal.signature if refusal else None)
+        same = len(set(self._refusals)) == 1 and self._refusals[0] is not None
+        if refusal and same and len(self._refusals) == _PROBE:
+            raise EngineLoadError(
+                f"{self.spec.id} at {self.host}: the first {len(self._refusals)} request(s) were "
+                f"all refused the same way ({result.reason}): the server refuses a setting, not "
+                f"single requests, so no other request was sent. "
+                f"{_setting_hint(refusal, request, self)}")
+
+    def _attempt(self, request: GenerationRequest, first: bool = False
+                 ) -> tuple[Generation | GenerationFailure, _Refusal | None]:
+        """One request, with the client's retries; a failure becomes a GenerationFailure, and
+        when the server refused the request outright (a 4xx that is not retried, a 200 that is
+        not JSON) the refusal comes with it."""
         import openai
 
         try:
-            return self._call(request)
+            return self._call(request), None
         except openai.APIStatusError as error:
             reason = self._redact(self._status_reason(error))
-            if error.status_code in (401, 403) or (first and error.status_code == 404):
-                raise EngineLoadError(f"{self.spec.id} at {self.host}: {reason}") from None
-            return GenerationFailure(reason)
+            status = error.status_code
+            refusal = _Refusal(status, self._redact(str(self._message(error))))
+            if status in (401, 403) or (first and status == 404):
+                raise EngineLoadError(f"{self.spec.id} at {self.host}: {reason}. "
+                                      f"{_setting_hint(refusal, request, self)}") from None
+            refused = 400 <= status < 500 and status not in _RETRIED_STATUSES
+            return GenerationFailure(reason), refusal if refused else None
         except openai.APITimeoutError:
             return GenerationFailure(
                 f"timed out after {self.timeout:g} s ({self.max_retries} retries)"
-            )
+            ), None
         except openai.APIConnectionError as error:
             cause = error.__cause__ or error
             return GenerationFailure(self._redact(
                 f"{_UNREACHABLE} ({self.max_retries} retries): {type(cause).__name__}: {cause}"
-            )[:300])
+            )[:300]), None
+        except json.JSONDecodeError as error:  # sent as JSON, but it is not
+            return self._not_json(error.doc)
+        except _NotJSON as error:
+            return self._not_json(error.body)
         except openai.OpenAIError as error:  # e.g. a response that is not OpenAI-shaped
-            return GenerationFailure(self._redact(f"{type(error).__name__}: {error}")[:300])
+            return GenerationFailure(self._redact(f"{type(error).__name__}: {error}")[:300]), None
+
+    def _not_json(self, body: object) -> tuple[GenerationFailure, _Refusal]:
+        snippet = self._redact(" ".join(str(body).split()))[:200]
+        return (GenerationFailure(f"the server answered 200 with a body that is not JSON: "
+                                  f"{snippet!r}"), _Refusal(200, "not JSON"))
 
     def _call(self, request: GenerationRequest) -> Generation | GenerationFailure:
         options: dict[str, Any] = {
@@ -249,29 +347,100 @@ class OpenAIEngine(Engine):
         else:
             raise EngineLoadError(f"the openai engine takes chat or plain prompts: {request.kind}")
         # the client does not validate responses: a proxy's HTML page arrives as a str
+        if isinstance(response, str | bytes) and not _is_json(response):
+            raise _NotJSON(response)
+        usage = getattr(response, "usage", None)
+        spent = {"prompt_tokens": _count(usage, "prompt_tokens"),
+                 "completion_tokens": _count(usage, "completion_tokens")}
         choices = getattr(response, "choices", None)
         if not choices:
-            return GenerationFailure("no choices in the response")
+            return GenerationFailure("no choices in the response", **spent)
         choice = choices[0]
         part = getattr(choice, "message", None) if request.kind == "chat" else choice
         text = getattr(part, "content" if request.kind == "chat" else "text", None)
         if not isinstance(text, str):
             return GenerationFailure(
-                f"no content (finish_reason={getattr(choice, 'finish_reason', None)})"
+                f"no content (finish_reason={getattr(choice, 'finish_reason', None)})", **spent
             )
-        usage = getattr(response, "usage", None)
-        return Generation(text, _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"))
+        return Generation(text, **spent)
 
-    def _status_reason(self, error: Any) -> str:
+    @staticmethod
+    def _message(error: Any) -> str:
         body = error.body
         message = body.get("message") if isinstance(body, dict) else body
+        return str(message or error.message)
+
+    def _status_reason(self, error: Any) -> str:
         status = error.status_code
         retried = status in _RETRIED_STATUSES or status >= 500
         after = f" after {self.max_retries} retries" if retried and self.max_retries else ""
-        return f"HTTP {status}{after}: {str(message or error.message)[:200]}"
+        return f"HTTP {status}{after}: {self._message(error)[:200]}"
 
     def _redact(self, text: str) -> str:
         return redact(text)
+
+
+class _NotJSON(Exception):
+    def __init__(self, body: str | bytes) -> None:
+        super().__init__("not JSON")
+        self.body = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+
+
+def _is_json(text: str | bytes) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_unreachable(result: Generation | GenerationFailure) -> bool:
+    return isinstance(result, GenerationFailure) and result.reason.startswith(_UNREACHABLE)
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """The server refused a request outright: its status and its message (redacted)."""
+
+    status: int
+    message: str
+
+    @property
+    def signature(self) -> str:
+        """What two refusals for the same setting share: the numbers blanked (a context-length
+        refusal states each request's own token count)."""
+        return f"{self.status}: {re.sub(r'[0-9]+', 'N', self.message)}"
+
+
+# (words in the refusal, the setting to change): the first that matches; ours
+_CONTEXT_WORDS = ("context length", "context window", "maximum context", "max_tokens",
+                  "max_completion_tokens", "too many tokens", "too large", "reduce the length")
+
+
+def _setting_hint(refusal: _Refusal, request: GenerationRequest, engine: OpenAIEngine) -> str:
+    """Which setting a refusal points at (the status and the message; our reading)."""
+    status, text = refusal.status, refusal.message.lower()
+    if status in (401, 403):
+        return (f"Check the API key: the variable engine_options.api_key_env names "
+                f"(${engine.key_env}), and that it may use model {engine.model!r}.")
+    if status == 200:
+        return (f"Check engine_options.base_url ({engine.address}): it should be the API's "
+                "address (for vLLM http://host:port/v1), not a web page or a proxy's.")
+    if any(word in text for word in _CONTEXT_WORDS):
+        return (f"Lower max_new_tokens (each request asks for {request.max_new_tokens} new "
+                "tokens) so that the prompt and the answer fit the model's context, or serve "
+                "the model with a longer context (vLLM: --max-model-len).")
+    if "model" in text or status == 404:
+        return (f"Check the model name: engine_options.model, or model when that is not set "
+                f"(now {engine.model!r}; the server's served name, e.g. vLLM "
+                f"--served-model-name), and engine_options.base_url ({engine.address}).")
+    sent = [name for name in ("temperature", "top_p", "seed", "stop", engine.max_tokens_param,
+                              *engine.extra_body) if name in text]
+    if sent:
+        return (f"Check engine_options ({', '.join(sent)}): the server refuses "
+                f"{'it' if len(sent) == 1 else 'them'}.")
+    return ("Check the settings sent with every request: max_new_tokens and engine_options "
+            "(model, temperature, top_p, seed, max_tokens_param, extra_body).")
 
 
 def _count(usage: Any, name: str) -> int | None:
