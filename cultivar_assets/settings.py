@@ -50,6 +50,7 @@ from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig, demo_er
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.paths import default_database
 from cultivar_assets.publish.config import PublishConfig
+from cultivar_assets.secrets import misplaced_secrets
 from cultivar_assets.site.config import SiteConfig
 
 DEMO_METRICS = MetricConfig(bleu_tokenize="13a")
@@ -122,6 +123,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
         return demo_settings()
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        misplaced = misplaced_secrets(raw, str(path))  # before pydantic could echo a value
+        if misplaced:
+            raise SettingsError("\n".join(misplaced))
         return Settings.model_validate(raw)
     except (OSError, yaml.YAMLError) as error:
         raise SettingsError(f"cannot read settings file {path}: {error}") from error

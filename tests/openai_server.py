@@ -9,7 +9,9 @@ server stops), or a status code as a string: ``"429"`` (with ``Retry-After: 0``;
 sets it), ``"500"``, ``"400"``, ``"401"``, ``"404"``... Every request is recorded, and the most
 requests ever in flight at once is tracked. ``answer``: a function of the request text giving the
 "ok" content instead (localisation tests answer in the localisation format). ``usage`` counts
-whitespace-separated words: of every message (or the prompt) and of the answer.
+whitespace-separated words: of every message (or the prompt) and of the answer. ``echo``: a
+function of the request's bearer key (a hostile server that puts it back, e.g. base64-encoded):
+its text is appended to every "ok" answer and is what the 401 message quotes instead of the key.
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ def request_text(body: dict[str, Any]) -> str:
 
 class FakeOpenAIServer:
     def __init__(self, delay: float = 0.0, hang_seconds: float = 10.0,
-                 answer: Callable[[str], str] | None = None) -> None:
+                 answer: Callable[[str], str] | None = None,
+                 echo: Callable[[str], str] | None = None) -> None:
         self.delay = delay  # seconds before each "ok" answer
         self.answer = answer
+        self.echo = echo
         self.hang_seconds = hang_seconds
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
@@ -163,6 +167,8 @@ class _Handler(BaseHTTPRequestHandler):
         lines = text.splitlines()
         content: str | None = (fake.answer(text) if fake.answer else
                                f"EN: {lines[-1] if lines else ''}")
+        if fake.echo and content is not None:
+            content += fake.echo(self._bearer())
         if action == "empty":
             content = ""
         elif action == "null":
@@ -186,7 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, retry_after: str) -> None:
         message = {
             400: "This model's maximum context length is 8 tokens.",
-            401: f"Incorrect API key provided: {self._bearer()}",
+            401: "Incorrect API key provided: " + (self.fake.echo or str)(self._bearer()),
             404: "The model does not exist.",
             429: "Rate limit reached.",
         }.get(status, "Internal server error.")

@@ -375,8 +375,8 @@ def localise(
                             items.append((keys[i], _encode(answer)))
                         else:  # a request that failed for good: reported, never cached
                             pending[i].failure = str(answer)
-                    cache.put_many(items)  # committed: a killed run keeps every finished chunk
-                    stored.update(items)
+                    # committed: a killed run keeps every finished chunk; secrets redacted
+                    stored.update(cache.put_many(items))
                     fresh.update(key for key, _ in items)
                     n_generated += len(items)
                     bar.update(len(chunk))
