@@ -267,6 +267,7 @@ def _name_problem(value: object) -> str | None:
         return "must be the name of an environment variable (a string)"
     if looks_like_secret(value):
         register(value)
+        register(value.strip())
         return ("holds what looks like a key or token itself, not the name of the environment "
                 "variable that holds it (the value is not repeated here): put the value in an "
                 "environment variable and write that variable's name here")
@@ -308,8 +309,10 @@ def misplaced_secrets(tree: object, where: str = "") -> list[str]:
                         problems.append(f"{here} {problem}")
                     continue
                 if SECRET_KEY_NAME.search(name) and value not in (None, "", {}, []):
-                    for item in _strings(value):
-                        register(item)
+                    for item in _strings(value):  # "Bearer <key>": the key is the secret
+                        parts = [part for part in item.split() if looks_like_secret(part)]
+                        for part in parts or [item]:
+                            register(part)
                     problems.append(
                         f"{here}: a key or token is never written in a settings or models file "
                         "(it would be stored and published with it; the value is not repeated "
