@@ -17,11 +17,12 @@ from openai_server import FakeOpenAIServer, fast_client
 from pydantic import ValidationError
 from secret_search import assert_secret_nowhere, found_forms
 
+from cultivar_assets import secrets
 from cultivar_assets.cli import main
 from cultivar_assets.construction.config import LocalisationConfig
 from cultivar_assets.models import ModelRegistryError, load_models
 from cultivar_assets.publish.config import PublishConfig
-from cultivar_assets.secrets import looks_like_secret, redact
+from cultivar_assets.secrets import redact
 from cultivar_assets.settings import SettingsError, load_settings
 from cultivar_assets.specs import ModelSpec
 
@@ -54,12 +55,12 @@ NAMES = ["OPENAI_API_KEY", "HF_TOKEN", "CULTIVAR_TEST_API_KEY", "MY_TOKEN_2", "h
 
 @pytest.mark.parametrize("kind", list(LOOK_LIKE))
 def test_values_that_look_like_keys_or_tokens(kind):
-    assert looks_like_secret(LOOK_LIKE[kind]())
+    assert secrets.looks_like_secret(LOOK_LIKE[kind]())
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_environment_variable_names_do_not_look_like_secrets(name):
-    assert not looks_like_secret(name)
+    assert not secrets.looks_like_secret(name)
 
 
 # --- refused in the files ------------------------------------------------------------------------
