@@ -51,8 +51,9 @@ the value (which is registered, so any other echo of it is redacted too):
 - a field that must hold an environment variable's *name* (``api_key_env``, ``token_env``, any
   key ending in ``_env``) holding something that is not a name (``[A-Za-z_][A-Za-z0-9_]*``) or
   that looks like a key or token;
-- a key that names a secret (``token``, ``api_key``, ``password``, ``secret``, ``*_token``,
-  ``*_key``, ...) with a value: secrets are never written in a settings or models file;
+- a key that names a secret (``token``, ``api_key``, ``password``, ``secret``,
+  ``authorization``, ``*_token``, ``*_key``, ``*_secret``, ``*_password``) with a value: secrets
+  are never written in a settings or models file;
 - a URL with credentials (``http://user:key@host``): refused, not stripped (ours: a URL that is
   silently changed would reach another server than the one written, and the file that holds the
   credentials is the thing to fix). ``$OPENAI_BASE_URL`` is never stored: its user info is
@@ -94,8 +95,8 @@ _AUTH_SCHEME = re.compile(r"^(Bearer|Basic|Token)\s+\S{16,}$", re.IGNORECASE)
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # keys of a settings or models file whose value would be a secret itself
 SECRET_KEY_NAME = re.compile(
-    r"(^|_)(token|api_?key|key|secret|password|passwd|credentials?|auth|authorization)$",
-    re.IGNORECASE)
+    r"^(token|api_?key|secret|password|passwd|credentials?|authorization)$"
+    r"|_(token|key|secret|password|passwd)$", re.IGNORECASE)
 _URL_WITH_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#\s]*)@", re.ASCII)
 
 _lock = threading.Lock()
