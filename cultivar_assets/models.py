@@ -25,6 +25,7 @@ from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.prompts import prompt_style_registry
 from cultivar_assets.engines.weights import weights_providers
 from cultivar_assets.registry import Registry
+from cultivar_assets.secrets import misplaced_secrets
 from cultivar_assets.specs import ModelSpec
 
 
@@ -70,6 +71,10 @@ def parse_models(entries: Any, where: str) -> list[ModelSpec]:
         label = f"entry {position}"
         if isinstance(entry, dict) and "id" in entry:
             label += f" ({entry['id']})"
+        misplaced = misplaced_secrets(entry)  # named without the value, which is never echoed
+        if misplaced:
+            problems += [f"{label}: {problem}" for problem in misplaced]
+            continue
         try:
             spec = ModelSpec.model_validate(entry)
         except ValidationError as error:

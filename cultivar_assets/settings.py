@@ -50,6 +50,7 @@ from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig, demo_er
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.paths import default_database
 from cultivar_assets.publish.config import PublishConfig
+from cultivar_assets.secrets import misplaced_secrets
 from cultivar_assets.site.config import SiteConfig
 
 DEMO_METRICS = MetricConfig(bleu_tokenize="13a")
@@ -150,6 +151,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
     if not isinstance(raw, dict):
         raise SettingsError(f"settings file {path} must hold a mapping of sections (data, "
                             f"metrics, models, …), not a {type(raw).__name__}")
+    misplaced = misplaced_secrets(raw, str(path))  # before pydantic could echo a value
+    if misplaced:
+        raise SettingsError("\n".join(misplaced))
     try:
         return Settings.model_validate(raw)
     except ValidationError as error:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from cultivar_assets.secrets import refuse_misplaced_secrets
 
 ModelType = Literal["LLM", "MT", "LLM+MT", "baseline"]
 # Model ids name partitions, cache files and site pages: a Hub repository name's characters, and
@@ -41,7 +43,9 @@ class ReportedResults(BaseModel):
 class ModelSpec(BaseModel):
     """One entry of the model registry (field meanings: the header of ``models.yaml``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+    # engine_options may hold a misplaced secret: pydantic's message never repeats an input
+    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=(),
+                              hide_input_in_errors=True)
 
     id: str = Field(pattern=MODEL_ID_PATTERN, max_length=MODEL_ID_MAX_LENGTH)
     hf_id: str | None = None
@@ -58,3 +62,11 @@ class ModelSpec(BaseModel):
     notes: str | None = None
     license: str | None = None  # the weights' licence as its holder names it (None: not recorded)
     reported: ReportedResults | None = None  # the paper's Table 3 figures, kept apart
+
+    @field_validator("engine_options")
+    @classmethod
+    def _no_secret_in_engine_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """A key's value in ``api_key_env``, a ``token``/``api_key`` option or a URL with
+        credentials is refused (:func:`cultivar_assets.secrets.misplaced_secrets`): the entry is
+        stored in the database and published with the site."""
+        return refuse_misplaced_secrets(value)

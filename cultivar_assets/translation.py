@@ -30,6 +30,7 @@ from cultivar_assets.engines.cleaning import clean_output
 from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
 from cultivar_assets.paths import translation_cache_dir
+from cultivar_assets.secrets import redact
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.sqlfiles import statement_text
 
@@ -110,9 +111,15 @@ class TranslationCache:
         query = statement_text("cache_get_outputs")
         return dict(self._db.execute(query, (json.dumps(list(keys)),)).fetchall())
 
-    def put_many(self, items: Sequence[tuple[str, str]]) -> None:
+    def put_many(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Store ``(key, output)`` pairs in one transaction and return them as stored: with
+        every registered secret redacted (:func:`cultivar_assets.secrets.redact`), since a server
+        may put the request's key into its answer. Callers keep the returned outputs, so that
+        nothing downstream (database, site, dataset) sees the unredacted text."""
+        stored = [(key, redact(output)) for key, output in items]
         with self._db:  # one transaction: the whole batch or nothing
-            self._db.executemany(statement_text("cache_put_output"), items)
+            self._db.executemany(statement_text("cache_put_output"), stored)
+        return stored
 
     def engine_info(self, fingerprint: str) -> EngineInfo | None:
         row = self._db.execute(statement_text("cache_get_engine_info"),
@@ -241,9 +248,8 @@ def _generate(engine, pending, cache, outputs, failed, total, progress, show_bar
                 if isinstance(raw, str):
                     items.append((key, raw))
                 else:  # a GenerationFailure: reported, never stored as a translation
-                    failed[key] = str(raw)
-            cache.put_many(items)
-            outputs.update(items)
+                    failed[key] = redact(str(raw))
+            outputs.update(cache.put_many(items))
             done += len(batch)
             bar.update(len(batch))
             if progress:

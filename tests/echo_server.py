@@ -2,7 +2,9 @@
 
 Some proxies and servers put the request's headers (``Authorization`` included) and body into
 their error messages. Every request gets ``status`` with a JSON body that quotes them, so any
-code path that prints a server's error text would print the secret the client sent.
+code path that prints a server's error text would print the secret the client sent. ``echo``
+(a function of the ``Authorization`` header's value) chooses the form it is quoted in: as sent
+by default; base64-encoded, split in two, ... (tests/test_secrets.py).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class EchoServer:
-    def __init__(self, status: int = 500) -> None:
+    def __init__(self, status: int = 500, echo=None) -> None:
         self.status = status
+        self.echo = echo or (lambda sent: sent)
         self.requests: list[dict] = []
         server = self
 
@@ -26,6 +29,7 @@ class EchoServer:
                 sent = self.headers.get("Authorization") or "none"  # case-insensitive lookup
                 server.requests.append({"method": self.command, "path": self.path,
                                         "headers": headers, "authorization": sent})
+                sent = server.echo(sent)
                 payload = json.dumps({
                     "error": f"bad credentials, you sent {sent}",
                     "message": f"bad credentials, you sent {sent}; headers: {headers}",

@@ -18,6 +18,9 @@ request-seconds in flight (``busy_seconds``) are tracked. ``answer``: a function
 request text giving the "ok" content instead (localisation tests answer in the localisation
 format). ``usage`` counts whitespace-separated words: of every message (or the prompt) and of
 the answer.
+``echo``: a function of the request's bearer key (a hostile server that puts it back, e.g.
+base64-encoded): its text is appended to every "ok" answer and is what the 401 message quotes
+instead of the key.
 """
 
 from __future__ import annotations
@@ -50,10 +53,12 @@ def request_text(body: dict[str, Any]) -> str:
 
 class FakeOpenAIServer:
     def __init__(self, delay: float | Callable[[str], float] = 0.0, hang_seconds: float = 10.0,
-                 answer: Callable[[str], str] | None = None, context: int | None = None) -> None:
+                 answer: Callable[[str], str] | None = None, context: int | None = None,
+                 echo: Callable[[str], str] | None = None) -> None:
         self.delay = delay  # seconds before each "ok" answer, or a function of the request text
         self.context = context
         self.answer = answer
+        self.echo = echo
         self.hang_seconds = hang_seconds
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
@@ -200,6 +205,8 @@ class _Handler(BaseHTTPRequestHandler):
         lines = text.splitlines()
         content: str | None = (fake.answer(text) if fake.answer else
                                f"EN: {lines[-1] if lines else ''}")
+        if fake.echo and content is not None:
+            content += fake.echo(self._bearer())
         if action == "empty":
             content = ""
         elif action == "null":
@@ -223,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, retry_after: str) -> None:
         message = {
             400: "This model's maximum context length is 8 tokens.",
-            401: f"Incorrect API key provided: {self._bearer()}",
+            401: "Incorrect API key provided: " + (self.fake.echo or str)(self._bearer()),
             404: "The model does not exist.",
             429: "Rate limit reached.",
         }.get(status, "Internal server error.")

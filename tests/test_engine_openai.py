@@ -208,11 +208,14 @@ def test_configuration(server, monkeypatch):
     assert server.requests[-1].headers["authorization"] == "Bearer EMPTY"
 
 
-def test_info_names_client_model_and_host_but_not_the_key(server):
+def test_info_names_client_model_and_host_but_not_the_key(server, monkeypatch):
     import openai
 
     url = server.url.replace("http://", f"http://user:{KEY}@")
-    info = make_engine(url).info()
+    # a URL with credentials is refused in engine_options (tests/test_secrets_misplaced.py);
+    # from $OPENAI_BASE_URL, which is never stored, it is used in memory
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    info = make_engine(None).info()
     host = server.url.split("/")[2]
     assert info.engine == "openai"
     assert info.engine_version == (

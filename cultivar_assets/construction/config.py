@@ -38,6 +38,7 @@ from cultivar_assets.data.locales import get_locale
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import built_dataset_dir, demo_dataset_dir
 from cultivar_assets.paths import cultivar_home
+from cultivar_assets.secrets import refuse_misplaced_secrets
 
 
 def demo_annotations_dir() -> Path:
@@ -128,7 +129,8 @@ class LocalisationConfig(BaseModel):
     - ``label``: how the localiser is described (default: the template's label, else the model).
     """
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    # engine_options may hold a misplaced secret: pydantic's message never repeats an input
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), hide_input_in_errors=True)
 
     locales: list[str] | None = None  # None: every locale of the registry
     prompt: str = "cultivar-paper"
@@ -158,6 +160,11 @@ class LocalisationConfig(BaseModel):
         if value is not None and len(set(value)) != len(value):
             raise ValueError(f"a locale is listed twice: {value}")
         return value
+
+    @field_validator("engine_options")
+    @classmethod
+    def _no_secret_in_engine_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return refuse_misplaced_secrets(value, "engine_options")  # as in models.yaml
 
     @model_validator(mode="after")
     def _prices_together(self) -> LocalisationConfig:

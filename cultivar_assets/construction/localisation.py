@@ -515,8 +515,8 @@ def localise(
                                         pending[i].locale, pending[i].pair.instance_id, attempt,
                                         str(answer), answer.prompt_tokens,
                                         answer.completion_tokens))
-                            cache.put_many(items)  # committed: a killed run keeps each answer
-                            stored.update(items)
+                            # committed: a killed run keeps each answer; secrets redacted
+                            stored.update(cache.put_many(items))
                             fresh.update(key for key, _ in items)
                             spend.n_generated += len(items)
                             bar.update(len(arrived))

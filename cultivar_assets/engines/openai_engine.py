@@ -86,7 +86,7 @@ from cultivar_assets.engines.base import (
     GenerationFailure,
 )
 from cultivar_assets.engines.prompts import GenerationRequest
-from cultivar_assets.secrets import redact, secret_from_env
+from cultivar_assets.secrets import redact, redact_cut, register, secret_from_env
 
 if TYPE_CHECKING:
     from cultivar_assets.specs import ModelSpec
@@ -148,6 +148,8 @@ class OpenAIEngine(Engine):
             )
             raise EngineLoadError(f"{spec.id}: bad engine_options: {problems}") from None
         base_url = options.base_url or os.environ.get("OPENAI_BASE_URL")
+        if base_url and urlsplit(base_url).password:  # only from the environment: used in memory
+            register(urlsplit(base_url).password)
         if not base_url:
             raise EngineLoadError(
                 f"{spec.id}: the openai engine needs engine_options.base_url or $OPENAI_BASE_URL "
@@ -374,7 +376,8 @@ class OpenAIEngine(Engine):
         status = error.status_code
         retried = status in _RETRIED_STATUSES or status >= 500
         after = f" after {self.max_retries} retries" if retried and self.max_retries else ""
-        return f"HTTP {status}{after}: {self._message(error)[:200]}"
+        # redacted before it is cut: a key that straddles the cut would leak its first part
+        return f"HTTP {status}{after}: {redact_cut(self._message(error), 200)}"
 
     def _redact(self, text: str) -> str:
         return redact(text)

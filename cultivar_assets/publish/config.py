@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from cultivar_assets.paths import cultivar_home
-from cultivar_assets.secrets import secret_from_env
+from cultivar_assets.secrets import env_name, secret_from_env, url_without_credentials
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$", re.ASCII)
 
@@ -27,7 +27,8 @@ def default_folder() -> Path:
 class PublishConfig(BaseModel):
     """Where the dataset folder is written, what it holds, and where it is pushed."""
 
-    model_config = ConfigDict(extra="forbid")
+    # a value refused here may be a token: pydantic's message never repeats an input
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     folder: str | None = None  # default: $CULTIVAR_HOME/publish/hf_dataset
     include_originals: bool | None = None  # None: only for the demo data (see module docstring)
@@ -45,6 +46,16 @@ class PublishConfig(BaseModel):
         if value is not None and not REPO_ID.match(value):
             raise ValueError(f"repo_id {value!r} is not <namespace>/<name>")
         return value
+
+    @field_validator("token_env")
+    @classmethod
+    def _token_env(cls, value: str) -> str:
+        return env_name(value, "token_env")  # a name, never the token itself
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return url_without_credentials(value, "endpoint")
 
     @property
     def folder_path(self) -> Path:
