@@ -35,10 +35,10 @@ checks the C++ port against the pure-Python port and against the JavaScript on t
 Tokens outside the equal parts are *changed*.
 
 **Cost** (what ``benchmarks/bench_ingest.py`` measures). Tokenising and encoding are linear in
-the text's length (one pass of ``str.translate`` and one regular expression, both in C). The
-diff is Myers's O((N + M) D) algorithm (N, M the token counts, D the tokens changed): linear for
-a text with few edits, quadratic only when two long texts share almost nothing; the annotation
-file's per-text limit (``annotation_file.IngestLimits``) bounds it.
+the text's length (one regular expression, run in C). The diff is Myers's O((N + M) D)
+algorithm (N, M the token counts, D the tokens changed): linear for a text with few edits,
+quadratic only when two long texts share almost nothing; the annotation file's per-text limit
+(``annotation_file.IngestLimits``) bounds it.
 
 **Edit** (paper: "a modified continuous string surrounded by original strings"): a maximal run of
 changed tokens — deletions, insertions or replacements — between two unchanged tokens (or the
@@ -100,34 +100,35 @@ def _is_word_char(char: str) -> bool:
     return char in JOINERS or unicodedata.category(char)[0] in "LMN"
 
 
-# Each code point's class for the tokeniser: "w" a word character, " " whitespace, "o" any other.
 @cache
-def _char_class(char: str) -> str:
-    if char in WHITESPACE:
-        return " "
-    return "w" if _is_word_char(char) else "o"
+def _is_word_char_cached(char: str) -> bool:
+    return _is_word_char(char)
 
 
-_TOKEN_PATTERNS = {"word": re.compile(r"w+|o"), "char": re.compile(r"[wo]")}
+_NOT_WHITESPACE = "[^" + "".join(map(re.escape, sorted(WHITESPACE))) + "]"
 
 
-def _token_spans(text: str, mode: Mode) -> list[tuple[int, int]]:
-    """``(start, end)`` of each token: the text mapped to its classes (one ``str.translate``),
-    then one regular expression over the classes; linear in the length of ``text``."""
+def _token_pattern(text: str, mode: Mode) -> re.Pattern[str]:
+    """A regular expression whose matches in ``text`` are its tokens: in word mode, a run of the
+    word characters that occur in ``text`` (listed in one character class), or one other
+    non-whitespace code point; in character mode, every non-whitespace code point. Matching it
+    is one pass over the text in C: linear in its length."""
     if mode not in ("word", "char"):
         raise ValueError(f"unknown token mode {mode!r} (expected 'word' or 'char')")
-    classes = text.translate({ord(char): _char_class(char) for char in set(text)})
-    return [match.span() for match in _TOKEN_PATTERNS[mode].finditer(classes)]
+    words = sorted(c for c in set(text) if _is_word_char_cached(c)) if mode == "word" else []
+    if not words:
+        return re.compile(_NOT_WHITESPACE)
+    return re.compile("[" + "".join(map(re.escape, words)) + "]+|" + _NOT_WHITESPACE)
 
 
 def tokenize(text: str, mode: Mode) -> list[Token]:
     """The tokens of ``text`` in ``mode`` (see the module docstring)."""
-    return [Token(text[start:end], start, end) for start, end in _token_spans(text, mode)]
+    return [Token(m.group(), m.start(), m.end()) for m in _token_pattern(text, mode).finditer(text)]
 
 
 def token_texts(text: str, mode: Mode) -> list[str]:
     """The tokens of ``text`` as strings (:func:`tokenize` without the offsets)."""
-    return [text[start:end] for start, end in _token_spans(text, mode)]
+    return _token_pattern(text, mode).findall(text)
 
 
 def _encode(a: list[str], b: list[str]) -> tuple[str, str]:
