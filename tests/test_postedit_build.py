@@ -152,6 +152,7 @@ def bad_files(tmp_path, store) -> dict[str, tuple[str, str]]:
     bad("originals", originals, "original.english: differs from the source benchmark's text")
     stale = json.loads(json.dumps(good))
     stale["task"]["drafts_hash"] = "0" * 64
+    stale["task"]["task_id"] = f"{task.locale}-{'0' * 12}"  # a header that agrees with itself
     bad("other_drafts", stale, "the file was made against other drafts of deu_Latn_Switzerland")
     return files
 
