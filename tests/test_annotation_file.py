@@ -172,7 +172,7 @@ BAD_FILES = [
     ("a text over the per-text limit", lambda g: mutate(
         g, set_item(5, "final.source", "Berlin " * 300)),
      "instance 5, items[5].final.source: is 2,100 characters long, more than the limit of "
-     "2,000 characters per text (setting construction.annotation.max_text_chars)", 5),
+     "1,000 characters per text (setting construction.annotation.max_text_chars)", 5),
     ("a header locale other than its task id's", lambda g: mutate(
         g, lambda d: d["task"].update(task_id=d["task"]["task_id"].replace(
             "deu_Latn_Germany", "deu_Latn_Switzerland"))),
@@ -334,7 +334,7 @@ def test_the_limits_come_from_the_settings():
     from cultivar_assets.construction.config import AnnotationConfig
 
     assert AnnotationConfig().limits() == IngestLimits(max_file_bytes=20_000_000,
-                                                       max_text_chars=2_000)
+                                                       max_text_chars=1_000)
     assert AnnotationConfig(max_file_mb=0.5, max_text_chars=300).limits() == IngestLimits(
         max_file_bytes=500_000, max_text_chars=300)
     with pytest.raises(ValueError):

@@ -219,7 +219,7 @@ class AnnotationConfig(BaseModel):
     the tool downloads it; default ``$CULTIVAR_HOME/construction/annotations``); ``tools_dir``:
     the tool pages, ``<tools_dir>/<locale>/index.html`` (default
     ``$CULTIVAR_HOME/construction/postedit``); ``max_file_mb`` (default 20, MB of 1,000,000
-    bytes) and ``max_text_chars`` (default 2,000): the largest annotation file the ingest reads
+    bytes) and ``max_text_chars`` (default 1,000): the largest annotation file the ingest reads
     and the longest string in it (``annotation_file.IngestLimits`` says why these defaults).
     """
 
