@@ -23,7 +23,8 @@ with any problem (checks 1-3 are those of every tool file, ``site/tool_files.py`
    (an unpaired ``\\ud800``-style escape), no C0 control character (U+0000-U+001F) except tab
    and line feed inside the six texts of an item (``original``, ``draft`` and ``final``,
    ``source`` and ``english``: the tool's edit boxes can hold them, and they are whitespace to
-   the edit counts), and at most :attr:`IngestLimits.max_text_chars` characters; checked
+   the edit counts; ours, per field: nowhere else, and no carriage return anywhere, which the
+   tool's boxes never give), and at most :attr:`IngestLimits.max_text_chars` characters; checked
    before the schema, so that no later message repeats such a string;
 3. the structure follows the schema (all schema errors are listed; an integer written with a
    decimal point, ``3.0``, is not an integer here);
