@@ -443,7 +443,8 @@ def cmd_build_ingest(args: argparse.Namespace) -> int:
     from cultivar_assets.store.database import Store
 
     settings = _settings(args)
-    files = ingest_files(Store(settings.database_path), [Path(p) for p in args.files])
+    files = ingest_files(Store(settings.database_path), [Path(p) for p in args.files],
+                         settings.construction.annotation.limits())
     folder = settings.construction.annotation.folder_path()
     for file in files:
         row = table1_row(file.locale, file.annotations)

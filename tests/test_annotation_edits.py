@@ -12,9 +12,14 @@ import pytest
 from conftest import REPO_ROOT
 
 from cultivar_assets.construction.text_edits import (
+    JOINERS,
+    WHITESPACE,
+    _encode,
     count_changed_tokens,
     count_edits,
+    diff_ops,
     mode_for_locale,
+    token_texts,
     tokenize,
 )
 
@@ -85,18 +90,23 @@ def test_mode_follows_the_locales_script():
         tokenize("x", "words")
 
 
-def random_cases(n: int, seed: int = 11) -> list[tuple[str, str, str]]:
+WORDS = ["Berlin", "München", "Anna", "die", "der", "FC", "9:30", "Uhr", ",", ".", "(", ")",
+         "नरेंद्र", "मोदी", "ने", "दिल्ली", "北京", "大学", "的", "山田", "さん", "😀",
+         "Straße", "km²", "don't", "«", "»", "–", "2025"]
+# issue 16: tab and line feed (allowed in a final text), a lone surrogate, a joiner, a mark
+ODD_WORDS = ["a\tb", "x\ny", "\ud800", "می\u200cخواهم", "e\u0301", "\u00a0", "\u3000"]
+
+
+def random_cases(n: int, seed: int = 11, max_words: int = 14, max_changes: int = 5,
+                 words: list[str] = WORDS) -> list[tuple[str, str, str]]:
     """Sentences of mixed-script words with random replacements, insertions and deletions."""
     rng = random.Random(seed)
-    words = ["Berlin", "München", "Anna", "die", "der", "FC", "9:30", "Uhr", ",", ".", "(", ")",
-             "नरेंद्र", "मोदी", "ने", "दिल्ली", "北京", "大学", "的", "山田", "さん", "😀",
-             "Straße", "km²", "don't", "«", "»", "–", "2025"]
     cases = []
     for index in range(n):
         mode = "char" if index % 3 == 0 else "word"
-        a = [rng.choice(words) for _ in range(rng.randint(0, 14))]
+        a = [rng.choice(words) for _ in range(rng.randint(0, max_words))]
         b = list(a)
-        for _ in range(rng.randint(0, 5)):
+        for _ in range(rng.randint(0, max_changes)):
             kind = rng.random()
             if kind < 0.4 and b:
                 b[rng.randrange(len(b))] = rng.choice(words)
@@ -158,3 +168,55 @@ def test_javascript_agrees_with_python_on_random_edits():
             disagreements.append((a, b, mode, js, python))
     assert disagreements == []
     assert sum(count_edits(a, b, m) > 0 for a, b, m in cases) > 300  # the cases do edit
+
+
+def reference_tokens(text: str, mode: str) -> list[str]:
+    """The tokenisation of the module docstring, one code point at a time (as the JavaScript
+    does it): the reference the regular-expression tokeniser is checked against."""
+    import unicodedata
+
+    def word(char: str) -> bool:
+        return char in JOINERS or unicodedata.category(char)[0] in "LMN"
+
+    tokens, position = [], 0
+    while position < len(text):
+        if text[position] in WHITESPACE:
+            position += 1
+            continue
+        end = position + 1
+        if mode == "word" and word(text[position]):
+            while end < len(text) and word(text[end]):
+                end += 1
+        tokens.append(text[position:end])
+        position = end
+    return tokens
+
+
+def test_the_cpp_diff_and_the_tokeniser_agree_with_the_pure_python_references():
+    """text_edits runs diff-match-patch's C++ port; Google's pure-Python port (the library the
+    counts were defined with) must find the same diffs, token for token."""
+    from diff_match_patch import diff_match_patch
+
+    reference = diff_match_patch()
+    reference.Diff_Timeout = 0
+    cases = (random_cases(1500, seed=21, max_words=60, max_changes=12)
+             + random_cases(500, seed=22, words=WORDS + ODD_WORDS))
+    for a, b, mode in cases:
+        tokens_a, tokens_b = token_texts(a, mode), token_texts(b, mode)
+        assert tokens_a == reference_tokens(a, mode), (a, mode)
+        left, right = _encode(tokens_a, tokens_b)
+        expected = [(op, len(part)) for op, part in reference.diff_main(left, right, False)]
+        assert diff_ops(tokens_a, tokens_b) == expected, (a, b, mode)
+
+
+@needs_node
+def test_javascript_agrees_with_python_on_long_and_odd_texts():
+    """Longer texts (up to 120 words, 30 changes) and odd characters: tab, line feed, a lone
+    surrogate, joiners, combining marks, no-break and ideographic spaces."""
+    cases = (random_cases(150, seed=31, max_words=120, max_changes=30)
+             + random_cases(150, seed=32, words=WORDS + ODD_WORDS))
+    results = run_js(cases)
+    for (a, b, mode), js in zip(cases, results, strict=True):
+        assert (js["before"], js["edits"], js["changed"]) == (
+            token_texts(a, mode), count_edits(a, b, mode), count_changed_tokens(a, b, mode)), (
+            a, b, mode)

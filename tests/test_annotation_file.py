@@ -15,6 +15,7 @@ from annotation_helpers import annotation_document, demo_drafts
 
 from cultivar_assets.construction.annotation_file import (
     AnnotationFileError,
+    IngestLimits,
     annotation_schema,
     find_annotation_file,
     read_annotation_file,
@@ -144,7 +145,8 @@ BAD_FILES = [
      "instance 8, locale: is deu_Latn_Austria, not the task's deu_Latn_Germany", 8),
     ("wrong locale in the header", lambda g: mutate(
         g, lambda d: d["task"].update(locale="deu_Latn_Switzerland")),
-     "task.locale: is deu_Latn_Switzerland, not deu_Latn_Germany", None),
+     "a task of deu_Latn_Germany, but task.locale is deu_Latn_Switzerland: the header "
+     "contradicts itself", None),
     ("original differs", lambda g: mutate(g, set_item(9, "original.source", "Anders.")),
      "instance 9, original.source: differs from the task's original text", 9),
     ("draft differs", lambda g: mutate(g, set_item(10, "draft.english", "Another draft.")),
@@ -157,6 +159,33 @@ BAD_FILES = [
      "is not an ISO 8601 timestamp", 11),
     ("no annotator label", lambda g: mutate(g, lambda d: d["task"].update(annotator="")),
      "task.annotator: is empty", None),
+    # issue 16 §4: what used to pass validation and fail (or be stored) later
+    ("a lone surrogate (a JSON escape)", lambda g: json.dumps(mutate(
+        g, set_item(3, "final.source", "Ein Satz \ud800 mit Rest."))).encode(),
+     "instance 3, items[3].final.source: holds a lone surrogate, U+D800, at character 10", 3),
+    ("NUL in a final text", lambda g: mutate(g, set_item(4, "final.english", "In\x00Berlin.")),
+     "instance 4, items[4].final.english: holds the control character U+0000 at character 3 "
+     "(only tab and line feed are allowed in a text)", 4),
+    ("a control character in the annotator label", lambda g: mutate(
+        g, lambda d: d["task"].update(annotator="ann\ta")),
+     "task.annotator: holds the control character U+0009 at character 4", None),
+    ("a text over the per-text limit", lambda g: mutate(
+        g, set_item(5, "final.source", "Berlin " * 300)),
+     "instance 5, items[5].final.source: is 2,100 characters long, more than the limit of "
+     "1,000 characters per text (setting construction.annotation.max_text_chars)", 5),
+    ("a header locale other than its task id's", lambda g: mutate(
+        g, lambda d: d["task"].update(task_id=d["task"]["task_id"].replace(
+            "deu_Latn_Germany", "deu_Latn_Switzerland"))),
+     "a task of deu_Latn_Switzerland, but task.locale is deu_Latn_Germany: the header "
+     "contradicts itself", None),
+    ("a task id whose digits are not its drafts hash's", lambda g: mutate(
+        g, lambda d: d["task"].update(task_id="deu_Latn_Germany-" + "0" * 12)),
+     "task.task_id: ends in 000000000000, but task.drafts_hash begins", None),
+    ("an id written as a float", lambda g: mutate(g, set_item(3, "instance_id", 3.0)),
+     "items[3].instance_id: must be an integer, not the number 3.0 (write 3)", None),
+    ("a schema version written as a float", lambda g: mutate(
+        g, lambda d: d.update(schema_version=1.0)),
+     "schema_version: is 1.0; this reader reads schema version 1 only", None),
 ]
 
 
@@ -215,6 +244,19 @@ def test_a_bad_file_changes_nothing_and_a_corrected_one_replaces_the_rows(tmp_pa
             ingest_annotation_file(store, bad, task)
         assert store.query("locale_annotations", locale=task.locale) == before, kind
 
+    # over the file-size limit: a sparse file, refused by its size before a byte is read
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as handle:
+        handle.truncate(20_000_001)
+    with pytest.raises(AnnotationFileError, match="is 20,000,001 bytes"):
+        ingest_annotation_file(store, huge, task)
+    assert store.query("locale_annotations", locale=task.locale) == before
+    # over configured limits
+    small = IngestLimits(max_file_bytes=1_000, max_text_chars=10)
+    with pytest.raises(AnnotationFileError, match="more than the limit of 1,000 bytes"):
+        ingest_annotation_file(store, write(tmp_path, good, "bad.json"), task, limits=small)
+    assert store.query("locale_annotations", locale=task.locale) == before
+
     corrected = write(tmp_path, good, "deu_Latn_Germany-second.json")
     ingest_annotation_file(store, corrected, task)
     after = store.query("locale_annotations", locale=task.locale)
@@ -262,3 +304,53 @@ def test_a_deeply_nested_file_is_refused_in_one_line(tmp_path, task, depth):
 def test_a_directory_given_as_the_file_is_named_as_one(tmp_path, task):
     with pytest.raises(AnnotationFileError, match="is a directory, not a file"):
         read_annotation_file(tmp_path, task)  # it said "no such file"
+
+
+def test_the_size_limit_is_checked_before_the_file_is_read(tmp_path, task, good, monkeypatch):
+    path = write(tmp_path, good)
+    size = path.stat().st_size
+    opened = []
+    real_open = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: opened.append(self) or real_open(
+        self, *a, **k))
+    error = problems_of(path, task, limits=IngestLimits(max_file_bytes=size - 1))
+    assert [(p.field, p.message) for p in error.problems] == [("(file)", (
+        f"is {size:,} bytes ({size / 1e6:.1f} MB), more than the limit of {size - 1:,} bytes "
+        "for an annotation file (setting construction.annotation.max_file_mb); nothing of it "
+        "was read"))]
+    assert opened == []
+    assert read_annotation_file(path, task, limits=IngestLimits(max_file_bytes=size))
+
+
+def test_the_per_text_limit_counts_characters_and_names_each_text(tmp_path, task, good):
+    longest = max(len(item[part][side] or "") for item in good["items"]
+                  for part in ("original", "draft", "final") for side in ("source", "english"))
+    path = write(tmp_path, good)
+    assert read_annotation_file(path, task, limits=IngestLimits(max_text_chars=longest))
+    error = problems_of(path, task, limits=IngestLimits(max_text_chars=longest - 1))
+    assert error.problems and all("more than the limit of" in p.message for p in error.problems)
+    assert all(p.field.startswith("items[") and p.instance is not None for p in error.problems)
+
+
+def test_tab_and_line_feed_are_text_in_the_six_texts_only(tmp_path, task, good):
+    first = task.drafts[0]
+    document = mutate(good, set_item(0, "final.source", first.source_draft + "\n\tEnde."))
+    file = read_annotation_file(write(tmp_path, document), task)
+    assert file.annotations[0].source_final.endswith("\n\tEnde.")
+    assert file.annotations[0].source_edits == 1  # the whitespace is no token
+    carriage = mutate(good, set_item(0, "final.source", first.source_draft + "\r"))
+    assert "U+000D" in str(problems_of(write(tmp_path, carriage), task))
+    tabbed = mutate(good, set_item(0, "draft.prompt_hash", "\t" + first.prompt_hash))
+    assert "instance 0, items[0].draft.prompt_hash: holds the control character U+0009" in str(
+        problems_of(write(tmp_path, tabbed), task))
+
+
+def test_the_limits_come_from_the_settings():
+    from cultivar_assets.construction.config import AnnotationConfig
+
+    assert AnnotationConfig().limits() == IngestLimits(max_file_bytes=20_000_000,
+                                                       max_text_chars=1_000)
+    assert AnnotationConfig(max_file_mb=0.5, max_text_chars=300).limits() == IngestLimits(
+        max_file_bytes=500_000, max_text_chars=300)
+    with pytest.raises(ValueError):
+        AnnotationConfig(max_text_chars=0)

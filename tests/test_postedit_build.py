@@ -152,7 +152,15 @@ def bad_files(tmp_path, store) -> dict[str, tuple[str, str]]:
     bad("originals", originals, "original.english: differs from the source benchmark's text")
     stale = json.loads(json.dumps(good))
     stale["task"]["drafts_hash"] = "0" * 64
+    stale["task"]["task_id"] = f"{task.locale}-{'0' * 12}"  # a header that agrees with itself
     bad("other_drafts", stale, "the file was made against other drafts of deu_Latn_Switzerland")
+    surrogate = json.loads(json.dumps(good))
+    surrogate["items"][1]["final"]["source"] += " \ud800"
+    bad("lone_surrogate", json.dumps(surrogate).encode(),  # the escape, as JSON writes it
+        "items[1].final.source: holds a lone surrogate, U+D800")
+    float_id = json.loads(json.dumps(good))
+    float_id["items"][6]["instance_id"] = float(float_id["items"][6]["instance_id"])
+    bad("float_id", float_id, "items[6].instance_id: must be an integer, not the number")
     return files
 
 

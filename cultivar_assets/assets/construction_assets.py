@@ -158,7 +158,7 @@ def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResourc
     ``annotation_summary``). A file with any problem changes nothing."""
     locale = context.partition_key
     config = annotation.config()
-    file = ingest_folder_locale(store.store(), config.folder_path(), locale)
+    file = ingest_folder_locale(store.store(), config.folder_path(), locale, config.limits())
     row = table1_row(locale, file.annotations)
     return dg.MaterializeResult(metadata={
         "locale": locale,

@@ -15,25 +15,42 @@ The file's structure is the JSON Schema ``annotation.schema.json`` in this folde
 :class:`AnnotationFileError` (file, instance, field, what is wrong), returning nothing from a file
 with any problem (checks 1-3 are those of every tool file, ``site/tool_files.py``):
 
+0. the file is at most :attr:`IngestLimits.max_file_bytes` long (looked up before it is read,
+   and never more than that is read);
 1. the bytes are UTF-8 (a leading byte-order mark is allowed) and complete, valid JSON;
 2. ``format`` and ``schema_version`` are this reader's (other versions are not read further);
-3. the structure follows the schema (all schema errors are listed);
-4. the file belongs to the task: ``task_id``, ``locale``, ``drafts_hash``, ``n_items`` and
-   ``source_mode`` equal the task's (a file for another task or other drafts is not compared item
-   by item: it is simply the wrong file);
+2a. every string is Unicode text that can be stored (:func:`check_strings`): no lone surrogate
+   (an unpaired ``\\ud800``-style escape), no C0 control character (U+0000-U+001F) except tab
+   and line feed inside the six texts of an item (``original``, ``draft`` and ``final``,
+   ``source`` and ``english``: the tool's edit boxes can hold them, and they are whitespace to
+   the edit counts; ours, per field: nowhere else, and no carriage return anywhere, which the
+   tool's boxes never give), and at most :attr:`IngestLimits.max_text_chars` characters; checked
+   before the schema, so that no later message repeats such a string;
+3. the structure follows the schema (all schema errors are listed; an integer written with a
+   decimal point, ``3.0``, is not an integer here);
+4. the file belongs to the task: its header agrees with itself (``task_id`` is
+   ``<locale>-<the first 12 digits of drafts_hash>``), then ``task_id``, ``locale``,
+   ``drafts_hash``, ``n_items`` and ``source_mode`` equal the task's (a file for another task
+   or other drafts is not compared item by item: it is simply the wrong file);
 5. the items: no duplicate ids, no id the task lacks, every task id present; each item's locale
    is the task's; its original pair equals the task's (and the source benchmark's, when given);
    its draft equals the task's draft (hash, texts, flag, prompt hash); the final source and English
    are not blank; ``action`` agrees with the texts (``annotation_task.classify_action``); every
    item is confirmed (unless ``allow_unconfirmed``) and a confirmed item has ``confirmed_at``.
+
+Only then are the edits counted, once per text (``text_edits.count_edits``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from importlib import resources
@@ -44,10 +61,10 @@ from cultivar_assets.construction.annotation_task import (
     Action,
     AnnotationTask,
     classify_action,
+    starting_pair,
 )
 from cultivar_assets.construction.drafts import Draft
 from cultivar_assets.construction.text_edits import Mode, count_edits
-from cultivar_assets.files import file_sha256
 from cultivar_assets.site.tool_files import (
     Problem,
     ProblemCollector,
@@ -59,13 +76,44 @@ from cultivar_assets.site.tool_files import (
     parse_timestamp,
 )
 
-__all__ = ["FILE_SUFFIX", "FORMAT", "SCHEMA_VERSION", "Annotation", "AnnotationFile",
-           "AnnotationFileError", "Problem", "annotation_schema", "find_annotation_file",
-           "parse_annotation_file", "read_annotation_document", "read_annotation_file"]
+__all__ = ["DEFAULT_MAX_FILE_MB", "DEFAULT_MAX_TEXT_CHARS", "FILE_SUFFIX", "FORMAT",
+           "SCHEMA_VERSION", "Annotation", "AnnotationDocument", "AnnotationFile",
+           "AnnotationFileError", "IngestLimits", "Problem", "annotation_schema",
+           "check_annotation_document", "check_strings", "find_annotation_file",
+           "load_annotation_document", "parse_annotation_file", "read_annotation_document",
+           "read_annotation_file"]
 
 FORMAT = "cultivar-annotation"
 SCHEMA_VERSION = 1
 FILE_SUFFIX = ".annotations.json"  # the tool downloads <task_id>.annotations.json
+
+DEFAULT_MAX_FILE_MB = 20
+DEFAULT_MAX_TEXT_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class IngestLimits:
+    """How large an annotation file and each of its strings may be (ours; the settings
+    ``construction.annotation.max_file_mb`` and ``max_text_chars`` set them).
+
+    - ``max_file_bytes`` (default 20 MB, 20,000,000 bytes): looked up before the file is read,
+      so a huge file costs nothing; the issue that asked for the limit named 20 MB.
+    - ``max_text_chars`` (default 1,000 characters, code points): every string of the file, the
+      six texts of each item included, checked before the schema and before any edit is
+      counted. Generous for any real sentence: the longest FLORES-200 dev or devtest sentence
+      in the paper's 21 source languages and English has 479 characters (``plt_Latn``
+      devtest; the most tokens, 139, ``jpn_Jpan``); 1,000 is twice that. It bounds the edit
+      counting, whose diff (Myers's, ``text_edits.py``) is quadratic in the worst case:
+      ``benchmarks/bench_ingest.py`` ingests the slowest file these limits accept (the README
+      has its figures, with the limit at 1,000 and at 2,000).
+    """
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_MB * 1_000_000
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
+
+    def __post_init__(self) -> None:
+        if self.max_file_bytes < 1 or self.max_text_chars < 1:
+            raise ValueError(f"ingest limits must be positive: {self}")
 
 
 @cache
@@ -95,7 +143,8 @@ class Annotation:
     ``source_changed`` / ``english_changed``: the final text differs from the starting text
     (the paraphrase; the original for a flagged draft). ``source_edits`` / ``english_edits``:
     edits from the starting text to the final text (``text_edits.count_edits``; the source side in
-    ``source_mode``, English in word mode).
+    ``source_mode``, English in word mode), counted once, when the file is read
+    (:func:`annotation`).
     """
 
     locale: str
@@ -114,6 +163,8 @@ class Annotation:
     updated_at: datetime | None  # UTC, naive
     confirmed_at: datetime | None
     source_mode: Mode
+    source_edits: int
+    english_edits: int
 
     @property
     def _from_original(self) -> bool:  # the rule of annotation_task.starting_pair
@@ -135,13 +186,26 @@ class Annotation:
     def english_changed(self) -> bool:
         return self.english_final != self.english_start
 
-    @property
-    def source_edits(self) -> int:
-        return count_edits(self.source_start, self.source_final, self.source_mode)
 
-    @property
-    def english_edits(self) -> int:
-        return count_edits(self.english_start, self.english_final, "word")
+def annotation(item: dict[str, Any], draft: Draft, source_mode: Mode) -> Annotation:
+    """The :class:`Annotation` of a validated item, its edits counted once per text (none for a
+    text left as it started)."""
+    start_source, start_english = starting_pair(draft)
+    source, english = item["final"]["source"], item["final"]["english"]
+    return Annotation(
+        locale=draft.locale, instance_id=draft.instance_id,
+        source_original=item["original"]["source"],
+        english_original=item["original"]["english"],
+        source_draft=item["draft"]["source"], english_draft=item["draft"]["english"],
+        flagged=item["draft"]["flagged"], draft_hash=item["draft"]["draft_hash"],
+        prompt_hash=item["draft"]["prompt_hash"], source_final=source, english_final=english,
+        action=item["action"], confirmed=item["confirmed"],
+        updated_at=parse_timestamp(item["updated_at"]),
+        confirmed_at=parse_timestamp(item["confirmed_at"]), source_mode=source_mode,
+        source_edits=(count_edits(start_source, source, source_mode)
+                      if source != start_source else 0),
+        english_edits=(count_edits(start_english, english, "word")
+                       if english != start_english else 0))
 
 
 @dataclass(frozen=True)
@@ -160,12 +224,92 @@ class AnnotationFile:
     annotations: tuple[Annotation, ...]
 
 
-def _check_schema(document: Any, check: ProblemCollector) -> None:
+TEXT_FIELDS = frozenset((part, side) for part in ("original", "draft", "final")
+                        for side in ("source", "english"))
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f]")
+_CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f]")  # tab and line feed allowed
+
+
+def _string_problem(value: str, in_text: bool, limits: IngestLimits) -> str | None:
+    if len(value) > limits.max_text_chars:
+        return (f"is {len(value):,} characters long, more than the limit of "
+                f"{limits.max_text_chars:,} characters per text (setting "
+                "construction.annotation.max_text_chars)")
+    surrogate = _SURROGATE.search(value)
+    if surrogate:
+        return (f"holds a lone surrogate, U+{ord(surrogate.group()):04X}, at character "
+                f"{surrogate.start() + 1} (an escape such as \\ud800 without its pair): it is "
+                "not a Unicode character and cannot be stored")
+    control = (_CONTROL_IN_TEXT if in_text else _CONTROL).search(value)
+    if control:
+        allowed = " (only tab and line feed are allowed in a text)" if in_text else ""
+        return (f"holds the control character U+{ord(control.group()):04X} at character "
+                f"{control.start() + 1}{allowed}")
+    return None
+
+
+def check_strings(document: dict[str, Any], check: ProblemCollector,
+                  limits: IngestLimits) -> None:
+    """Every string of the document (keys too) is storable text within the limits (module
+    docstring, check 2a); fail when one is not. Each problem names the item by its instance id
+    when it has one."""
+    items = document.get("items") if isinstance(document.get("items"), list) else []
+
+    def walk(value: Any, path: tuple[str | int, ...]) -> None:
+        if isinstance(value, str):
+            in_text = (len(path) == 4 and path[0] == "items"
+                       and (path[2], path[3]) in TEXT_FIELDS)
+            problem = _string_problem(value, in_text, limits)
+            if problem:
+                instance = None
+                if len(path) >= 2 and path[0] == "items" and isinstance(path[1], int):
+                    iid = items[path[1]].get("instance_id") if isinstance(
+                        items[path[1]], dict) else None
+                    instance = iid if isinstance(iid, int) and not isinstance(iid, bool) else None
+                    field = f"items[{path[1]}]" + "".join(f".{p}" for p in path[2:])
+                else:
+                    field = ".".join(map(str, path)) or "(top level)"
+                check.add(field, problem, instance)
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                problem = _string_problem(key, False, limits)
+                if problem:
+                    check.add(".".join(map(str, path)) or "(top level)",
+                              f"a key {problem}")
+                walk(inner, (*path, key))
+        elif isinstance(value, list):
+            for index, inner in enumerate(value):
+                walk(inner, (*path, index))
+
+    walk(document, ())
+    check.fail()
+
+
+def _check_schema(document: Any, check: ProblemCollector, limits: IngestLimits) -> None:
     check_header(document, check, FORMAT, SCHEMA_VERSION, "a Cultivar annotation file")
+    check_strings(document, check, limits)
     check_schema(document, annotation_schema(), check)
 
 
+def _check_header_agrees(header: dict[str, Any], task: AnnotationTask,
+                         check: ProblemCollector) -> None:
+    """The header's task id is ``<locale>-<drafts_hash[:12]>`` of its own locale and hash."""
+    prefix, _, digits = header["task_id"].rpartition("-")
+    redo = ("the header contradicts itself (a task id is <locale>-<the first 12 digits of "
+            "drafts_hash>): it was edited by hand or damaged; download the file from the tool "
+            f"again (this ingest expects task {task.task_id})")
+    if prefix != header["locale"]:
+        check.add("task.task_id", f"is {header['task_id']}, a task of {prefix}, but "
+                  f"task.locale is {header['locale']}: {redo}")
+    if digits != header["drafts_hash"][:12]:
+        check.add("task.task_id", f"ends in {digits}, but task.drafts_hash begins "
+                  f"{header['drafts_hash'][:12]}: {redo}")
+    check.fail()
+
+
 def _check_task(header: dict[str, Any], task: AnnotationTask, check: ProblemCollector) -> None:
+    _check_header_agrees(header, task, check)
     if header["task_id"] != task.task_id or header["drafts_hash"] != task.drafts_hash:
         if header["locale"] != task.locale:
             check.add("task.task_id", f"the file is for task {header['task_id']} (locale "
@@ -177,8 +321,6 @@ def _check_task(header: dict[str, Any], task: AnnotationTask, check: ProblemColl
                       f"{header['drafts_hash'][:12]}…), not this task's {task.task_id}: the "
                       "drafts changed after the tool was built")
         check.fail()  # the wrong file: comparing its items with this task says nothing more
-    if header["locale"] != task.locale:
-        check.add("task.locale", f"is {header['locale']}, not {task.locale}")
     if header["n_items"] != len(task.drafts):
         check.add("task.n_items", f"is {header['n_items']}, the task has {len(task.drafts)}")
     if header["source_mode"] != task.source_mode:
@@ -222,23 +364,73 @@ def _check_item(item: dict[str, Any], draft: Draft, check: ProblemCollector,
         check.add("confirmed_at", "a confirmed item needs the time it was confirmed", iid)
 
 
-def parse_annotation_file(
-    data: bytes,
+@dataclass(frozen=True)
+class AnnotationDocument:
+    """An annotation file's JSON after checks 0-3 (module docstring), before it is compared with
+    a task: ``name`` (its path), ``sha256`` of its bytes, ``document``."""
+
+    name: str
+    sha256: str
+    document: dict[str, Any]
+
+    @property
+    def locale(self) -> str:
+        return self.document["task"]["locale"]
+
+
+def _file_too_large(size: int, limits: IngestLimits) -> str:
+    return (f"is {size:,} bytes ({size / 1e6:.1f} MB), more than the limit of "
+            f"{limits.max_file_bytes:,} bytes for an annotation file (setting "
+            "construction.annotation.max_file_mb); nothing of it was read")
+
+
+def _document_from_bytes(data: bytes, name: str, limits: IngestLimits) -> AnnotationDocument:
+    check = ProblemCollector(name, AnnotationFileError)
+    if len(data) > limits.max_file_bytes:
+        check.add("(file)", _file_too_large(len(data), limits))
+        check.fail()
+    document = decode_json(data, check)
+    _check_schema(document, check, limits)
+    return AnnotationDocument(name, hashlib.sha256(data).hexdigest(), document)
+
+
+def load_annotation_document(path: str | Path,
+                             limits: IngestLimits | None = None) -> AnnotationDocument:
+    """The file's JSON after checks 0-3 (size, UTF-8, complete JSON, format and version, the
+    strings, the schema), before it is compared with a task: to learn which locale and task a
+    handed-in file is for. Any problem raises :class:`AnnotationFileError`, as
+    :func:`read_annotation_file` would. The file is read once, and no more of it than the size
+    limit allows."""
+    limits = limits or IngestLimits()
+    path = Path(path)
+    if problem := file_problem(path):
+        raise AnnotationFileError([Problem(str(path), None, "(file)", problem)])
+    size = path.stat().st_size
+    if size > limits.max_file_bytes:
+        raise AnnotationFileError([Problem(str(path), None, "(file)",
+                                           _file_too_large(size, limits))])
+    with path.open("rb") as handle:
+        data = handle.read(limits.max_file_bytes + 1)  # a file that grew since is caught too
+    return _document_from_bytes(data, str(path), limits)
+
+
+def read_annotation_document(path: str | Path,
+                             limits: IngestLimits | None = None) -> dict[str, Any]:
+    """The JSON of :func:`load_annotation_document` (checks 0-3), as a dict."""
+    return load_annotation_document(path, limits).document
+
+
+def check_annotation_document(
+    read: AnnotationDocument,
     task: AnnotationTask,
     *,
-    name: str,
     benchmark_originals: Mapping[int, tuple[str, str]] | None = None,
     allow_unconfirmed: bool = False,
 ) -> AnnotationFile:
-    """Validate the bytes of an annotation file against ``task`` (module docstring).
-
-    ``benchmark_originals``: instance id -> (source, English) of the source benchmark; when given,
-    every item's original pair must equal it. ``allow_unconfirmed``: accept unconfirmed items
-    (to inspect work in progress; the ingest never sets it).
-    """
-    check = ProblemCollector(name, AnnotationFileError)
-    document = decode_json(data, check)
-    _check_schema(document, check)
+    """Checks 4-5 of a document that passed checks 0-3, then the records, each text's edits
+    counted once (module docstring; arguments as :func:`parse_annotation_file`)."""
+    check = ProblemCollector(read.name, AnnotationFileError)
+    document = read.document
     header = document["task"]
     _check_task(header, task, check)
 
@@ -263,24 +455,38 @@ def parse_annotation_file(
             _check_item(item, drafts[iid], check, allow_unconfirmed, benchmark)
     check.fail()
 
-    annotations = tuple(
-        Annotation(
-            locale=task.locale, instance_id=item["instance_id"],
-            source_original=item["original"]["source"],
-            english_original=item["original"]["english"],
-            source_draft=item["draft"]["source"], english_draft=item["draft"]["english"],
-            flagged=item["draft"]["flagged"], draft_hash=item["draft"]["draft_hash"],
-            prompt_hash=item["draft"]["prompt_hash"], source_final=item["final"]["source"],
-            english_final=item["final"]["english"], action=item["action"],
-            confirmed=item["confirmed"], updated_at=parse_timestamp(item["updated_at"]),
-            confirmed_at=parse_timestamp(item["confirmed_at"]), source_mode=task.source_mode)
-        for item in sorted(document["items"], key=lambda i: i["instance_id"])
-    )
+    items = sorted(document["items"], key=lambda i: i["instance_id"])
+    # The C++ diff releases the GIL: the items' edits are counted on every CPU (ours; each
+    # count is independent of the others, so the result is the same in any order).
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        annotations = tuple(pool.map(
+            lambda item: annotation(item, drafts[item["instance_id"]], task.source_mode), items))
     return AnnotationFile(
-        path=name, sha256=None, task_id=header["task_id"], locale=header["locale"],
+        path=read.name, sha256=read.sha256, task_id=header["task_id"], locale=header["locale"],
         drafts_hash=header["drafts_hash"], annotator=header["annotator"],
         tool_version=header["tool_version"], schema_version=document["schema_version"],
         saved_at=parse_timestamp(document["saved_at"]), annotations=annotations)
+
+
+def parse_annotation_file(
+    data: bytes,
+    task: AnnotationTask,
+    *,
+    name: str,
+    benchmark_originals: Mapping[int, tuple[str, str]] | None = None,
+    allow_unconfirmed: bool = False,
+    limits: IngestLimits | None = None,
+) -> AnnotationFile:
+    """Validate the bytes of an annotation file against ``task`` (module docstring).
+
+    ``benchmark_originals``: instance id -> (source, English) of the source benchmark; when given,
+    every item's original pair must equal it. ``allow_unconfirmed``: accept unconfirmed items
+    (to inspect work in progress; the ingest never sets it). ``limits``: the file's size and
+    each string's length (default :class:`IngestLimits`).
+    """
+    read = _document_from_bytes(data, name, limits or IngestLimits())
+    return check_annotation_document(read, task, benchmark_originals=benchmark_originals,
+                                     allow_unconfirmed=allow_unconfirmed)
 
 
 def read_annotation_file(
@@ -289,28 +495,12 @@ def read_annotation_file(
     *,
     benchmark_originals: Mapping[int, tuple[str, str]] | None = None,
     allow_unconfirmed: bool = False,
+    limits: IngestLimits | None = None,
 ) -> AnnotationFile:
     """Read and validate the annotation file at ``path`` (see :func:`parse_annotation_file`)."""
-    path = Path(path)
-    if problem := file_problem(path):
-        raise AnnotationFileError([Problem(str(path), None, "(file)", problem)])
-    parsed = parse_annotation_file(path.read_bytes(), task, name=str(path),
-                                   benchmark_originals=benchmark_originals,
-                                   allow_unconfirmed=allow_unconfirmed)
-    return replace(parsed, sha256=file_sha256(path))
-
-
-def read_annotation_document(path: str | Path) -> dict[str, Any]:
-    """The file's JSON after checks 1-3 (UTF-8, complete JSON, format and version, the schema),
-    before it is compared with a task: to learn which locale and task a handed-in file is for.
-    Any problem raises :class:`AnnotationFileError` as :func:`read_annotation_file` would."""
-    path = Path(path)
-    if problem := file_problem(path):
-        raise AnnotationFileError([Problem(str(path), None, "(file)", problem)])
-    check = ProblemCollector(str(path), AnnotationFileError)
-    document = decode_json(path.read_bytes(), check)
-    _check_schema(document, check)
-    return document
+    read = load_annotation_document(path, limits)
+    return check_annotation_document(read, task, benchmark_originals=benchmark_originals,
+                                     allow_unconfirmed=allow_unconfirmed)
 
 
 def find_annotation_file(folder: str | Path, locale: str) -> Path | None:

@@ -11,7 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cultivar_assets.construction.annotation_file import AnnotationFile, read_annotation_file
+from cultivar_assets.construction.annotation_file import (
+    AnnotationFile,
+    IngestLimits,
+    read_annotation_file,
+)
 from cultivar_assets.construction.annotation_task import AnnotationTask
 from cultivar_assets.store.database import Step, Store
 
@@ -72,13 +76,16 @@ def ingest_annotation_file(
     task: AnnotationTask,
     *,
     benchmark_originals: Mapping[int, tuple[str, str]] | None = None,
+    limits: IngestLimits | None = None,
 ) -> AnnotationFile:
     """Validate the file at ``path`` against ``task``, then replace the locale's stored rows.
 
     A file with any problem raises ``AnnotationFileError`` (every problem in one message) before
-    anything is written, so the database keeps the locale's previous rows.
+    anything is written, so the database keeps the locale's previous rows. ``limits``: the
+    file's size and its strings' lengths (default ``IngestLimits()``).
     """
-    file = read_annotation_file(path, task, benchmark_originals=benchmark_originals)
+    file = read_annotation_file(path, task, benchmark_originals=benchmark_originals,
+                                limits=limits)
     write_annotations(store, file)
     return file
 

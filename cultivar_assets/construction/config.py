@@ -34,6 +34,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cultivar_assets.construction.annotation_file import (
+    DEFAULT_MAX_FILE_MB,
+    DEFAULT_MAX_TEXT_CHARS,
+    IngestLimits,
+)
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import built_dataset_dir, demo_dataset_dir
@@ -220,13 +225,22 @@ class AnnotationConfig(BaseModel):
     ``folder``: the returned annotation files, one per locale (``<task_id>.annotations.json``, as
     the tool downloads it; default ``$CULTIVAR_HOME/construction/annotations``); ``tools_dir``:
     the tool pages, ``<tools_dir>/<locale>/index.html`` (default
-    ``$CULTIVAR_HOME/construction/postedit``).
+    ``$CULTIVAR_HOME/construction/postedit``); ``max_file_mb`` (default 20, MB of 1,000,000
+    bytes) and ``max_text_chars`` (default 1,000): the largest annotation file the ingest reads
+    and the longest string in it (``annotation_file.IngestLimits`` says why these defaults).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     folder: str | None = None
     tools_dir: str | None = None
+    max_file_mb: float = Field(default=DEFAULT_MAX_FILE_MB, gt=0)
+    max_text_chars: int = Field(default=DEFAULT_MAX_TEXT_CHARS, ge=1)
+
+    def limits(self) -> IngestLimits:
+        """The ingest's limits from these settings."""
+        return IngestLimits(max_file_bytes=max(1, int(self.max_file_mb * 1_000_000)),
+                            max_text_chars=self.max_text_chars)
 
     def folder_path(self) -> Path:
         return Path(self.folder) if self.folder else cultivar_home() / "construction" / (

@@ -25,9 +25,11 @@ from pathlib import Path
 from cultivar_assets.construction.annotation_file import (
     AnnotationFile,
     AnnotationFileError,
+    IngestLimits,
     Problem,
+    check_annotation_document,
     find_annotation_file,
-    read_annotation_document,
+    load_annotation_document,
     read_annotation_file,
 )
 from cultivar_assets.construction.annotation_store import write_annotation_files
@@ -120,8 +122,10 @@ def _drift_error(path: Path, task: AnnotationTask, error: AnnotationFileError
         "commit cultivar_assets/data/demo/annotations/), or restore the localiser's settings.")
 
 
-def ingest_folder_locale(store: Store, folder: Path, locale: str) -> AnnotationFile:
-    """Validate and ingest the returned file of ``locale`` in ``folder`` (module docstring)."""
+def ingest_folder_locale(store: Store, folder: Path, locale: str,
+                         limits: IngestLimits | None = None) -> AnnotationFile:
+    """Validate and ingest the returned file of ``locale`` in ``folder`` (module docstring);
+    ``limits``: the file's size and its strings' lengths (``AnnotationConfig.limits()``)."""
     folder = Path(folder)
     path = find_annotation_file(folder, locale) if folder.is_dir() else None
     if path is None:
@@ -133,7 +137,7 @@ def ingest_folder_locale(store: Store, folder: Path, locale: str) -> AnnotationF
             "or hand it in with: cultivar build ingest FILE"))])
     task = stored_task(store, locale)
     try:
-        file = read_annotation_file(path, task,
+        file = read_annotation_file(path, task, limits=limits,
                                     benchmark_originals=benchmark_originals(store, locale))
     except AnnotationFileError as error:
         drift = _drift_error(path, task, error) if is_demo_folder(folder) else None
@@ -148,17 +152,18 @@ def _locales_with_drafts(store: Store) -> list[str]:
     return [row["locale"] for row in store.query("localisation_runs")]
 
 
-def validate_files(store: Store, paths: Sequence[Path]) -> list[AnnotationFile]:
-    """Validate every file against its locale's current drafts; one error lists every file's
-    problems, and nothing is returned when any file has one."""
+def validate_files(store: Store, paths: Sequence[Path],
+                   limits: IngestLimits | None = None) -> list[AnnotationFile]:
+    """Validate every file against its locale's current drafts (each file read once); one error
+    lists every file's problems, and nothing is returned when any file has one."""
     problems: list[Problem] = []
     files: list[AnnotationFile] = []
     seen: dict[str, str] = {}
     known = _locales_with_drafts(store) if store.path.exists() else []
     for path in map(Path, paths):
         try:
-            document = read_annotation_document(path)
-            locale = document["task"]["locale"]
+            read = load_annotation_document(path, limits)
+            locale = read.locale
             if locale not in known:
                 raise AnnotationFileError([Problem(str(path), None, "task.locale", (
                     f"is {locale}, a locale without drafts in {store.path} (drafts for: "
@@ -168,8 +173,9 @@ def validate_files(store: Store, paths: Sequence[Path]) -> list[AnnotationFile]:
                 raise AnnotationFileError([Problem(str(path), None, "task.locale", (
                     f"{locale} again: {seen[locale]} is for the same locale; hand in one file "
                     "per locale"))])
-            file = read_annotation_file(path, stored_task(store, locale),
-                                        benchmark_originals=benchmark_originals(store, locale))
+            file = check_annotation_document(
+                read, stored_task(store, locale),
+                benchmark_originals=benchmark_originals(store, locale))
             seen[locale] = str(path)
             files.append(file)
         except AnnotationFileError as error:
@@ -182,10 +188,11 @@ def validate_files(store: Store, paths: Sequence[Path]) -> list[AnnotationFile]:
     return files
 
 
-def ingest_files(store: Store, paths: Sequence[Path]) -> list[AnnotationFile]:
+def ingest_files(store: Store, paths: Sequence[Path],
+                 limits: IngestLimits | None = None) -> list[AnnotationFile]:
     """Validate every file, then ingest them all in one transaction (module docstring)."""
     if not paths:
         raise ValueError("no annotation files given")
-    files = validate_files(store, paths)
+    files = validate_files(store, paths, limits)
     write_annotation_files(store, files)
     return files

@@ -26,9 +26,19 @@ can differ only for code points assigned in a Unicode version one of them does n
 **Diff.** Two token sequences are aligned with Google's diff-match-patch: ``diff_main`` on the
 tokens encoded one per character (distinct tokens get distinct code points from U+0100, in order
 of first appearance), without line mode, without a time limit (``Diff_Timeout = 0``, so no
-machine-dependent cut-off) and without the optional semantic cleanups afterwards. Its Python
-(PyPI ``diff-match-patch``) and JavaScript (vendored) ports implement the same algorithm, so
-both sides find the same alignment. Tokens outside the equal parts are *changed*.
+machine-dependent cut-off) and without the optional semantic cleanups afterwards. The JavaScript
+side runs Google's JavaScript port (vendored); the Python side runs its C++ port (PyPI
+``fast-diff-match-patch``, the STL port of Google's C++ code), which implements the same
+algorithm line by line and is some 70 times faster than the pure-Python port (PyPI
+``diff-match-patch``), so both sides find the same alignment. ``tests/test_annotation_edits.py``
+checks the C++ port against the pure-Python port and against the JavaScript on the same cases.
+Tokens outside the equal parts are *changed*.
+
+**Cost** (what ``benchmarks/bench_ingest.py`` measures). Tokenising and encoding are linear in
+the text's length (one regular expression, run in C). The diff is Myers's O((N + M) D)
+algorithm (N, M the token counts, D the tokens changed): linear for a text with few edits,
+quadratic only when two long texts share almost nothing; the annotation file's per-text limit
+(``annotation_file.IngestLimits``) bounds it.
 
 **Edit** (paper: "a modified continuous string surrounded by original strings"): a maximal run of
 changed tokens — deletions, insertions or replacements — between two unchanged tokens (or the
@@ -41,9 +51,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
-from diff_match_patch import diff_match_patch
+from fast_diff_match_patch import diff as _dmp_diff
 
 Mode = Literal["word", "char"]
 
@@ -89,48 +100,59 @@ def _is_word_char(char: str) -> bool:
     return char in JOINERS or unicodedata.category(char)[0] in "LMN"
 
 
-def tokenize(text: str, mode: Mode) -> list[Token]:
-    """The tokens of ``text`` in ``mode`` (see the module docstring)."""
+@cache
+def _is_word_char_cached(char: str) -> bool:
+    return _is_word_char(char)
+
+
+_NOT_WHITESPACE = "[^" + "".join(map(re.escape, sorted(WHITESPACE))) + "]"
+
+
+def _token_pattern(text: str, mode: Mode) -> re.Pattern[str]:
+    """A regular expression whose matches in ``text`` are its tokens: in word mode, a run of the
+    word characters that occur in ``text`` (listed in one character class), or one other
+    non-whitespace code point; in character mode, every non-whitespace code point. Matching it
+    is one pass over the text in C: linear in its length."""
     if mode not in ("word", "char"):
         raise ValueError(f"unknown token mode {mode!r} (expected 'word' or 'char')")
-    tokens: list[Token] = []
-    position, length = 0, len(text)
-    while position < length:
-        char = text[position]
-        if char in WHITESPACE:
-            position += 1
-            continue
-        end = position + 1
-        if mode == "word" and _is_word_char(char):
-            while end < length and _is_word_char(text[end]):
-                end += 1
-        tokens.append(Token(text[position:end], position, end))
-        position = end
-    return tokens
+    words = sorted(c for c in set(text) if _is_word_char_cached(c)) if mode == "word" else []
+    if not words:
+        return re.compile(_NOT_WHITESPACE)
+    return re.compile("[" + "".join(map(re.escape, words)) + "]+|" + _NOT_WHITESPACE)
+
+
+def tokenize(text: str, mode: Mode) -> list[Token]:
+    """The tokens of ``text`` in ``mode`` (see the module docstring)."""
+    return [Token(m.group(), m.start(), m.end()) for m in _token_pattern(text, mode).finditer(text)]
+
+
+def token_texts(text: str, mode: Mode) -> list[str]:
+    """The tokens of ``text`` as strings (:func:`tokenize` without the offsets)."""
+    return _token_pattern(text, mode).findall(text)
 
 
 def _encode(a: list[str], b: list[str]) -> tuple[str, str]:
-    codes: dict[str, str] = {}
-    for token in (*a, *b):
-        if token not in codes:
-            if _FIRST_CODE + len(codes) > _LAST_CODE:
-                raise ValueError("too many distinct tokens to diff (more than 55,000)")
-            codes[token] = chr(_FIRST_CODE + len(codes))
-    return "".join(codes[t] for t in a), "".join(codes[t] for t in b)
+    distinct = dict.fromkeys(a + b)  # in order of first appearance
+    if len(distinct) > _LAST_CODE - _FIRST_CODE + 1:
+        raise ValueError("too many distinct tokens to diff (more than 55,000)")
+    codes = {token: chr(_FIRST_CODE + index) for index, token in enumerate(distinct)}
+    return "".join(map(codes.__getitem__, a)), "".join(map(codes.__getitem__, b))
+
+
+_OPS = {"-": -1, "=": 0, "+": 1}
 
 
 def diff_ops(a: list[str], b: list[str]) -> list[tuple[int, int]]:
     """``(operation, number of tokens)`` from diff-match-patch: -1 delete, 0 equal, 1 insert."""
-    engine = diff_match_patch()
-    engine.Diff_Timeout = 0  # no time limit: the same result on every machine
     left, right = _encode(a, b)
-    return [(op, len(part)) for op, part in engine.diff_main(left, right, False)]
+    # timelimit=0: no time limit (the same result on every machine); no line mode, no cleanup
+    return [(_OPS[op], count) for op, count in _dmp_diff(
+        left, right, timelimit=0, checklines=False, cleanup="No", counts_only=True)]
 
 
 def changed_flags(before: str, after: str, mode: Mode) -> tuple[list[bool], list[bool]]:
     """For each token of ``before`` and of ``after``: is it outside the equal parts?"""
-    a = [t.text for t in tokenize(before, mode)]
-    b = [t.text for t in tokenize(after, mode)]
+    a, b = token_texts(before, mode), token_texts(after, mode)
     flags_a: list[bool] = []
     flags_b: list[bool] = []
     for op, count in diff_ops(a, b):
@@ -143,10 +165,8 @@ def changed_flags(before: str, after: str, mode: Mode) -> tuple[list[bool], list
 
 def count_edits(before: str, after: str, mode: Mode) -> int:
     """Edits from ``before`` to ``after``: maximal runs of changed tokens (module docstring)."""
-    a = [t.text for t in tokenize(before, mode)]
-    b = [t.text for t in tokenize(after, mode)]
     edits, in_run = 0, False
-    for op, _ in diff_ops(a, b):
+    for op, _ in diff_ops(token_texts(before, mode), token_texts(after, mode)):
         if op != 0 and not in_run:
             edits += 1
         in_run = op != 0

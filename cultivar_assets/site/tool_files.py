@@ -9,7 +9,9 @@ analysis files (``evaluation/error_file.py``) are validated the same way, with t
 - :func:`decode_json`: the bytes are UTF-8 (a leading byte-order mark is allowed) and complete,
   valid JSON (a truncated download is named as such);
 - :func:`check_header` and :func:`check_schema`: the file's ``format`` and ``schema_version``
-  are the reader's, then every JSON Schema error, each located by the item's instance id;
+  are the reader's, then every JSON Schema error, each located by the item's instance id. A
+  schema's ``integer`` is a JSON number written without a decimal point (ours: JSON Schema
+  would take ``3.0`` too; the tools never write one, and an id ``3.0`` is not the id ``3``);
 - :func:`parse_timestamp`: ISO 8601 with a time zone, as naive UTC.
 """
 
@@ -70,11 +72,24 @@ def json_type(value: Any) -> str:
             int: "an integer", float: "a number", type(None): "null"}.get(type(value), "?")
 
 
+def _is_integer(_checker: Any, value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Draft 2020-12 whose "integer" is a number written without a decimal point (module docstring).
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
 def schema_message(error: jsonschema.ValidationError) -> str:
     """A JSON Schema error in words an annotator can act on."""
     value, kind, expected = error.instance, error.validator, error.validator_value
     if kind == "minLength" and value == "":
         return "is empty"
+    if kind == "type" and expected == "integer" and isinstance(value, float):
+        fix = f" (write {int(value)})" if value.is_integer() else ""
+        return f"must be an integer, not the number {value!r}{fix}"
     if kind == "type":
         names = expected if isinstance(expected, list) else [expected]
         return f"must be {' or '.join(names)}, not {json_type(value)}"
@@ -163,12 +178,13 @@ def check_header(document: Any, check: ProblemCollector, file_format: str,
         check.add("(file)", f"must hold a JSON object, not {json_type(document)}")
         check.fail()
     if document.get("format") != file_format:
-        check.add("format", f"is {json.dumps(document.get('format'))}, not \"{file_format}\": "
-                  f"this is not {what}")
+        check.add("format", f"is {json.dumps(document.get('format'))[:80]}, not "
+                  f"\"{file_format}\": this is not {what}")
         check.fail()
-    if document.get("schema_version") != schema_version:
-        check.add("schema_version", f"is {json.dumps(document.get('schema_version'))}; this "
-                  f"reader reads schema version {schema_version} only")
+    version = document.get("schema_version")
+    if not _is_integer(None, version) or version != schema_version:
+        check.add("schema_version", f"is {json.dumps(version)[:80]}; this reader reads schema "
+                  f"version {schema_version} only")
         check.fail()
 
 
@@ -176,7 +192,7 @@ def check_schema(document: dict, schema: dict, check: ProblemCollector,
                  item_id: str = "instance_id") -> None:
     """Every JSON Schema error of ``document`` (fail when there is one). Errors inside
     ``items[i]`` name the item by its ``item_id`` field when it has a usable one."""
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _Validator(schema)
     items = document.get("items") if isinstance(document.get("items"), list) else []
     for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.path))):
         path = list(error.path)
