@@ -291,7 +291,8 @@ def test_a_key_that_straddles_the_cut_of_a_status_message_is_redacted(monkeypatc
         server.stop()
     assert server.requests[0].headers["authorization"] == f"Bearer {key}"
     message = str(info.value)
-    assert "HTTP 401" in message and pad in message and message.endswith("***")
+    # the cut falls inside the key: the redaction stands at the cut (a hint may follow it)
+    assert "HTTP 401" in message and f"{pad}***" in message
     assert not found_forms(key, message), message
 
 
