@@ -4,6 +4,7 @@ method, each Table 1 once under one title; the demo's played-back localiser is n
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -82,7 +83,7 @@ def test_the_card_names_the_localiser_and_annotator_of_the_build(openai_build):
 def test_the_dataset_page_names_them_and_shows_each_table1_once(openai_build, tmp_path):
     _, store = openai_build
     page = _page(store, tmp_path / "site")
-    text = re.sub(r"<[^>]+>", "", page)
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
     assert "my-localiser-1" in text and "ann-a" in text
     assert not PAPER_CLAIMS.search(text), PAPER_CLAIMS.search(text)
     assert page.count("<h1") == 1
@@ -109,5 +110,5 @@ def test_the_demo_build_names_its_played_back_localiser(tmp_path):
     assert "demo's shipped annotation files" in computed and "treated" not in computed.split(
         "## Annotation statistics (reported)")[0]
     assert not PAPER_CLAIMS.search(method)
-    page = re.sub(r"<[^>]+>", "", _page(store, tmp_path / "site"))
+    page = html.unescape(re.sub(r"<[^>]+>", "", _page(store, tmp_path / "site")))
     assert "recorded answers played back" in page and "google/gemma-3-270m" in page

@@ -29,9 +29,6 @@ PAPER_CITATION = "Chen et al., 2026"
 PAPER_URL = "https://arxiv.org/abs/2608.09766"
 NOT_RECORDED = "not recorded"
 REPLAY = "recorded answers played back"
-# the annotator label of the demo's shipped annotation files starts with this (ours; the full
-# label is construction.demo_annotations.DEMO_ANNOTATOR)
-DEMO_ANNOTATOR_PREFIX = "demo:"
 
 Part = tuple[str, bool]  # (text, shown as code)
 
@@ -212,8 +209,9 @@ def _localisation_section(runs: Mapping[str, Mapping[str, Any]] | None) -> Secti
 
 
 def is_demo_annotation(entry: Mapping[str, Any]) -> bool:
-    """An annotation file of the demo's shipped set (its annotator label says so)."""
-    return str(entry.get("annotator") or "").startswith(DEMO_ANNOTATOR_PREFIX)
+    """An annotation file of the demo's shipped set: the record's ``demo_file`` (its annotator
+    label is the demo's, ``construction.demo_annotations.DEMO_ANNOTATOR``)."""
+    return entry.get("demo_file") is True
 
 
 def _annotation_section(files: Mapping[str, Mapping[str, Any]] | None) -> Section:
