@@ -255,9 +255,9 @@ def _data_section(
              ("`english_localised`", "its English counterpart: the reference for translation "
                                      "into English")]
     if provenance:
-        rows += [("`action`", "what the annotator did with the LLM paraphrase: `kept`, `edited` "
-                              "or `reverted` (to the original)"),
-                 ("`draft_hash`", "sha256 of the LLM draft the annotator saw"),
+        rows += [("`action`", "what the annotation file records was done with the LLM "
+                              "paraphrase: `kept`, `edited` or `reverted` (to the original)"),
+                 ("`draft_hash`", "sha256 of the LLM draft the annotation was made against"),
                  ("`prompt_hash`", "sha256 of the localisation prompt template")]
     parts = [
         "## Data",
