@@ -112,3 +112,36 @@ def test_the_demo_build_names_its_played_back_localiser(tmp_path):
     assert not PAPER_CLAIMS.search(method)
     page = html.unescape(re.sub(r"<[^>]+>", "", _page(store, tmp_path / "site")))
     assert "recorded answers played back" in page and "google/gemma-3-270m" in page
+
+
+LOCALE_ROW = {"locale": "deu_Latn_Germany", "language": "deu", "script": "Latn",
+              "location": "Germany", "language_name": "German", "official_or_de_facto": True,
+              "n_instances": 3, "flores_plus_code": "deu_Latn", "location_short": "DE"}
+
+
+def test_the_papers_method_is_stated_only_for_the_papers_dataset_and_as_the_papers():
+    from cultivar_assets.publish.card import build_card
+
+    paper = build_card([LOCALE_ROW], is_demo=False, include_originals=False, kind="hub").body
+    method = paper[paper.index("## How the data was made"):paper.index("## Annotation")]
+    assert "the paper reports that GPT-5.5 \\(`gpt-5.5-2026-0423`\\)" in method
+    assert "Chen et al., 2026, §2" in method and "not a record of this toolkit" in method
+    for kind in ("built", "demo", None):
+        body = build_card([LOCALE_ROW], is_demo=kind == "demo", include_originals=False,
+                          kind=kind).body
+        method = body[body.index("## How the data was made"):body.index("## Annotation")]
+        assert not PAPER_CLAIMS.search(method), (kind, method)
+    unrecorded = build_card([LOCALE_ROW], is_demo=False, include_originals=False,
+                            kind="built").body
+    assert "holds no provenance record" in unrecorded  # a build from before the record
+
+
+def test_another_hub_revision_is_not_the_builds_source():
+    from cultivar_assets.data.build_record import check_originals_source
+    from cultivar_assets.data.testsets import DataError
+
+    built = {"kind": "flores", "split": "dev", "origin": "hub", "repo": "o/f", "revision": "v2"}
+    check_originals_source(built, {**built}, "ds")
+    with pytest.raises(DataError, match=r"made from FLORES dev from the Hub \(o/f@v2\), but the "
+                       r"configured originals are FLORES dev from the Hub \(o/f@v4\)"):
+        check_originals_source(built, {**built, "revision": "v4"}, "ds")
