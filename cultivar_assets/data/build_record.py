@@ -83,22 +83,31 @@ def _listing(values: Sequence[object]) -> list[str | Part]:
 # --- the build's record -----------------------------------------------------------------------
 
 
-def source_description(source: Mapping[str, Any] | None) -> str:
-    """The source benchmark in words (kind, split, where), for messages and the card."""
+def _where(path: object, public: bool) -> str:
+    """A recorded path; ``public``: its last part only (published texts name no local
+    folders; the manifest keeps the whole path)."""
+    if not path:
+        return "?"
+    return str(path).rstrip("/").rsplit("/", 1)[-1] if public else str(path)
+
+
+def source_description(source: Mapping[str, Any] | None, public: bool = False) -> str:
+    """The source benchmark in words (kind, split, where), for messages and (``public``) the
+    card and the site."""
     if not source or not source.get("kind"):
         return "a source benchmark whose identity is not recorded"
     kind = source["kind"]
     if kind == "demo":
         return "the original side of the bundled demo data (written for this project)"
     if kind == "files":
-        return (f"the parallel file {source.get('path') or '?'} (sha256 "
+        return (f"the parallel file {_where(source.get('path'), public)} (sha256 "
                 f"{str(source.get('file_sha256') or '?')[:12]})")
     split = source.get("split") or "?"
     if source.get("origin") == "hub":
         commit = f", commit {source['commit']}" if source.get("commit") else ""
         return (f"FLORES {split} from the Hub ({source.get('repo') or '?'}@"
                 f"{source.get('revision') or 'main'}{commit})")
-    return f"FLORES {split} in {source.get('path') or '?'}"
+    return f"FLORES {split} in {_where(source.get('path'), public)}"
 
 
 def _source_section(source: Mapping[str, Any] | None) -> Section:
@@ -112,13 +121,15 @@ def _source_section(source: Mapping[str, Any] | None) -> Section:
                       _fact("Revision", _code(source.get("revision"))),
                       _fact("Commit", _code(source.get("commit")))]
         else:
-            facts.append(_fact("Files", _code(source.get("path"))))
+            facts.append(_fact("Files (folder name)", _code(_where(source.get("path"), True)
+                                                            if source.get("path") else None)))
     elif kind == "files":
-        facts += [_fact("File", _code(source.get("path"))),
+        facts += [_fact("File (name)", _code(_where(source.get("path"), True)
+                                             if source.get("path") else None)),
                   _fact("File sha256", _code(source.get("file_sha256")))]
     facts.append(_fact("Fingerprint of the sentences read (sha256)",
                        _code(source.get("fingerprint"))))
-    return Section("Source benchmark", tuple(facts), source_description(source) + ".")
+    return Section("Source benchmark", tuple(facts), source_description(source, True) + ".")
 
 
 def _selection_section(selection: Mapping[str, Any] | None) -> Section:
@@ -145,10 +156,10 @@ def _selection_section(selection: Mapping[str, Any] | None) -> Section:
         _fact("Exclusion rules (instances with enough entities each excluded)",
               *(rule_parts or ["none applied"])),
         _fact("Corrections file", *(["none"] if not selection.get("corrections_file") else [
-            _code(selection["corrections_file"]), " (sha256 ",
+            _code(_where(selection["corrections_file"], True)), " (sha256 ",
             _code(str(selection.get("corrections_sha256") or "")[:12]), ")"])),
         _fact("Selection file", *(["none"] if not selection.get("selection_file") else [
-            _code(selection["selection_file"]), " (sha256 ",
+            _code(_where(selection["selection_file"], True)), " (sha256 ",
             _code(str(selection.get("selection_sha256") or "")[:12]), ")"])),
         _fact("Candidates; selected", str(counts.get("candidates", NOT_RECORDED)), "; ",
               str(counts.get("selected", NOT_RECORDED))),
