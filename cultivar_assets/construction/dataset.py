@@ -111,12 +111,8 @@ def _timestamp(value: Any) -> str | None:
 
 
 def _json(value: Any) -> Any:
-    if not isinstance(value, str):
-        return None
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
+    """A JSON column of ours; None when the column is NULL (written before it existed)."""
+    return json.loads(value) if isinstance(value, str) else None
 
 
 def _recorded_from(run: dict[str, Any]) -> dict[str, Any] | None:
