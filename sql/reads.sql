@@ -1,7 +1,7 @@
 -- Named queries used by cultivar_assets/store to read what the assets need.
 
 -- name: dataset
-SELECT fingerprint, source, is_demo, notes, loaded_at FROM raw.dataset;
+SELECT fingerprint, source, is_demo, notes, loaded_at, kind, build_provenance FROM raw.dataset;
 
 -- name: test_set_segments
 SELECT test_set, kind, language, locale, segment_id, source, reference

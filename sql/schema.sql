@@ -25,6 +25,10 @@ CREATE TABLE IF NOT EXISTS raw.dataset (
     notes       VARCHAR[],
     loaded_at   TIMESTAMP NOT NULL
 );
+-- The data kind it was loaded as (demo, local, hub, built) and, for `built`, the provenance
+-- its build manifest records (JSON); NULL in files written before they were recorded.
+ALTER TABLE raw.dataset ADD COLUMN IF NOT EXISTS kind VARCHAR;
+ALTER TABLE raw.dataset ADD COLUMN IF NOT EXISTS build_provenance VARCHAR;
 
 CREATE TABLE IF NOT EXISTS raw.instances (
     locale            VARCHAR NOT NULL,
@@ -398,6 +402,10 @@ CREATE TABLE IF NOT EXISTS raw.selection_runs (
     notes              VARCHAR[] NOT NULL,
     created_at         TIMESTAMP NOT NULL
 );
+-- The source benchmark's identity (JSON: kind; flores: split, origin, path or repo, revision,
+-- commit; files: path, sha256), which the built dataset's manifest records. NULL in files written
+-- before it was recorded (then the manifest says it is not known).
+ALTER TABLE raw.selection_runs ADD COLUMN IF NOT EXISTS source_identity VARCHAR;
 
 -- Every instance of the source benchmark with the selection's findings and decision.
 CREATE TABLE IF NOT EXISTS raw.selection_instances (
@@ -513,6 +521,9 @@ CREATE TABLE IF NOT EXISTS raw.dataset_build (
     n_instances   INTEGER NOT NULL,
     built_at      TIMESTAMP NOT NULL
 );
+-- What the build's records say about how it was made (JSON; construction/dataset.py,
+-- build_provenance): the manifest's "provenance". NULL in files written before it was recorded.
+ALTER TABLE raw.dataset_build ADD COLUMN IF NOT EXISTS provenance VARCHAR;
 
 CREATE TABLE IF NOT EXISTS raw.built_instances (
     locale            VARCHAR NOT NULL,

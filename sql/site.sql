@@ -65,9 +65,6 @@ SELECT * FROM annotation_summary ORDER BY locale;
 -- name: site_annotations
 SELECT * FROM annotations ORDER BY locale, instance_id;
 
--- name: site_selection_summary
-SELECT * FROM selection_summary;
-
 -- The test sets' segments (sources and references; the builder applies the originals policy).
 -- name: site_segments
 SELECT test_set, kind, language, locale, segment_id, source, reference

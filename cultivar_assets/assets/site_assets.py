@@ -31,7 +31,7 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
          hf_publish: HubPublishResource):
     """The static leaderboard site (self-contained; works from file:// and any static host)."""
     card = card_for_store(store.store(), hf_publish.config())
-    summary = build_site(store.store(), site.site_path(), card_markdown=card.body,
+    summary = build_site(store.store(), site.site_path(), card_markdown=card.page_body,
                          charts_dir=site.charts_path(), include_database=site.include_database,
                          show_originals=site.show_originals, query_page=site.query_page,
                          web_cache=site.web_cache_path(), progress=context.log.info)

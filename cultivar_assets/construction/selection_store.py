@@ -75,6 +75,7 @@ def write_selection(store: Store, result: SelectionResult, benchmark: SourceBenc
         "selection_file": result.manual.path if result.manual else None,
         "selection_sha256": result.manual.sha256 if result.manual else None,
         "counts": json.dumps(result.counts()), "notes": list(result.notes),
+        "source_identity": json.dumps(dict(benchmark.identity), sort_keys=True),
         "created_at": datetime.now(UTC).replace(tzinfo=None),
     }
     table = pa.Table.from_pylist

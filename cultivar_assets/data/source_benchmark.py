@@ -49,6 +49,7 @@ from cultivar_assets.data.flores import (
 from cultivar_assets.data.locales import get_locale, source_languages
 from cultivar_assets.data.sources import demo_dataset_dir
 from cultivar_assets.data.testsets import DataError
+from cultivar_assets.files import file_sha256
 
 
 class SourceBenchmarkConfig(BaseModel):
@@ -123,6 +124,9 @@ class SourceBenchmark:
     missing: Mapping[str, str] = field(default_factory=dict, hash=False)  # language -> reason
     english_file: str = ""  # where the English side came from (for error messages)
     metadata_from: str | None = None  # where domain and topic came from
+    # what the benchmark is, as the built dataset's manifest records it (kind; flores: split,
+    # origin local/hub, path or repo, revision and commit; files: path and sha256)
+    identity: Mapping[str, object] = field(default_factory=dict, hash=False)
 
     def ids(self) -> list[int]:
         return [inst.instance_id for inst in self.instances]
@@ -219,8 +223,12 @@ def _flores_benchmark(config: SourceBenchmarkConfig, token: str | None) -> Sourc
     commit = getattr(reader, "commit", None)
     if commit:
         description += f", commit {commit}"
+    identity = {"kind": "flores", "split": config.split, "origin": config.flores,
+                **({"path": str(Path(config.path or "").resolve())} if config.flores == "local"
+                   else {"repo": config.repo, "revision": config.revision, "commit": commit})}
     return SourceBenchmark(config.name, description, False, instances, tuple(sources), missing,
-                           english.where, english.metadata_from if config.metadata else None)
+                           english.where, english.metadata_from if config.metadata else None,
+                           identity)
 
 
 def _check_missing(config: SourceBenchmarkConfig, missing: dict[str, str]) -> None:
@@ -303,9 +311,10 @@ def _files_benchmark(config: SourceBenchmarkConfig) -> SourceBenchmark:
             instance_id, english.strip(), sources, _text_or_none(row.get(config.domain_column)),
             _text_or_none(row.get(config.topic_column)))
     has_meta = config.topic_column in columns or config.domain_column in columns
+    identity = {"kind": "files", "path": str(path.resolve()), "file_sha256": file_sha256(path)}
     return SourceBenchmark(config.name, f"parallel file {path}", False,
                            tuple(instances[i] for i in sorted(instances)), tuple(languages),
-                           missing, str(path), str(path) if has_meta else None)
+                           missing, str(path), str(path) if has_meta else None, identity)
 
 
 def _text_or_none(value: object) -> str | None:
@@ -344,4 +353,4 @@ def _demo_benchmark(config: SourceBenchmarkConfig) -> SourceBenchmark:
     )
     return SourceBenchmark("demo", f"original side of the bundled demo data ({root}; written for "
                            "this project, not FLORES)", True, instances, tuple(languages), missing,
-                           str(root))
+                           str(root), identity={"kind": "demo"})

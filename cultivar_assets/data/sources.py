@@ -6,8 +6,13 @@
 - ``built``: the project's own build of Cultivar (the ``cultivar_dataset`` asset of building
   Cultivar): the folder ``cultivar_path`` (default ``$CULTIVAR_HOME/construction/dataset``) in
   the published format, with the build's manifest (``.cultivar-build.json``, kind
-  ``cultivar-dataset``), which says whether it was built from the demo data. Its files hold the
-  original pairs, so ``flores`` stays ``dataset``.
+  ``cultivar-dataset``), which says whether it was built from the demo data, which source
+  benchmark it was built from and how (its provenance record). Its files hold the original
+  pairs, and ``flores`` stays ``dataset`` by default: the build is evaluated against its own
+  originals. Another originals source (``flores: local`` or ``hub``) must be the build's source
+  benchmark: another kind, split or revision (a build from FLORES devtest or from a parallel file,
+  read with FLORES dev), or originals that differ from the build's, is refused with one message
+  naming both (:func:`cultivar_assets.data.build_record.check_originals_source`).
 - ``hub``: the Cultivar dataset on the Hugging Face Hub (default ``pinzhenchen/Cultivar-flores``).
   Its column layout could not be inspected when this was written: we assume the project's
   published format and keep the names configurable (``column_map``); a mismatch fails with a
@@ -30,6 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from cultivar_assets.data.build_record import check_originals_source, source_description
 from cultivar_assets.data.cultivar_files import (
     ORIGINAL_COLUMNS,
     find_locale_files,
@@ -95,6 +101,7 @@ class DataConfig(BaseModel):
     flores_path: str | None = None
     flores_repo: str = "openlanguagedata/flores_plus"
     flores_revision: str | None = None
+    flores_split: Literal["dev", "devtest"] = "dev"  # of flores local / hub
     locales: list[str] | None = None  # expected locales; None: all 27 (demo: the demo's)
     on_missing: Literal["skip", "fail"] = "skip"
     hub_cache_dir: str | None = None
@@ -172,16 +179,47 @@ def flores_reader(config: DataConfig, token: str | None = None) -> FloresReader 
     if config.flores == "local":
         if not config.flores_path:
             raise DataError("flores='local' needs flores_path (a FLORES release directory)")
-        return LocalFlores(Path(config.flores_path))
+        return LocalFlores(Path(config.flores_path), config.flores_split)
     if config.flores == "hub":
-        return HubFlores(config.flores_repo, config.flores_revision, token=token,
-                         cache_dir=config.hub_cache_dir)
+        return HubFlores(config.flores_repo, config.flores_revision, config.flores_split,
+                         token=token, cache_dir=config.hub_cache_dir)
     return None
+
+
+def originals_identity(config: DataConfig) -> dict:
+    """The configured originals source (``flores`` local or hub) in the terms of a source
+    benchmark's identity (:mod:`cultivar_assets.data.build_record`)."""
+    if config.flores == "local":
+        return {"kind": "flores", "split": config.flores_split, "origin": "local",
+                "path": str(Path(config.flores_path or "").resolve())}
+    return {"kind": "flores", "split": config.flores_split, "origin": "hub",
+            "repo": config.flores_repo, "revision": config.flores_revision}
+
+
+def _check_built_originals(own: dict[str, list[Instance]], attached: dict[str, list[Instance]],
+                           built: dict | None, configured: dict, folder: Path) -> None:
+    """The originals read from the configured source must be the build's own (one message)."""
+    differ = sorted({(key, a.instance_id) for key, rows in own.items()
+                     for a, b in zip(rows, attached[key], strict=True)
+                     if (a.source_original, a.english_original)
+                     != (b.source_original, b.english_original)})
+    if differ:
+        listing = ", ".join(f"{key} {i}" for key, i in differ[:5])
+        raise DataError(
+            f"the built dataset in {folder} was made from {source_description(built)}, but the "
+            f"configured originals ({source_description(configured)}) differ from the build's "
+            f"own for {len(differ)} instance(s) ({listing}{', ...' if len(differ) > 5 else ''}): "
+            "they are other sentences of the same ids. Leave flores at its default ('dataset': "
+            "the build's own originals) or configure the build's source")
 
 
 def load_benchmark(config: DataConfig, token: str | None = None) -> BenchmarkData:
     """Load every expected locale, attach original FLORES sentences, record what is missing."""
     root, description = _cultivar_dir(config, token)
+    manifest = read_built_manifest(root) if config.kind == "built" else None
+    built_source = (manifest or {}).get("source_benchmark")
+    if manifest is not None and config.flores != "dataset":
+        check_originals_source(built_source, originals_identity(config), root)
     files = find_locale_files(root)
     if not files:
         raise DataError(f"no locale files (<locale>.jsonl / .parquet) found in {root}")
@@ -226,16 +264,21 @@ def load_benchmark(config: DataConfig, token: str | None = None) -> BenchmarkDat
                 f"missing for {', '.join(lacking)}; configure flores='local' or 'hub' instead"
             )
     else:
+        own = instances
         instances, flores_missing = _attach_originals(instances, reader, origins)
+        if manifest is not None:
+            _check_built_originals(own, instances, built_source, originals_identity(config),
+                                   root)
         missing += flores_missing
         description += f"; originals: {reader.description}"
 
     if missing and config.on_missing == "fail":
         raise DataError("missing data: " + "; ".join(f"{m.test_set}: {m.reason}" for m in missing))
-    is_demo = config.kind == "demo" or (
-        config.kind == "built" and bool(read_built_manifest(root).get("is_demo")))
+    is_demo = config.kind == "demo" or (manifest is not None and bool(manifest.get("is_demo")))
+    provenance = manifest.get("provenance") if manifest is not None else None
     return BenchmarkData(source=description, is_demo=is_demo,
-                         instances=instances, missing=missing, notes=notes)
+                         instances=instances, missing=missing, notes=notes, kind=config.kind,
+                         build_provenance=provenance if isinstance(provenance, dict) else None)
 
 
 def _attach_originals(

@@ -79,6 +79,10 @@ class BenchmarkData:
     instances: dict[str, list[Instance]]  # locale -> instances sorted by id
     missing: list[MissingItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    kind: str | None = None  # the data kind it was loaded as (demo, local, hub, built)
+    # for the data kind built: the provenance record of its build manifest
+    # (construction/dataset.py, build_provenance; data/build_record.py renders it)
+    build_provenance: dict | None = None
 
     def __post_init__(self) -> None:
         for locale, rows in self.instances.items():

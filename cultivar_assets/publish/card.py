@@ -15,12 +15,19 @@ import csv
 import io
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 import yaml
 
+from cultivar_assets.data import build_record
+from cultivar_assets.data.build_record import (
+    Section,
+    method_lead,
+    method_sections,
+    table1_scope,
+)
 from cultivar_assets.publish.config import REPO_ID, PublishConfig
 from cultivar_assets.publish.records import DatasetInfo, read_publish_data
 from cultivar_assets.store.database import Store
@@ -28,9 +35,9 @@ from cultivar_assets.tables import format_value, md_code, md_table, md_text
 
 LICENSE = "cc-by-sa-4.0"
 LICENSE_URL = "https://creativecommons.org/licenses/by-sa/4.0/"
-PAPER_URL = "https://arxiv.org/abs/2608.09766"
+PAPER_URL = build_record.PAPER_URL
 SPLIT = "test"
-CITATION = "Chen et al., 2026"
+CITATION = build_record.PAPER_CITATION
 
 CULTIVAR_BIBTEX = r"""@misc{chen2026cultivar,
   title         = {Cultivar: A Contrastive and Locale-Oriented Translation Benchmark for
@@ -104,6 +111,9 @@ class Card:
 
     front_matter: dict[str, Any]
     body: str
+    # the body without what the site's dataset page shows itself (its title, how the data was
+    # made, both Table 1 sections), so that the page holds each once
+    page_body: str = field(default="", compare=False)
 
     def front_matter_yaml(self) -> str:
         return yaml.safe_dump(self.front_matter, sort_keys=False, allow_unicode=True, width=100)
@@ -140,13 +150,19 @@ def build_card(
     repo_id: str | None = None,
     annotation_summary: Sequence[dict[str, Any]] | None = None,
     provenance: bool = False,
+    kind: str | None = None,
+    build_provenance: dict[str, Any] | None = None,
 ) -> Card:
     """The card for ``locales`` (rows of the ``publish_locales`` query, with ``n_instances``).
 
     ``annotation_summary``: rows of the ``annotation_summary`` view (Table 1 computed from the
     returned annotation files); when given, shown in their own section, before and apart from
     the paper's reported Table 1. ``provenance``: the data files carry the provenance columns of
-    the project's own build (``action``, ``draft_hash``, ``prompt_hash``).
+    the project's own build (``action``, ``draft_hash``, ``prompt_hash``). ``kind``: the data
+    kind the data was loaded as; ``build_provenance``: for ``built``, its build's record. "How
+    the data was made" comes from :func:`cultivar_assets.data.build_record.method_sections`
+    (the build's facts for ``built``; the paper's own description, cited, only for the paper's
+    dataset), the same facts the site's dataset page shows.
     """
     if not locales:
         raise CardError("a dataset card needs at least one locale")
@@ -161,18 +177,22 @@ def build_card(
         "configs": [config_entry(str(row["locale"])) for row in locales],
     }
     sections = [
-        f"# {md_text(name)}",
-        _demo_notice() if is_demo else None,
-        _overview(),
-        _data_section(locales, is_demo, include_originals, repo_id, provenance),
-        _locales_section(locales),
-        _method_section(is_demo),
-        _computed_annotation_section(annotation_summary or []),
-        _annotation_section([str(row["locale"]) for row in locales], is_demo),
-        _licence_section(is_demo, include_originals),
-        _citation_section(),
+        ("title", f"# {md_text(name)}"),
+        ("notice", _demo_notice() if is_demo else None),
+        ("overview", _overview()),
+        ("data", _data_section(locales, is_demo, include_originals, repo_id, provenance)),
+        ("locales", _locales_section(locales)),
+        ("method", _method_section(kind, is_demo, build_provenance)),
+        ("table1", _computed_annotation_section(annotation_summary or [], build_provenance)),
+        ("table1", _annotation_section([str(row["locale"]) for row in locales], is_demo,
+                                       kind == "built")),
+        ("licence", _licence_section(is_demo, include_originals)),
+        ("citation", _citation_section()),
     ]
-    return Card(front_matter, "\n\n".join(s for s in sections if s) + "\n")
+    body = "\n\n".join(text for _, text in sections if text) + "\n"
+    page = "\n\n".join(text for key, text in sections
+                        if text and key not in ("title", "locales", "method", "table1")) + "\n"
+    return Card(front_matter, body, page)
 
 
 def card_for(
@@ -184,7 +204,8 @@ def card_for(
     return build_card(locales, is_demo=info.is_demo,
                       include_originals=config.originals_included(info.is_demo),
                       pretty_name=config.pretty_name, repo_id=config.repo_id,
-                      annotation_summary=annotation_summary, provenance=provenance)
+                      annotation_summary=annotation_summary, provenance=provenance,
+                      kind=info.kind, build_provenance=info.build_provenance)
 
 
 def card_for_store(store: Store, config: PublishConfig | None = None) -> Card:
@@ -208,8 +229,9 @@ def _demo_notice() -> str:
 def _overview() -> str:
     return (
         "Cultivar is a source-contrastive, locale-oriented machine-translation benchmark "
-        f"([{CITATION}]({PAPER_URL})). It takes 200 named-entity-rich sentences of the FLORES "
-        "dev set and localises each of them to 27 locales (a language, a script and a location, "
+        f"([{CITATION}]({PAPER_URL})). As the paper describes it, Cultivar takes 200 "
+        "named-entity-rich sentences of the FLORES dev set and localises each of them to 27 "
+        "locales (a language, a script and a location, "
         "such as `deu_Latn_Switzerland` or `hin_Deva_US`), keeping the sentence structure but "
         "replacing people, places, organisations and other locally specific content. Comparing "
         "a model's translation into English of the original and of the localised sentence "
@@ -233,9 +255,9 @@ def _data_section(
              ("`english_localised`", "its English counterpart: the reference for translation "
                                      "into English")]
     if provenance:
-        rows += [("`action`", "what the annotator did with the LLM paraphrase: `kept`, `edited` "
-                              "or `reverted` (to the original)"),
-                 ("`draft_hash`", "sha256 of the LLM draft the annotator saw"),
+        rows += [("`action`", "what the annotation file records was done with the LLM "
+                              "paraphrase: `kept`, `edited` or `reverted` (to the original)"),
+                 ("`draft_hash`", "sha256 of the LLM draft the annotation was made against"),
                  ("`prompt_hash`", "sha256 of the localisation prompt template")]
     parts = [
         "## Data",
@@ -280,31 +302,39 @@ def _locales_section(locales: Sequence[dict[str, Any]]) -> str:
             "official or de facto status at the location.")
 
 
-def _method_section(is_demo: bool) -> str:
-    lead = ("The demo data was written by hand for the toolkit. The Cultivar dataset itself was "
-            "made in three steps" if is_demo else "Cultivar was made in three steps")
-    return (
-        "## How the data was made\n\n"
-        f"{lead} ([{CITATION}]({PAPER_URL}), §2):\n\n"
-        "1. **Selection.** Named entities in the English FLORES dev set were found with spaCy "
-        "and corrected by hand; 658 sentences (about 65% of the dev set) contain at least one. "
-        "200 sentences with at least two named entities were chosen, leaving out sentences "
-        "dominated by numerals or on topics such as medicine and science, whose named entities "
-        "are shared worldwide.\n"
-        "2. **LLM localisation.** For each locale, GPT-5.5 (`gpt-5.5-2026-0423`) rewrote the "
-        "original FLORES source and English pair for the location, keeping the sentence "
-        "structure where possible and replacing content with alternatives that fit the location."
-        "\n"
-        "3. **Human post-editing.** For each locale, one annotator proficient in the source "
-        "language and in English, who lives or has lived in the location, reviewed every pair "
-        "and accepted the LLM paraphrase, post-edited it, or (sparingly) reverted to the original "
-        "FLORES entry.\n\n"
-        "Only translation into English is localised: the English references differ between "
-        "locales but remain comparable."
-    )
+def _md_plain(text: str) -> str:
+    """Escaped text that keeps a leading and a trailing space (it sits between code spans)."""
+    if not text.strip():
+        return " " if text else ""
+    return ((" " if text[0].isspace() else "") + md_text(text)
+            + (" " if text[-1].isspace() else ""))
 
 
-def _computed_annotation_section(rows: Sequence[dict[str, Any]]) -> str | None:
+def render_facts_md(sections: Sequence[Section], level: int = 3) -> str:
+    """Facts as Markdown: a heading per section, its lead, one bullet per fact (escaped)."""
+    out = []
+    for section in sections:
+        lines = [f"{'#' * level} {md_text(section.title)}"]
+        if section.lead:
+            lines.append(md_text(section.lead))
+        lines.append("\n".join(
+            f"- **{md_text(fact.label)}:** "
+            + "".join(md_code(text) if code else _md_plain(text) for text, code in fact.parts)
+            for fact in section.facts))
+        out.append("\n\n".join(lines))
+    return "\n\n".join(out)
+
+
+def _method_section(kind: str | None, is_demo: bool,
+                    build_provenance: dict[str, Any] | None) -> str:
+    lead = method_lead(kind, is_demo)
+    return "\n\n".join(part for part in (
+        "## How the data was made", md_text(lead) if lead else None,
+        render_facts_md(method_sections(kind, is_demo, build_provenance))) if part)
+
+
+def _computed_annotation_section(rows: Sequence[dict[str, Any]],
+                                 build_provenance: dict[str, Any] | None = None) -> str | None:
     if not rows:
         return None
     cells = [
@@ -314,9 +344,8 @@ def _computed_annotation_section(rows: Sequence[dict[str, Any]]) -> str | None:
     ]
     return (
         "## Annotation statistics (computed from the annotation files)\n\n"
-        "Computed by the Cultivar toolkit from the annotation files returned for this data, not "
-        "figures of the paper: how the annotators treated each locale's LLM paraphrases. An edit "
-        "is a maximal run of changed words (characters for Chinese and Japanese) between the LLM "
+        f"{md_text(table1_scope(build_provenance))} An edit is a maximal run of changed "
+        "words (characters for Chinese and Japanese) between the LLM "
         "paraphrase and the final text; the averages are over the edited or reverted instances "
         "whose side changed (our reading of the paper's definition; see "
         "`cultivar_assets/construction/annotation_stats.py`).\n\n"
@@ -324,7 +353,8 @@ def _computed_annotation_section(rows: Sequence[dict[str, Any]]) -> str | None:
     )
 
 
-def _annotation_section(locales: Sequence[str], is_demo: bool) -> str | None:
+def _annotation_section(locales: Sequence[str], is_demo: bool,
+                        built: bool = False) -> str | None:
     table1 = reported_table1()
     present = [table1[key] for key in locales if key in table1]
     if not present:
@@ -333,7 +363,8 @@ def _annotation_section(locales: Sequence[str], is_demo: bool) -> str | None:
         [md_code(row[key]) if key == "locale" else md_text(row[key]) for key, _ in TABLE1_COLUMNS]
         for row in present
     ]
-    scope = (" They describe the Cultivar dataset, not this demo data." if is_demo else "")
+    scope = (" They describe the paper's Cultivar dataset, not this demo data." if is_demo else
+             " They describe the paper's Cultivar dataset, not this build." if built else "")
     return (
         "## Annotation statistics (reported)\n\n"
         f"As reported by the paper ([{CITATION}]({PAPER_URL}), Table 1), not computed from this "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,9 @@ class DatasetInfo:
     fingerprint: str
     source: str
     is_demo: bool
+    kind: str | None = None  # the data kind it was loaded as; None: not recorded (older files)
+    # for the data kind built: its build's provenance record (data/build_record.py)
+    build_provenance: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,9 @@ def read_dataset_info(store: Store) -> DatasetInfo:
     if not rows:
         raise LookupError(f"{store.path} holds no dataset; materialise test_sets first")
     row = rows[0]
-    return DatasetInfo(row["fingerprint"], row["source"], bool(row["is_demo"]))
+    provenance = json.loads(row["build_provenance"]) if row.get("build_provenance") else None
+    return DatasetInfo(row["fingerprint"], row["source"], bool(row["is_demo"]), row.get("kind"),
+                       provenance)
 
 
 def read_locales(store: Store) -> list[dict[str, Any]]:

@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 from markupsafe import Markup, escape
 
 from cultivar_assets import __version__
+from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
 from cultivar_assets.files import MANIFEST, read_manifest, replace_folder
 from cultivar_assets.site import diff, shards
@@ -246,8 +247,6 @@ class _Build:
         if "annotations" in self.views:
             for row in r.rows("site_annotations"):
                 self.annotations[row["locale"]][row["instance_id"]] = _provenance(row, self.show)
-        self.selection = (r.rows("site_selection_summary") or [None])[0] \
-            if "selection_summary" in self.views else None
         # statistics and the error analysis (issue 11): intervals and ranks are columns of the
         # rows above; these views are what the statistics_macros.html.j2 blocks show
         self.statistics = {name: r.rows(f"site_{name}") if name in self.views else []
@@ -648,13 +647,21 @@ class _Build:
         return tables
 
     def _dataset_page(self) -> None:
+        """The dataset page: the card's text (without the sections the page shows itself),
+        each Table 1 once, and how the data was made from the same facts as the card's
+        (:func:`cultivar_assets.data.build_record.method_sections`)."""
         reported = _reported_csv("table1_annotation.csv")
         counts = {row["locale"]: row.get("n_instances") for row in self.locales}
+        kind = self.dataset.get("kind")
+        raw = self.dataset.get("build_provenance")
+        provenance = json.loads(raw) if raw else None
         self._page(
             "dataset.html", "dataset.html.j2", card_html=_markdown(self.card_markdown),
             locales=self.locales, present_locales=self.present_locales,
             table1=self.annotation_summary, table1_reported=reported,
-            selection=self.selection, counts=counts,
+            table1_scope=table1_scope(provenance) if kind == "built" else None,
+            method=method_sections(kind, bool(self.dataset.get("is_demo")), provenance),
+            method_lead=method_lead(kind, bool(self.dataset.get("is_demo"))), counts=counts,
             downloads={"locales": self._table("dataset.locales", self.locales),
                        "table1": self._table("annotation_summary", self.annotation_summary),
                        "table1_reported": self._table("table1_reported", reported)})

@@ -28,8 +28,11 @@ def write_dataset(store: Store, data: BenchmarkData) -> str:
         {"locale": loc.key, **{k: v for k, v in asdict(loc).items() if k != "key"}}
         for loc in all_locales()
     ]
+    provenance = (json.dumps(data.build_provenance, ensure_ascii=False, sort_keys=True)
+                  if data.build_provenance is not None else None)
     dataset = [{"fingerprint": fingerprint, "source": data.source, "is_demo": data.is_demo,
-                "notes": list(data.notes), "loaded_at": datetime.now(UTC).replace(tzinfo=None)}]
+                "notes": list(data.notes), "loaded_at": datetime.now(UTC).replace(tzinfo=None),
+                "kind": data.kind, "build_provenance": provenance}]
     store.write([
         Step("replace_dataset"),
         Step("insert_locales", rows=locales),
