@@ -42,13 +42,15 @@ def store(tmp_path) -> Store:
 
 
 def raw_tables(path) -> dict[str, list[tuple]]:
-    """Every table of schema raw with all its rows (sorted), read through a read-only connection."""
+    """Every table of schema raw with all its rows (sorted), read through a read-only connection;
+    ``raw.write_state`` (how many writes the file has seen, and the last writer) is not data and
+    is left out."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         names = [r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema = 'raw' AND table_type = 'BASE TABLE' ORDER BY table_name"
-        ).fetchall()]
+        ).fetchall() if r[0] != "write_state"]
         return {name: sorted(con.execute(f"SELECT * FROM raw.{name}").fetchall(), key=repr)
                 for name in names}
     finally:
