@@ -564,8 +564,31 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # one clear line for users; the traceback with CULTIVAR_DEBUG=1
         if os.environ.get("CULTIVAR_DEBUG"):
             raise
-        print(redact(f"cultivar {args.command}: error: {error}"), file=sys.stderr)
+        message = _disk_full_message(error) or str(error)
+        print(redact(f"cultivar {args.command}: error: {message}"), file=sys.stderr)
         return 1
+
+
+def _disk_full_message(error: BaseException) -> str | None:
+    """The one-line message for an error caused by a full disk, or None. Our own write paths
+    raise DiskFullError already; what is left is Dagster's run and event storage (SQLite under
+    ``$DAGSTER_HOME``), whose SQLAlchemy error runs to many lines and ends in "disk I/O error"
+    or "database or disk is full"."""
+    from cultivar_assets.files import DiskFullError, disk_full_error, is_disk_full
+    from cultivar_assets.paths import dagster_home
+
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, DiskFullError):
+            return str(cause)
+        cause = cause.__cause__ or cause.__context__
+    home = Path(os.environ.get("DAGSTER_HOME") or dagster_home())
+    if not is_disk_full(error, home):
+        return None
+    return str(disk_full_error(
+        home, "Dagster's run and event storage there keeps every run and event it held before "
+        "(the write that failed was rolled back), and every database write of this run was "
+        "applied whole or not at all, so the finished steps are kept", error))
 
 
 if __name__ == "__main__":

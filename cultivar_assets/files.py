@@ -41,22 +41,30 @@ class DiskFullError(OSError):
         return str(self.strerror)
 
 
-def is_disk_full(error: BaseException | None) -> bool:
+def is_disk_full(error: BaseException | None, path: Path | None = None) -> bool:
     """Whether ``error`` (or an error it was raised from) says the disk or a quota is full: an
-    ``OSError`` with ``ENOSPC``/``EDQUOT``, or the text by which DuckDB and SQLite report it."""
+    ``OSError`` with ``ENOSPC``/``EDQUOT``, or the text by which DuckDB and SQLite report it.
+    With ``path``, SQLite's vaguer "disk I/O error" counts too when the filesystem holding
+    ``path`` has less than 1 MB free (our rule: SQLite reports a failed journal write on a full
+    disk that way)."""
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
         if isinstance(error, OSError) and error.errno in _DISK_FULL_ERRNOS:
             return True
-        if any(text in str(error).lower() for text in _DISK_FULL_TEXTS):
+        text = str(error).lower()
+        if any(t in text for t in _DISK_FULL_TEXTS):
             return True
+        if path is not None and "disk i/o error" in text:
+            free = free_space(path)
+            if free is not None and free < 1_000_000:
+                return True
         error = error.__cause__ or error.__context__
     return False
 
 
 def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
+    return f"{n / 1e6:.1f} MB" if n >= 1_000_000 else f"{n / 1e3:.1f} kB"
 
 
 def free_space(path: Path) -> int | None:
@@ -69,18 +77,18 @@ def free_space(path: Path) -> int | None:
 
 
 def disk_full_error(path: Path, kept: str, error: BaseException | None = None,
-                    needed: int | None = None) -> DiskFullError:
+                    needed: int | None = None, free: int | None = None) -> DiskFullError:
     """The error to raise when writing ``path`` ran out of space: names ``path`` (and the file
-    the operating system named, when it is another one), the free space, ``needed`` bytes when
-    known, and ``kept``: what is as it was (say exactly what, e.g. "the previous folder is
-    unchanged")."""
+    the operating system named, when it is another one), the free space (``free``, measured
+    when the write failed, else now), ``needed`` bytes when known, and ``kept``: what is as it
+    was (say exactly what, e.g. "the previous folder is unchanged")."""
     where = f"writing {path}"
     named = getattr(error, "filename", None)
     if named and Path(named) != Path(path):
         where += f" (the file {named})"
-    free = free_space(path)
+    free = free_space(path) if free is None else free
     space = [f"{_size(free)} free on its filesystem" if free is not None else None,
-             f"{_size(needed)} needed" if needed is not None else None]
+             f"at least {_size(needed)} needed" if needed is not None else None]
     amounts = "; ".join(s for s in space if s)
     return DiskFullError(f"out of disk space {where}{f' ({amounts})' if amounts else ''}. "
                          f"Nothing was lost: {kept}. Free some space and run again.")
@@ -201,12 +209,14 @@ def replace_folder(target: Path, write: Callable[[Path], None],
                 old = None
                 raise
     except BaseException as error:
+        full = is_disk_full(error)
+        free = free_space(target.parent) if full else None  # before the partial build goes
         shutil.rmtree(work, ignore_errors=True)
-        if is_disk_full(error):
+        if full:
             kept = (f"the previous {target} ({_size(_tree_size(target))}) is unchanged"
                     if target.exists() else f"{target} did not exist before and was not created")
             raise disk_full_error(target, f"{kept}, and the partial build was removed",
-                                  error) from error
+                                  error, free=free) from error
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

@@ -336,7 +336,7 @@ def localise(
     jobs = [_Job(locale, pair, prompt_values(locale, pair.source, pair.english))
             for locale, pairs in inputs.items() for pair in pairs]
     with model_lock(folder, localiser.spec.id):  # a second run waits, then reads the cache
-        cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite")
+        cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite", "localisation cache")
         pool = _shared_pool or EnginePool()
         info = cache.engine_info(localiser.fingerprint)
         n_requests = n_generated = 0
@@ -422,7 +422,7 @@ def localise(
 
 
 def cache_info(localiser: Localiser, folder: Path) -> EngineInfo | None:
-    cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite")
+    cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite", "localisation cache")
     try:
         return cache.engine_info(localiser.fingerprint)
     finally:
