@@ -160,3 +160,13 @@ def test_other_errors_are_not_called_a_full_disk(tmp_path):
 
     assert cli._disk_full_message(duckdb.CatalogException("Table x does not exist")) is None
     assert cli._disk_full_message(OSError(errno.EACCES, "Permission denied")) is None
+
+
+def test_any_other_full_disk_is_named_as_such_not_as_dagsters(tmp_path):
+    from cultivar_assets import cli
+
+    error = RuntimeError("materialising site failed")
+    error.__cause__ = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "x.js"))
+    message = cli._disk_full_message(error)
+    assert message.startswith(f"out of disk space writing {tmp_path / 'x.js'} (")
+    assert "Dagster" not in message and "Nothing already stored was lost" in message
