@@ -39,7 +39,7 @@ from cultivar_assets.resources import EngineResource, StoreResource
 from cultivar_assets.secrets import redact
 from cultivar_assets.settings import DEFAULT_REGISTRY_SENSOR_INTERVAL, AutomationConfig
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, StoreError, recording_steps
+from cultivar_assets.store.database import Step, StoreError
 
 
 def gpus_for(spec: ModelSpec) -> int:
@@ -263,8 +263,8 @@ def build_run_failure_sensor(config: AutomationConfig | None = None) -> dg.Senso
     )
     def run_failure_recorder(context: dg.RunFailureSensorContext, store: StoreResource):
         record = failure_record(context)
-        with recording_steps():  # a record of a failure changes no step's outputs
-            store.store().write([Step("record_run_failure", record)])
+        # a write like any other outside the runner: it empties the runner's step records
+        store.store().write([Step("record_run_failure", record)])
         report_failure(record, config, context.log)
 
     return run_failure_recorder

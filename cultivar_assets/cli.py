@@ -667,9 +667,45 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # one clear line for users; the traceback with CULTIVAR_DEBUG=1
         if os.environ.get("CULTIVAR_DEBUG"):
             raise
-        print(redact(f"cultivar {args.command}: error: {error}"), file=sys.stderr)
+        message = _disk_full_message(error) or str(error)
+        print(redact(f"cultivar {args.command}: error: {message}"), file=sys.stderr)
         return 1
 
+
+def _disk_full_message(error: BaseException) -> str | None:
+    """The one-line message for an error caused by a full disk, or None. Our own write paths
+    raise DiskFullError already (its message is used as it is). What is left: Dagster's run and
+    event storage (SQLite under ``$DAGSTER_HOME``), whose SQLAlchemy error runs to many lines and
+    ends in "disk I/O error" or "database or disk is full", and any other ``ENOSPC``."""
+    from cultivar_assets.files import DiskFullError, disk_full_error, free_space, is_disk_full
+    from cultivar_assets.paths import dagster_home
+
+    chain: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for cause in chain:
+        if isinstance(cause, DiskFullError):
+            return str(cause)
+    if any(type(c).__module__.startswith("sqlalchemy") or "(sqlite3.OperationalError)" in str(c)
+           for c in chain):  # Dagster's storage
+        home = Path(os.environ.get("DAGSTER_HOME") or dagster_home())
+        if not is_disk_full(error, home):
+            return None
+        return str(disk_full_error(
+            home, "Dagster's run and event storage there keeps every run and event it held "
+            "before (the write that failed was rolled back), and every database write of this "
+            "run was applied whole or not at all, so the finished steps are kept", error))
+    if not is_disk_full(error):
+        return None
+    named = next((c.filename for c in chain if isinstance(c, OSError) and c.filename), None)
+    free = free_space(Path(named) if named else Path.cwd())
+    return (f"out of disk space{f' writing {named}' if named else ''}"
+            f"{f' ({free / 1e6:.1f} MB free on its filesystem)' if free is not None else ''}: "
+            f"{' '.join(str(error).split())}. Nothing already stored was lost: every database "
+            "write and every output folder of this run was applied whole or not at all. Free "
+            "some space and run again.")
 
 if __name__ == "__main__":
     sys.exit(main())

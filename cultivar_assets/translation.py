@@ -29,6 +29,7 @@ from cultivar_assets.engines.base import EngineInfo, EngineSettings
 from cultivar_assets.engines.cleaning import clean_output
 from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
+from cultivar_assets.files import disk_full_error, is_disk_full
 from cultivar_assets.paths import translation_cache_dir
 from cultivar_assets.secrets import redact
 from cultivar_assets.specs import ModelSpec
@@ -91,25 +92,49 @@ class TranslationCacheError(RuntimeError):
 
 
 class TranslationCache:
-    """Raw outputs by request key, in ``<cache_dir>/<model id>.sqlite``."""
+    """Raw outputs by request key, in ``<cache_dir>/<model id>.sqlite``. ``kind`` names the
+    cache in messages ("translation cache", "localisation cache", whose model outputs it holds).
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
+    On a full disk, opening it or storing a batch raises
+    :class:`~cultivar_assets.files.DiskFullError` naming the file: each batch is one
+    transaction, so the cache keeps every output it held before, and the batch that could not
+    be stored is generated again by the next run."""
+
+    def __init__(self, path: Path, kind: str = "translation cache") -> None:
+        self.path, self.kind = path, kind
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=60)
             self._db.executescript(statement_text("cache_schema"))
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, OSError) as error:
+            if is_disk_full(error, path):
+                raise disk_full_error(path, f"the {kind} was not opened and holds what it held "
+                                      "before", error) from error
+            if isinstance(error, OSError):
+                raise
             raise TranslationCacheError(
-                f"the translation cache {path} cannot be used ({error}). It holds only cached "
-                "model outputs: move it away or delete it, and the next run generates them again"
+                f"the {kind} {path} cannot be used ({error}). It holds only cached model "
+                "outputs: move it away or delete it, and the next run generates them again"
             ) from error
-
-
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         query = statement_text("cache_get_outputs")
         return dict(self._db.execute(query, (json.dumps(list(keys)),)).fetchall())
+
+    @contextmanager
+    def _storing(self, what: str, n_bytes: int) -> Iterator[None]:
+        """One transaction that stores ``what`` (``n_bytes`` of text); a full disk becomes a
+        DiskFullError naming the file."""
+        try:
+            with self._db:  # one transaction: the whole batch or nothing
+                yield
+        except sqlite3.OperationalError as error:
+            if is_disk_full(error, self.path):
+                raise disk_full_error(
+                    self.path, f"the {self.kind} keeps every output it held before; {what} "
+                    "could not be stored and will be generated again by the next run", error,
+                    needed=n_bytes) from error
+            raise
 
     def put_many(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """Store ``(key, output)`` pairs in one transaction and return them as stored: with
@@ -117,7 +142,8 @@ class TranslationCache:
         may put the request's key into its answer. Callers keep the returned outputs, so that
         nothing downstream (database, site, dataset) sees the unredacted text."""
         stored = [(key, redact(output)) for key, output in items]
-        with self._db:  # one transaction: the whole batch or nothing
+        size = sum(len(k.encode()) + len(v.encode()) for k, v in stored)
+        with self._storing(f"this batch of {len(stored)} output(s)", size):
             self._db.executemany(statement_text("cache_put_output"), stored)
         return stored
 
@@ -127,9 +153,9 @@ class TranslationCache:
         return EngineInfo(**json.loads(row[0])) if row else None
 
     def set_engine_info(self, fingerprint: str, info: EngineInfo) -> None:
-        with self._db:
-            self._db.execute(statement_text("cache_put_engine_info"),
-                             (fingerprint, json.dumps(asdict(info))))
+        text = json.dumps(asdict(info))
+        with self._storing("the engine's description", len(text.encode()) + len(fingerprint)):
+            self._db.execute(statement_text("cache_put_engine_info"), (fingerprint, text))
 
     def close(self) -> None:
         self._db.close()

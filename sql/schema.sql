@@ -633,6 +633,14 @@ CREATE TABLE IF NOT EXISTS raw.run_failures (
     failed_at  TIMESTAMP NOT NULL    -- UTC
 );
 
+-- The file's write generation (one row): every Store.write advances it in its own transaction
+-- and names its writer (a pipeline run's id, or other:<pid>). A run's write that finds another
+-- generation than the one the run last saw empties raw.step_records (store/database.py).
+CREATE TABLE IF NOT EXISTS raw.write_state (
+    generation BIGINT NOT NULL,
+    writer     VARCHAR NOT NULL
+);
+
 -- Which schema.sql and views.sql the file was last set up with (the sha256 of both texts): a
 -- write connection applies the two scripts only when this differs (store/database.py).
 CREATE TABLE IF NOT EXISTS raw.schema_state (

@@ -13,3 +13,12 @@ DELETE FROM raw.step_records WHERE step = $step;
 -- Run inside every write made outside the runner's steps (store/database.py).
 -- name: forget_step_records
 DELETE FROM raw.step_records;
+
+-- The file's write generation (raw.write_state; store/database.py).
+-- name: read_write_state
+SELECT generation, writer FROM raw.write_state;
+
+-- name: set_write_state
+DELETE FROM raw.write_state;
+INSERT INTO raw.write_state VALUES ($generation, $writer);
+

@@ -26,12 +26,13 @@ VOLATILE = {"loaded_at", "finished_at", "seconds", "ingested_at", "created_at", 
 
 def state(path: Path) -> dict[str, list[tuple]]:
     """Every raw table's rows (volatile columns left out), sorted; ``raw.schema_state`` (which
-    scripts set the file up) is not data and is left out."""
+    scripts set the file up) and ``raw.write_state`` (how many writes it has seen) are not data
+    and are left out."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         tables = [r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'raw' ORDER BY 1"
-        ).fetchall() if r[0] != "schema_state"]  # the set-up's digest, not data
+        ).fetchall() if r[0] not in ("schema_state", "write_state")]  # not data
         result = {}
         for table in tables:
             columns = [r[0] for r in con.execute(f"DESCRIBE raw.{table}").fetchall()

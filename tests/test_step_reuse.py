@@ -251,3 +251,90 @@ def test_the_book_reuses_only_an_equal_fingerprint_with_unchanged_outputs(tmp_pa
         book.records["build:hin_Deva_US"] = new_record("build:hin_Deva_US", "x", "y", 1.0)
         upstream_ran = book.decide(step)  # the step it reads ran again: another fingerprint
         assert not upstream_ran.reuse and "changed since its run" in upstream_ran.reason
+
+
+# --- other writers during a run (the database's write generation) ---------------------------
+
+OTHER_WRITER = """
+import sys
+from cultivar_assets.models import load_models
+from cultivar_assets.store.database import Store, recording_steps
+from cultivar_assets.store.records import write_reported_results
+from cultivar_assets.store.step_records import new_record, put_step_record, read_step_records
+
+store, kind = Store(sys.argv[1]), sys.argv[2]
+registry = load_models()
+if kind == "run":  # another pipeline run: its own steps' writes and records
+    with recording_steps():
+        read_step_records(store)
+        write_reported_results(store, [registry.get(m) for m in registry])
+        put_step_record(store, new_record("results", "other" * 12, "o" * 64, 2.0))
+else:  # cultivar build, the Dagster UI, a script
+    write_reported_results(store, [registry.get(m) for m in registry])
+"""
+
+
+def _other_writer(store: Store, kind: str) -> None:
+    """A write to ``store`` by another process: ``run`` (another pipeline run) or ``other``."""
+    import subprocess
+
+    subprocess.run([sys.executable, "-c", OTHER_WRITER, str(store.path), kind], check=True,
+                   timeout=120, cwd=REPO)
+
+
+def _recorded_dataset_step(tmp_path: Path) -> tuple[Store, steps.PlannedStep]:
+    settings = _demo(tmp_path)
+    step = steps.dataset_step(settings, ["hin_Deva_US"])
+    step.outputs[0].mkdir(parents=True)
+    (step.outputs[0] / "hin_Deva_US.jsonl").write_text("{}\n")
+    return Store(settings.database_path), step
+
+
+def test_a_write_by_another_process_between_steps_is_seen_before_reuse(tmp_path):
+    store, step = _recorded_dataset_step(tmp_path)
+    with recording_steps():
+        book = StepBook(store)
+        book.finished(step, book.decide(step), 0.5)
+        assert book.decide(step).reuse  # nothing else wrote: reused
+        _other_writer(store, "other")  # e.g. the UI materialised a model meanwhile
+        decision = book.decide(step)
+    assert not decision.reuse and decision.reason == "no record of an earlier run"
+    assert read_step_records(store) == {}
+
+
+def test_another_pipeline_runs_records_are_read_again_before_the_next_decision(tmp_path):
+    store, step = _recorded_dataset_step(tmp_path)
+    with recording_steps():
+        book = StepBook(store)
+        book.finished(step, book.decide(step), 0.5)
+        # another run, started after this run's last write: it read the file as this run left
+        # it, so its writes keep the records (each of its steps forgets its own before it runs)
+        _other_writer(store, "run")
+        assert book.decide(step).reuse
+        assert set(book.records) == {"dataset", "results"}  # what the file holds now
+        assert book.records["results"].inputs == "other" * 12
+        _reported(store)  # this run's next write: the other run wrote since its last look
+        assert set(read_step_records(store)) == {"dataset", "results"}  # it had looked again
+
+
+def test_a_step_during_which_another_process_wrote_records_nothing(tmp_path):
+    store, step = _recorded_dataset_step(tmp_path)
+    with recording_steps():
+        book = StepBook(store)
+        _reported(store)  # the run's own earlier writes
+        decision = book.decide(step)
+        book.starting(step)
+        _reported(store)  # the step writes ...
+        _other_writer(store, "run")  # ... another run writes (and records) meanwhile ...
+        assert book.finished(step, decision, 0.5) is None  # ... so it records nothing
+        assert read_step_records(store) == {}  # not even the other run's records
+
+        decision = book.decide(step)  # the next step: nothing else wrote since
+        book.starting(step)
+        _other_writer(store, "other")  # written after the step's last write, before its record
+        assert book.finished(step, decision, 0.5) is None
+        assert read_step_records(store) == {}
+        decision = book.decide(step)
+        book.starting(step)
+        assert book.finished(step, decision, 0.5) is not None  # uninterrupted: recorded
+    assert set(read_step_records(store)) == {step.key}

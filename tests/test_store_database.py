@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from pathlib import Path
 
@@ -42,13 +43,15 @@ def store(tmp_path) -> Store:
 
 
 def raw_tables(path) -> dict[str, list[tuple]]:
-    """Every table of schema raw with all its rows (sorted), read through a read-only connection."""
+    """Every table of schema raw with all its rows (sorted), read through a read-only connection;
+    ``raw.write_state`` (how many writes the file has seen, and the last writer) is not data and
+    is left out."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         names = [r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema = 'raw' AND table_type = 'BASE TABLE' ORDER BY table_name"
-        ).fetchall()]
+        ).fetchall() if r[0] != "write_state"]
         return {name: sorted(con.execute(f"SELECT * FROM raw.{name}").fetchall(), key=repr)
                 for name in names}
     finally:
@@ -381,6 +384,67 @@ def test_a_held_file_times_out_naming_the_process(tmp_path, demo):
     finally:
         holder.kill()
         holder.wait()
+
+
+HAMMER = """
+import sys, time, duckdb
+deadline = time.monotonic() + float(sys.argv[2])
+opens = 0
+print("hammering", flush=True)
+while time.monotonic() < deadline:
+    try:
+        con = duckdb.connect(sys.argv[1], read_only=True)
+    except duckdb.IOException:  # the test's writer holds the file just now
+        continue
+    con.execute("SELECT count(*) FROM raw.locales").fetchall()
+    con.close()
+    opens += 1
+print(opens, flush=True)
+"""
+
+
+def test_write_opens_succeed_while_another_process_opens_short_read_only_connections(
+        tmp_path, demo):
+    """A reader that holds the lock only for milliseconds is gone by the time one could ask who
+    held it: the open must retry on DuckDB's lock error itself."""
+    import subprocess
+    import sys
+
+    store = Store(tmp_path / "busy.duckdb", lock_timeout=30)
+    write_dataset(store, demo)
+    reader = subprocess.Popen([sys.executable, "-c", HAMMER, str(store.path), "60"],
+                              stdout=subprocess.PIPE, text=True)
+    failures, opens = [], 0
+    try:
+        assert reader.stdout.readline().strip() == "hammering"
+        started = time.monotonic()
+        while opens < 40 and time.monotonic() - started < 40:
+            try:
+                store.write([Step("forget_step_records")])
+            except StoreError as error:
+                failures.append(str(error))
+            opens += 1
+    finally:
+        reader.kill()
+        reader.wait()
+    assert opens >= 10 and failures == [], f"{len(failures)} of {opens} write opens failed"
+    print(f"{opens} write opens beside a process opening read-only connections: 0 failed")
+
+
+def test_the_timeout_says_how_long_it_really_waited(tmp_path, demo):
+    store = Store(tmp_path / "held.duckdb", lock_timeout=1.0)
+    write_dataset(store, demo)
+    holder = _hold(store.path, 10)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreError) as info:
+            write_dataset(store, demo)
+        waited = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    said = re.search(r"waited (\d+\.\d) s of lock_timeout 1 s", str(info.value))
+    assert said and abs(float(said[1]) - waited) < 0.3, str(info.value)
 
 
 def test_a_damaged_file_is_reported_without_the_lock_hint(tmp_path):

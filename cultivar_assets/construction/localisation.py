@@ -473,7 +473,7 @@ def localise(
     spend = RunSpend()
     stopped: str | None = None
     with model_lock(folder, localiser.spec.id):  # a second run waits, then reads the cache
-        cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite")
+        cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite", "localisation cache")
         pool = _shared_pool or EnginePool()
         info = cache.engine_info(localiser.fingerprint)
         retry = prompt.can_retry or config.retry_same_prompt
@@ -555,7 +555,7 @@ def localise(
 
 
 def cache_info(localiser: Localiser, folder: Path) -> EngineInfo | None:
-    cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite")
+    cache = TranslationCache(folder / f"{localiser.spec.id}.sqlite", "localisation cache")
     try:
         return cache.engine_info(localiser.fingerprint)
     finally:

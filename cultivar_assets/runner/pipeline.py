@@ -35,7 +35,7 @@ from cultivar_assets.paths import dagster_home
 from cultivar_assets.runner import steps as plan
 from cultivar_assets.runner.reuse import Decision, StepBook
 from cultivar_assets.settings import Settings
-from cultivar_assets.store.database import Store, recording_steps
+from cultivar_assets.store.database import Store, recording_steps, seen_generation
 
 
 def _console_config() -> dict:
@@ -67,6 +67,11 @@ class PipelineResult:
     steps: list[tuple[str, float]] = field(default_factory=list)  # (step, seconds)
     build: BuildSummary | None = None
     reused: list[str] = field(default_factory=list)  # the steps (names as in steps) reused whole
+
+
+class ConcurrentWriteError(RuntimeError):
+    """Another process wrote to the database during this pipeline run: the run cannot vouch
+    for what the database holds (:mod:`cultivar_assets.runner.reuse`)."""
 
 
 def dagster_home_dir() -> str:
@@ -113,7 +118,12 @@ class _Steps:
         started = time.perf_counter()
         self._materialise(step, {"cultivar/inputs": decision.fingerprint,
                                  **(tags() if tags else {})})
-        self.book.finished(step, decision, time.perf_counter() - started)
+        if self.book.finished(step, decision, time.perf_counter() - started) is None:
+            raise ConcurrentWriteError(
+                f"another process wrote to the database {self.book.store.path} while the step "
+                f"{step.key} ran, so what the database holds now may mix that writer's rows with "
+                "this run's: nothing of this run is recorded as unchanged and its results are "
+                "not shown. Run again once the other writer has finished (every step runs)")
         return False
 
     def _observe(self, step: plan.PlannedStep, decision: Decision) -> None:
@@ -237,7 +247,7 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
         registered = sorted(known | set(new))
         finish("results, dataset folder and site", since,
                runner.run(plan.results_step(settings, done, registered)))
-    rows = store.query("leaderboard")
+        rows = _verified_leaderboard(store)
     summary = None
     if settings.data.kind == "built":
         tools = settings.construction.annotation.tools_path()
@@ -251,6 +261,24 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
                           time.perf_counter() - started, str(settings.site.site_path()),
                           timings, summary, reused)
+
+
+def _verified_leaderboard(store: Store) -> list[dict]:
+    """The leaderboard, read in one connection with the file's write generation: only when no
+    other process wrote since this run's last write or look (what the run computed or
+    verified); otherwise :class:`ConcurrentWriteError`."""
+    seen = seen_generation(store.path)
+    with store.reader() as reader:
+        state = reader.rows("read_write_state")
+        rows = reader.rows("leaderboard")
+    now = state[0]["generation"] if state else 0
+    if now != seen:
+        writer = state[0]["writer"] if state else "unknown"
+        raise ConcurrentWriteError(
+            f"another process ({writer}) wrote to the database {store.path} after this run's "
+            "last step, so its leaderboard is not the one this run computed or verified and is "
+            "not shown; run again (`cultivar query` shows what the database holds now)")
+    return rows
 
 
 def _model_tags(model) -> dict[str, str]:

@@ -1,11 +1,14 @@
 """The DuckDB database file: schema, public views and named statements from ``sql/*.sql``.
 
 DuckDB allows one writing process per file, and a reader cannot open a file that another
-process is writing. So every step opens the file (waiting, with backoff, up to ``lock_timeout``
-seconds while another process holds it), does its work in one transaction and closes it:
-``Store.write`` either applies all of its steps or none (a failed write leaves the database as it
-was). Files are written in a storage format that DuckDB 1.5 can also read
-(``storage_compatibility_version``), so the standalone ``duckdb`` CLI 1.5.x opens them.
+process is writing. So every step opens the file (retrying, with backoff, up to ``lock_timeout``
+seconds for as long as DuckDB answers with its lock error -- also when the holder was a short
+read-only connection that is gone again by the time one could ask who held it), does its work in
+one transaction and closes it: ``Store.write`` either applies all of its steps or none (a failed
+write leaves the database as it was, and the error raised is the write's own -- on a full disk,
+:class:`cultivar_assets.files.DiskFullError` naming the file). Files are written in a storage
+format that DuckDB 1.5 can also read (``storage_compatibility_version``), so the standalone
+``duckdb`` CLI 1.5.x opens them.
 
 A write connection applies ``schema.sql`` and ``views.sql`` only when the file was not already
 set up with these very scripts: ``raw.schema_state`` keeps the sha256 of both texts, so an
@@ -13,11 +16,16 @@ unchanged file costs one small query per connection instead of re-creating every
 pipeline run opens the file dozens of times).
 
 Step records (``raw.step_records``, :mod:`cultivar_assets.store.step_records`) say which steps of
-a pipeline run are unchanged since they last ran. Only the runner's own steps may leave them in
-place: a write made inside :func:`recording_steps` (the runner wraps its whole run in it) keeps
-them, and every other write (``cultivar build``, a Dagster run started from the UI, a script)
-empties the table in the same transaction, so that no step is ever taken as unchanged after
-something else wrote to the file.
+a pipeline run are unchanged since they last ran. Every write also advances the file's *write
+generation* (``raw.write_state``: a counter and the writer that made the last write) in its own
+transaction. Only one pipeline run's own writes may leave the records in place: a write made
+inside :func:`recording_steps` (the runner wraps its whole run in it) keeps them as long as the
+file's generation is the one this run last saw (its own previous write, or its last look at the
+records); when another writer wrote in between -- ``cultivar build``, a Dagster run started
+from the UI, a script, or *another pipeline run* -- the write empties the table in the same
+transaction, drops any record it was asked to store, and the run learns it
+(:func:`recording_interrupted`). Every write made outside :func:`recording_steps` empties the
+table. So no step is ever taken as unchanged after something else wrote to the file.
 """
 
 from __future__ import annotations
@@ -25,9 +33,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import random
+import re
 import struct
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,22 +49,62 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from cultivar_assets.files import disk_full_error, is_disk_full
 from cultivar_assets.sqlfiles import script, statement_text
 
 STORAGE_VERSION = "v1.5.0"
 _RESERVED_STEMS = {"raw", "main", "system", "temp", "memory"}
-_RECORDING = [0]  # open recording_steps() blocks in this process
+# DuckDB's words for "another process holds the file's lock" (its IOException says nothing more
+# specific); the holder's PID follows in parentheses
+_LOCK_CONFLICT = re.compile(r"Could not set lock on file|Conflicting lock is held")
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+@dataclass
+class _Session:
+    """The pipeline run this process is in (:func:`recording_steps`)."""
+
+    writer: str  # written to raw.write_state by this run's writes
+    depth: int = 0
+    seen: dict[Path, int] = field(default_factory=dict)  # file -> generation this run last saw
+    interruptions: int = 0  # writes that found another writer's write since the run's last look
+
+
+_SESSION: list[_Session] = []  # the open recording_steps() session of this process, if any
 
 
 @contextmanager
 def recording_steps() -> Iterator[None]:
-    """Within this block, this process's writes are steps of a pipeline run that keeps the step
-    records itself: they leave ``raw.step_records`` as it is (see the module docstring)."""
-    _RECORDING[0] += 1
+    """Within this block, this process's writes are steps of one pipeline run that keeps the
+    step records itself: they leave ``raw.step_records`` as it is, unless another writer wrote
+    to the file since this run last saw it (see the module docstring)."""
+    if not _SESSION:
+        _SESSION.append(_Session(f"run:{os.getpid()}:{uuid.uuid4().hex[:12]}"))
+    _SESSION[0].depth += 1
     try:
         yield
     finally:
-        _RECORDING[0] -= 1
+        _SESSION[0].depth -= 1
+        if not _SESSION[0].depth:
+            _SESSION.clear()
+
+
+def recording_interrupted() -> int:
+    """How many of this run's writes so far found that another writer had written to the file
+    since this run last saw it (each emptied the step records); 0 outside a run."""
+    return _SESSION[0].interruptions if _SESSION else 0
+
+
+def saw_generation(path: Path, generation: int) -> None:
+    """This run has just read the file at ``generation`` (with its step records): its next
+    write keeps the records if the file is still at that generation."""
+    if _SESSION:
+        _SESSION[0].seen[Path(path)] = generation
+
+
+def seen_generation(path: Path) -> int | None:
+    """The generation of ``path`` this run last saw (its last write or look), or None."""
+    return _SESSION[0].seen.get(Path(path)) if _SESSION else None
 
 
 class StoreError(RuntimeError):
@@ -110,11 +161,14 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 @dataclass
 class Step:
-    """One named block of ``writes.sql`` with its parameters and optional staging rows."""
+    """One named block of ``writes.sql`` with its parameters and optional staging rows.
+    ``records``: the step stores a step record; it is left out of a write that empties the
+    records because another writer wrote in between (module docstring)."""
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     rows: pa.Table | Sequence[dict[str, Any]] | None = None
+    records: bool = False
 
 
 def _run(con: duckdb.DuckDBPyConnection, statement, params: dict[str, Any]):
@@ -172,24 +226,36 @@ class Store:
             )
 
     def _open(self, read_only: bool, config: dict) -> duckdb.DuckDBPyConnection:
-        """Connect, waiting (with backoff) while another process holds the file's lock."""
-        deadline = time.monotonic() + self.lock_timeout
-        delay = 0.1
+        """Connect, retrying (with backoff and jitter) for as long as DuckDB's own error says
+        that another process holds the file's lock, up to ``lock_timeout`` seconds. The error
+        itself decides: asking the operating system who holds the lock comes too late when the
+        holder was a short read-only connection, already closed."""
+        started = time.monotonic()
+        delay = 0.02
         while True:
             try:
                 return duckdb.connect(str(self.path), read_only=read_only, config=config)
             except duckdb.IOException as error:
-                holder = lock_holder(self.path)
-                if holder is None:  # not a lock conflict: a damaged file, permissions, ...
+                text = str(error)
+                pid = _LOCK_PID.search(text)
+                holder = int(pid[1]) if pid else lock_holder(self.path)
+                if not _LOCK_CONFLICT.search(text) and holder is None:
+                    # not a lock conflict: a damaged file, permissions, a full disk, ...
+                    if is_disk_full(error):
+                        raise disk_full_error(self.path, "the database was not opened, and "
+                                              "nothing was written to it", error) from error
                     raise StoreError(f"cannot open the database {self.path}: {error}") from error
-                if time.monotonic() + delay > deadline:
+                waited = time.monotonic() - started
+                if waited + delay > self.lock_timeout:
+                    who = f"process {holder}" if holder else "another process"
                     raise StoreError(
-                        f"cannot open the database {self.path}: process {holder} holds its lock "
-                        f"(waited {self.lock_timeout:g} s). DuckDB allows one writing process per "
-                        "file: another run, a DuckDB shell or a notebook may hold it."
+                        f"cannot open the database {self.path}: {who} holds its lock "
+                        f"(waited {waited:.1f} s of lock_timeout {self.lock_timeout:g} s). DuckDB "
+                        "allows one writing process per file: another run, a DuckDB shell or a "
+                        "notebook may hold it."
                     ) from error
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                time.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 1.5, 1.0)
 
     @contextmanager
     def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -206,14 +272,25 @@ class Store:
         finally:
             con.close()
 
-    def write(self, steps: Sequence[Step]) -> None:
-        """Run ``steps`` in one transaction: all of them take effect, or none. Outside
-        :func:`recording_steps`, the transaction also forgets every step record."""
-        if not _RECORDING[0]:
-            steps = [Step("forget_step_records"), *steps]
+    def write(self, steps: Sequence[Step]) -> int:
+        """Run ``steps`` in one transaction: all of them take effect, or none; returns the
+        file's new write generation. Outside :func:`recording_steps`, or inside it when another
+        writer wrote since this run last saw the file, the transaction also forgets every step
+        record (and leaves out the steps that store one). When the write fails, the error raised
+        is its first one (DuckDB's rollback after a failed commit only adds "no transaction is
+        active"); a full disk raises :class:`~cultivar_assets.files.DiskFullError`."""
+        session = _SESSION[0] if _SESSION else None
         with self.connect() as con:
             con.begin()
             try:
+                state = _execute(con, "read_write_state", {})
+                generation = state[0][0] if state else 0
+                interrupted = session is not None and session.seen.get(self.path) != generation
+                if session is None or interrupted:
+                    steps = [Step("forget_step_records"), *(s for s in steps if not s.records)]
+                writer = session.writer if session else f"other:{os.getpid()}"
+                _execute(con, "set_write_state", {"generation": generation + 1,
+                                                  "writer": writer})
                 for step in steps:
                     if step.rows is not None:
                         table = step.rows if isinstance(step.rows, pa.Table) else (
@@ -226,9 +303,30 @@ class Store:
                     else:
                         _execute(con, step.name, step.params)
                 con.commit()
-            except Exception:
-                con.rollback()
+            except BaseException as error:
+                try:
+                    con.rollback()
+                except duckdb.Error as rollback_error:  # a failed commit already rolled back
+                    error.add_note(f"(the rollback then said: {rollback_error})")
+                if is_disk_full(error):
+                    raise disk_full_error(self.path, "this write was not applied and the "
+                                          "database holds what it held before it", error
+                                          ) from error
                 raise
+        if session is not None:
+            session.seen[self.path] = generation + 1
+            session.interruptions += interrupted
+        return generation + 1
+
+    def generation(self) -> int:
+        """The file's write generation now (0: no file, or never written by this release)."""
+        if not self.path.exists():
+            return 0
+        try:
+            rows = self.query("read_write_state")
+        except duckdb.CatalogException:  # a file set up before the generation was kept
+            return 0
+        return rows[0]["generation"] if rows else 0
 
     @contextmanager
     def reader(self) -> Iterator[Reader]:

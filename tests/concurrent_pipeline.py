@@ -1,0 +1,51 @@
+"""One real pipeline run (``run_pipeline``: Dagster in process) in its own process, for the
+concurrent-run tests (tests/test_concurrent_runs.py).
+
+``python concurrent_pipeline.py SETTINGS_JSON [PAUSE_DIR]``: run the pipeline with the settings
+(``Settings`` as JSON), print every line it says, then ``reused: <steps>`` and ``finished``; on
+an error, print ``error: <message>`` and exit 1. With PAUSE_DIR, the run pauses right after it
+has written a model's translations: it creates ``PAUSE_DIR/paused`` and waits (at most 300 s)
+until ``PAUSE_DIR/release`` exists.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+
+def pause_after_translations(folder: Path) -> None:
+    from cultivar_assets.assets import model_assets
+
+    original = model_assets.write_translations
+
+    def write_then_pause(*args, **kwargs):
+        original(*args, **kwargs)
+        (folder / "paused").touch()
+        deadline = time.monotonic() + 300
+        while not (folder / "release").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    model_assets.write_translations = write_then_pause
+
+
+def main(settings_json: str, pause: str | None) -> int:
+    from cultivar_assets.runner import run_pipeline
+    from cultivar_assets.settings import Settings
+
+    settings = Settings.model_validate_json(settings_json)
+    if pause:
+        pause_after_translations(Path(pause))
+    try:
+        result = run_pipeline(settings, say=lambda line: print(line, flush=True))
+    except Exception as error:  # the message the CLI would print
+        print(f"error: {error}", flush=True)
+        return 1
+    print(f"reused: {result.reused}")
+    print("finished", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))

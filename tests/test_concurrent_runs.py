@@ -1,0 +1,91 @@
+"""Two pipeline runs on one database, interleaved (issue 17 §2): run A (settings v2) pauses right
+after writing its translations, run B (settings v3) runs to the end meanwhile, then A goes on.
+No run may then call a step "reused" whose stored rows are another run's, and a run prints only
+what it computed or verified. Real runs in real processes (tests/concurrent_pipeline.py: Dagster
+in process, the demo data as a local dataset, the copy baseline); the two settings differ in the
+model's registry entry (its family), which lands in ``raw.models`` and on the leaderboard."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import COPY_ENTRY, write_models_file
+
+from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.settings import Settings
+from cultivar_assets.store.database import Store
+
+TESTS = Path(__file__).resolve().parent
+MODEL_STEP = "model copy-source-baseline"
+
+pytestmark = [pytest.mark.slow, pytest.mark.dagster_instances]
+
+
+def _settings(tmp_path: Path, version: str) -> Settings:
+    data = tmp_path / "data"
+    if not data.exists():
+        shutil.copytree(demo_dataset_dir(), data)
+    models = write_models_file(tmp_path / f"models-{version}.yaml",
+                               [{**COPY_ENTRY, "family": f"Family {version}"}])
+    return Settings(database=str(tmp_path / "shared.duckdb"), models_file=str(models),
+                    models=["copy-source-baseline"],
+                    data=DataConfig(kind="local", cultivar_path=str(data)),
+                    metrics=MetricConfig(bleu_tokenize="13a", bootstrap_replicates=50))
+
+
+def _start(settings: Settings, dagster: Path, pause: Path | None = None) -> subprocess.Popen:
+    """A pipeline run in a new process (its own Dagster instance, the shared CULTIVAR_HOME)."""
+    command = [sys.executable, str(TESTS / "concurrent_pipeline.py"),
+               settings.model_dump_json()] + ([str(pause)] if pause else [])
+    env = {**os.environ, "DAGSTER_HOME": str(dagster), "PYTHONPATH": str(TESTS.parent)}
+    dagster.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+def _finish(process: subprocess.Popen) -> tuple[int, str]:
+    out, _ = process.communicate(timeout=600)
+    return process.returncode, out
+
+
+def test_a_run_interleaved_with_another_reuses_nothing_the_other_wrote(tmp_path, isolated_home):
+    v2, v3 = _settings(tmp_path, "v2"), _settings(tmp_path, "v3")
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    a = _start(v2, tmp_path / "dagster-a", pause)
+    deadline = time.monotonic() + 300
+    while not (pause / "paused").exists():
+        assert a.poll() is None, _finish(a)[1][-3000:]
+        assert time.monotonic() < deadline, "run A never reached its translations"
+        time.sleep(0.1)
+
+    code, said_b = _finish(_start(v3, tmp_path / "dagster-b"))  # B runs to the end meanwhile
+    assert code == 0, said_b[-3000:]
+    (pause / "release").touch()
+    code, said_a = _finish(a)
+
+    # A's next write found B's writes since its own: it says so, shows no results, exits 1
+    assert code == 1, said_a[-3000:]
+    assert "another process wrote to the database" in said_a
+    assert "Family v" not in said_a.split("error:")[0]  # no leaderboard was printed
+
+    # the next v2 run: nothing the interleaving left is taken as unchanged
+    code, said_c = _finish(_start(v2, tmp_path / "dagster-c"))
+    assert code == 0, said_c[-3000:]
+    reused = said_c.split("reused: ")[-1].splitlines()[0]
+    assert MODEL_STEP not in reused and "results" not in reused, said_c
+    assert {r["family"] for r in Store(v2.database_path).query("leaderboard")} == {"Family v2"}
+    with duckdb.connect(str(v2.database_path), read_only=True) as con:
+        assert con.execute("SELECT DISTINCT family FROM models").fetchall() == [("Family v2",)]
+
+    # and a run after that reuses every step: it verified them
+    code, said_d = _finish(_start(v2, tmp_path / "dagster-c"))
+    assert code == 0 and MODEL_STEP in said_d.split("reused: ")[-1], said_d[-3000:]

@@ -1,0 +1,172 @@
+"""A full disk says "out of disk space", names the file or folder, the space left (and what was
+needed, when known) and that nothing was lost -- for every write path: the DuckDB database
+(``Store.write``: the first error, not the rollback's), the translation and localisation caches
+(SQLite), output folders and kept file copies, and Dagster's own storage (through the CLI). The
+disk is a real one that fills up: a small tmpfs (tests/disk_helpers.py; skipped where mounting is
+not permitted), except for the folder test that injects ENOSPC where a file is written."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+from disk_helpers import fill, small_disk
+from test_store_database import raw_tables
+
+from cultivar_assets.data.sources import DataConfig, load_benchmark
+from cultivar_assets.files import DiskFullError, keep_file_copy, read_manifest, replace_folder
+from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.records import write_dataset
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error)
+    assert "\n" not in text, text
+    return text
+
+
+def test_a_database_write_on_a_full_disk_keeps_its_first_error_and_the_old_rows(tmp_path):
+    with small_disk(tmp_path / "disk", 12) as disk:
+        store = Store(disk / "results.duckdb")
+        write_dataset(store, load_benchmark(DataConfig()))
+        before = raw_tables(store.path)
+        filler = fill(disk)
+        rows = [{"test_set": f"t{i}", "kind": "flores", "language": "deu_Latn", "locale": None,
+                 "segment_id": i, "source": "s" * 2000, "reference": "r" * 2000}
+                for i in range(3000)]
+        with pytest.raises(DiskFullError) as info:
+            store.write([Step("insert_segments", rows=rows)])
+        message = _one_line(info.value)
+        assert message.startswith(f"out of disk space writing {store.path}")
+        assert "free on its filesystem" in message and "Nothing was lost" in message
+        assert "cannot rollback" not in message  # the rollback's error is not the one shown
+        assert "No space left on device" in str(info.value.__cause__)  # DuckDB's own first error
+        filler.unlink()  # space again: the database is as it was, and writable
+        assert raw_tables(store.path) == before
+        store.write([Step("forget_step_records")])
+        del store
+
+
+def test_the_translation_cache_on_a_full_disk_keeps_what_it_held(tmp_path):
+    from cultivar_assets.translation import TranslationCache
+
+    with small_disk(tmp_path / "disk", 4) as disk:
+        cache = TranslationCache(disk / "model.sqlite")
+        cache.put_many([("k0", "first output")])
+        filler = fill(disk)
+        batch = [(f"k{i}", "x" * 4000) for i in range(1, 200)]
+        with pytest.raises(DiskFullError) as info:
+            cache.put_many(batch)
+        message = _one_line(info.value)
+        assert message.startswith(f"out of disk space writing {disk / 'model.sqlite'}")
+        needed = sum(len(k) + len(v) for k, v in batch)  # the batch's keys and outputs (ASCII)
+        assert f"at least {needed / 1e3:.1f} kB needed" in message
+        assert "the translation cache keeps every output it held before" in message
+        assert "delete" not in message
+        cache.close()
+        filler.unlink()
+        cache = TranslationCache(disk / "model.sqlite")
+        assert cache.get_many([f"k{i}" for i in range(200)]) == {"k0": "first output"}
+        cache.close()
+
+
+def test_the_localisation_cache_on_a_full_disk_says_so_and_never_advises_deleting_it(tmp_path):
+    from cultivar_assets.construction.config import demo_construction
+    from cultivar_assets.construction.localisation import cache_info, make_localiser
+
+    localiser = make_localiser(demo_construction().localisation)
+    with small_disk(tmp_path / "disk", 1) as disk:
+        fill(disk)
+        with pytest.raises(DiskFullError) as info:
+            cache_info(localiser, disk)  # opens (creates) the localiser's cache
+    message = _one_line(info.value)
+    assert message.startswith(f"out of disk space writing {disk / localiser.spec.id}.sqlite")
+    assert "the localisation cache was not opened" in message
+    assert "translation cache" not in message and "delete" not in message
+
+
+def test_an_output_folder_on_a_full_disk_keeps_the_previous_build(tmp_path):
+    with small_disk(tmp_path / "disk", 2) as disk:
+        target = disk / "site"
+        replace_folder(target, lambda work: (work / "index.html").write_text("old build"))
+
+        def big(work: Path) -> None:
+            (work / "index.html").write_text("new build")
+            (work / "data.bin").write_bytes(b"\0" * 3_000_000)  # more than the disk holds
+
+        with pytest.raises(DiskFullError) as info:
+            replace_folder(target, big)
+        message = _one_line(info.value)
+        assert message.startswith(f"out of disk space writing {target} (")
+        assert "kB free on its filesystem" in message and f"the previous {target} (" in message
+        assert "is unchanged, and the partial build was removed" in message
+        assert (target / "index.html").read_text() == "old build"
+        assert sorted(p.name for p in disk.iterdir()) == ["site"]  # no partial build left
+
+        source = tmp_path / "model.duckdb"
+        source.write_bytes(os.urandom(3_000_000))
+        with pytest.raises(DiskFullError, match=r"at least 3\.0 MB needed.*was not created"):
+            keep_file_copy(source, disk / "downloads", "cultivar.duckdb")
+        assert list((disk / "downloads").iterdir()) == []
+
+
+def test_a_full_disk_in_any_file_of_a_folder_build_is_reported_with_the_file(tmp_path):
+    """Without mounting: the folder's writer gets ENOSPC from the operating system."""
+    target = tmp_path / "charts"
+    replace_folder(target, lambda work: (work / "a.svg").write_text("old"), {"kind": "charts"})
+
+    def failing(work: Path) -> None:
+        (work / "b.svg").write_text("half")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(work / "b.svg"))
+
+    with pytest.raises(DiskFullError) as info:
+        replace_folder(target, failing)
+    assert "b.svg" in str(info.value) and "Nothing was lost" in str(info.value)
+    assert read_manifest(target) == {"kind": "charts"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["charts"]
+
+
+@pytest.mark.dagster_instances
+def test_dagsters_storage_on_a_full_disk_is_one_line_from_the_cli(tmp_path, monkeypatch):
+    import dagster as dg
+
+    from cultivar_assets import cli
+
+    @dg.asset
+    def anything() -> int:
+        return 1
+
+    with small_disk(tmp_path / "disk", 4) as disk:
+        home = disk / "dagster"
+        home.mkdir()
+        monkeypatch.setenv("DAGSTER_HOME", str(home))
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            dg.materialize([anything], instance=instance)
+            fill(disk)
+            with pytest.raises(Exception) as info:  # whatever Dagster raises
+                dg.materialize([anything], instance=instance, raise_on_error=False)
+        assert "disk I/O error" in str(info.value) or "disk is full" in str(info.value)
+        message = cli._disk_full_message(info.value)
+    assert message is not None and "\n" not in message
+    assert message.startswith(f"out of disk space writing {home}")
+    assert "Dagster's run and event storage there keeps every run and event" in message
+
+
+def test_other_errors_are_not_called_a_full_disk(tmp_path):
+    from cultivar_assets import cli
+
+    assert cli._disk_full_message(duckdb.CatalogException("Table x does not exist")) is None
+    assert cli._disk_full_message(OSError(errno.EACCES, "Permission denied")) is None
+
+
+def test_any_other_full_disk_is_named_as_such_not_as_dagsters(tmp_path):
+    from cultivar_assets import cli
+
+    error = RuntimeError("materialising site failed")
+    error.__cause__ = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "x.js"))
+    message = cli._disk_full_message(error)
+    assert message.startswith(f"out of disk space writing {tmp_path / 'x.js'} (")
+    assert "Dagster" not in message and "Nothing already stored was lost" in message
