@@ -4,8 +4,9 @@ Runs spaCy NER once over the English side of FLORES dev (``../shared/data/flores
 ``--flores``) with the default selection, then evaluates the exclusion rules again under each
 reading of :data:`READINGS` (the rule code of ``construction/rules.py``, other settings
 overridden) and prints, per reading, the sentences with ≥ 1 and ≥ 2 counted entities, the
-candidates, and which of the instances shown in the paper's Figure 1 are not candidates. The
-table in ``construction/rules.py``'s docstring and docs/selection.md comes from it.
+candidates, and which of the instances shown in the paper's Figure 1 are not candidates; then
+which of those the defaults' choice (n = 200, hash order) picks. The table in
+``construction/rules.py``'s docstring (and the README's figures) come from it.
 
     python scripts/selection_readings.py [--flores DIR]
 """
@@ -27,6 +28,7 @@ from cultivar_assets.construction.rules import PAPER_FIGURE_1_IDS, evaluate_rule
 from cultivar_assets.construction.selection import (
     SelectionResult,
     counted_labels,
+    order_key,
     select_instances,
 )
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig, load_source_benchmark
@@ -98,6 +100,12 @@ def main() -> int:
         missing = [i for i in PAPER_FIGURE_1_IDS if i not in ids]
         print(f"| {name} | {with_one} | {enough} | {len(ids)} "
               f"| {', '.join(map(str, missing)) or 'none'} |")
+    chosen = SelectionConfig()  # the defaults: n = 200 in hash order
+    ranked = sorted((i for i in result.instances if i.candidate),
+                    key=lambda inst: order_key(chosen, inst))[:chosen.n]
+    picked = [i for i in PAPER_FIGURE_1_IDS if i in {inst.instance_id for inst in ranked}]
+    print(f"\nthe defaults choose {len(ranked)} in {chosen.order} order (seed {chosen.seed!r}); "
+          f"of the Figure 1 instances: {', '.join(map(str, picked)) or 'none'}")
     return 0
 
 
