@@ -15,7 +15,7 @@ from cultivar_assets.construction.entities import (
     load_corrections,
 )
 from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.rules import RULES, topic_terms
+from cultivar_assets.construction.rules import RULES, has_numeral, topic_terms
 from cultivar_assets.construction.selection import (
     load_manual_selection,
     order_key,
@@ -26,7 +26,7 @@ RICH = "[Ada Lovelace|PERSON] met [Charles Babbage|PERSON] in [London|GPE]."
 PAIR = "[Turin|GPE] welcomed [Juventus|ORG] fans."
 ONE = "The fans of [Juventus|ORG] sang all night."
 NONE = "It rained for most of the afternoon."
-NUMERIC = "On [Monday|DATE], [3|CARDINAL] of [5|CARDINAL] trains to [Lyon|GPE] were late."
+NUMERIC = "On [12 May|DATE], [3|CARDINAL] of [5|CARDINAL] trains to [Lyon|GPE] were late."
 HALF = "[Oslo|GPE] had [two|CARDINAL] storms."
 
 
@@ -215,6 +215,33 @@ def test_numeral_share_threshold_and_labels_are_configurable():
     assert no_dates.instances[0].rules[0].value == 0.5  # only the 2 CARDINAL of 4
 
 
+def test_a_mention_is_a_numeral_when_its_text_holds_one():
+    # shaped like FLORES dev 0 (Figure 1 of the paper keeps it): a weekday, a name, a number
+    marked = "On [Monday|DATE], doctors at [the City Clinic|ORG] printed [about one|CARDINAL] chip."
+    [outcome] = select([marked], SelectionConfig(n=None, rules=["numeral_share"])).instances
+    assert outcome.rules[0].value == pytest.approx(1 / 3)  # "Monday" is not a numeral
+    assert outcome.candidate
+    labels_only = SelectionConfig(n=None, rules=["numeral_share"], numeral_mentions="label")
+    [by_label] = select([marked], labels_only).instances
+    assert by_label.rules[0].value == pytest.approx(2 / 3)  # the reading before issue 16
+    assert by_label.excluded_by == ("numeral_share",)
+
+
+@pytest.mark.parametrize(("text", "numeral"), [
+    ("2010", True), ("the 1990s", True), ("28-year-old", True), ("9:30 am", True),
+    ("about one", True), ("twenty-one", True), ("Hundreds", True), ("a dozen", True),
+    ("half", True), ("the first", True), ("Monday", False), ("evening", False),
+    ("next spring", False), ("someone", False), ("Tenerife", False), ("daily", False),
+])
+def test_has_numeral(text, numeral):
+    assert has_numeral(text) is numeral
+
+
+def test_numeral_mentions_takes_known_tests_only():
+    with pytest.raises(ValueError, match="numeral_mentions"):
+        SelectionConfig(numeral_mentions="text")
+
+
 def test_numeral_share_ignores_removed_entities(tmp_path):
     path = write(tmp_path / "c.yaml", {"corrections": [
         {"id": 0, "remove": [{"text": "3"}, {"text": "5"}]}]})
@@ -238,7 +265,7 @@ def test_topic_normalisation():
 
 def test_topic_rule():
     marked = [RICH, PAIR, RICH, PAIR, RICH]
-    topics = ["Science/Animal Behavior", "Health, Travel", "Sports", None, "Roman culture/medicine"]
+    topics = ["Science/Animal Behavior", "Biology/Cells", "Sports", None, "Roman culture/medicine"]
     result = select(marked, SelectionConfig(n=None, rules=["topic"]), topics=topics)
     outcomes = [i.rules[0] for i in result.instances]
     assert [o.excluded for o in outcomes] == [True, True, False, False, True]
@@ -246,6 +273,17 @@ def test_topic_rule():
     assert outcomes[3].detail == "no topic in the source metadata"
     assert [i.instance_id for i in result.selected] == [2, 3]
     assert result.counts()["without_topic"] == 1
+
+
+def test_health_is_not_an_excluded_topic_by_default():
+    # FLORES dev 0 (topic "health") is in Cultivar (the paper's Figure 1)
+    topics = ["health", "Health, Travel", "Science/Disease", "Disease"]
+    result = select([RICH, PAIR, RICH, PAIR], SelectionConfig(n=None, rules=["topic"]),
+                    topics=topics)
+    assert [i.excluded_by for i in result.instances] == [(), (), ("topic",), ("topic",)]
+    with_health = SelectionConfig(n=None, rules=["topic"],
+                                  excluded_topics=[*SelectionConfig().excluded_topics, "health"])
+    assert select([RICH], with_health, topics=["health"]).instances[0].excluded_by == ("topic",)
 
 
 def test_topic_words_match_whole_words_only():

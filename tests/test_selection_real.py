@@ -15,6 +15,7 @@ from data_helpers import shared_flores_dir
 
 from cultivar_assets.construction.build import build_selection
 from cultivar_assets.construction.config import NUMERIC_LABELS, SelectionConfig
+from cultivar_assets.construction.rules import PAPER_FIGURE_1_IDS, evaluate_rules
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.store.database import Store
 
@@ -69,3 +70,42 @@ def test_selection_over_flores_devtest_a_second_source(tmp_path):
                                    "WHERE instance_id IN (0, 1011)").fetchall())
     lines = (shared_flores_dir() / "devtest" / "eng_Latn.devtest").read_text("utf-8").splitlines()
     assert english == {0: lines[0].strip(), 1011: lines[1011].strip()}
+
+
+@pytest.mark.slow
+def test_the_instances_of_the_papers_figure_1_are_candidates(tmp_path):
+    """The paper's Figure 1 shows FLORES dev 0, 2, 3 and 5 in Cultivar (as deu_Latn_Germany_<id>):
+    the default selection keeps each of them as a candidate, with the counts of sentences with
+    ≥ 1 and ≥ 2 entities unchanged (issue 16 §2; the readings tried: construction/rules.py)."""
+    source = SourceBenchmarkConfig(kind="flores", path=str(shared_flores_dir()))
+    build = build_selection(source, SelectionConfig(review_dir=str(tmp_path / "review")),
+                            Store(tmp_path / "figure.duckdb"), show_bar=False)
+    result = build.result
+    by_id = {inst.instance_id: inst for inst in result.instances}
+    # the figure's instances, by the names the figure shows of them
+    shown = {0: "Stanford University School of Medicine", 2: "JAS 39C Gripen",
+             3: "Dilokrit Pattavee", 5: "Vidal"}
+    assert tuple(shown) == PAPER_FIGURE_1_IDS
+    for instance_id, name in shown.items():
+        inst = by_id[instance_id]
+        assert name in inst.english
+        assert inst.enough_entities and inst.candidate, (instance_id, inst.status, inst.rules)
+    counts = result.counts()
+    assert (counts["with_entities"], counts["with_enough_entities"]) == (657, 450)
+    with duckdb.connect(str(tmp_path / "figure.duckdb"), read_only=True) as con:
+        stored = con.execute("SELECT instance_id, candidate FROM selection_candidates "
+                             "WHERE instance_id IN (0, 2, 3, 5)").fetchall()
+    assert sorted(stored) == [(0, True), (2, True), (3, True), (5, True)]
+
+    # the readings the figure rules out, on the same entities
+    def excluded(config: SelectionConfig) -> list[int]:
+        return [i for i in PAPER_FIGURE_1_IDS if any(
+            o.excluded for o in evaluate_rules(by_id[i].entities, by_id[i].topic_terms, config))]
+
+    with_health = [*SelectionConfig().excluded_topics, "health"]
+    before = SelectionConfig(numeral_mentions="label", excluded_topics=with_health)
+    assert excluded(before) == [0]
+    assert [o.rule for o in evaluate_rules(by_id[0].entities, by_id[0].topic_terms, before)
+            if o.excluded] == ["numeral_share", "topic"]
+    assert excluded(SelectionConfig(numeral_mentions="label", max_numeral_share=0.49)) == [0, 2, 5]
+    assert excluded(SelectionConfig(excluded_topics=with_health)) == [0]
