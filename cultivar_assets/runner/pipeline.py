@@ -260,5 +260,7 @@ def _model_tags(model) -> dict[str, str]:
 
 
 def _localiser_label(settings: Settings) -> str:
+    from cultivar_assets.construction.drafts import configured_localiser
+
     config = settings.construction.localisation
-    return config.label or f"{config.model} ({config.engine}), prompt {config.prompt}"
+    return f"{configured_localiser(config)}, prompt {config.prompt}"
