@@ -13,6 +13,7 @@ import duckdb
 import pytest
 import yaml
 from annotation_helpers import annotation_document, demo_drafts
+from browser_helpers import NEEDS_CHROMIUM, ToolPage, serve
 from build_helpers import fake_construction
 from localisation_helpers import localising_answer
 from openai_server import FakeOpenAIServer
@@ -249,7 +250,7 @@ def test_drafts_with_a_tool_page_are_kept_until_redraft(tmp_path, server):
                        f"the tool page {tool} was made from them. To replace them: cultivar "
                        f"build localise --redraft --locale {HINDI} (Dagster: materialise "
                        "localised_drafts with run config redraft: true); the tool page and "
-                       "annotation files made from the old drafts then no longer match")
+                       "annotation files made from the old drafts then no longer match.")
     third = build_localisation(fresh, store, [HINDI], show_bar=False,
                                annotation=construction.annotation, redraft=True)
     assert third.kept == {} and stored_task(store, HINDI).task_id != before[HINDI]
@@ -332,3 +333,69 @@ def test_the_assets_keep_held_drafts_redraft_on_request_and_report_kept_flagged_
             "localised_drafts": {"config": {"redraft": True}}}})
         assert redrafted["kept"] is False and redrafted["task_id"] != task.task_id
         assert redrafted["checks_source_not_in_script"] == 0 and len(server.requests) == 24
+
+
+@pytest.mark.dagster_instances
+def test_a_rerun_with_other_localiser_settings_keeps_the_drafts_and_says_so(
+        tmp_path, monkeypatch, isolated_home):
+    """The runner (`cultivar run`): once tool pages and returned files exist, a change of the
+    localiser's settings reruns the build steps, which keep the drafts (the server is gone: a
+    new request would fail) and say so; the rest of the pipeline runs on the same drafts."""
+    from build_helpers import build_drafts
+    from conftest import COPY_ENTRY, write_models_file
+
+    from cultivar_assets.construction.demo_annotations import write_demo_annotations
+    from cultivar_assets.data.sources import DataConfig
+    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.runner import run_pipeline
+
+    locales = ["deu_Latn_Germany", "hin_Deva_US"]
+    construction = build_drafts(tmp_path, locales, tmp_path / "drafts.duckdb")
+    drafts_store = Store(tmp_path / "drafts.duckdb")
+    write_demo_annotations([stored_task(drafts_store, loc) for loc in locales],
+                           tmp_path / "returned")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    models = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
+
+    def settings(localisation) -> Settings:
+        return Settings(database=str(tmp_path / "demo.duckdb"), data=DataConfig(kind="built"),
+                        construction=construction.model_copy(update={
+                            "localisation": localisation}),
+                        models_file=str(models), models=["copy-source-baseline"],
+                        metrics=MetricConfig(bleu_tokenize="13a"))
+
+    run_pipeline(settings(construction.localisation), say=lambda _: None)
+    tasks = {loc: stored_task(Store(tmp_path / "demo.duckdb"), loc).task_id for loc in locales}
+    said: list[str] = []
+    changed = construction.localisation.model_copy(update={"max_new_tokens": 99})
+    result = run_pipeline(settings(changed), say=said.append)
+    kept = [line.strip() for line in said if "kept its drafts" in line]
+    assert [line.split(":")[0] for line in kept] == locales
+    assert all(f"(task {tasks[line.split(':')[0]]})" in line for line in kept)
+    assert "the tool page" in kept[0] and "were made from them" in kept[0]
+    assert sorted(r["locale"] for r in result.build.table1) == locales
+    assert {loc: stored_task(Store(tmp_path / "demo.duckdb"), loc).task_id
+            for loc in locales} == tasks
+
+
+@NEEDS_CHROMIUM
+def test_the_tool_page_flags_a_copied_draft_in_chromium(tmp_path, browser):
+    """In Chromium: the item whose Hindi side is the English line is marked flagged, says why,
+    and the "flagged drafts" filter shows it (and only it)."""
+    from cultivar_assets.construction.postedit_tool import build_postedit_tool
+
+    drafts = demo_drafts(HINDI)
+    drafts[3] = replace(drafts[3], source_draft=drafts[3].english_draft)
+    assert [bool(d.checks) for d in drafts].count(True) == 1
+    build_postedit_tool(drafts, tmp_path / "tool")
+    with serve(tmp_path) as url:
+        page = ToolPage(browser, f"{url}/tool/index.html")
+        item = page.page.locator(f"#item-{drafts[3].instance_id}")
+        assert "flagged" in (item.get_attribute("class") or "")
+        assert ("Flagged draft: the Hindi side is not in the Devanagari script; the Hindi side "
+                "is the English sentence.") in " ".join(
+                    item.locator("[data-role=checks]").inner_text().split())
+        page.page.select_option("#show", "flagged")
+        assert page.page.locator("article.item:visible").count() == 1
+        assert page.page.inner_text("#shown") == "1 of 12 items shown"
+        page.close()

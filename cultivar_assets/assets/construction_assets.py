@@ -147,6 +147,7 @@ def localised_drafts(context: dg.AssetExecutionContext, config: LocalisedDraftsC
             f"- `{locale}_{d.instance_id}`: {d.flag_reason or ', '.join(d.checks)}"
             for d in drafts if d.flagged or d.checks) or "none"),
         "database": dg.MetadataValue.path(str(store.store().path)),
+        **({"notice": kept.message()} if kept else {}),  # the runner prints it
     }
     return dg.MaterializeResult(metadata=metadata,
                                 data_version=dg.DataVersion(row["drafts_hash"]))
@@ -194,6 +195,7 @@ def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResourc
     return dg.MaterializeResult(metadata={
         "kept_flagged_pairs": len(kept),
         "kept_flagged": dg.MetadataValue.md(warning or "none"),
+        **({"notice": f"warning: {warning}"} if warning else {}),  # the runner prints it
         "locale": locale,
         "file": dg.MetadataValue.path(file.path),
         "file_sha256": file.sha256 or "",

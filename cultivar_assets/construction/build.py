@@ -121,13 +121,17 @@ class KeptDrafts:
     locale: str
     task_id: str
     held_by: tuple[str, ...]
+    other_selection: bool = False  # they were made from another selection than the stored one
 
     def message(self) -> str:
+        other = (" They were made from another selection than the current one, so they do not "
+                 "cover it; redraft to localise the current selection." if self.other_selection
+                 else "")
         return (f"{self.locale}: kept its drafts (task {self.task_id}), not localised again: "
                 f"{'; '.join(self.held_by)} {'was' if len(self.held_by) == 1 else 'were'} made "
                 f"from them. To replace them: {REDRAFT} --locale {self.locale} (Dagster: "
                 "materialise localised_drafts with run config redraft: true); the tool page and "
-                "annotation files made from the old drafts then no longer match")
+                f"annotation files made from the old drafts then no longer match.{other}")
 
 
 @dataclass(frozen=True)
@@ -196,7 +200,9 @@ def build_localisation(
     for key in [] if redraft else keys:
         held = draft_holders(store, key, annotation)
         if held:
-            kept[key] = KeptDrafts(key, read_localisation_run(store, key)["task_id"], held)
+            stored = read_localisation_run(store, key)
+            kept[key] = KeptDrafts(key, stored["task_id"], held,
+                                   stored["selection_fingerprint"] != selection["fingerprint"])
             say(kept[key].message())
     todo = [key for key in keys if key not in kept]
     run = None

@@ -37,6 +37,9 @@ from cultivar_assets.runner.reuse import Decision, StepBook
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store, recording_steps
 
+# an asset's metadata entry that the runner prints (kept drafts, kept flagged pairs)
+NOTICE = "notice"
+
 
 def _console_config() -> dict:
     """Dagster's console logger: silent unless ``CULTIVAR_DEBUG`` is set (this runner reports
@@ -111,8 +114,12 @@ class _Steps:
             self.say(f"{indent}{label}{decision.reason}")
         self.book.starting(step)
         started = time.perf_counter()
-        self._materialise(step, {"cultivar/inputs": decision.fingerprint,
-                                 **(tags() if tags else {})})
+        result = self._materialise(step, {"cultivar/inputs": decision.fingerprint,
+                                          **(tags() if tags else {})})
+        for event in result.get_asset_materialization_events():  # what an asset asks to say
+            notice = event.materialization.metadata.get(NOTICE)
+            if notice is not None:
+                self.say(f"{indent}{notice.value}")
         self.book.finished(step, decision, time.perf_counter() - started)
         return False
 
@@ -134,7 +141,7 @@ class _Steps:
                 asset_key=asset, partition=step.partition, metadata=metadata,
                 tags={"cultivar/entry": "cli"}))
 
-    def _materialise(self, step: plan.PlannedStep, tags: dict[str, str]) -> None:
+    def _materialise(self, step: plan.PlannedStep, tags: dict[str, str]):
         import dagster as dg
 
         assets, resources = self._assets_and_resources()
@@ -151,6 +158,7 @@ class _Steps:
             raise RuntimeError(f"materialising {', '.join(step.assets)}"
                                f"{f' [{step.partition}]' if step.partition else ''} failed: "
                                f"{message.strip()}")
+        return result
 
 
 def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> PipelineResult:
