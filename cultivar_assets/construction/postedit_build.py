@@ -61,7 +61,8 @@ class ToolPage:
 
     @property
     def n_flagged(self) -> int:
-        return sum(d.flagged for d in self.task.drafts)
+        """Items the page marks flagged: unreadable answers and drafts failing a check."""
+        return sum(d.flagged or bool(d.checks) for d in self.task.drafts)
 
 
 def stored_task(store: Store, locale: str) -> AnnotationTask:
