@@ -63,8 +63,10 @@ def _run(settings: Settings) -> int:
     console = _console()
     built = settings.data.kind == "built"
     if settings.data.kind == "demo" or (built and settings.construction.source.kind == "demo"):
-        localiser = settings.construction.localisation.label or "localiser"
-        how = (f"built here from its original sentences (selection, the {localiser}, the "
+        from cultivar_assets.construction.drafts import configured_localiser
+
+        localiser = configured_localiser(settings.construction.localisation)
+        how = (f"built here from its original sentences (selection, drafts: {localiser}, the "
                "shipped demo annotation files) and " if built else "")
         console.print("Cultivar demo: DEMO data (written for this project, not FLORES or "
                       f"Cultivar), {how}evaluated with the models of " + ", ".join(settings.models))
@@ -389,27 +391,35 @@ def _money(value: float | None, currency: str | None) -> str:
 
 
 def cmd_build_localise(args: argparse.Namespace) -> int:
-    """LLM drafts of the configured locales (or ``--locale``), from the stored selection."""
+    """LLM drafts of the configured locales (or ``--locale``), from the stored selection; the
+    drafts of locales with tool pages or annotation files are kept unless ``--redraft``."""
     from cultivar_assets.construction.build import build_localisation
+    from cultivar_assets.construction.drafts import CHECKS
     from cultivar_assets.store.database import Store
 
     settings = _settings(args)
-    config = settings.construction.localisation
-    run = build_localisation(config, Store(settings.database_path), args.locale or None,
-                             cache_dir=Path(args.cache_dir) if args.cache_dir else None, say=print)
-    print(f"localiser: {run.localiser.label} ({run.info.engine_version}); prompt "
-          f"{run.localiser.prompt.name} ({run.localiser.prompt.prompt_hash[:12]})")
-    for locale, drafts in run.locales.items():
-        t = drafts.totals()
+    construction = settings.construction
+    build = build_localisation(construction.localisation, Store(settings.database_path),
+                               args.locale or None, annotation=construction.annotation,
+                               redraft=args.redraft,
+                               cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+                               say=print)
+    for locale, t in build.summary.items():  # as stored: the run that wrote the drafts
         tokens = ("tokens not reported" if t["prompt_tokens"] is None else
                   f"{t['prompt_tokens']} + {t['completion_tokens']} tokens")
-        currency = run.localiser.prices.currency if run.localiser.prices else None
+        checks = ", ".join(f"{t[f'n_{code}']} {code}" for code in CHECKS
+                           if t.get(f"n_{code}") is not None)
+        now = ("kept, not localised again" if locale in build.kept else
+               f"{t['n_generated']} generated now")
         print(f"{locale}: {t['n_drafts']} drafts, {t['n_flagged']} flagged, {t['n_retried']} "
-              f"retried, {t['n_unchanged']} unchanged, {t['n_generated']} generated now; "
-              f"{tokens}; estimated cost {_money(t['estimated_cost'], currency)} (this run "
-              f"{_money(t['estimated_cost_this_run'], currency)}); task {drafts.task_id}")
-    print(f"Database: {settings.database_path} (views localised_drafts, localisation_summary)\n"
-          f"Finished in {run.seconds:.0f} s")
+              f"retried, {t['n_unchanged']} unchanged; checks failed: {checks or 'not recorded'}"
+              f"; by {t['localiser']} (prompt {t['prompt_name']} {t['prompt_hash'][:12]}, "
+              f"{t['engine_version']}); {now}; {tokens}; estimated cost "
+              f"{_money(t['estimated_cost'], t['currency'])} (this run "
+              f"{_money(t['estimated_cost_this_run'], t['currency'])}); task {t['task_id']}")
+    print(f"Database: {settings.database_path} (views localised_drafts, localisation_summary)")
+    if build.run is not None:
+        print(f"Finished in {build.run.seconds:.0f} s")
     return 0
 
 
@@ -438,12 +448,18 @@ def _hand_in_line(settings: Settings) -> str:
 def cmd_build_ingest(args: argparse.Namespace) -> int:
     """Validate returned annotation files against the current drafts, then ingest them all."""
     from cultivar_assets.construction.annotation_stats import table1_row
-    from cultivar_assets.construction.postedit_build import ingest_files, is_demo_folder
+    from cultivar_assets.construction.postedit_build import (
+        ingest_files,
+        is_demo_folder,
+        kept_flagged,
+        kept_flagged_warning,
+    )
     from cultivar_assets.files import keep_file_copy
     from cultivar_assets.store.database import Store
 
     settings = _settings(args)
-    files = ingest_files(Store(settings.database_path), [Path(p) for p in args.files],
+    store = Store(settings.database_path)
+    files = ingest_files(store, [Path(p) for p in args.files],
                          settings.construction.annotation.limits())
     folder = settings.construction.annotation.folder_path()
     for file in files:
@@ -452,6 +468,9 @@ def cmd_build_ingest(args: argparse.Namespace) -> int:
               f"{row.kept_llm_paraphrase} kept, {row.reverted_to_flores} reverted, "
               f"{row.edited_source_only + row.edited_target_only + row.edited_both} edited; "
               f"annotator {file.annotator})")
+        warning = kept_flagged_warning(file.locale, kept_flagged(store, file.locale))
+        if warning:
+            print(f"warning: {warning}")
         if is_demo_folder(folder):
             print("  the demo's annotation folder holds the shipped demo files and is left as it "
                   "is: `cultivar demo` ingests those again; to keep this file, configure "
@@ -491,9 +510,13 @@ def cmd_build_dataset(args: argparse.Namespace) -> int:
     folder = Path(args.folder) if args.folder else construction.dataset.folder_path()
     built = build_dataset(Store(settings.database_path), folder,
                           construction.localisation.locale_keys())
+    from cultivar_assets.construction.postedit_build import kept_flagged
+
     for locale, actions in built.actions().items():
+        kept = len(kept_flagged(Store(settings.database_path), locale))
         print(f"{locale}: {sum(actions.values())} instances ("
-              + ", ".join(f"{n} {a}" for a, n in actions.items()) + ")")
+              + ", ".join(f"{n} {a}" for a, n in actions.items())
+              + f"); {kept} flagged draft(s) kept unchanged")
     print_table1(built.table1, "Table 1, computed from the annotation files"
                  + (" (DEMO annotation files)" if built.is_demo else ""))
     print(f"Dataset: {built.folder} ({'demo data' if built.is_demo else built.source}; "
@@ -604,6 +627,9 @@ def build_parser() -> argparse.ArgumentParser:
     localise.add_argument("--database", help="DuckDB file to write")
     localise.add_argument("--cache-dir", help="answer cache (default: "
                           "$CULTIVAR_HOME/cache/localisation)")
+    localise.add_argument("--redraft", action="store_true", help="localise again and replace "
+                          "drafts that tool pages or annotation files were made from (by "
+                          "default those are kept: a server's answers can change)")
     localise.set_defaults(func=cmd_build_localise)
     tools = build_sub.add_parser("tools", help="the post-editing tool pages (paper §2.3) from the "
                                  "current drafts")

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         selection = construction.selection.model_copy(  # its review page too: not the demo's
             update={"review_dir": str(Path(work) / "selection")})
         build_selection(construction.source, selection, store, show_bar=False)
-        run = build_localisation(construction.localisation, store, say=print)
+        run = build_localisation(construction.localisation, store, say=print).run
         tasks = [stored_task(store, locale) for locale in construction.localisation.locale_keys()]
         recorded = Path(work) / answers.name
         record_localiser_answers(store, construction.localisation, recorded)
@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copyfile(recorded, answers)
             print(f"wrote {answers}")
     print(f"localised {sum(len(t.drafts) for t in tasks)} drafts in "
-          f"{time.perf_counter() - started:.1f} s ({run.n_generated} generated, the rest cached)")
+          f"{time.perf_counter() - started:.1f} s ({run.n_generated if run else 0} generated, "
+          "the rest cached)")
     for task in tasks:
         quality = draft_quality(task)
         print(f"{task.locale}: " + ", ".join(

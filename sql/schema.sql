@@ -472,7 +472,8 @@ CREATE TABLE IF NOT EXISTS raw.localisation_runs (
     price_input_per_million  DOUBLE,
     price_output_per_million DOUBLE,
     currency                 VARCHAR,
-    localiser                VARCHAR NOT NULL,   -- its label, e.g. 'weak demo localiser: ...'
+    localiser                VARCHAR NOT NULL,   -- engine and model that ran (drafts.py:
+                                                 -- localiser_description), never a label
     engine                   VARCHAR NOT NULL,
     engine_version           VARCHAR NOT NULL,
     model                    VARCHAR NOT NULL,
@@ -489,6 +490,13 @@ CREATE TABLE IF NOT EXISTS raw.localisation_runs (
     n_locales_in_run         INTEGER NOT NULL,   -- locales that call localised
     created_at               TIMESTAMP NOT NULL
 );
+
+-- Added later (NULL in older files): how many drafts fail each check (construction/drafts.py:
+-- draft_checks) and, for the engine replay, what the recording says it was recorded from (JSON).
+ALTER TABLE raw.localisation_runs ADD COLUMN IF NOT EXISTS n_source_not_in_script INTEGER;
+ALTER TABLE raw.localisation_runs ADD COLUMN IF NOT EXISTS n_source_equals_english INTEGER;
+ALTER TABLE raw.localisation_runs ADD COLUMN IF NOT EXISTS n_source_equals_original INTEGER;
+ALTER TABLE raw.localisation_runs ADD COLUMN IF NOT EXISTS recorded_from VARCHAR;
 
 -- One LLM draft per locale and selected instance (construction/drafts.py: draft_hash).
 CREATE TABLE IF NOT EXISTS raw.localised_drafts (
@@ -508,6 +516,8 @@ CREATE TABLE IF NOT EXISTS raw.localised_drafts (
     completion_tokens BIGINT,
     PRIMARY KEY (locale, instance_id)
 );
+-- Added later (NULL in older files): the codes of the checks the draft fails (drafts.py).
+ALTER TABLE raw.localised_drafts ADD COLUMN IF NOT EXISTS checks VARCHAR[];
 
 -- Building Cultivar, the dataset (paper §2.4; asset cultivar_dataset): the last build, its
 -- instances with their provenance, and Table 1 of the annotations it was built from. Rewritten as

@@ -65,7 +65,7 @@ def test_retry_turns_carry_the_answer_and_the_reason():
 
 def test_the_few_shot_version_for_base_models():
     prompt = get_prompt("cultivar-paper-fewshot")
-    assert prompt.kind == "plain" and prompt.label == "weak demo localiser"
+    assert prompt.kind == "plain" and "label" not in prompt.definition
     values = prompt_values("deu_Latn_Switzerland", "Ein Satz.", "A sentence.")
     text = prompt.request(values, 128).prompt
     assert text.startswith(PAPER_SYSTEM + "\n\nFrench: Mardi, la maire de Lyon")

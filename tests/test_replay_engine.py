@@ -62,7 +62,7 @@ def test_the_demo_recording_gives_the_drafts_of_the_shipped_annotation_files(tmp
     assert construction.localisation.engine == "replay"
     store = Store(tmp_path / "demo.duckdb")
     build_selection(construction.source, construction.selection, store, show_bar=False)
-    run = build_localisation(construction.localisation, store)
+    run = build_localisation(construction.localisation, store).run
     assert run.n_generated == 72
     for locale in construction.localisation.locale_keys():
         task = stored_task(store, locale)

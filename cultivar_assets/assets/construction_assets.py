@@ -15,7 +15,14 @@ from cultivar_assets.assets.safety import redacting
 from cultivar_assets.construction.annotation_stats import table1_row
 from cultivar_assets.construction.build import build_localisation, build_selection
 from cultivar_assets.construction.dataset import build_dataset
-from cultivar_assets.construction.postedit_build import build_tools, ingest_folder_locale
+from cultivar_assets.construction.drafts import CHECKS
+from cultivar_assets.construction.localisation_store import read_drafts
+from cultivar_assets.construction.postedit_build import (
+    build_tools,
+    ingest_folder_locale,
+    kept_flagged,
+    kept_flagged_warning,
+)
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.publish.card import TABLE1_COLUMNS
 from cultivar_assets.resources import (
@@ -80,49 +87,70 @@ def selected_instances(context: dg.AssetExecutionContext, source_benchmark: Sour
     return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(build.fingerprint))
 
 
+class LocalisedDraftsConfig(dg.Config):
+    """Run config of ``localised_drafts``: ``redraft: true`` replaces drafts that a tool page or
+    an annotation file was made from (kept otherwise; ``construction/build.py``)."""
+
+    redraft: bool = False
+
+
 @dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[selected_instances],
           kinds={"duckdb"})
 @redacting
-def localised_drafts(context: dg.AssetExecutionContext, localisation: LocalisationResource,
+def localised_drafts(context: dg.AssetExecutionContext, config: LocalisedDraftsConfig,
+                     localisation: LocalisationResource, annotation: AnnotationResource,
                      store: StoreResource):
     """LLM drafts of one locale (paper §2.2): one request per selected instance, the answers
-    cached on disk, malformed ones flagged (views ``localised_drafts``, ``localisation_summary``).
+    cached on disk, malformed ones flagged, drafts failing a check flagged too (views
+    ``localised_drafts``, ``localisation_summary``). Drafts that a tool page or annotation file
+    was made from are kept unless the run config says ``redraft: true``.
     """
     locale = context.partition_key
-    config = localisation.config()
-    run = build_localisation(config, store.store(), [locale], say=context.log.info)
-    drafts = run.locales[locale]
-    totals = drafts.totals()
-    flagged = [d.draft for d in drafts.drafts if d.draft.flagged]
-    for draft in flagged:
-        context.log.warning(f"{locale}_{draft.instance_id}: flagged draft ({draft.flag_reason})")
-    prices = run.localiser.prices
-    no_prices = " (no prices configured)" if prices is None else " (usage not reported)"
+    build = build_localisation(localisation.config(), store.store(), [locale],
+                               annotation=annotation.config(), redraft=config.redraft,
+                               say=context.log.info)
+    row = build.summary[locale]  # as stored: the run that wrote the drafts (kept or new)
+    drafts = read_drafts(store.store(), locale)
+    for draft in drafts:
+        why = [draft.flag_reason] if draft.flagged else list(draft.checks)
+        if why:
+            context.log.warning(f"{locale}_{draft.instance_id}: flagged draft ({'; '.join(why)})")
+    priced = row["price_input_per_million"] is not None
+    no_prices = " (usage not reported)" if priced else " (no prices configured)"
+    kept = build.kept.get(locale)
     metadata = {
         "locale": locale,
-        "localiser": run.localiser.label,
-        "model": config.model,
-        "engine": run.info.engine_version,
-        "prompt": run.localiser.prompt.name,
-        "prompt_hash": run.localiser.prompt.prompt_hash,
-        "drafts": totals["n_drafts"],
-        "flagged": totals["n_flagged"],
-        "retried": totals["n_retried"],
-        "unchanged": totals["n_unchanged"],
-        "generated": totals["n_generated"],
-        "requests_from_cache": run.n_requests - run.n_generated,
-        "prompt_tokens": _value(totals["prompt_tokens"], " (the engine reports none)"),
-        "completion_tokens": _value(totals["completion_tokens"], " (the engine reports none)"),
-        "estimated_cost": _value(totals["estimated_cost"], no_prices),
-        "estimated_cost_this_run": _value(totals["estimated_cost_this_run"], no_prices),
-        "currency": prices.currency if prices else "",
-        "seconds": round(run.seconds, 1),
-        "task_id": drafts.task_id,
+        "kept": kept is not None,
+        "kept_because": dg.MetadataValue.md(kept.message() if kept else "not kept: localised now"),
+        "localiser": row["localiser"],
+        "model": row["model"],
+        "engine": row["engine_version"],
+        "prompt": row["prompt_name"],
+        "prompt_hash": row["prompt_hash"],
+        "drafts": row["n_drafts"],
+        "flagged": row["n_flagged"],
+        **{f"checks_{code}": _value(row.get(f"n_{code}"), " (not recorded)") for code in CHECKS},
+        "retried": row["n_retried"],
+        "unchanged": row["n_unchanged"],
+        "generated": 0 if kept else row["n_generated"],
+        "requests_from_cache": (build.run.n_requests - build.run.n_generated
+                                if build.run else 0),
+        "prompt_tokens": _value(row["prompt_tokens"], " (the engine reports none)"),
+        "completion_tokens": _value(row["completion_tokens"], " (the engine reports none)"),
+        "estimated_cost": _value(row["estimated_cost"], no_prices),
+        "estimated_cost_this_run": (0 if kept else
+                                    _value(row["estimated_cost_this_run"], no_prices)),
+        "currency": row["currency"] or "",
+        "seconds": round(build.run.seconds, 1) if build.run else 0,
+        "task_id": row["task_id"],
         "flagged_drafts": dg.MetadataValue.md("\n".join(
-            f"- `{locale}_{d.instance_id}`: {d.flag_reason}" for d in flagged) or "none"),
+            f"- `{locale}_{d.instance_id}`: {d.flag_reason or ', '.join(d.checks)}"
+            for d in drafts if d.flagged or d.checks) or "none"),
         "database": dg.MetadataValue.path(str(store.store().path)),
+        **({"notice": kept.message()} if kept else {}),  # the runner prints it
     }
-    return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(drafts.drafts_hash))
+    return dg.MaterializeResult(metadata=metadata,
+                                data_version=dg.DataVersion(row["drafts_hash"]))
 
 
 @dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[localised_drafts],
@@ -160,7 +188,14 @@ def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResourc
     config = annotation.config()
     file = ingest_folder_locale(store.store(), config.folder_path(), locale, config.limits())
     row = table1_row(locale, file.annotations)
+    kept = kept_flagged(store.store(), locale)
+    warning = kept_flagged_warning(locale, kept)
+    if warning:
+        context.log.warning(warning)
     return dg.MaterializeResult(metadata={
+        "kept_flagged_pairs": len(kept),
+        "kept_flagged": dg.MetadataValue.md(warning or "none"),
+        **({"notice": f"warning: {warning}"} if warning else {}),  # the runner prints it
         "locale": locale,
         "file": dg.MetadataValue.path(file.path),
         "file_sha256": file.sha256 or "",
@@ -188,7 +223,10 @@ def cultivar_dataset(context: dg.AssetExecutionContext, localisation: Localisati
     locales = localisation.config().locale_keys()
     built = build_dataset(store.store(), built_dataset.config().folder_path(), locales)
     counts = {locale: len(rows) for locale, rows in built.rows.items()}
+    kept = {locale: len(kept_flagged(store.store(), locale)) for locale in built.rows}
     return dg.MaterializeResult(metadata={
+        "kept_flagged_pairs": sum(kept.values()),
+        "kept_flagged_pairs_per_locale": dg.MetadataValue.json(kept),
         "folder": dg.MetadataValue.path(str(built.folder)),
         "demo_data": built.is_demo,
         "source": built.source,

@@ -91,7 +91,7 @@ class AnnotationTask:
                  "draft": {"source": d.source_draft, "english": d.english_draft,
                            "flagged": d.flagged, "flag_reason": d.flag_reason,
                            "raw_answer": d.raw_answer, "draft_hash": d.draft_hash,
-                           "prompt_hash": d.prompt_hash},
+                           "prompt_hash": d.prompt_hash, "checks": list(d.checks)},
                  "start": dict(zip(("source", "english"), starting_pair(d), strict=True))}
                 for d in self.drafts
             ],

@@ -135,8 +135,10 @@ class LocalisationConfig(BaseModel):
       unless ``retry_same_prompt``, for engines that sample);
     - ``price_input_per_million`` / ``price_output_per_million`` (and ``price_currency``): the
       estimated cost per locale, from the token usage; none when not set;
-    - ``cache_dir``: the on-disk cache (default ``$CULTIVAR_HOME/cache/localisation``);
-    - ``label``: how the localiser is described (default: the template's label, else the model).
+    - ``cache_dir``: the on-disk cache (default ``$CULTIVAR_HOME/cache/localisation``).
+
+    The localiser is described by the engine and model that ran
+    (``drafts.localiser_description``); there is no label to set.
     """
 
     # engine_options may hold a misplaced secret: pydantic's message never repeats an input
@@ -160,7 +162,6 @@ class LocalisationConfig(BaseModel):
     price_output_per_million: float | None = Field(default=None, ge=0)
     price_currency: str = "USD"
     cache_dir: str | None = None
-    label: str | None = None
 
     @field_validator("locales")
     @classmethod
@@ -191,7 +192,6 @@ class LocalisationConfig(BaseModel):
 
 
 DEMO_LOCALISER_ANSWERS = "construction/demo_localiser_answers.json"  # under cultivar_assets/
-DEMO_LOCALISER_LABEL = "weak demo localiser: Gemma 3 270M base, few-shot prompt"
 
 
 def demo_localisation(live: bool = False) -> LocalisationConfig:
@@ -203,7 +203,8 @@ def demo_localisation(live: bool = False) -> LocalisationConfig:
     recording :data:`DEMO_LOCALISER_ANSWERS` (engine ``replay``, ``engines/replay.py``): on the
     2-core machine running the model takes ~6 minutes for the 72 drafts, longer than the rest of
     the demo together. Everything after the answers (parsing, drafts, cache, tools, ingest) runs
-    as with the model; the run's localiser label and engine say ``replay``. ``live=True``
+    as with the model; the run's localiser description and engine say ``replay`` ("recorded
+    answers played back", from the model the recording names). ``live=True``
     (``cultivar demo --live-localiser``) runs the model itself.
     ``scripts/regenerate_demo_annotations.py`` runs it live, records the answers and writes the
     shipped demo annotation files; its ``--check`` compares both with what the model gives now.
@@ -215,13 +216,10 @@ def demo_localisation(live: bool = False) -> LocalisationConfig:
     if live:
         return LocalisationConfig(
             **common, engine="transformers",
-            engine_options={"batch_size": 12, "device": "cpu", "dtype": "float32"},
-            label=DEMO_LOCALISER_LABEL)
+            engine_options={"batch_size": 12, "device": "cpu", "dtype": "float32"})
     return LocalisationConfig(
         **common, engine="replay",
-        engine_options={"batch_size": 12, "answers": DEMO_LOCALISER_ANSWERS},
-        label=f"{DEMO_LOCALISER_LABEL} (recorded answers played back; "
-              "cultivar demo --live-localiser runs the model)")
+        engine_options={"batch_size": 12, "answers": DEMO_LOCALISER_ANSWERS})
 
 
 class AnnotationConfig(BaseModel):

@@ -64,7 +64,12 @@ from pathlib import Path
 from tqdm import tqdm
 
 from cultivar_assets.construction.config import LocalisationConfig
-from cultivar_assets.construction.drafts import Draft, drafts_hash, task_id
+from cultivar_assets.construction.drafts import (
+    Draft,
+    configured_localiser,
+    drafts_hash,
+    task_id,
+)
 from cultivar_assets.construction.errors import ConstructionError
 from cultivar_assets.construction.localisation_answer import MalformedAnswer, parse_answer
 from cultivar_assets.construction.localisation_prompts import (
@@ -190,7 +195,8 @@ class Localiser:
 
     @property
     def label(self) -> str:
-        return self.config.label or self.prompt.label or f"{self.config.model} ({self.spec.engine})"
+        """What ran (``drafts.localiser_description``): never the prompt template's words."""
+        return configured_localiser(self.config)
 
     @property
     def prices(self) -> Prices | None:

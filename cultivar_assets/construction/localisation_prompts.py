@@ -52,10 +52,9 @@ _ALLOWED = {
 }
 _FIELDS = {
     "chat": {"required": {"kind", "system", "user"},
-             "optional": {"description", "label", "answer", "shots", "retry", "stop"}},
+             "optional": {"description", "answer", "shots", "retry", "stop"}},
     "plain": {"required": {"kind", "system", "user", "answer_prefix"},
-              "optional": {"description", "label", "answer", "shots", "separator", "stop",
-                           "retry"}},
+              "optional": {"description", "answer", "shots", "separator", "stop", "retry"}},
 }
 BUNDLED = "localisation_prompts.yaml"
 
@@ -72,7 +71,6 @@ class LocalisationPrompt:
     name: str
     kind: PromptKind
     description: str
-    label: str | None  # e.g. "weak demo localiser"
     definition: dict[str, Any]  # the template's entry, worked examples included
     source: str  # the file it came from
 
@@ -153,7 +151,10 @@ def _check(entry: Any) -> list[str]:
     missing = sorted(fields["required"] - set(entry))
     if missing:
         problems.append(f"a {kind} template needs {', '.join(missing)}")
-    unknown = sorted(set(entry) - fields["required"] - fields["optional"])
+    if "label" in entry:
+        problems.append("label: a template carries no label (a localiser is described by the "
+                        "engine and model that ran, drafts.localiser_description); remove it")
+    unknown = sorted(set(entry) - fields["required"] - fields["optional"] - {"label"})
     if unknown:
         problems.append(f"unknown fields {', '.join(unknown)}")
     shots = entry.get("shots", [])
@@ -220,7 +221,7 @@ def parse_prompts(text: str, where: str) -> dict[str, LocalisationPrompt]:
             continue
         parsed[str(name)] = LocalisationPrompt(
             name=str(name), kind=entry["kind"], description=entry.get("description", ""),
-            label=entry.get("label"), definition=dict(entry), source=where)
+            definition=dict(entry), source=where)
     if problems:
         raise ConstructionError(f"{where}: bad localisation prompt templates:\n"
                                 + "\n".join(f"  - {p}" for p in problems))

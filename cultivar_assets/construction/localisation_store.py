@@ -1,7 +1,9 @@
 """Storing the localisation step's drafts (``raw.localised_drafts``, ``raw.localisation_runs``).
 
-Views: ``localised_drafts`` (one row per locale and selected instance) and
-``localisation_summary`` (one row per locale: the run that wrote its drafts, token usage and the
+Views: ``localised_drafts`` (one row per locale and selected instance, with the codes of the
+checks it fails, ``drafts.draft_checks``) and ``localisation_summary`` (one row per locale: the
+run that wrote its drafts, the localiser as ``drafts.localiser_description`` gives it from the
+engine, model and revision stored beside it, how many drafts fail each check, token usage and the
 estimated cost). A locale's rows are replaced in one transaction.
 """
 
@@ -13,7 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from cultivar_assets.construction.drafts import Draft
+from cultivar_assets.construction.drafts import (
+    CHECKS,
+    Draft,
+    localiser_description,
+    recorded_from,
+)
 from cultivar_assets.construction.localisation import LocalisationRun
 from cultivar_assets.store.database import Step, Store
 
@@ -23,7 +30,7 @@ DRAFT_SCHEMA = pa.schema([
     ("english_draft", pa.string()), ("raw_answer", pa.string()), ("flagged", pa.bool_()),
     ("flag_reason", pa.string()), ("attempts", pa.int32()), ("prompt_hash", pa.string()),
     ("draft_hash", pa.string()), ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()), ("checks", pa.list_(pa.string())),
 ])
 
 
@@ -34,8 +41,11 @@ def run_rows(run: LocalisationRun, selection_fingerprint: str, is_demo: bool
     prices = localiser.prices
     now = datetime.now(UTC).replace(tzinfo=None)
     rows = []
+    revision = run.info.model_revision or config.revision
+    recording = recorded_from(localiser.spec.engine, localiser.spec.engine_options)
     for locale, drafts in run.locales.items():
         totals = drafts.totals()
+        checks = [code for d in drafts.drafts for code in d.draft.checks]
         rows.append({
             "locale": locale, "task_id": drafts.task_id, "drafts_hash": drafts.drafts_hash,
             **{k: totals[k] for k in ("n_drafts", "n_flagged", "n_retried", "n_unchanged",
@@ -44,9 +54,13 @@ def run_rows(run: LocalisationRun, selection_fingerprint: str, is_demo: bool
             "price_input_per_million": prices.input_per_million if prices else None,
             "price_output_per_million": prices.output_per_million if prices else None,
             "currency": prices.currency if prices else None,
-            "localiser": localiser.label, "engine": localiser.spec.engine,
+            **{f"n_{code}": checks.count(code) for code in CHECKS},
+            "localiser": localiser_description(localiser.spec.engine, config.model, revision,
+                                               recording),
+            "recorded_from": json.dumps(recording, sort_keys=True) if recording else None,
+            "engine": localiser.spec.engine,
             "engine_version": run.info.engine_version, "model": config.model,
-            "model_revision": run.info.model_revision or config.revision,
+            "model_revision": revision,
             "engine_fingerprint": localiser.fingerprint,
             "engine_options": json.dumps(localiser.recorded_options(), sort_keys=True),
             "prompt_name": localiser.prompt.name, "prompt_hash": localiser.prompt.prompt_hash,

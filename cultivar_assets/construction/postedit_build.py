@@ -10,6 +10,12 @@ the returned annotation files validated and ingested.
   header; every file is validated before anything is written, then all are ingested in one
   transaction. A file with any problem changes nothing, and neither do the other files.
 
+A pair the annotator *kept* unchanged although its draft fails a check (``drafts.draft_checks``:
+not in the locale's script, the English sentence, or the original) is ingested, and
+:func:`kept_flagged` / :func:`kept_flagged_warning` name it: the asset logs the warning and
+records it in its metadata, ``cultivar build ingest`` prints it, and the dataset build reports
+how many such pairs it holds.
+
 When the folder is the shipped demo folder and a file was made against other drafts than the
 current ones, the error is a :class:`DemoDriftError` saying which drafts changed and how to
 regenerate the demo files (``scripts/regenerate_demo_annotations.py``).
@@ -57,7 +63,8 @@ class ToolPage:
 
     @property
     def n_flagged(self) -> int:
-        return sum(d.flagged for d in self.task.drafts)
+        """Items the page marks flagged: unreadable answers and drafts failing a check."""
+        return sum(d.flagged or bool(d.checks) for d in self.task.drafts)
 
 
 def stored_task(store: Store, locale: str) -> AnnotationTask:
@@ -186,6 +193,31 @@ def validate_files(store: Store, paths: Sequence[Path],
                 "hand them in again." if len(paths) > 1 else None)
         raise AnnotationFileError(problems, note)
     return files
+
+
+def kept_flagged(store: Store, locale: str) -> dict[int, tuple[str, ...]]:
+    """The ingested instances of ``locale`` whose final pair is the draft kept unchanged (action
+    ``kept``) although the draft fails a check: instance id -> the codes of those checks."""
+    drafts = {d.instance_id: d for d in read_drafts(store, locale)}
+    found = {}
+    for row in store.query("locale_annotations", locale=locale):
+        draft = drafts.get(row["instance_id"])
+        if (row["action"] == "kept" and draft is not None
+                and draft.draft_hash == row["draft_hash"] and draft.checks):
+            found[row["instance_id"]] = draft.checks
+    return found
+
+
+def kept_flagged_warning(locale: str, kept: dict[int, tuple[str, ...]]) -> str | None:
+    """The warning line for :func:`kept_flagged` (None when there is nothing to say)."""
+    if not kept:
+        return None
+    listing = ", ".join(f"{locale}_{iid} ({', '.join(codes)})"
+                        for iid, codes in sorted(kept.items())[:12])
+    more = f" and {len(kept) - 12} more" if len(kept) > 12 else ""
+    return (f"{locale}: {len(kept)} pair(s) kept unchanged although their draft was flagged: "
+            f"{listing}{more}. The annotator confirmed them as they are; if that was not meant, "
+            "fix them in the tool page and hand the file in again")
 
 
 def ingest_files(store: Store, paths: Sequence[Path],

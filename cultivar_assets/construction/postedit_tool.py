@@ -8,6 +8,8 @@
     static/tool-common.js, tool.css the pieces shared with the error-annotation tool
     static/postedit.js, postedit.css, postedit-textdiff.js, postedit-module-shim.js
     static/vendor/diff-match-patch/ diff_match_patch.js, LICENSE, README.md (version, origin)
+    drafts.jsonl                    the task's drafts with their hashes (drafts.py: the drafts
+                                    file), so the drafts the page was made from are kept with it
     .cultivar-build.json            manifest: task id, drafts hash, tool and schema versions
 
 The page needs no network and no server: open ``index.html`` from disk (``file://``) or put the
@@ -29,7 +31,7 @@ from pathlib import Path
 from cultivar_assets import __version__
 from cultivar_assets.construction.annotation_file import SCHEMA_VERSION
 from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.drafts import Draft
+from cultivar_assets.construction.drafts import DRAFTS_FILE, Draft, check_text, drafts_jsonl
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.site.tool_pages import build_tool_folder
 
@@ -54,6 +56,9 @@ def build_postedit_tool(drafts: Sequence[Draft] | AnnotationTask, out_dir: str |
         manifest={"kind": "postedit-tool", "task_id": task.task_id, "locale": task.locale,
                   "drafts_hash": task.drafts_hash, "n_items": len(task.drafts),
                   "tool_version": __version__, "schema_version": SCHEMA_VERSION},
+        files={DRAFTS_FILE: drafts_jsonl(task.drafts)},
+        checks={d.instance_id: [check_text(code, task.locale) for code in d.checks]
+                for d in task.drafts},
         task=payload["task"], payload=payload, schema_version=SCHEMA_VERSION,
         language_name=locale.language_name, location=locale.location,
         source_lang=f"{locale.language}-{locale.script}")

@@ -57,6 +57,17 @@ def write_recording(path: Path, recorded_from: dict[str, Any],
     Path(path).write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", "utf-8")
 
 
+def read_recorded_from(value: str | Path) -> dict[str, Any] | None:
+    """The ``recorded_from`` record of the recording at ``value`` (None: it holds none, or the
+    file cannot be read: loading the engine reports that)."""
+    try:
+        document = json.loads(recording_path(value).read_bytes())
+    except (OSError, ValueError):
+        return None
+    found = document.get("recorded_from") if isinstance(document, dict) else None
+    return found if isinstance(found, dict) else None
+
+
 class ReplayEngine(Engine):
     name = "replay"
     prompt_kinds = ("plain", "chat", "source")

@@ -37,6 +37,9 @@ from cultivar_assets.runner.reuse import Decision, StepBook
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store, recording_steps, seen_generation
 
+# an asset's metadata entry that the runner prints (kept drafts, kept flagged pairs)
+NOTICE = "notice"
+
 
 def _console_config() -> dict:
     """Dagster's console logger: silent unless ``CULTIVAR_DEBUG`` is set (this runner reports
@@ -116,8 +119,12 @@ class _Steps:
             self.say(f"{indent}{label}{decision.reason}")
         self.book.starting(step)
         started = time.perf_counter()
-        self._materialise(step, {"cultivar/inputs": decision.fingerprint,
-                                 **(tags() if tags else {})})
+        result = self._materialise(step, {"cultivar/inputs": decision.fingerprint,
+                                          **(tags() if tags else {})})
+        for event in result.get_asset_materialization_events():  # what an asset asks to say
+            notice = event.materialization.metadata.get(NOTICE)
+            if notice is not None:
+                self.say(f"{indent}{notice.value}")
         if self.book.finished(step, decision, time.perf_counter() - started) is None:
             raise ConcurrentWriteError(
                 f"another process wrote to the database {self.book.store.path} while the step "
@@ -144,7 +151,7 @@ class _Steps:
                 asset_key=asset, partition=step.partition, metadata=metadata,
                 tags={"cultivar/entry": "cli"}))
 
-    def _materialise(self, step: plan.PlannedStep, tags: dict[str, str]) -> None:
+    def _materialise(self, step: plan.PlannedStep, tags: dict[str, str]):
         import dagster as dg
 
         assets, resources = self._assets_and_resources()
@@ -161,6 +168,7 @@ class _Steps:
             raise RuntimeError(f"materialising {', '.join(step.assets)}"
                                f"{f' [{step.partition}]' if step.partition else ''} failed: "
                                f"{message.strip()}")
+        return result
 
 
 def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> PipelineResult:
@@ -288,5 +296,7 @@ def _model_tags(model) -> dict[str, str]:
 
 
 def _localiser_label(settings: Settings) -> str:
+    from cultivar_assets.construction.drafts import configured_localiser
+
     config = settings.construction.localisation
-    return config.label or f"{config.model} ({config.engine}), prompt {config.prompt}"
+    return f"{configured_localiser(config)}, prompt {config.prompt}"

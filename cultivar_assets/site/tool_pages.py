@@ -18,7 +18,7 @@ shortcuts act only outside text fields: ``docs/annotation-tools.md``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,11 @@ COMMON_STATIC = ("tool.css", "tool-common.js")
 
 
 def build_tool_folder(out_dir: str | Path, template: str, static_files: Sequence[str],
-                      manifest: dict[str, Any], **context: Any) -> Path:
-    """Write ``index.html`` from ``template`` and the static files into ``out_dir`` (replaced
-    as a whole); returns the page's path. ``static_files`` come after :data:`COMMON_STATIC`."""
+                      manifest: dict[str, Any], files: Mapping[str, str] | None = None,
+                      **context: Any) -> Path:
+    """Write ``index.html`` from ``template``, the static files and ``files`` (name -> text, UTF-8)
+    into ``out_dir`` (replaced as a whole); returns the page's path. ``static_files`` come after
+    :data:`COMMON_STATIC`."""
     names = list(dict.fromkeys([*COMMON_STATIC, *static_files]))
     out_dir = Path(out_dir)
 
@@ -39,6 +41,8 @@ def build_tool_folder(out_dir: str | Path, template: str, static_files: Sequence
         writer = PageWriter(work)
         writer.page("index.html", template, **context)
         writer.copy_static(names)
+        for name, text in (files or {}).items():
+            (work / name).write_text(text, "utf-8")
         copied = {p.relative_to(work / "static").as_posix()
                   for p in (work / "static").rglob("*") if p.is_file()}
         missing = sorted(set(names) - copied)

@@ -158,7 +158,7 @@
     items.forEach(function (item) {
       var entry = state.items[item.instance_id];
       var visible = show === "all" || (show === "pending" && !entry.confirmed) ||
-        (show === "confirmed" && entry.confirmed) || (show === "flagged" && item.draft.flagged) ||
+        (show === "confirmed" && entry.confirmed) || (show === "flagged" && (item.draft.flagged || item.draft.checks.length > 0)) ||
         (show === "revised" && classifyAction(item, entry) !== "kept");
       article(item.instance_id).hidden = !visible;
       if (visible) { shown += 1; }
