@@ -59,8 +59,10 @@
     location.hash.replace(/^#/, "").split("&").forEach(function (part) {
       if (!part) { return; }
       var eq = part.indexOf("=");
-      var name = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
-      out[name] = eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1));
+      try {
+        var name = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
+        out[name] = eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1));
+      } catch (e) { /* a malformed escape in a hand-edited hash: that part is ignored */ }
     });
     return out;
   }
