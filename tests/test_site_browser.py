@@ -412,3 +412,59 @@ def test_narrow_screen_scrolls_the_table_not_the_page(browser, wide_site):
         summary = page.locator("#leaderboard details.separable summary").first
         summary.tap()  # the not-separable list by touch
         assert page.locator("#leaderboard details.separable .popover").first.is_visible()
+
+
+# ---- segments and compare follow the hash (issue 20 §2) --------------------------------------
+
+def first_instance(page) -> str:
+    return page.locator("article.instance h2").first.inner_text()
+
+
+def test_segment_browser_follows_the_hash(page, server):
+    page.goto(f"{server}/browse.html#locale=deu_Latn_Germany")
+    page.wait_for_function("document.querySelector('article.instance h2')")
+    assert first_instance(page).startswith("deu_Latn_Germany")
+    page.select_option("#browser-pick select[name=locale]", "spa_Latn_Spain")
+    page.wait_for_function("document.querySelector('article.instance h2').textContent"
+                           ".startsWith('spa_Latn_Spain')")
+    assert "locale=spa_Latn_Spain" in page.url
+    page.go_back()  # the URL and the view go back together
+    page.wait_for_function("document.querySelector('article.instance h2').textContent"
+                           ".startsWith('deu_Latn_Germany')")
+    assert "locale=deu_Latn_Germany" in page.url
+    assert page.locator("#browser-pick select[name=locale]").input_value() == "deu_Latn_Germany"
+    page.go_forward()
+    page.wait_for_function("document.querySelector('article.instance h2').textContent"
+                           ".startsWith('spa_Latn_Spain')")
+    page.evaluate("location.hash = '#locale=hin_Deva_US'")  # an edited address
+    page.wait_for_function("document.querySelector('article.instance h2').textContent"
+                           ".startsWith('hin_Deva_US')")
+    assert page.locator("#browser-pick select[name=locale]").input_value() == "hin_Deva_US"
+
+
+def test_compare_follows_the_hash_has_an_overall_row_and_refuses_one_model(page, server):
+    a, b = model_slug("copy-source-baseline"), model_slug(HOSTILE_MODEL)
+    page.goto(f"{server}/compare.html#a={a}&b={b}")
+    overall = page.locator("#compare-table tfoot tr")
+    overall.wait_for()
+    cells = overall.locator("td").all_inner_texts()
+    board = {r["model_id"]: r for r in json.loads(
+        (page.context.request.get(f"{server}/downloads/leaderboard.json")).text())}
+    assert cells[0].split()[0] == f"{board['copy-source-baseline']['delta_bleu']:.2f}"
+    assert cells[1].split()[0] == f"{board[HOSTILE_MODEL]['delta_bleu']:.2f}"
+    difference = board["copy-source-baseline"]["delta_bleu"] - board[HOSTILE_MODEL]["delta_bleu"]
+    assert cells[2] == f"{difference:.2f}"
+    page.select_option("#compare-pick select[name=b]", a)  # the same model twice
+    status = page.locator("#compare-status")
+    assert "same model" in status.inner_text()
+    assert page.locator("#compare-table tbody tr").count() == 0
+    page.go_back()  # back to the two models, in the view as in the address
+    page.locator("#compare-table tbody tr").first.wait_for()
+    assert page.locator("#compare-pick select[name=b]").input_value() == b
+    assert f"b={b}" in page.url
+    page.evaluate(f"location.hash = '#a={b}&b={a}'")
+    page.wait_for_function(f"document.querySelector('#compare-pick select[name=a]').value"
+                           f" === {json.dumps(b)}")
+    page.locator("#compare-table tfoot tr").wait_for()
+    assert page.locator("#compare-table tfoot td").nth(0).inner_text().split()[0] == \
+        f"{board[HOSTILE_MODEL]['delta_bleu']:.2f}"

@@ -66,11 +66,28 @@
     });
     return out;
   }
-  function writeHash(params) {
+  // Write ``params`` into the hash: a new history entry when ``push`` (a reader's choice, so
+  // that Back returns to the view before it), else the current entry; nothing when unchanged.
+  function writeHash(params, push) {
     var parts = Object.keys(params).filter(function (k) { return params[k]; }).map(function (k) {
       return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
     });
-    history.replaceState(null, "", "#" + parts.join("&"));
+    var hash = "#" + parts.join("&");
+    if (hash === location.hash || (hash === "#" && !location.hash)) { return; }
+    history[push ? "pushState" : "replaceState"](null, "", hash);
+  }
+  // Call ``restore`` whenever the hash changes under the page (Back / Forward, an edited
+  // address, a link to the same page): the view follows the hash, always.
+  function onHashChange(restore) {
+    var last = location.hash;
+    function check() {
+      if (location.hash === last) { return; }
+      last = location.hash;
+      restore();
+    }
+    window.addEventListener("popstate", check);
+    window.addEventListener("hashchange", check);
+    return function () { last = location.hash; };  // call after writing the hash yourself
   }
 
   // A message in `element` (text only).
@@ -82,6 +99,7 @@
   window.Cultivar.load = load;
   window.Cultivar.readHash = readHash;
   window.Cultivar.writeHash = writeHash;
+  window.Cultivar.onHashChange = onHashChange;
   window.Cultivar.say = say;
   window.Cultivar.root = root;
 }());
