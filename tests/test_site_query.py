@@ -171,12 +171,14 @@ def test_an_error_shows_once_in_monospace_with_its_caret_and_clears_the_result(
     with watched_page(browser) as page:
         ready(page, served)
         page.wait_for_function("document.querySelectorAll('#query-result tbody tr').length")
-        run(page, "SELECT model_id FROM leaderboard WHERE nonsense_column > 1")
-        lines = error_lines(page)
-        text = "\n".join(lines)
-        assert text.count("LINE 1:") == 1 and text.count("^") == 1, text
-        line = next(i for i, t in enumerate(lines) if t.startswith("LINE 1:"))
-        assert lines[line + 1].index("^") == lines[line].index("nonsense_column"), text
+        for sql, token in (("SELECT model_id FROM leaderboard WHERE nonsense_column > 1",
+                             "nonsense_column"), ("SELEC nonsense FROM leaderboard", "SELEC")):
+            run(page, sql)
+            lines = error_lines(page)
+            text = "\n".join(lines)
+            assert text.count("LINE 1:") == 1 and text.count("^") == 1, text
+            line = next(i for i, t in enumerate(lines) if t.startswith("LINE 1:"))
+            assert lines[line + 1].index("^") == lines[line].index(token), text
         font = page.locator("#query-error").evaluate("e => getComputedStyle(e).fontFamily")
         assert "monospace" in font
         widths = page.evaluate("""() => {  // the font in use is fixed-width

@@ -105,17 +105,13 @@
   // DuckDB's message, once: its "LINE n: …" excerpt with the caret can come twice (the parser's
   // and the binder's copy); shown in a <pre>, so the caret stands under its character.
   function errorText(message) {
-    var text = String(message || "");
-    var at = text.indexOf("\nLINE ");
-    if (at >= 0) {
-      var excerpt = text.slice(at);
-      var again = text.indexOf(excerpt, at + 1);
-      if (again < 0) {
-        var head = text.slice(0, at), inner = head.indexOf("\nLINE ");
-        if (inner >= 0 && text.slice(inner, at).trim() === excerpt.trim()) { text = head; }
-      } else { text = text.slice(0, again); }
-    }
-    return text.replace(/\s+$/, "");
+    var seen = {};
+    return String(message || "").split(/\n\s*\n/).filter(function (block) {
+      var key = block.replace(/\s+$/, "");
+      if (seen[key]) { return false; }
+      seen[key] = true;
+      return key !== "";
+    }).join("\n\n").replace(/\s+$/, "");
   }
 
   function clearResult() {
