@@ -206,6 +206,8 @@ def test_published_tables_are_read_only(browser, served, site):
                     "DELETE FROM leaderboard", "UPDATE leaderboard SET delta_bleu = 0",
                     "INSERT INTO scores SELECT * FROM scores",
                     "CREATE OR REPLACE TABLE leaderboard AS SELECT 1 AS x",
+                    "CREATE TEMP TABLE leaderboard AS SELECT 1 AS x",  # would shadow it
+                    "WITH t AS (SELECT 1) DELETE FROM leaderboard",
                     "ALTER TABLE leaderboard RENAME TO gone"):
             run(page, sql)
             assert "read-only" in page.locator("#query-error").inner_text(), sql

@@ -122,9 +122,9 @@
   }
 
   // The published tables are read-only (our choice: refused before running, rather than
-  // restored afterwards): a statement that drops, alters, truncates, replaces or writes into
-  // one of them is not run. A reader's own tables (CREATE TABLE mine AS …) are theirs.
-  var WRITES = /^\s*(?:DROP\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?|ALTER\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?|TRUNCATE\s+(?:TABLE\s+)?|UPDATE\s+|DELETE\s+FROM\s+|INSERT\s+(?:OR\s+\w+\s+)?INTO\s+|COPY\s+|COMMENT\s+ON\s+(?:TABLE|VIEW|COLUMN)\s+|CREATE\s+OR\s+REPLACE\s+(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|VIEW)\s+)(?:main\.)?"?([A-Za-z_][A-Za-z0-9_]*)"?/i;
+  // restored afterwards): a statement that drops, alters, truncates, replaces, shadows (a TEMP
+  // table of the same name) or writes into one of them is not run. A reader's own tables (CREATE TABLE mine AS …) are theirs.
+  var WRITES = /^\s*(?:DROP\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?|ALTER\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?|TRUNCATE\s+(?:TABLE\s+)?|UPDATE\s+|DELETE\s+FROM\s+|INSERT\s+(?:OR\s+\w+\s+)?INTO\s+|COPY\s+|COMMENT\s+ON\s+(?:TABLE|VIEW|COLUMN)\s+|CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?)(?:(?:main|temp)\.)?"?([A-Za-z_][A-Za-z0-9_]*)"?/i;
   function changesPublished(sql) {
     var published = app.getAttribute("data-tables").split(" ").concat(["segments", "translations", "hypotheses"]);
     return statements(sql.replace(/--[^\n]*/g, "")).map(function (statement) {
