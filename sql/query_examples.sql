@@ -39,10 +39,14 @@ GROUP BY model_id
 ORDER BY delta_bleu;
 
 -- name: example_evaluated_vs_reported
+-- Every evaluated model; the paper's figures where its Table 3 has the same model id (our
+-- choice: a LEFT JOIN, so that a model the paper did not report says so instead of vanishing).
 SELECT e.model_id, round(e.delta_bleu, 2) AS evaluated_delta_bleu,
-       r.delta_bleu AS reported_delta_bleu, round(e.delta_bleu - r.delta_bleu, 2) AS difference
-FROM leaderboard e JOIN reported_leaderboard r USING (model_id)
-ORDER BY e.model_id;
+       r.delta_bleu AS reported_delta_bleu, round(e.delta_bleu - r.delta_bleu, 2) AS difference,
+       CASE WHEN r.model_id IS NULL THEN 'no: the paper''s Table 3 has no model with this id'
+            ELSE 'yes' END AS in_paper
+FROM leaderboard e LEFT JOIN reported_leaderboard r USING (model_id)
+ORDER BY r.model_id IS NULL, e.model_id;
 
 -- name: example_translations
 SELECT model_id, test_set, segment_id, hypothesis

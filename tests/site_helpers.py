@@ -142,3 +142,25 @@ def watched_page(browser, **context_options) -> Iterator:
         context.close()
     assert page.problems == [], page.problems
     assert page.hosts <= {"127.0.0.1", "file"}, page.hosts
+
+
+# The per-model records that scoring writes; aggregation derives every other table from them.
+SCORED_TABLES = ("models", "model_runs", "translations", "scores", "segment_stats",
+                 "word_recall")
+
+
+def widen_store(store: Store, template: str, names: list[str]) -> Store:
+    """``store`` with ``names`` added as copies of the scored model ``template`` (its
+    translations, scores and per-segment statistics under each new id), then re-aggregated: a
+    leaderboard of many models without translating and scoring each (the layout and the
+    controls are what such a site is for; the copies tie with ``template`` but get type LLM,
+    and a family and a size that depend on the name's length)."""
+    with duckdb.connect(str(store.path)) as con:
+        for name in names:
+            for table in SCORED_TABLES:
+                con.execute(f"INSERT INTO raw.{table} SELECT * REPLACE (? AS model_id) "
+                            f"FROM raw.{table} WHERE model_id = ?", [name, template])
+            con.execute("UPDATE raw.models SET type = 'LLM', family = ?, params_total_b = ? "
+                        "WHERE model_id = ?", [f"family-{len(name) % 4}", 0.5 * len(name), name])
+    aggregate(store)
+    return store

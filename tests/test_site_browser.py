@@ -13,6 +13,7 @@ import io
 import json
 import shutil
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 from site_helpers import (
@@ -22,6 +23,7 @@ from site_helpers import (
     hostile_store,
     serve,
     watched_page,
+    widen_store,
 )
 
 from cultivar_assets.site.build import build_site, model_slug
@@ -56,7 +58,8 @@ def page(browser, server):
 def column(page, table_id: str, header: str) -> list[str]:
     """The texts of one column, found by its header (the Rank column is optional)."""
     headers = page.locator(f"#{table_id} thead th").all_inner_texts()
-    index = next(i for i, h in enumerate(headers) if h.strip().rstrip(" ▲▼") == header) + 1
+    index = next(i for i, h in enumerate(headers)
+                 if " ".join(h.split()).rstrip(" ▲▼") == header) + 1
     return page.locator(f"#{table_id} tbody tr > :nth-child({index})").all_inner_texts()
 
 
@@ -67,7 +70,7 @@ def number(text: str) -> float:
 def test_leaderboard_loads_sorts_and_filters(page, server):
     page.goto(f"{server}/index.html")
     table = page.locator("#leaderboard")
-    assert table.locator("caption").is_visible()
+    assert "sorted by ∆BLEU" in page.locator("#leaderboard-caption").inner_text()
     assert set(column(page, "leaderboard", "Model")) == {"copy-source-baseline", HOSTILE_MODEL}
     deltas = [number(v) for v in column(page, "leaderboard", "∆BLEU")]
     assert deltas == sorted(deltas, reverse=True)  # the paper's default order: ∆BLEU
@@ -211,7 +214,6 @@ def test_downloads_are_linked_and_complete(site_dir):
                                  / f"{model_slug(HOSTILE_MODEL)}.parquet")
     assert translations.num_rows == 120
     assert set(translations["model_id"].to_pylist()) == {HOSTILE_MODEL}
-    import duckdb
 
     with duckdb.connect(str(site_dir / "downloads" / "cultivar.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM leaderboard").fetchone()[0] == 2
@@ -246,3 +248,223 @@ def test_real_data_sites_do_not_show_flores_text(site_dir, tmp_path):
                for r in segments if r["test_set"].startswith("flores_"))
     assert not (out / "downloads" / "cultivar.duckdb").exists()
     assert "cultivar.duckdb" not in (out / "index.html").read_text()
+
+
+# ---- the leaderboard at many models (issue 20 §1) -------------------------------------------
+
+WIDE_NAMES = [f"org-model-{m:03d}-instruct" for m in range(30)]
+
+
+@pytest.fixture(scope="module")
+def wide_site(site_dir, tmp_path_factory):
+    """The demo site's database plus 30 more models (copies: see ``widen_store``), built
+    without reported results: a 32-model leaderboard."""
+    root = tmp_path_factory.mktemp("wide_site")
+    shutil.copyfile(site_dir.parent / "site.duckdb", root / "site.duckdb")
+    store = widen_store(Store(root / "site.duckdb"), "copy-source-baseline", WIDE_NAMES)
+    with duckdb.connect(str(store.path)) as con:
+        con.execute("DELETE FROM raw.reported_results")
+    build_site(store, root / "site", query_page="off")
+    return root / "site"
+
+
+def board_geometry(page) -> dict:
+    return page.evaluate("""() => {
+      const wrap = document.querySelector('.table-wrap.board');
+      const table = document.getElementById('leaderboard');
+      const row = table.tBodies[0].rows[0];
+      const line = parseFloat(getComputedStyle(row.cells[1]).lineHeight);
+      return {page: document.documentElement.scrollWidth, viewport: window.innerWidth,
+              wrap: wrap.clientWidth, table: table.scrollWidth,
+              row: row.getBoundingClientRect().height, line: line};
+    }""")
+
+
+def test_default_sort_is_shown(page, server):
+    page.goto(f"{server}/index.html")
+    header = page.locator("#leaderboard thead th", has_text="∆BLEU").first
+    assert header.get_attribute("aria-sort") == "descending"
+    arrow = header.locator("button").evaluate(
+        "b => getComputedStyle(b, '::after').content")
+    assert "▼" in arrow  # shown, not only announced
+    others = page.locator("#leaderboard thead th[aria-sort=descending], "
+                          "#leaderboard thead th[aria-sort=ascending]")
+    assert others.count() == 1
+
+
+def test_text_columns_sort_ascending_first(page, server):
+    page.goto(f"{server}/index.html")
+    header = page.locator("#leaderboard thead th", has_text="Model")
+    header.locator("button").click()
+    assert header.get_attribute("aria-sort") == "ascending"
+    names = column(page, "leaderboard", "Model")
+    assert names == sorted(names, key=str.lower)
+    number_header = page.locator("#leaderboard thead th", has_text="FN rate")
+    number_header.locator("button").click()
+    assert number_header.get_attribute("aria-sort") == "descending"  # numbers: best first
+
+
+def test_search_sort_and_filters_live_in_the_hash(page, server):
+    page.goto(f"{server}/index.html")
+    page.fill("form.filters input[name=q]", "COPY")
+    visible = [r.locator("th").inner_text() for r in page.locator("#leaderboard tbody tr").all()
+               if r.is_visible()]
+    assert visible == ["copy-source-baseline"]
+    assert "q=COPY" in page.url
+    page.fill("form.filters input[name=q]", "")
+    page.locator("#leaderboard thead th", has_text="Cultivar BLEU").locator("button").click()
+    assert "sort=cultivar_bleu&dir=descending" in page.url
+    page.select_option("form.filters select[name=type]", "baseline")
+    assert "type=baseline" in page.url
+    page.go_back()  # the filter goes, the sort stays
+    page.wait_for_function("!location.hash.includes('type=')")
+    assert page.locator("form.filters select[name=type]").input_value() == ""
+    assert page.locator("#leaderboard tbody tr:visible").count() == 2
+    header = page.locator("#leaderboard thead th", has_text="Cultivar BLEU")
+    assert header.get_attribute("aria-sort") == "descending"
+    page.go_back()  # back to the default sort
+    page.wait_for_function("!location.hash.includes('sort=')")
+    assert header.get_attribute("aria-sort") == "none"
+    delta = page.locator("#leaderboard thead th", has_text="∆BLEU").first
+    assert delta.get_attribute("aria-sort") == "descending"
+    # a shared address opens the same view; an edited hash changes it
+    page.goto(f"{server}/index.html#sort=model_id&dir=descending&q=e&type=LLM")
+    assert page.locator("#leaderboard thead th", has_text="Model").get_attribute(
+        "aria-sort") == "descending"
+    assert page.locator("form.filters input[name=q]").input_value() == "e"
+    assert [r.locator("th").inner_text() for r in page.locator("#leaderboard tbody tr").all()
+            if r.is_visible()] == [HOSTILE_MODEL]
+    page.evaluate("location.hash = '#type=baseline'")
+    page.wait_for_function("document.querySelector('form.filters select[name=type]').value"
+                           " === 'baseline'")
+    assert "1 of 2 models shown" in page.locator("form.filters output").inner_text()
+    page.goto(f"{server}/index.html#sort=nonsense&q=%E0%A4%A")  # a broken hash: the defaults
+    assert delta.get_attribute("aria-sort") == "descending"
+
+
+def test_not_separable_list_opens_by_keyboard(page, server):
+    page.goto(f"{server}/index.html")
+    summary = page.locator("#leaderboard details.separable summary").first
+    popover = page.locator("#leaderboard details.separable .popover").first
+    assert not popover.is_visible()
+    summary.focus()
+    page.keyboard.press("Enter")
+    assert popover.is_visible()
+    assert popover.inner_text().startswith("Not separable from: ")
+    summary.click()  # a click closes it again
+    assert not popover.is_visible()
+
+
+def test_intervals_on_demand_and_remembered(browser, server):
+    with watched_page(browser) as page:
+        page.goto(f"{server}/index.html")
+        interval = page.locator("#leaderboard .interval").first
+        assert not interval.is_visible()
+        page.check("form.filters input[name=intervals]")
+        assert interval.is_visible() and interval.inner_text().strip().startswith("[")
+        page.reload()
+        assert page.locator("form.filters input[name=intervals]").is_checked()
+        assert page.locator("#leaderboard .interval").first.is_visible()
+
+
+def test_paper_notes_are_with_the_reported_figures(page, server):
+    page.goto(f"{server}/index.html")
+    assert "printed" not in page.locator("#averages-table3").inner_text()
+    notes = page.locator("section[aria-labelledby=reported-heading] #paper-notes-table3")
+    assert "the paper's printed Average of this column" in notes.inner_text()
+
+
+@pytest.mark.parametrize("width", [1280, 1440, 1920])
+def test_wide_leaderboard_fits_with_one_line_rows(browser, wide_site, width):
+    with watched_page(browser, viewport={"width": width, "height": 1000}) as page:
+        page.goto((wide_site / "index.html").as_uri())
+        box = board_geometry(page)
+        assert box["table"] <= box["wrap"], box  # every column, n included, in view
+        assert box["page"] <= box["viewport"], box
+        assert box["row"] < 2 * box["line"], box  # one line per model
+        assert page.locator("#leaderboard tbody tr").count() == 32
+        rows_in_view = page.evaluate("""() => {  // a screenful of the table: rows in view
+            document.querySelector('.table-wrap.board').scrollIntoView();
+            return [...document.querySelectorAll('#leaderboard tbody tr')]
+              .filter(r => r.getBoundingClientRect().bottom <= innerHeight).length; }""")
+        assert rows_in_view >= 20, rows_in_view
+        # the header stays in view while the table scrolls
+        page.locator("#leaderboard tbody tr").last.scroll_into_view_if_needed()
+        top = page.locator("#leaderboard thead th").first.bounding_box()
+        wrap = page.locator(".table-wrap.board").bounding_box()
+        assert wrap["y"] - 1 <= top["y"] <= wrap["y"] + 1 and top["y"] >= -1
+        text = page.locator("main").inner_text()
+        assert "materialise" not in text and "asset" not in text  # no operator instructions
+
+
+def test_narrow_screen_scrolls_the_table_not_the_page(browser, wide_site):
+    with watched_page(browser, viewport={"width": 390, "height": 844}, has_touch=True,
+                      is_mobile=True) as page:
+        page.goto((wide_site / "index.html").as_uri())
+        box = board_geometry(page)
+        assert box["page"] <= box["viewport"], box  # the page does not scroll sideways ...
+        assert box["table"] > box["wrap"]  # ... the table does, inside its box
+        name = page.locator("#leaderboard tbody th").first
+        before = name.bounding_box()["x"]
+        page.locator(".table-wrap.board").evaluate("w => { w.scrollLeft = w.scrollWidth; }")
+        after = name.bounding_box()
+        assert abs(after["x"] - before) < 1 and after["width"] > 40  # the model stays in view
+        summary = page.locator("#leaderboard details.separable summary").first
+        summary.tap()  # the not-separable list by touch
+        assert page.locator("#leaderboard details.separable .popover").first.is_visible()
+
+
+# ---- segments and compare follow the hash (issue 20 §2) --------------------------------------
+
+def first_instance(page) -> str:
+    return page.locator("article.instance h2").first.inner_text()
+
+
+def test_segment_browser_follows_the_hash(page, server):
+    page.goto(f"{server}/browse.html#locale=deu_Latn_Germany")
+    page.wait_for_function("document.querySelector('article.instance h2')")
+    assert first_instance(page).startswith("deu_Latn_Germany")
+    page.select_option("#browser-pick select[name=locale]", "spa_Latn_Spain")
+    page.wait_for_function("document.querySelector('article.instance h2').textContent"
+                           ".startsWith('spa_Latn_Spain')")
+    assert "locale=spa_Latn_Spain" in page.url
+    page.go_back()  # the URL and the view go back together
+    page.wait_for_function("document.querySelector('article.instance h2').textContent"
+                           ".startsWith('deu_Latn_Germany')")
+    assert "locale=deu_Latn_Germany" in page.url
+    assert page.locator("#browser-pick select[name=locale]").input_value() == "deu_Latn_Germany"
+    page.go_forward()
+    page.wait_for_function("document.querySelector('article.instance h2').textContent"
+                           ".startsWith('spa_Latn_Spain')")
+    page.evaluate("location.hash = '#locale=hin_Deva_US'")  # an edited address
+    page.wait_for_function("document.querySelector('article.instance h2').textContent"
+                           ".startsWith('hin_Deva_US')")
+    assert page.locator("#browser-pick select[name=locale]").input_value() == "hin_Deva_US"
+
+
+def test_compare_follows_the_hash_has_an_overall_row_and_refuses_one_model(page, server):
+    a, b = model_slug("copy-source-baseline"), model_slug(HOSTILE_MODEL)
+    page.goto(f"{server}/compare.html#a={a}&b={b}")
+    overall = page.locator("#compare-table tfoot tr")
+    overall.wait_for()
+    cells = overall.locator("td").all_inner_texts()
+    board = {r["model_id"]: r for r in json.loads(
+        (page.context.request.get(f"{server}/downloads/leaderboard.json")).text())}
+    assert cells[0].split()[0] == f"{board['copy-source-baseline']['delta_bleu']:.2f}"
+    assert cells[1].split()[0] == f"{board[HOSTILE_MODEL]['delta_bleu']:.2f}"
+    difference = board["copy-source-baseline"]["delta_bleu"] - board[HOSTILE_MODEL]["delta_bleu"]
+    assert cells[2] == f"{difference:.2f}"
+    page.select_option("#compare-pick select[name=b]", a)  # the same model twice
+    status = page.locator("#compare-status")
+    assert "same model" in status.inner_text()
+    assert page.locator("#compare-table tbody tr").count() == 0
+    page.go_back()  # back to the two models, in the view as in the address
+    page.locator("#compare-table tbody tr").first.wait_for()
+    assert page.locator("#compare-pick select[name=b]").input_value() == b
+    assert f"b={b}" in page.url
+    page.evaluate(f"location.hash = '#a={b}&b={a}'")
+    page.wait_for_function(f"document.querySelector('#compare-pick select[name=a]').value"
+                           f" === {json.dumps(b)}")
+    page.locator("#compare-table tfoot tr").wait_for()
+    assert page.locator("#compare-table tfoot td").nth(0).inner_text().split()[0] == \
+        f"{board[HOSTILE_MODEL]['delta_bleu']:.2f}"

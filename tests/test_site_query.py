@@ -88,8 +88,9 @@ def test_queries_return_the_leaderboard_and_errors_as_text(browser, served, site
         headers, rows = result(page)
         assert headers[:3] == ["model_id", "type", "delta_bleu"]
         assert [r[0] for r in rows] == [r["model_id"] for r in board]  # the leaderboard's rows
-        assert [round(float(r[2]), 6) for r in rows] == [round(r["delta_bleu"], 6)
-                                                         for r in board]
+        exact = page.locator("#query-result tbody tr > :nth-child(3)").evaluate_all(
+            "cells => cells.map(c => c.getAttribute('data-value'))")
+        assert [round(float(v), 6) for v in exact] == [round(r["delta_bleu"], 6) for r in board]
 
         run(page, "SELEC nonsense FROM leaderboard")
         error = page.locator("#query-error")
@@ -141,3 +142,95 @@ def test_from_file_urls_the_page_says_to_serve_it(browser, site):
         status = page.locator("#query-status").inner_text()
         assert "cultivar serve" in status and "http://127.0.0.1:8000/query.html" in status
         assert time.perf_counter() - start < 30
+
+
+def error_lines(page) -> list[str]:
+    return page.locator("#query-error").inner_text().splitlines()
+
+
+def test_default_query_runs_on_load_with_rounded_numbers(browser, served, site):
+    store, _ = site
+    board = store.query("leaderboard")
+    with watched_page(browser, accept_downloads=True) as page:
+        ready(page, served)  # no click: the default query has run
+        page.wait_for_function("document.getElementById('query-summary').textContent"
+                               ".includes('rows')")
+        headers, rows = result(page)
+        assert headers[0] == "model_id" and len(rows) == len(board)
+        shown = [r[headers.index("false_negative_rate")] for r in rows]
+        assert all(len(v.split(".")[-1]) <= 4 for v in shown), shown  # rounded for reading
+        with page.expect_download() as download:
+            page.click("button[data-download=csv]")
+        text = Path(download.value.path()).read_text("utf-8")
+        full = repr(board[0]["false_negative_rate"])
+        assert full in text and len(full.split(".")[-1]) > 4  # the download keeps every digit
+
+
+def test_an_error_shows_once_in_monospace_with_its_caret_and_clears_the_result(
+        browser, served):
+    with watched_page(browser) as page:
+        ready(page, served)
+        page.wait_for_function("document.querySelectorAll('#query-result tbody tr').length")
+        for sql, token in (("SELECT model_id FROM leaderboard WHERE nonsense_column > 1",
+                             "nonsense_column"), ("SELEC nonsense FROM leaderboard", "SELEC")):
+            run(page, sql)
+            lines = error_lines(page)
+            text = "\n".join(lines)
+            assert text.count("LINE 1:") == 1 and text.count("^") == 1, text
+            line = next(i for i, t in enumerate(lines) if t.startswith("LINE 1:"))
+            assert lines[line + 1].index("^") == lines[line].index(token), text
+        font = page.locator("#query-error").evaluate("e => getComputedStyle(e).fontFamily")
+        assert "monospace" in font
+        widths = page.evaluate("""() => {  // the font in use is fixed-width
+            const box = document.getElementById('query-error');
+            const span = document.createElement('span');
+            box.appendChild(span);
+            const out = [];
+            for (const t of ['iiiiiiiiii', 'WWWWWWWWWW']) {
+              span.textContent = t;
+              out.push(span.getBoundingClientRect().width);
+            }
+            span.remove();
+            return out; }""")
+        assert abs(widths[0] - widths[1]) < 0.5, widths
+        assert page.locator("#query-result tbody tr").count() == 0  # the old result is gone
+        assert "row" not in page.locator("#query-summary").inner_text()
+
+
+def test_published_tables_are_read_only(browser, served, site):
+    store, _ = site
+    n = len(store.query("leaderboard"))
+    with watched_page(browser) as page:
+        ready(page, served)
+        for sql in ("DROP TABLE leaderboard", "drop table if exists main.\"leaderboard\"",
+                    "DELETE FROM leaderboard", "UPDATE leaderboard SET delta_bleu = 0",
+                    "INSERT INTO scores SELECT * FROM scores",
+                    "CREATE OR REPLACE TABLE leaderboard AS SELECT 1 AS x",
+                    "CREATE TEMP TABLE leaderboard AS SELECT 1 AS x",  # would shadow it
+                    "WITH t AS (SELECT 1) DELETE FROM leaderboard",
+                    "ALTER TABLE leaderboard RENAME TO gone"):
+            run(page, sql)
+            assert "read-only" in page.locator("#query-error").inner_text(), sql
+        run(page, "SELECT count(*) AS n FROM leaderboard")
+        assert result(page)[1] == [[str(n)]]
+        run(page, "CREATE TABLE mine AS SELECT * FROM leaderboard")  # the reader's own table
+        assert page.locator("#query-error").is_hidden()
+        run(page, "DROP TABLE mine")
+        assert page.locator("#query-error").is_hidden()
+
+
+def test_evaluated_against_reported_example_says_which_models_the_paper_has(browser, served,
+                                                                            site):
+    store, _ = site
+    evaluated = {r["model_id"] for r in store.query("leaderboard")}
+    reported = {r["model_id"] for r in store.query("site_reported_leaderboard")}
+    with watched_page(browser) as page:
+        ready(page, served)
+        page.get_by_role("button", name="Evaluated here against reported in the paper").click()
+        page.wait_for_function("document.querySelector('#query-result thead th:last-child')"
+                               "?.textContent === 'in_paper'")
+        _, rows = result(page)
+        assert {r[0] for r in rows} == evaluated  # every evaluated model, not 0 rows
+        for row in rows:
+            assert row[-1] == ("yes" if row[0] in reported else
+                               "no: the paper's Table 3 has no model with this id")

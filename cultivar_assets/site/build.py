@@ -575,9 +575,11 @@ class _Build:
             pivot = _pivot_scores(by_model["scores"][model_id])
             model_deltas = deltas_by_model[model_id]
             shard = shards.shard_path(f"model/{slug}")
-            if not self._unchanged(shard, self._key(shard, model_id, model_deltas)):
+            overall = {k: row[k] for k in OVERALL_KEYS if k in row}  # the compare view's total
+            if not self._unchanged(shard, self._key(shard, model_id, model_deltas, overall)):
                 w.data(shard, shards.encode_shard(f"model/{slug}", {
-                    "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas)}))
+                    "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas),
+                    "overall": _json_rows([overall])[0]}))
             # the lists of models it cannot be separated from are shown on the leaderboard,
             # not here: left out, so that a new model does not re-render every model's page
             shown = {k: v for k, v in row.items() if not k.startswith("not_separable_")}
@@ -715,6 +717,10 @@ def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | Non
 
 
 DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None)]
+
+
+# The leaderboard's overall ∆ of a model, with its interval, as the compare view shows it.
+OVERALL_KEYS = tuple(f"delta_{m}{part}" for m in ("bleu", "chrf") for part in ("", "_low", "_high"))
 
 
 def leaderboard_columns(rows: list[dict], reported: bool = False) -> list[dict]:

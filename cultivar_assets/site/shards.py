@@ -26,8 +26,9 @@ Shards (``v`` is :data:`FORMAT`):
   ``null`` where the raw output equals the hypothesis; ``rules`` (cleaning rules that changed the
   output) is ``null`` when empty. Pairs of near-identical sentences sit side by side, which is
   what gzip compresses best.
-- ``data/models/<slug>.js`` — key ``model/<slug>``: ``{"v", "model", "deltas": [...]}``: the
-  model's ∆ per locale, with interval columns where the store has them (the compare view).
+- ``data/models/<slug>.js`` — key ``model/<slug>``: ``{"v", "model", "deltas": [...],
+  "overall": {...}}``: the model's ∆ per locale, with interval columns where the store has them,
+  and its leaderboard ∆BLEU / ∆chrF with their intervals (the compare view).
 - ``data/charts/<id>.js`` — key ``chart/<id>``: a chart's Vega-Lite spec (drawn after the page
   has loaded, so a large heatmap does not hold up the leaderboard).
 """

@@ -48,22 +48,28 @@
       index.models.forEach(function (m) { self.models[m.slug] = m; });
       self.locales = {};
       index.locales.forEach(function (l) { self.locales[l.locale] = l; });
-      var hash = C.readHash();
-      var model = self.models[hash.model] ? hash.model : (index.models[0] || {}).slug;
-      if (!model) { C.say(self.status, "No translations in this build."); return; }
-      fillSelect(self.form.elements.model, index.models.map(function (m) {
-        return [m.slug, m.id]; }), model);
-      fillSelect(self.form.elements.vs, [["", "(none)"]].concat(index.models.map(function (m) {
-        return [m.slug, m.id]; })), self.models[hash.vs] ? hash.vs : "");
-      self.fillLocales(hash.locale);
+      if (!index.models.length) { C.say(self.status, "No translations in this build."); return; }
       ["model", "vs", "locale"].forEach(function (name) {
         self.form.elements[name].addEventListener("change", function () {
           if (name === "model") { self.fillLocales(self.form.elements.locale.value); }
-          self.show();
+          self.show(true);
         });
       });
-      self.show();
+      self.seen = C.onHashChange(function () { self.restore(); });
+      self.restore();
     }).catch(function (error) { C.say(self.status, error.message, "error"); });
+  };
+
+  // The view the hash names (unknown models and locales: the first ones).
+  Browser.prototype.restore = function () {
+    var hash = C.readHash(), index = this.index, self = this;
+    var model = this.models[hash.model] ? hash.model : index.models[0].slug;
+    fillSelect(this.form.elements.model, index.models.map(function (m) {
+      return [m.slug, m.id]; }), model);
+    fillSelect(this.form.elements.vs, [["", "(none)"]].concat(index.models.map(function (m) {
+      return [m.slug, m.id]; })), self.models[hash.vs] ? hash.vs : "");
+    this.fillLocales(hash.locale);
+    this.show(false);
   };
 
   Browser.prototype.fillLocales = function (wanted) {
@@ -75,10 +81,11 @@
     }), locales.indexOf(wanted) >= 0 ? wanted : locales[0]);
   };
 
-  Browser.prototype.show = function () {
+  Browser.prototype.show = function (push) {
     var self = this, f = this.form.elements;
     var model = f.model.value, vs = f.vs.value, locale = f.locale.value;
-    C.writeHash({ model: model, locale: locale, vs: vs });
+    C.writeHash({ model: model, locale: locale, vs: vs }, push);
+    this.seen();
     if (!locale) { C.say(self.status, "This model has no Cultivar translations."); return; }
     var slugs = [model].concat(vs && vs !== model ? [vs] : []);
     var missing = slugs.filter(function (s) { return self.models[s].locales.indexOf(locale) < 0; });
@@ -237,21 +244,37 @@
     var self = this;
     C.load("index").then(function (index) {
       self.index = index;
-      var slugs = index.models.map(function (m) { return m.slug; }), hash = C.readHash();
-      var options = index.models.map(function (m) { return [m.slug, m.id]; });
-      fillSelect(self.form.elements.a, options, slugs.indexOf(hash.a) >= 0 ? hash.a : slugs[0]);
-      fillSelect(self.form.elements.b, options, slugs.indexOf(hash.b) >= 0 ? hash.b : (slugs[1] || slugs[0]));
       ["a", "b"].forEach(function (n) {
-        self.form.elements[n].addEventListener("change", function () { self.show(); });
+        self.form.elements[n].addEventListener("change", function () { self.show(true); });
       });
-      self.show();
+      self.seen = C.onHashChange(function () { self.restore(); });
+      self.restore();
     }).catch(function (error) { C.say(self.status, error.message, "error"); });
   };
 
-  Compare.prototype.show = function () {
+  // The two models the hash names (unknown ones: the first two of the build).
+  Compare.prototype.restore = function () {
+    var index = this.index, hash = C.readHash();
+    var slugs = index.models.map(function (m) { return m.slug; });
+    var options = index.models.map(function (m) { return [m.slug, m.id]; });
+    fillSelect(this.form.elements.a, options, slugs.indexOf(hash.a) >= 0 ? hash.a : slugs[0]);
+    fillSelect(this.form.elements.b, options, slugs.indexOf(hash.b) >= 0 ? hash.b : (slugs[1] || slugs[0]));
+    this.show(false);
+  };
+
+  Compare.prototype.show = function (push) {
     var self = this, a = this.form.elements.a.value, b = this.form.elements.b.value;
     if (!a || !b) { C.say(self.status, "No models in this build."); return; }
-    C.writeHash({ a: a, b: b });
+    C.writeHash({ a: a, b: b }, push);
+    this.seen();
+    if (a === b) {
+      this.table.tHead.rows[0].textContent = "";
+      this.table.tBodies[0].textContent = "";
+      this.records = [];
+      C.say(self.status, "Model A and model B are the same model (" + this.form.elements.a.selectedOptions[0].textContent +
+        "): choose two different models to compare.");
+      return;
+    }
     C.say(self.status, "Loading…");
     Promise.all([C.load("model/" + a), C.load("model/" + b)]).then(function (shards) {
       if (self.form.elements.a.value !== a || self.form.elements.b.value !== b) { return; }
@@ -305,8 +328,31 @@
       record.model_a = sa.model; record.model_b = sb.model;
       self.records.push(record);
     });
+    this.overall(sa, sb);
     if (window.Cultivar.makeSortable) { window.Cultivar.makeSortable(this.table); }
-    C.say(this.status, sa.model + " and " + sb.model + ": " + this.records.length + " locales");
+    C.say(this.status, sa.model + " and " + sb.model + ": " + Object.keys(byLocale).length + " locales");
+  };
+
+  // The overall row (kept out of the sorting, in the table's foot): each model's leaderboard
+  // ∆ with its interval, and their difference A − B.
+  Compare.prototype.overall = function (sa, sb) {
+    var foot = this.table.tFoot || this.table.createTFoot();
+    foot.textContent = "";
+    var oa = sa.overall || {}, ob = sb.overall || {}, tr = el("tr");
+    tr.appendChild(el("th", { scope: "row" }, "Overall (leaderboard ∆)"));
+    var record = { locale: null, model_a: sa.model, model_b: sb.model };
+    METRICS.forEach(function (m) {
+      var key = "delta_" + m[0];
+      var va = oa[key] === undefined ? null : oa[key], vb = ob[key] === undefined ? null : ob[key];
+      tr.appendChild(el("td", { "class": "num" }, intervalText(oa, key)));
+      tr.appendChild(el("td", { "class": "num" }, intervalText(ob, key)));
+      var d = va !== null && vb !== null ? va - vb : null;
+      tr.appendChild(el("td", { "class": "num" }, d === null ? "–" : d.toFixed(2)));
+      record[key + "_a"] = va; record[key + "_b"] = vb; record[key + "_difference"] = d;
+    });
+    tr.appendChild(el("td", {}, ""));
+    foot.appendChild(tr);
+    this.records.push(record);
   };
 
   Compare.prototype.download = function (format) {

@@ -89,10 +89,54 @@
     return value;
   }
 
+  // A value as the table shows it: numbers rounded for reading (our choice: at most 4 digits
+  // after the point, 3 significant digits below 0.001); the cell's data-value, its title and
+  // the downloads keep the full value.
   function display(value) {
     if (value === null) { return "NULL"; }
     if (typeof value === "object") { return JSON.stringify(value); }
+    if (typeof value === "number" && isFinite(value) && !Number.isInteger(value)) {
+      if (Math.abs(value) < 0.001) { return value.toPrecision(3); }
+      return String(Number(value.toFixed(4)));
+    }
     return String(value);
+  }
+
+  // DuckDB's message, once: its "LINE n: …" excerpt with the caret can come twice (the parser's
+  // and the binder's copy); shown in a <pre>, so the caret stands under its character.
+  function errorText(message) {
+    var seen = {};
+    return String(message || "").split(/\n\s*\n/).filter(function (block) {
+      var key = block.replace(/\s+$/, "");
+      if (seen[key]) { return false; }
+      seen[key] = true;
+      return key !== "";
+    }).join("\n\n").replace(/\s+$/, "");
+  }
+
+  function clearResult() {
+    table.tHead.rows[0].textContent = ""; table.tBodies[0].textContent = "";
+    summary.textContent = "";
+    last = null;
+    document.querySelectorAll("button[data-download]").forEach(function (b) { b.disabled = true; });
+  }
+
+  // The published tables are read-only (our choice: refused before running, rather than
+  // restored afterwards): a statement that drops, alters, truncates, replaces, shadows (a TEMP
+  // table of the same name) or writes into one of them is not run. A reader's own tables (CREATE TABLE mine AS …) are theirs.
+  var WRITES = /^\s*(?:DROP\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?|ALTER\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?|TRUNCATE\s+(?:TABLE\s+)?|UPDATE\s+|DELETE\s+FROM\s+|INSERT\s+(?:OR\s+\w+\s+)?INTO\s+|COPY\s+|COMMENT\s+ON\s+(?:TABLE|VIEW|COLUMN)\s+|CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?)(?:(?:main|temp)\.)?"?([A-Za-z_][A-Za-z0-9_]*)"?/i;
+  function changesPublished(sql) {
+    var published = app.getAttribute("data-tables").split(" ").concat(["segments", "translations", "hypotheses"]);
+    return statements(sql.replace(/--[^\n]*/g, "")).map(function (statement) {
+      var match = WRITES.exec(statement.replace(/^\s*WITH\s[\s\S]*?\)\s*(?=(UPDATE|DELETE|INSERT)\b)/i, ""));
+      return match && published.indexOf(match[1].toLowerCase()) >= 0 ? match[1] : null;
+    }).filter(Boolean)[0] || null;
+  }
+
+  function showError(text) {
+    clearResult();
+    errorBox.textContent = text;
+    errorBox.hidden = false;
   }
 
   function render(result) {
@@ -124,6 +168,7 @@
         var td = document.createElement("td"), v = row[c];
         td.textContent = display(v);
         td.setAttribute("data-value", v === null ? "" : (typeof v === "object" ? JSON.stringify(v) : String(v)));
+        if (typeof v === "number" && td.textContent !== String(v)) { td.title = String(v); }
         if (typeof v === "number") { td.className = "num"; }
         tr.appendChild(td);
       });
@@ -139,14 +184,18 @@
   function run() {
     if (!con) { return; }
     errorBox.hidden = true; errorBox.textContent = "";
+    var target = changesPublished(sqlBox.value);
+    if (target) {
+      showError("Not run: the published table " + target + " is read-only on this page. " +
+        "Make your own copy to change it, e.g. CREATE TABLE my_" + target.toLowerCase() +
+        " AS SELECT * FROM " + target + ";");
+      return;
+    }
+    clearResult();
     summary.textContent = "Running…";
     runButton.disabled = true;
     con.query(sqlBox.value).then(render).catch(function (error) {
-      summary.textContent = "";
-      errorBox.textContent = error.message;
-      errorBox.hidden = false;
-      last = null;
-      document.querySelectorAll("button[data-download]").forEach(function (b) { b.disabled = true; });
+      showError(errorText(error.message));
     }).then(function () { runButton.disabled = false; });
   }
 
@@ -231,6 +280,7 @@
       C.say(status, "Ready: " + names.length + " tables and the translations view (DuckDB " +
         "runs in this page; nothing is sent anywhere).");
       app.setAttribute("data-ready", "yes");
+      run();  // the default query, on load
     }).catch(function (error) {
       C.say(status, "DuckDB-Wasm could not start: " + error.message, "error");
     });

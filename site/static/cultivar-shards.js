@@ -59,16 +59,35 @@
     location.hash.replace(/^#/, "").split("&").forEach(function (part) {
       if (!part) { return; }
       var eq = part.indexOf("=");
-      var name = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
-      out[name] = eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1));
+      try {
+        var name = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
+        out[name] = eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1));
+      } catch (e) { /* a malformed escape in a hand-edited hash: that part is ignored */ }
     });
     return out;
   }
-  function writeHash(params) {
+  // Write ``params`` into the hash: a new history entry when ``push`` (a reader's choice, so
+  // that Back returns to the view before it), else the current entry; nothing when unchanged.
+  function writeHash(params, push) {
     var parts = Object.keys(params).filter(function (k) { return params[k]; }).map(function (k) {
       return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
     });
-    history.replaceState(null, "", "#" + parts.join("&"));
+    var hash = "#" + parts.join("&");
+    if (hash === location.hash || (hash === "#" && !location.hash)) { return; }
+    history[push ? "pushState" : "replaceState"](null, "", hash);
+  }
+  // Call ``restore`` whenever the hash changes under the page (Back / Forward, an edited
+  // address, a link to the same page): the view follows the hash, always.
+  function onHashChange(restore) {
+    var last = location.hash;
+    function check() {
+      if (location.hash === last) { return; }
+      last = location.hash;
+      restore();
+    }
+    window.addEventListener("popstate", check);
+    window.addEventListener("hashchange", check);
+    return function () { last = location.hash; };  // call after writing the hash yourself
   }
 
   // A message in `element` (text only).
@@ -80,6 +99,7 @@
   window.Cultivar.load = load;
   window.Cultivar.readHash = readHash;
   window.Cultivar.writeHash = writeHash;
+  window.Cultivar.onHashChange = onHashChange;
   window.Cultivar.say = say;
   window.Cultivar.root = root;
 }());

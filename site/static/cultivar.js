@@ -14,66 +14,200 @@
     return raw.toLowerCase();
   }
 
-  function sortTable(table, index, kind, header) {
+  // Sort ``table`` by the column of ``header`` in ``direction`` ("ascending" / "descending");
+  // empty values last, whatever the direction; ties keep their order (a stable sort).
+  function sortTable(table, header, direction) {
     var body = table.tBodies[0];
-    var descending = header.getAttribute("aria-sort") !== "descending";
-    var rows = Array.prototype.slice.call(body.rows);
+    var index = Array.prototype.indexOf.call(header.parentNode.children, header);
+    var button = header.querySelector("button[data-sort]");
+    var kind = button ? button.getAttribute("data-sort") : "text";
+    var descending = direction === "descending";
+    var rows = Array.prototype.slice.call(body.rows).map(function (row, position) {
+      return { row: row, value: cellValue(row, index, kind), position: position };
+    });
     rows.sort(function (a, b) {
-      var x = cellValue(a, index, kind), y = cellValue(b, index, kind);
-      if (x === null && y === null) { return 0; }
-      if (x === null) { return 1; }   // empty values last, whatever the direction
+      var x = a.value, y = b.value;
+      if (x === null && y === null) { return a.position - b.position; }
+      if (x === null) { return 1; }
       if (y === null) { return -1; }
       var order = x < y ? -1 : (x > y ? 1 : 0);
-      return descending ? -order : order;
+      return (descending ? -order : order) || a.position - b.position;
     });
-    rows.forEach(function (row) { body.appendChild(row); });
+    rows.forEach(function (r) { body.appendChild(r.row); });
     Array.prototype.forEach.call(header.parentNode.children, function (th) {
       th.setAttribute("aria-sort", "none");
     });
     header.setAttribute("aria-sort", descending ? "descending" : "ascending");
   }
 
-  // Header buttons sort the table (a table built later calls this itself).
-  function makeSortable(table) {
+  // The direction a click gives: the other one on the sorted column; on another column, text
+  // columns start ascending (A→Z) and numeric ones descending (best first). Our choice.
+  function nextDirection(header) {
+    var current = header.getAttribute("aria-sort");
+    if (current === "ascending") { return "descending"; }
+    if (current === "descending") { return "ascending"; }
+    var button = header.querySelector("button[data-sort]");
+    return button && button.getAttribute("data-sort") === "text" ? "ascending" : "descending";
+  }
+
+  // Header buttons sort the table (a table built later calls this itself); ``onSort`` (optional)
+  // is told of each sort made by a click.
+  function makeSortable(table, onSort) {
     var headers = table.tHead ? table.tHead.rows[0].children : [];
-    Array.prototype.forEach.call(headers, function (th, index) {
+    Array.prototype.forEach.call(headers, function (th) {
       var button = th.querySelector("button[data-sort]");
       if (!button || button.getAttribute("data-bound")) { return; }
       button.setAttribute("data-bound", "yes");
       button.addEventListener("click", function () {
-        sortTable(table, index, button.getAttribute("data-sort"), th);
+        sortTable(table, th, nextDirection(th));
+        if (onSort) { onSort(th); }
       });
     });
   }
   window.Cultivar.makeSortable = makeSortable;
-  document.querySelectorAll("table.sortable").forEach(makeSortable);
+  window.Cultivar.sortTable = sortTable;
 
-  document.querySelectorAll("form.filters[data-table]").forEach(function (form) {
-    var table = document.getElementById(form.getAttribute("data-table"));
-    var output = form.querySelector("output.count");
-    function apply() {
-      var type = form.elements.type.value, family = form.elements.family.value;
-      var max = parseFloat(form.elements.max_params.value);
-      var min = parseFloat(form.elements.min_params.value);
-      var flagged = form.elements.flagged ? form.elements.flagged.value : "";
-      var shown = 0, rows = table.tBodies[0].rows;
-      Array.prototype.forEach.call(rows, function (row) {
-        var params = parseFloat(row.getAttribute("data-params"));
-        var visible = (!type || row.getAttribute("data-type") === type) &&
-          (!family || row.getAttribute("data-family") === family) &&
-          (isNaN(max) || (!isNaN(params) && params <= max)) &&
-          (isNaN(min) || (!isNaN(params) && params >= min)) &&
-          (!flagged || row.getAttribute("data-flagged") === flagged);
-        row.hidden = !visible;
-        if (visible) { shown += 1; }
-      });
-      if (output) { output.textContent = shown + " of " + rows.length + " models shown"; }
+  function storedFlag(name) {
+    try { return window.localStorage.getItem(name) === "yes"; } catch (e) { return false; }
+  }
+  function storeFlag(name, on) {
+    try { window.localStorage.setItem(name, on ? "yes" : "no"); } catch (e) { /* storage off */ }
+  }
+
+  // The leaderboard (a filter form with data-table): sort, filters and search live in the page's
+  // hash (#sort=delta_bleu&dir=descending&type=LLM&q=qwen), so a view can be shared, and Back /
+  // Forward or an edited hash restore it; the view always follows the hash. Whether intervals are
+  // shown is the reader's setting, remembered in localStorage, not part of the view.
+  var FILTERS = ["q", "type", "family", "min_params", "max_params", "flagged"];
+
+  function Board(form) {
+    this.form = form;
+    this.table = document.getElementById(form.getAttribute("data-table"));
+    this.output = form.querySelector("output.count");
+    var sorted = this.table.querySelector("thead th[aria-sort='ascending'], thead th[aria-sort='descending']");
+    this.defaultSort = sorted ? { key: sorted.getAttribute("data-key"),
+      dir: sorted.getAttribute("aria-sort") } : null;
+  }
+
+  Board.prototype.header = function (key) {
+    return this.table.querySelector('thead th[data-key="' + (window.CSS && CSS.escape ? CSS.escape(key) : key) + '"]');
+  };
+
+  Board.prototype.state = function () {
+    var state = {}, form = this.form;
+    FILTERS.forEach(function (name) {
+      if (form.elements[name] && form.elements[name].value.trim() !== "") {
+        state[name] = form.elements[name].value.trim();
+      }
+    });
+    var sorted = this.table.querySelector("thead th[aria-sort='ascending'], thead th[aria-sort='descending']");
+    if (sorted && !(this.defaultSort && sorted.getAttribute("data-key") === this.defaultSort.key &&
+                    sorted.getAttribute("aria-sort") === this.defaultSort.dir)) {
+      state.sort = sorted.getAttribute("data-key");
+      state.dir = sorted.getAttribute("aria-sort");
     }
-    form.addEventListener("input", apply);
-    form.addEventListener("change", apply);
-    form.addEventListener("submit", function (event) { event.preventDefault(); apply(); });
-    apply();
+    return state;
+  };
+
+  Board.prototype.hashText = function () {
+    var state = this.state();
+    var parts = ["sort", "dir"].concat(FILTERS).filter(function (k) { return k in state; })
+      .map(function (k) { return k + "=" + encodeURIComponent(state[k]); });
+    return parts.length ? "#" + parts.join("&") : "";
+  };
+
+  // Write the view into the address: a new history entry for a choice (sort, a select), the
+  // same entry while typing (search, parameter bounds).
+  Board.prototype.record = function (push) {
+    var hash = this.hashText();
+    if (hash === (window.location.hash === "#" ? "" : window.location.hash)) { return; }
+    var url = window.location.href.split("#")[0] + hash;
+    try {
+      if (push) { window.history.pushState(null, "", url); } else { window.history.replaceState(null, "", url); }
+    } catch (e) { window.location.hash = hash; }  // some file:// setups refuse the history API
+  };
+
+  // Make the view what the hash says (unknown values are ignored: the defaults stand).
+  Board.prototype.restore = function () {
+    var hash = window.Cultivar.readHash ? window.Cultivar.readHash() : {};
+    var form = this.form;
+    FILTERS.forEach(function (name) {
+      var field = form.elements[name];
+      if (!field) { return; }
+      var value = hash[name] || "";
+      if (field.tagName === "SELECT" && value &&
+          !Array.prototype.some.call(field.options, function (o) { return o.value === value; })) {
+        value = "";
+      }
+      field.value = value;
+    });
+    var header = hash.sort ? this.header(hash.sort) : null;
+    var dir = hash.dir === "ascending" || hash.dir === "descending" ? hash.dir : null;
+    if (header && header.querySelector("button[data-sort]")) {
+      sortTable(this.table, header, dir || nextDirection(header));
+    } else if (this.defaultSort) {
+      sortTable(this.table, this.header(this.defaultSort.key), this.defaultSort.dir);
+    }
+    this.apply();
+  };
+
+  Board.prototype.apply = function () {
+    var form = this.form;
+    var type = form.elements.type.value, family = form.elements.family.value;
+    var max = parseFloat(form.elements.max_params.value);
+    var min = parseFloat(form.elements.min_params.value);
+    var flagged = form.elements.flagged ? form.elements.flagged.value : "";
+    var needle = form.elements.q ? form.elements.q.value.trim().toLowerCase() : "";
+    var shown = 0, rows = this.table.tBodies[0].rows;
+    Array.prototype.forEach.call(rows, function (row) {
+      var params = parseFloat(row.getAttribute("data-params"));
+      var name = (row.cells[0].getAttribute("data-value") || "").toLowerCase();
+      var visible = (!type || row.getAttribute("data-type") === type) &&
+        (!family || row.getAttribute("data-family") === family) &&
+        (isNaN(max) || (!isNaN(params) && params <= max)) &&
+        (isNaN(min) || (!isNaN(params) && params >= min)) &&
+        (!flagged || row.getAttribute("data-flagged") === flagged) &&
+        (!needle || name.indexOf(needle) !== -1);
+      row.hidden = !visible;
+      if (visible) { shown += 1; }
+    });
+    if (this.output) { this.output.textContent = shown + " of " + rows.length + " models shown"; }
+  };
+
+  Board.prototype.start = function () {
+    var self = this, form = this.form, table = this.table;
+    makeSortable(table, function () { self.record(true); });
+    var intervals = form.elements.intervals;
+    if (intervals) {
+      intervals.checked = storedFlag("cultivar.leaderboard.intervals");
+      table.classList.toggle("compact", !intervals.checked);
+      intervals.addEventListener("change", function () {
+        table.classList.toggle("compact", !intervals.checked);
+        storeFlag("cultivar.leaderboard.intervals", intervals.checked);
+      });
+    }
+    form.addEventListener("input", function (event) {
+      if (event.target === intervals) { return; }
+      self.apply();
+      self.record(event.target.tagName === "SELECT");
+    });
+    form.addEventListener("change", function (event) {
+      if (event.target === intervals || event.target.tagName === "SELECT") { return; }
+      self.apply();
+      self.record(false);
+    });
+    form.addEventListener("submit", function (event) { event.preventDefault(); self.apply(); });
+    window.addEventListener("popstate", function () { self.restore(); });
+    window.addEventListener("hashchange", function () { self.restore(); });
+    this.restore();
+  };
+
+  var boards = document.querySelectorAll("form.filters[data-table]");
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    var mine = Array.prototype.some.call(boards, function (f) { return f.getAttribute("data-table") === table.id; });
+    if (!mine) { makeSortable(table); }
   });
+  boards.forEach(function (form) { new Board(form).start(); });
 
   // Static instance lists (locale pages): search by id or text.
   function filterInstances(target) {
