@@ -426,20 +426,10 @@
     });
     var missing = items.filter(function (item) { return !entries[item.key]; });
     if (missing.length) { problems.push(missing.length + " translations missing"); }
-    if (problems.length) {
-      refuse(name, "it does not match this task's translations (" +
-        problems.slice(0, 5).join("; ") + (problems.length > 5 ? "; …" : "") + ").");
-      return;
-    }
-    confirmLoad(unsavedWork(), name, function () {
-      state.items = entries;
-      state.annotator = typeof header.annotator === "string" ? header.annotator : "";
-      state.unsaved = false;
-      save();
-      renderAll();
-      say("Loaded " + items.length + " translations from " + name +
-        (file.saved_at ? " (saved " + file.saved_at + ")" : "") + ".");
-    });
+    CT.finishLoad({problems: problems, noun: "translations", name: name, count: items.length,
+      savedAt: file.saved_at, unsaved: unsavedWork(), confirmLoad: confirmLoad, say: say,
+      refuse: function (reason) { refuse(name, reason); }, state: state, entries: entries,
+      annotator: header.annotator, save: save, render: renderAll});
   }
 
   // What loading a file would replace, in words, or null when nothing would be lost: the work

@@ -135,6 +135,28 @@
     };
   }
 
+  // The end of both tools' Load JSON: a file whose items do not match the task is refused
+  // (its first five problems named); otherwise, after asking over unsaved work (confirmLoad),
+  // the file's entries and annotator replace the tool's state, which is saved and drawn again,
+  // and one line says what was loaded. o: {problems, noun, name, count, savedAt, unsaved,
+  // refuse(reason), confirmLoad, say, state, entries, annotator, save(), render()}.
+  function finishLoad(o) {
+    if (o.problems.length) {
+      o.refuse("it does not match this task's " + o.noun + " (" +
+        o.problems.slice(0, 5).join("; ") + (o.problems.length > 5 ? "; …" : "") + ").");
+      return;
+    }
+    o.confirmLoad(o.unsaved, o.name, function () {
+      o.state.items = o.entries;
+      o.state.annotator = typeof o.annotator === "string" ? o.annotator : "";
+      o.state.unsaved = false;
+      o.save();
+      o.render();
+      o.say("Loaded " + o.count + " " + o.noun + " from " + o.name +
+        (o.savedAt ? " (saved " + o.savedAt + ")" : "") + ".");
+    });
+  }
+
   // A text field: textarea, select, an input one types into, or anything contenteditable.
   var NOT_TEXT = ["checkbox", "radio", "button", "submit", "reset", "file", "image", "range",
     "color"];
@@ -226,7 +248,8 @@
   window.CultivarTool = {
     now: now, messages: messages, storage: storage, downloadJSON: downloadJSON,
     refusal: refusal, parseFile: parseFile, onFileChosen: onFileChosen, question: question,
-    resetDialog: resetDialog, loadDialog: loadDialog, isTyping: isTyping, keyboard: keyboard,
+    resetDialog: resetDialog, loadDialog: loadDialog, finishLoad: finishLoad, isTyping: isTyping,
+    keyboard: keyboard,
     stepIndex: stepIndex, frozenNotice: frozenNotice, instructions: instructions,
     trackHeader: trackHeader
   };
