@@ -158,3 +158,12 @@ def browser():
 
     with chromium() as browser:
         yield browser
+
+
+@pytest.fixture
+def homes(tmp_path, monkeypatch, isolated_home):
+    """The test's CULTIVAR_HOME and a DAGSTER_HOME of its own (searched for leaked secrets)."""
+    dagster_home = tmp_path / "dagster-home"
+    dagster_home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
+    return isolated_home, dagster_home

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -77,16 +78,22 @@ def select(construction, store) -> None:
 
 # -- 1. the localiser is what ran ---------------------------------------------------------------
 
-def test_a_served_model_with_the_few_shot_template_is_stored_and_printed_as_itself(
-        tmp_path, server, capsys):
-    server.answer = copying_answer
-    construction = construction_for(tmp_path, server, [HINDI], model="my-localiser-1",
-                                    prompt="cultivar-paper-fewshot", max_attempts=1)
+def select_and_localise(tmp_path, construction) -> tuple[Settings, Path]:
+    """A settings file for ``construction``, then `cultivar build select` and `build localise`."""
     settings = Settings(database=str(tmp_path / "b.duckdb"), construction=construction)
     config = tmp_path / "cultivar.yaml"
     config.write_text(yaml.safe_dump(settings.model_dump(mode="json")), "utf-8")
     assert main(["--config", str(config), "build", "select"]) == 0
     assert main(["--config", str(config), "build", "localise"]) == 0
+    return settings, config
+
+
+def test_a_served_model_with_the_few_shot_template_is_stored_and_printed_as_itself(
+        tmp_path, server, capsys):
+    server.answer = copying_answer
+    construction = construction_for(tmp_path, server, [HINDI], model="my-localiser-1",
+                                    prompt="cultivar-paper-fewshot", max_attempts=1)
+    settings, _ = select_and_localise(tmp_path, construction)
     out = capsys.readouterr().out
     with duckdb.connect(settings.database, read_only=True) as con:
         localiser, engine, model = con.execute(
@@ -181,11 +188,7 @@ def test_kept_flagged_pairs_are_named_at_ingest_and_counted_by_the_dataset(
     server.answer = copying_answer
     construction = construction_for(tmp_path, server, [HINDI], prompt="cultivar-paper-fewshot",
                                     max_attempts=1)
-    settings = Settings(database=str(tmp_path / "b.duckdb"), construction=construction)
-    config = tmp_path / "cultivar.yaml"
-    config.write_text(yaml.safe_dump(settings.model_dump(mode="json")), "utf-8")
-    assert main(["--config", str(config), "build", "select"]) == 0
-    assert main(["--config", str(config), "build", "localise"]) == 0
+    settings, config = select_and_localise(tmp_path, construction)
     store = Store(settings.database)
     task = stored_task(store, HINDI)
     fixed = {d.instance_id: (d.source_original, d.english_original) for d in task.drafts[2:]}
@@ -260,11 +263,7 @@ def test_drafts_with_a_tool_page_are_kept_until_redraft(tmp_path, server):
 
 def test_drafts_an_annotation_file_was_made_from_are_kept(tmp_path, server, capsys):
     construction = construction_for(tmp_path, server, [HINDI])
-    settings = Settings(database=str(tmp_path / "b.duckdb"), construction=construction)
-    config = tmp_path / "cultivar.yaml"
-    config.write_text(yaml.safe_dump(settings.model_dump(mode="json")), "utf-8")
-    assert main(["--config", str(config), "build", "select"]) == 0
-    assert main(["--config", str(config), "build", "localise"]) == 0
+    settings, config = select_and_localise(tmp_path, construction)
     store = Store(settings.database)
     task = stored_task(store, HINDI)
     path = tmp_path / f"{task.task_id}.annotations.json"

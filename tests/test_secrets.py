@@ -57,13 +57,6 @@ def served_models_file(path: Path, url: str) -> Path:
 pytestmark = pytest.mark.dagster_instances
 
 
-@pytest.fixture
-def homes(tmp_path, monkeypatch, isolated_home):
-    dagster_home = tmp_path / "dagster-home"
-    dagster_home.mkdir()
-    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
-    return isolated_home, dagster_home
-
 
 def _run(config: dict, tmp_path: Path, capfd) -> tuple[int, str]:
     path = tmp_path / "cultivar.yaml"

@@ -77,13 +77,6 @@ def _entry(**engine_options) -> dict:
             "engine_options": {"max_retries": 0, "timeout": 5, **engine_options}}
 
 
-@pytest.fixture
-def homes(tmp_path, monkeypatch, isolated_home):
-    dagster_home = tmp_path / "dagster-home"
-    dagster_home.mkdir()
-    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
-    return isolated_home, dagster_home
-
 
 @pytest.fixture
 def server():
