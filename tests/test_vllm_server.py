@@ -101,17 +101,20 @@ def delta(after: dict[str, float], before: dict[str, float], name: str) -> float
     return after.get(name, 0.0) - before.get(name, 0.0)
 
 
-def group_members(pgid: int) -> list[int]:
-    """Processes whose process group is ``pgid`` (from /proc)."""
-    members = []
+def processes() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of every process (from /proc)."""
+    found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:  # it ended while we read
             continue
-        if int(fields[2]) == pgid:
-            members.append(int(stat.parent.name))
-    return members
+        found.append((int(stat.parent.name), int(fields[1]), int(fields[2])))
+    return found
+
+
+def group_members(pgid: int) -> list[int]:
+    return [pid for pid, _, group in processes() if group == pgid]
 
 
 def served_form(offline: str, stop: tuple[str, ...]) -> str:
@@ -153,9 +156,9 @@ def wait_ready(process: subprocess.Popen, url: str, log: Path) -> None:
 
 def server_pid(parent: int) -> int:
     """The vLLM server: serve-model's only child (the leader of its own process group)."""
-    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    children = [pid for pid, ppid, _ in processes() if ppid == parent]
     assert len(children) == 1, children
-    return int(children[0])
+    return children[0]
 
 
 def demo_test_sets():

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cultivar_assets.engines.base import EngineLoadError
@@ -101,12 +100,11 @@ def server_options(spec: ModelSpec) -> list[str]:
 
 
 def serve_command(spec: ModelSpec, python: str, host: str, port: int,
-                  extra: list[str] | tuple[str, ...] = (), cache: Path | None = None
-                  ) -> list[str]:
+                  extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The command that serves ``spec``'s weights (resolved, and converted on first use, here)."""
     check_servable(spec)
     try:
-        weights = resolve_weights(spec.weights, spec.hf_id, spec.revision, cache)
+        weights = resolve_weights(spec.weights, spec.hf_id, spec.revision)
     except EngineLoadError as error:
         raise ServeError(f"{spec.id}: {error}") from None
     command = [python, "-m", SERVER_MODULE, "--model", weights.location,
