@@ -201,6 +201,34 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return run_process_group(command, env=env)
 
 
+def cmd_serve_model(args: argparse.Namespace) -> int:
+    """``vllm serve`` for a registry entry's weights in its own process group (Ctrl-C or SIGTERM
+    stop the server and its engine processes); prints the ``openai`` entry that uses it."""
+    import yaml
+
+    from cultivar_assets.engines.vllm_serve import (
+        base_url,
+        check_python,
+        check_servable,
+        openai_entry,
+        serve_command,
+    )
+    from cultivar_assets.models import load_models
+    from cultivar_assets.processes import run_process_group
+
+    spec = load_models(args.models_file or _settings(args).models_file).get(args.model)
+    check_servable(spec)
+    python = args.python or os.environ.get("CULTIVAR_VLLM_PYTHON") or sys.executable
+    check_python(python)
+    command = serve_command(spec, python, args.host, args.port, args.vllm_args)
+    url = base_url(args.host, args.port)
+    snippet = yaml.safe_dump([openai_entry(spec, url)], sort_keys=False, allow_unicode=True)
+    print(f"base_url: {url}\nAn openai engine entry for models.yaml (under models:):\n\n"
+          f"{snippet}\nStarting: {' '.join(command)}\n(ready when {url}/models answers; "
+          "Ctrl-C to stop)", flush=True)
+    return run_process_group(command)
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from cultivar_assets.models import load_models, select_models
 
@@ -589,6 +617,18 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     ui.add_argument("--port", type=int, default=3000, help="port (3000)")
     ui.set_defaults(func=cmd_ui, dagster_args=[])
+    serve_model = sub.add_parser("serve-model", help="serve a registry entry's weights with vLLM "
+                                 "(OpenAI-compatible API) and print the openai entry that uses "
+                                 "it; other options are passed to vLLM")
+    serve_model.add_argument("model", help="the entry's id")
+    serve_model.add_argument("--host", default="127.0.0.1", help="address to listen on "
+                             "(127.0.0.1)")
+    serve_model.add_argument("--port", type=int, default=8000, help="port (8000)")
+    serve_model.add_argument("--python", help="the python whose vllm serves (default: "
+                             "$CULTIVAR_VLLM_PYTHON, else this environment's)")
+    serve_model.add_argument("--models-file", help="registry file (default: settings' "
+                             "models_file or the bundled models.yaml)")
+    serve_model.set_defaults(func=cmd_serve_model, vllm_args=[])
     models = sub.add_parser("models", help="list and validate the model registry")
     models.add_argument("--ids", metavar="SELECTION",
                         help="print the ids of a selection (ids or suite:<name>, comma-separated)")
@@ -679,10 +719,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "ui":
+    if extra and args.command not in ("ui", "serve-model"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "ui":
         args.dagster_args = extra  # passed through to dagster dev
+    if args.command == "serve-model":
+        args.vllm_args = extra  # passed through to vllm serve
     register_environment()  # *_TOKEN / *_KEY variables: never printed, logged or stored
     install_log_redaction()
     try:

