@@ -10,13 +10,18 @@
   ``automation.registry_sensor_interval_seconds`` (settings; default 300 s).
 - ``run_failure_recorder`` (a run-failure sensor, on by default) records every failed run (model,
   first failed step, the error's first line, run id) in the database (views ``run_failures`` and
-  ``failed_models``) and, where configured, POSTs it as JSON to ``automation.failure_webhook``
+  ``failed_models``), reports a materialisation of ``run_failures`` for a model's run (so that the
+  site follows) and, where configured, POSTs it as JSON to ``automation.failure_webhook``
   and appends it as a JSON line to ``automation.failure_log``. A webhook or file that fails is
   logged; the record in the database is kept.
 - ``nightly_reevaluation`` re-checks the registry against what the database says each model was
   last run with (``model_runs.model_fingerprint``) and re-runs the models that changed.
-- The ``leaderboard`` asset carries an automation condition, evaluated by the
-  ``cultivar_automation`` sensor: it is recomputed once new score partitions have landed.
+- The results follow by themselves (``cultivar_automation``, the automation-condition sensor,
+  on by default, ticking every ``automation.automation_sensor_interval_seconds``, default 60 s):
+  once new scores have landed, the leaderboard, the error analysis, the charts and the site,
+  once per batch of model runs (:mod:`cultivar_assets.assets.conditions`); the site also after
+  a model's run failed (the failure sensor reports the asset ``run_failures``); the dataset
+  folder after new test sets; the push only where :func:`push_configured`.
 
 Run requests carry tags for the run launcher: ``cultivar/model``, ``cultivar/gpus`` (tensor
 parallel size for GPU engines, 0 otherwise) and, for GPU runs, a ``dagster-k8s/config`` tag that
@@ -31,13 +36,20 @@ from typing import Any
 
 import dagster as dg
 
+from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, run_failures
 from cultivar_assets.assets.model_assets import models_partitions
+from cultivar_assets.assets.publish_assets import hf_dataset_push
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.models import load_models, select_models
+from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.resources import EngineResource, StoreResource
 from cultivar_assets.secrets import redact
-from cultivar_assets.settings import DEFAULT_REGISTRY_SENSOR_INTERVAL, AutomationConfig
+from cultivar_assets.settings import (
+    DEFAULT_AUTOMATION_SENSOR_INTERVAL,
+    DEFAULT_REGISTRY_SENSOR_INTERVAL,
+    AutomationConfig,
+)
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import Step, StoreError
 
@@ -192,12 +204,43 @@ def nightly_reevaluation(context: dg.ScheduleEvaluationContext, engine: EngineRe
     return requests or dg.SkipReason("every evaluated model matches its registry entry")
 
 
-automation_sensor = dg.AutomationConditionSensorDefinition(
-    "cultivar_automation",
-    target=dg.AssetSelection.all(),
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=60,
-)
+AUTOMATION_SENSOR = "cultivar_automation"
+
+
+def build_automation_sensor(
+        interval_seconds: int = DEFAULT_AUTOMATION_SENSOR_INTERVAL,
+) -> dg.AutomationConditionSensorDefinition:
+    """The sensor that evaluates the assets' automation conditions (on by default), ticking
+    every ``interval_seconds`` (``automation.automation_sensor_interval_seconds``)."""
+    return dg.AutomationConditionSensorDefinition(
+        AUTOMATION_SENSOR,
+        target=dg.AssetSelection.all(),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=interval_seconds,
+        description="Requests the results, error analysis, charts and site once new scores "
+                    "(or recorded failures) have landed, once per batch; the dataset folder "
+                    "after new test sets; the push only where a repo and token are configured. "
+                    f"Ticks every {interval_seconds} s (automation.automation_sensor_interval_"
+                    "seconds).",
+    )
+
+
+automation_sensor = build_automation_sensor()
+
+
+def push_configured(config: PublishConfig) -> bool:
+    """Whether a push can happen at all: a repo id and its token (in ``config.token_env``) are
+    set. Only then does ``hf_dataset_push`` follow the folder automatically; without them the
+    automation launches nothing for it (a launch would only be a dry run)."""
+    return bool(config.repo_id and config.token())
+
+
+def automated_assets(assets: list, publish: PublishConfig) -> list:
+    """``assets`` with the push's automation condition where :func:`push_configured`."""
+    if not push_configured(publish):
+        return list(assets)
+    return [asset.with_attributes(automation_condition=AFTER_NEW_RESULTS)
+            if asset is hf_dataset_push else asset for asset in assets]
 
 
 FAILURE_SENSOR = "run_failure_recorder"
@@ -265,6 +308,11 @@ def build_run_failure_sensor(config: AutomationConfig | None = None) -> dg.Senso
         record = failure_record(context)
         # a write like any other outside the runner: it empties the runner's step records
         store.store().write([Step("record_run_failure", record)])
+        if record["model_id"]:  # what the site shows: it follows (a run of no model would loop)
+            context.instance.report_runless_asset_event(dg.AssetMaterialization(
+                asset_key=run_failures.key, description=f"a run of {record['model_id']} failed",
+                metadata={"run_id": record["run_id"], "model_id": record["model_id"],
+                          "step": record["step"] or "", "error": record["error"]}))
         report_failure(record, config, context.log)
 
     return run_failure_recorder

@@ -10,7 +10,8 @@ import dagster as dg
 
 from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.automation import (
-    automation_sensor,
+    automated_assets,
+    build_automation_sensor,
     build_model_registry_sensor,
     build_run_failure_sensor,
     nightly_reevaluation,
@@ -28,9 +29,10 @@ def build_definitions() -> dg.Definitions:
     registry_sensor = build_model_registry_sensor(
         settings.automation.registry_sensor_interval_seconds)
     return dg.Definitions(
-        assets=ASSETS,
+        assets=automated_assets(ASSETS, settings.publish),
         jobs=JOBS,
-        sensors=[registry_sensor, automation_sensor,
+        sensors=[registry_sensor,
+                 build_automation_sensor(settings.automation.automation_sensor_interval_seconds),
                  build_run_failure_sensor(settings.automation)],
         schedules=[nightly_reevaluation],
         resources=resources_from_settings(settings),

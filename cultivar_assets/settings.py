@@ -57,6 +57,7 @@ DEMO_METRICS = MetricConfig(bleu_tokenize="13a")
 
 
 DEFAULT_REGISTRY_SENSOR_INTERVAL = 300  # seconds
+DEFAULT_AUTOMATION_SENSOR_INTERVAL = 60  # seconds
 
 
 class AutomationConfig(BaseModel):
@@ -67,6 +68,10 @@ class AutomationConfig(BaseModel):
     # the registry sensor's tick interval: how soon a model added to the registry is run
     registry_sensor_interval_seconds: int = Field(default=DEFAULT_REGISTRY_SENSOR_INTERVAL,
                                                   ge=30)
+    # the automation sensor's tick interval (cultivar_automation): how soon the leaderboard,
+    # the error analysis, the charts and the site follow new results or recorded failures
+    automation_sensor_interval_seconds: int = Field(
+        default=DEFAULT_AUTOMATION_SENSOR_INTERVAL, ge=5)
     # where the run-failure sensor also reports a failed run (besides the database's
     # run_failures view): an http(s) URL that gets the failure as a JSON POST, and/or a file
     # that gets one JSON line per failure

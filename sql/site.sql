@@ -158,3 +158,11 @@ SELECT * FROM error_correlations;
 
 -- name: site_error_files
 SELECT * FROM error_files;
+
+-- Models whose latest run failed (view failed_models: a recorded failure newer than the model's
+-- last finished run), with what the registry entry stored for it says, where one is stored.
+-- name: site_failed_models
+SELECT f.model_id, f.run_id, f.step, f.error, f.failed_at, f.last_success_at,
+       m.type, m.family, m.params_total_b
+FROM failed_models f LEFT JOIN raw.models m USING (model_id)
+ORDER BY f.model_id;

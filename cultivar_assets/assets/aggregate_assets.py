@@ -3,6 +3,7 @@ intervals, ranks and contamination flags; the paper's reported Table 3 and its f
 
 import dagster as dg
 
+from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.evaluation import aggregate
@@ -30,12 +31,8 @@ def rules_markdown(rules: list[RuleResult]) -> str:
     group_name="results",
     deps=[scores],
     kinds={"duckdb"},
-    # recompute when a model's scores land; wait while any of them is still being computed
-    automation_condition=(
-        dg.AutomationCondition.any_deps_updated()
-        & ~dg.AutomationCondition.any_deps_in_progress()
-        & ~dg.AutomationCondition.in_progress()
-    ).with_label("after new scores"),
+    # recomputed once new scores have landed, once per batch of model runs (conditions.py)
+    automation_condition=AFTER_NEW_RESULTS,
 )
 @redacting
 def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,

@@ -4,6 +4,7 @@ returned files."""
 import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard
+from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.evaluation.error_analysis import read_table5
 from cultivar_assets.evaluation.error_sample import build_error_sample
@@ -21,6 +22,7 @@ def _notes(notes) -> dg.MetadataValue:
     group_name="analysis",
     deps=[leaderboard],
     kinds={"html"},
+    automation_condition=AFTER_NEW_RESULTS,  # follows the leaderboard (conditions.py)
     check_specs=[dg.AssetCheckSpec("sample_complete", asset="error_annotation_tool",
                                    description="Every configured locale and model is in the "
                                                "error-analysis sample.")],
@@ -49,7 +51,8 @@ def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: S
                               metadata={"left_out": _notes(sample.notes)})
 
 
-@dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard], kinds={"duckdb"})
+@dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard], kinds={"duckdb"},
+          automation_condition=AFTER_NEW_RESULTS)
 @redacting
 def error_analysis(error_analysis_config: ErrorAnalysisResource, store: StoreResource):
     """Table 5 (paper §5) from the returned error-annotation files: per model and locale the

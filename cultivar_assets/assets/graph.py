@@ -4,6 +4,7 @@ import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.assets.analysis_assets import error_analysis, error_annotation_tool
+from cultivar_assets.assets.conditions import run_failures
 from cultivar_assets.assets.construction_assets import (
     annotations,
     cultivar_dataset,
@@ -59,6 +60,6 @@ error_analysis_job = dg.define_asset_job(
 
 ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
           test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
-          error_analysis, charts, hf_dataset_folder, hf_dataset_push, site]
+          error_analysis, charts, hf_dataset_folder, hf_dataset_push, site, run_failures]
 JOBS = [evaluate_model_job, refresh_results_job, publish_job, build_benchmark_job,
         build_dataset_job, error_analysis_job]

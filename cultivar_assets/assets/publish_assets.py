@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.publish.dataset_folder import FileEntry, build_dataset_folder
@@ -16,7 +17,9 @@ def _files_table(files: list[FileEntry]) -> dg.MetadataValue:
         [f.as_dict() for f in files], [("path", "path"), ("size", "bytes"), ("sha256", "sha256")]))
 
 
-@dg.asset(group_name="publish", deps=[test_sets], kinds={"parquet", "huggingface"})
+# follows the data it holds (test_sets), not model results: the folder holds no scores
+@dg.asset(group_name="publish", deps=[test_sets], kinds={"parquet", "huggingface"},
+          automation_condition=AFTER_NEW_RESULTS)
 @redacting
 def hf_dataset_folder(
     context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource

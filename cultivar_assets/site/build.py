@@ -57,6 +57,7 @@ from cultivar_assets.site import diff, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
+from cultivar_assets.site.failures import failure_rows
 from cultivar_assets.site.pages import PageWriter, model_slug
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
 from cultivar_assets.site.svg_worker import SvgJob
@@ -260,6 +261,7 @@ class _Build:
         self.n_locales = len(self.present_locales)
         self.segments = r.arrow("site_segments")
         self.board = {row["model_id"]: row for row in self.leaderboard}
+        self.failed = failure_rows(r.rows("site_failed_models"), set(self.board))
         self.digests = {row["model_id"]: f"{row['n_rows']}:{row['digest']}"
                         for row in r.rows("site_translation_digests")}
 
@@ -505,10 +507,14 @@ class _Build:
 
     def _pages(self) -> None:
         w = self.writer
-        families = sorted({r["family"] for r in self.leaderboard if r.get("family")})
-        types = sorted({r["type"] for r in self.leaderboard if r.get("type")})
+        shown = [*self.leaderboard, *self.failed]  # failed models have rows too (failures.py)
+        families = sorted({r["family"] for r in shown if r.get("family")})
+        types = sorted({r["type"] for r in shown if r.get("type")})
         flags = self._flags()
+        failed = {row["model_id"]: row for row in self.failed}
+        failed_columns = ["model_id", "run_id", "step", "error", "failed_at", "last_success_at"]
         self._page("index.html", "index.html.j2", leaderboard=self.leaderboard,
+               failed=failed, failed_only=[row for row in self.failed if not row["on_board"]],
                reported=self.reported, families=families, types=types, missing=self.missing,
                include_database=self.options["include_database"],
                charts=[c for c in self.chart_entries if c["page"] == "index"],
@@ -518,6 +524,7 @@ class _Build:
                downloads={"leaderboard": {"csv": "downloads/leaderboard.csv",
                                           "json": "downloads/leaderboard.json"},
                           "reported": self._table("reported_leaderboard", self.reported),
+                          "failed": self._table("failed_models", self.failed, failed_columns),
                           **self._statistics_tables()},
                model_slugs={m: e["slug"] for m, e in self.manifest["models"].items()})
         reported_locales = {r["locale"]: r for r in _reported_csv("table4_locales.csv")}
@@ -584,7 +591,7 @@ class _Build:
             # not here: left out, so that a new model does not re-render every model's page
             shown = {k: v for k, v in row.items() if not k.startswith("not_separable_")}
             self._page(f"{base}.html", "model.html.j2", model=shown,
-                       card=self.models.get(model_id, {}),
+                       card=self.models.get(model_id, {}), failure=failed.get(model_id),
                    slug=slug, scores=pivot, deltas=model_deltas,
                    delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
                    recall=by_model["recall"][model_id], cleaning=by_model["cleaning"][model_id],

@@ -1,0 +1,195 @@
+"""New results reach the site by themselves: the assets' automation conditions (conditions.py),
+evaluated as the ``cultivar_automation`` sensor does, once per batch of model runs; the push
+only where it is configured. (The daemon itself: tests/test_automation_daemon.py.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import dagster as dg
+import pytest
+from conftest import COPY_ENTRY, write_models_file
+
+from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, AUTOMATION_RUN_TAG
+from cultivar_assets.assets.graph import ASSETS
+from cultivar_assets.automation import automated_assets, build_automation_sensor, push_configured
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.publish.config import PublishConfig
+from cultivar_assets.resources import resources_from_settings
+from cultivar_assets.settings import Settings
+
+pytestmark = pytest.mark.dagster_instances
+
+parts = dg.DynamicPartitionsDefinition(name="stand_in_models")
+release = threading.Event()
+
+
+@dg.asset(partitions_def=parts)
+def model_scores(context) -> None:
+    """A model's scores; the partition ``slow`` waits for ``release`` and then fails."""
+    if context.partition_key == "slow" and not release.is_set():
+        release.wait(60)
+        raise RuntimeError("the model's run failed")
+
+
+@dg.asset(deps=[model_scores], automation_condition=AFTER_NEW_RESULTS)
+def board() -> None: ...
+
+
+@dg.asset(deps=[board], automation_condition=AFTER_NEW_RESULTS)
+def page() -> None: ...
+
+
+STAND_INS = [model_scores, board, page]
+
+
+def _requested(result, keys=("board", "page")) -> dict[str, int]:
+    return {key: len(result.get_requested_partitions(dg.AssetKey(key))) for key in keys}
+
+
+def _wait_in_progress(instance, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
+            return
+        time.sleep(0.1)
+    raise AssertionError("the slow model's run did not start")
+
+
+def test_results_follow_once_per_batch_and_no_update_is_lost():
+    """Only the leaderboard had a condition, recomputing on the tick a score landed: scores that
+    landed while another model's run was in progress were lost when that run then failed."""
+    defs = dg.Definitions(assets=STAND_INS)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("stand_in_models", ["fast", "slow"])
+        release.set()
+        for key in ("fast", "slow"):
+            assert dg.materialize(STAND_INS, selection=["model_scores"], partition_key=key,
+                                  instance=instance).success
+        assert dg.materialize(STAND_INS, selection=["board", "page"], instance=instance).success
+
+        def evaluate(cursor):
+            return dg.evaluate_automation_conditions(defs=defs, instance=instance,
+                                                     cursor=cursor)
+
+        first = evaluate(None)
+        assert first.total_requested == 0  # the daemon's first tick launches nothing
+
+        release.clear()  # a batch: the slow model's run is in flight while the fast one lands
+        slow = threading.Thread(target=lambda: dg.materialize(
+            STAND_INS, selection=["model_scores"], partition_key="slow", instance=instance,
+            raise_on_error=False))
+        slow.start()
+        try:
+            _wait_in_progress(instance)
+            assert dg.materialize(STAND_INS, selection=["model_scores"], partition_key="fast",
+                                  instance=instance).success
+            waiting = evaluate(first.cursor)
+            assert _requested(waiting) == {"board": 0, "page": 0}  # a run is still in flight
+        finally:
+            release.set()
+            slow.join(60)
+        after = evaluate(waiting.cursor)  # the slow run failed: the fast one's scores count
+        assert _requested(after) == {"board": 1, "page": 1}  # one request each, together
+        quiet = evaluate(after.cursor)
+        assert quiet.total_requested == 0  # requested: handled
+
+        # scores that land while that automated run is in progress are not swallowed by it
+        assert dg.materialize(STAND_INS, selection=["model_scores"], partition_key="fast",
+                              instance=instance).success
+        assert dg.materialize(STAND_INS, selection=["board", "page"], instance=instance,
+                              tags={AUTOMATION_RUN_TAG: "true"}).success
+        again = evaluate(quiet.cursor)
+        assert _requested(again) == {"board": 1, "page": 1}
+
+        # an update made by another run (cultivar run, the UI) handles it: nothing is repeated
+        assert dg.materialize(STAND_INS, selection=["model_scores"], partition_key="fast",
+                              instance=instance).success
+        assert dg.materialize(STAND_INS, selection=["board", "page"], instance=instance).success
+        assert evaluate(again.cursor).total_requested == 0
+
+
+RESULTS = ("leaderboard", "error_annotation_tool", "error_analysis", "charts", "site")
+OTHERS = ("reported_results", "hf_dataset_folder", "hf_dataset_push", "translations")
+
+
+def _settings(tmp_path) -> Settings:
+    from cultivar_assets.site.config import SiteConfig
+
+    models = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
+    return Settings(database=str(tmp_path / "db.duckdb"), models_file=str(models),
+                    models=["copy-source-baseline"], metrics=MetricConfig(bleu_tokenize="13a"),
+                    site=SiteConfig(output_dir=str(tmp_path / "site"), query_page="off",
+                                    charts_dir=str(tmp_path / "charts")))
+
+
+@pytest.mark.slow
+def test_new_scores_bring_the_results_and_site_and_a_failure_the_site(tmp_path):
+    """The real graph: new scores request the leaderboard, the error analysis, the charts and
+    the site (not the dataset folder: it holds no scores); a model's recorded failure requests
+    the site alone."""
+    from test_automation import _failed_run, _sense_failure
+
+    from cultivar_assets.settings import AutomationConfig
+
+    settings = _settings(tmp_path)
+    resources = resources_from_settings(settings)
+    defs = dg.Definitions(assets=ASSETS, resources=resources)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("models", ["copy-source-baseline"])
+        for selection, partition in ((["test_sets"], None),
+                                     (["translations", "scores"], "copy-source-baseline"),
+                                     ([*RESULTS, "reported_results", "hf_dataset_folder"], None)):
+            assert dg.materialize(ASSETS, selection=selection, partition_key=partition,
+                                  resources=resources, instance=instance).success
+        quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        assert quiet.total_requested == 0
+        assert dg.materialize(ASSETS, selection=["scores"], partition_key="copy-source-baseline",
+                              resources=resources, instance=instance).success
+        after = dg.evaluate_automation_conditions(defs=defs, instance=instance,
+                                                  cursor=quiet.cursor)
+        assert _requested(after, RESULTS) == dict.fromkeys(RESULTS, 1)
+        assert _requested(after, OTHERS) == dict.fromkeys(OTHERS, 0)
+
+        run, event = _failed_run(instance)  # a run of the model "beta" fails, is recorded
+        _sense_failure(instance, run, event, settings, AutomationConfig())
+        failed = dg.evaluate_automation_conditions(defs=defs, instance=instance,
+                                                   cursor=after.cursor)
+        assert _requested(failed, (*RESULTS, *OTHERS)) == {
+            **dict.fromkeys((*RESULTS, *OTHERS), 0), "site": 1}
+
+
+def test_the_push_follows_the_folder_only_where_configured(tmp_path, monkeypatch):
+    """With no repo and token the automation must launch nothing for the push."""
+    monkeypatch.delenv("CULTIVAR_TEST_HUB_TOKEN", raising=False)
+    settings = _settings(tmp_path)
+    unconfigured = PublishConfig(repo_id="me/cultivar", token_env="CULTIVAR_TEST_HUB_TOKEN")
+    assert not push_configured(unconfigured) and not push_configured(PublishConfig())
+    monkeypatch.setenv("CULTIVAR_TEST_HUB_TOKEN", "hf_" + "x" * 30)
+    assert push_configured(unconfigured)
+    assert not push_configured(PublishConfig(token_env="CULTIVAR_TEST_HUB_TOKEN"))  # no repo
+
+    resources = resources_from_settings(settings)
+    outcomes = {}
+    for name, config in (("configured", unconfigured), ("not configured", PublishConfig())):
+        assets = automated_assets(ASSETS, config)
+        defs = dg.Definitions(assets=assets, resources=resources)
+        with dg.instance_for_test() as instance:
+            assert dg.materialize(assets, selection=["test_sets", "hf_dataset_folder"],
+                                  resources=resources, instance=instance).success
+            first = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+            assert dg.materialize(assets, selection=["test_sets"], resources=resources,
+                                  instance=instance).success
+            result = dg.evaluate_automation_conditions(defs=defs, instance=instance,
+                                                       cursor=first.cursor)
+            outcomes[name] = _requested(result, ("hf_dataset_folder", "hf_dataset_push"))
+    assert outcomes == {"configured": {"hf_dataset_folder": 1, "hf_dataset_push": 1},
+                        "not configured": {"hf_dataset_folder": 1, "hf_dataset_push": 0}}
+
+
+def test_the_automation_sensor_ticks_as_configured():
+    assert build_automation_sensor(7).minimum_interval_seconds == 7
+    with pytest.raises(ValueError, match="automation_sensor_interval_seconds"):
+        Settings.model_validate({"automation": {"automation_sensor_interval_seconds": 1}})
+    assert Settings().automation.automation_sensor_interval_seconds == 60
