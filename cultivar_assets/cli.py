@@ -168,10 +168,17 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     """``dagster dev`` on the local instance, in its own process group: stopping ``cultivar ui``
-    (Ctrl-C, SIGTERM) stops the webserver, the daemon and the code servers with it."""
+    (Ctrl-C, SIGTERM) stops the webserver, the daemon, the code servers and the runs in progress
+    with it. Dagster gets ``--stop-grace`` seconds to shut down by itself, then what is left is
+    killed; runs that no process is left to finish are then recorded as failed (at the start
+    too: those a killed UI or run left "started"), :mod:`cultivar_assets.runner.orphaned_runs`."""
+    import signal
+
     from cultivar_assets.processes import run_process_group
     from cultivar_assets.runner import dagster_home_dir
 
+    if args.stop_grace < 0:
+        raise ValueError(f"--stop-grace {args.stop_grace}: expected seconds ≥ 0")
     home = dagster_home_dir()
     env = {**os.environ, "DAGSTER_HOME": home}
     # The settings go to Dagster's processes as CULTIVAR_CONFIG (an absolute path: its code
@@ -196,9 +203,45 @@ def cmd_ui(args: argparse.Namespace) -> int:
     else:  # installed from a wheel: no workspace.yaml beside the package
         command += ["-m", "cultivar_assets.definitions"]
     command += ["--host", args.host, "--port", str(args.port), *args.dagster_args]
-    print(f"DAGSTER_HOME={home}; starting: {' '.join(command)}\n"
-          f"Dagster UI: http://{args.host}:{args.port}/ (Ctrl-C to stop)", flush=True)
-    return run_process_group(command, env=env)
+    import dagster as dg
+
+    # opened once: at the stop, recording the runs left must not wait for Dagster's imports
+    with dg.DagsterInstance.from_config(home) as instance:
+        _mark_orphaned_runs(instance, "found at the start of cultivar ui: left in progress by "
+                            "processes that ended without finishing it (a cultivar ui or "
+                            "cultivar run that was killed)",
+                            "left in progress by processes that were killed")
+        print(f"DAGSTER_HOME={home}; starting: {' '.join(command)}\n"
+              f"Dagster UI: http://{args.host}:{args.port}/ (Ctrl-C to stop)", flush=True)
+        code = run_process_group(command, env=env, grace=args.stop_grace)
+        stopped = signal.Signals(code - 128).name if code > 128 else None
+        how = f"stopped with cultivar ui ({stopped})" if stopped else (
+            f"dagster dev exited (status {code})")
+        ignored = {signum: signal.signal(signum, signal.SIG_IGN)  # the record is written whole
+                   for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            _mark_orphaned_runs(instance, f"{how} while the run was in progress: no process is "
+                                "left to finish it", how, queued=True)
+        finally:
+            for signum, handler in ignored.items():
+                signal.signal(signum, handler)
+    args.exit_at_once = True  # see main: Python's own teardown of Dagster's modules takes seconds
+    return code
+
+
+def _mark_orphaned_runs(instance, reason: str, summary: str, queued: bool = False) -> None:
+    """Record the runs of ``instance`` that no process is left to finish as failed
+    (:mod:`cultivar_assets.runner.orphaned_runs`), with ``reason``, and say so."""
+    from cultivar_assets.runner.orphaned_runs import describe, mark_orphaned_runs, queued_runs
+
+    marked = mark_orphaned_runs(instance, reason)
+    waiting = queued_runs(instance) if queued else 0
+    if marked:
+        print(f"{len(marked)} run(s) {summary}; recorded in the run storage with the reason "
+              f"\"{reason}\":\n{describe(marked)}", flush=True)
+    if waiting:
+        print(f"{waiting} queued run(s) left in the queue: the daemon launches them when "
+              "cultivar ui runs again", flush=True)
 
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
@@ -355,7 +398,8 @@ def tick_note(running: bool, last_tick: float | None, interval: int, now: float)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the built site until Ctrl-C or SIGTERM (both stop it cleanly)."""
+    """Serve the built site until SIGINT (Ctrl-C) or SIGTERM, however it was started (both stop
+    it cleanly)."""
     import functools
     import http.server
     import signal
@@ -368,7 +412,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     def stop(_signum, _frame) -> None:
         raise KeyboardInterrupt  # leaves serve_forever; the with-block closes the socket
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    # SIGINT too, even when it arrives ignored (a script's `cultivar serve &`), as cultivar ui
+    # does; the handler threads are daemons: a client holding a connection does not hold us
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         with http.server.ThreadingHTTPServer((args.host, args.port), handler) as httpd:
             host, port = httpd.server_address[:2]
@@ -378,7 +424,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:
                 print("stopped", flush=True)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     return 0
 
 
@@ -616,6 +663,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "other options are passed to dagster dev")
     ui.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     ui.add_argument("--port", type=int, default=3000, help="port (3000)")
+    ui.add_argument("--stop-grace", type=float, default=4.0, metavar="SECONDS",
+                    help="on Ctrl-C or SIGTERM, how long Dagster may take to shut down before "
+                         "what is left is killed (4)")
     ui.set_defaults(func=cmd_ui, dagster_args=[])
     serve_model = sub.add_parser("serve-model", help="serve a registry entry's weights with vLLM "
                                  "(OpenAI-compatible API) and print the openai entry that uses "
@@ -727,9 +777,22 @@ def main(argv: list[str] | None = None) -> int:
         args.vllm_args = extra  # passed through to vllm serve
     register_environment()  # *_TOKEN / *_KEY variables: never printed, logged or stored
     install_log_redaction()
+    from cultivar_assets.processes import Interrupted
+
     try:
         with secrets_redacted():
-            return args.func(args)
+            code = args.func(args)
+        if getattr(args, "exit_at_once", False):
+            # `cultivar ui` after dagster dev: everything is written and closed; the interpreter's
+            # teardown of Dagster's modules (1.8 s measured on a loaded machine) would count
+            # against the stop time, so the process ends here (ours: os._exit after a flush)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
+    except Interrupted as stop:  # SIGINT or SIGTERM: say where, exit as the signal would
+        print(redact(f"cultivar {args.command}: {stop}"), file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # one clear line for users; the traceback with CULTIVAR_DEBUG=1

@@ -14,6 +14,15 @@ inherited: a script that starts ``cultivar ui &`` without job control has SIGINT
 child inheriting that (``dagster dev`` maps SIGTERM to its SIGINT handling) shut down only when
 killed. The handlers are installed before the child starts; caught signals are reset to the
 default by ``exec``, ignored ones would not be.
+
+A group counts as gone when no member is left but zombies (Linux: read from ``/proc``): a member
+whose parent was killed is re-parented to PID 1, which, in a container, may never reap it, and
+``killpg(pgid, 0)`` succeeds on zombies.
+
+:func:`interruptions` is for a process that runs work in-process instead (``cultivar run``): it
+turns SIGINT and SIGTERM into :class:`Interrupted` and remembers every such signal received,
+also those that a library's own handler took in the meantime (Dagster's, while it executes a
+run), so that the caller can stop after such a call instead of going on.
 """
 
 from __future__ import annotations
@@ -23,9 +32,30 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
+PROC = Path("/proc")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first); None when gone."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()
+
+
+def _live_members(pgid: int) -> bool:
+    """Whether a member of the group other than a zombie is left, from ``/proc``."""
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+                return True
+    return False
 
 
 def _group_alive(pgid: int, child: subprocess.Popen | None = None) -> bool:
@@ -37,7 +67,34 @@ def _group_alive(pgid: int, child: subprocess.Popen | None = None) -> bool:
         return False
     except PermissionError:  # members exist that we may not signal
         return True
+    if PROC.is_dir():  # zombies that nobody reaps answer killpg too
+        return _live_members(pgid)
     return True
+
+
+def process_alive(pid: int, started_by: float | None = None) -> bool:
+    """Whether process ``pid`` exists and is not a zombie; with ``started_by`` (seconds since the
+    epoch), only if it started at or before then (so that a PID used again by a later process
+    does not count; Linux only, elsewhere the start time is not checked)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists
+    if not PROC.is_dir():
+        return True
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] == "Z":
+        return False
+    if started_by is None:
+        return True
+    boot = next(float(line.split()[1]) for line in (PROC / "stat").read_text().splitlines()
+                if line.startswith("btime "))
+    started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: starttime
+    return started <= started_by + 1.0  # btime is whole seconds
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -105,3 +162,70 @@ def run_process_group(command: Sequence[str], env: Mapping[str, str] | None = No
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return 128 + received[-1] if received else code
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM received by a process inside :func:`interruptions`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted ({signal.Signals(signum).name})")
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+class Interruptions:
+    """The signals received inside :func:`interruptions` (see there)."""
+
+    def __init__(self, read_fd: int) -> None:
+        self._read_fd = read_fd
+        self.received: list[int] = []
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self._read_fd, 64)
+            except BlockingIOError:
+                return
+            if not data:
+                return
+            self.received.extend(b for b in data if b in FORWARDED)
+
+    def check(self) -> None:
+        """Raise :class:`Interrupted` if SIGINT or SIGTERM arrived since the start, whoever's
+        handler took it."""
+        self._drain()
+        if self.received:
+            raise Interrupted(self.received[0])
+
+
+@contextlib.contextmanager
+def interruptions() -> Iterator[Interruptions]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` inside the block (main thread only); every
+    such signal received is also remembered, through :func:`signal.set_wakeup_fd`, even when a
+    library's handler replaced ours for a while and took it: :meth:`Interruptions.check` raises
+    then. SIGINT is handled even when this process inherited it ignored (a script's ``cmd &``),
+    as :func:`run_process_group` does. Handlers and the wakeup file descriptor are restored on
+    exit."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    os.set_blocking(write_fd, False)
+    state = Interruptions(read_fd)
+
+    def interrupt(signum: int, _frame) -> None:
+        raise Interrupted(signum)
+
+    previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    previous = {}
+    try:
+        for signum in FORWARDED:
+            previous[signum] = signal.signal(signum, interrupt)
+        yield state
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(previous_fd)
+        os.close(read_fd)
+        os.close(write_fd)

@@ -20,6 +20,11 @@ the inputs fingerprint. A step that runs carries its inputs fingerprint as the r
 ``cultivar/inputs``. Drafts and translations are cached on disk as well: a step that runs again
 generates only what is not cached. Each step's time is returned (``PipelineResult.steps``), and
 which steps were reused (``PipelineResult.reused``).
+
+SIGINT and SIGTERM stop the pipeline (:func:`cultivar_assets.processes.interruptions`): a signal
+received while a step's Dagster run executes is taken by Dagster, which fails that run in the
+run storage ("Execution was interrupted"); the runner then stops with :class:`StepInterrupted`
+instead of going on to the next step, and says which run and with what status it was left.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 
 from cultivar_assets.models import load_models, select_models
 from cultivar_assets.paths import dagster_home
+from cultivar_assets.processes import Interrupted, Interruptions, interruptions
 from cultivar_assets.runner import steps as plan
 from cultivar_assets.runner.reuse import Decision, StepBook
 from cultivar_assets.settings import Settings
@@ -72,6 +78,20 @@ class PipelineResult:
     reused: list[str] = field(default_factory=list)  # the steps (names as in steps) reused whole
 
 
+class StepInterrupted(Interrupted):
+    """SIGINT or SIGTERM stopped the pipeline during a step; ``run``: the step's Dagster run id
+    and the status it is recorded with, when it was created."""
+
+    def __init__(self, signum: int, step: str, run: tuple[str, str] | None) -> None:
+        super().__init__(signum)
+        self.step, self.run = step, run
+
+    def __str__(self) -> str:
+        where = (f"; its Dagster run {self.run[0]} is recorded as {self.run[1]}" if self.run
+                 else "; no Dagster run of it was recorded")
+        return f"interrupted ({self.name}) during the step {self.step}{where}"
+
+
 class ConcurrentWriteError(RuntimeError):
     """Another process wrote to the database during this pipeline run: the run cannot vouch
     for what the database holds (:mod:`cultivar_assets.runner.reuse`)."""
@@ -93,8 +113,9 @@ class _Steps:
     """Runs or reuses the steps of one pipeline run in one Dagster instance."""
 
     def __init__(self, settings: Settings, instance, book: StepBook,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], signals: Interruptions) -> None:
         self.settings, self.instance, self.book, self.say = settings, instance, book, say
+        self.signals = signals
         self._definitions: tuple[list, dict] | None = None
 
     def _assets_and_resources(self) -> tuple[list, dict]:
@@ -155,11 +176,19 @@ class _Steps:
         import dagster as dg
 
         assets, resources = self._assets_and_resources()
-        result = dg.materialize(
-            assets, selection=list(step.assets), partition_key=step.partition,
-            resources=resources, instance=self.instance, run_config=_console_config(),
-            raise_on_error=False, tags={"cultivar/entry": "cli", **tags},
-        )
+        runs_before = {r.run_id for r in self.instance.get_runs(limit=1)}
+        try:
+            result = dg.materialize(
+                assets, selection=list(step.assets), partition_key=step.partition,
+                resources=resources, instance=self.instance, run_config=_console_config(),
+                raise_on_error=False, tags={"cultivar/entry": "cli", **tags},
+            )
+            self.signals.check()  # a signal Dagster's handler took: stop here, not go on
+        except Interrupted as stop:
+            latest = self.instance.get_runs(limit=1)
+            run = latest[0] if latest and latest[0].run_id not in runs_before else None
+            raise StepInterrupted(stop.signum, step.key,
+                                  (run.run_id, run.status.value) if run else None) from None
         if not result.success:
             failure = next((e for e in result.all_events if e.is_step_failure), None)
             cause = failure.step_failure_data.error if failure else None
@@ -184,12 +213,13 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
     home = dagster_home_dir()
     models = select_models(load_models(settings.models_file), settings.models)
     store = Store(settings.database_path)
-    with dg.DagsterInstance.from_config(home) as instance, recording_steps():
+    with (dg.DagsterInstance.from_config(home) as instance, recording_steps(),
+          interruptions() as signals):
         known = set(instance.get_dynamic_partitions("models"))
         new = [m.id for m in models if m.id not in known]
         if new:
             instance.add_dynamic_partitions("models", new)
-        runner = _Steps(settings, instance, StepBook(store), say)
+        runner = _Steps(settings, instance, StepBook(store), say, signals)
         done: list[str] = []  # keys of the steps so far
 
         built = settings.data.kind == "built"
