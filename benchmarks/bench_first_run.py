@@ -14,7 +14,9 @@ What it does, in a temporary folder (``--work`` to keep it):
    environment, so everything lands in the clone's fresh ``.cultivar`` as it would for a new user.
 
 Every line (and every progress-bar refresh) of the demo's output is timestamped; the phases are
-cut at the demo's own step lines (``[1/3]``, ``[2/3] model k/n``, ``[3/3]``). Within a model's
+cut at the demo's own step lines (``[k/n] <step>``, six for the demo, which builds its data
+before it evaluates it, and ``model k/n: <id>`` within the models' step;
+``tests/test_bench_first_run.py`` feeds it the lines a first demo prints). Within a model's
 step, *translation* is the elapsed time its ``translate <model>`` progress bar reports at its
 end (Dagster captures a step's output and passes it on in bursts, so the time a fragment arrives
 says little), and *load and the rest* is the remainder of the step (the model's conversion on a

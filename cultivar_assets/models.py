@@ -7,12 +7,15 @@ reports every bad entry at once, by position and id.
 
 from __future__ import annotations
 
+import io
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
+from ruamel.yaml import YAML, YAMLError
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.util import load_yaml_guess_indent
 
 from cultivar_assets.config_files import (
     ConfigFileError,
@@ -114,11 +117,14 @@ def load_models(path: str | Path | None = None) -> Registry[ModelSpec]:
 def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
     """Append ``entry`` to the registry file at ``path`` after validating the whole registry.
 
-    The entry is appended as a YAML block, which keeps the file's comments and layout; when the
-    file's layout does not allow that (a flow-style or non-final ``models`` list), the whole
-    document is written anew. Either text is written only if it reads back as exactly the old
-    entries plus the new one (otherwise ModelRegistryError). The file is replaced atomically: a
-    refused entry changes nothing.
+    The file is edited as a round trip (ruamel.yaml): it is read with its comments, quoting and
+    layout, the entry is appended to its ``models`` list (created when the file has none), and
+    it is written back with the indentation the file uses (guessed by ruamel.yaml); the rest of
+    the file is written as it was. The entry's own nested lists and mappings are written in flow
+    style, as in the bundled ``models.yaml`` (ours). The new text is written only if it reads
+    back, through the strict loader every registry goes through, as exactly the old entries plus
+    the new one (otherwise ModelRegistryError). The file is replaced atomically: a refused entry
+    leaves it byte for byte as it was.
     """
     path = Path(path)
     try:
@@ -126,15 +132,15 @@ def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
         document = load_yaml_text(text, f"model registry {path}") or {}
     except ConfigFileError as error:
         raise ModelRegistryError(str(error)) from None
+    if not isinstance(document, dict):
+        raise ModelRegistryError(f"model registry {path} must be a mapping with a 'models' list")
     existing = document.get("models") or []
     specs = parse_models([*existing, entry], f"{path} + new entry")
-    block = yaml.safe_dump([entry], sort_keys=False, allow_unicode=True, width=100)
-    indented = "\n".join(("  " + line) if line else line for line in block.splitlines())
-    candidates = [text.rstrip("\n") + "\n\n" + indented + "\n",
-                  yaml.safe_dump({**document, "models": [*existing, entry]}, sort_keys=False,
-                                 allow_unicode=True, width=100)]
-    new_text = next((text for text in candidates if _reads_back(text, [*existing, entry])), None)
-    if new_text is None:  # neither the appended block nor the rewritten document reads back
+    try:
+        new_text = _appended(text, entry)
+    except YAMLError:  # ruamel.yaml cannot edit what the strict loader read
+        new_text = None
+    if new_text is None or not _reads_back(new_text, [*existing, entry]):
         raise ModelRegistryError(
             f"cannot add {entry.get('id')!r} to {path}: the updated file would not read back as "
             "the registry plus the new entry; add it by hand"
@@ -148,10 +154,49 @@ def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
     return specs[-1]
 
 
+def _flow(value: Any) -> Any:
+    """``value`` with its lists and mappings as ruamel.yaml flow-style collections."""
+    if isinstance(value, dict):
+        mapping = CommentedMap((key, _flow(inner)) for key, inner in value.items())
+        mapping.fa.set_flow_style()
+        return mapping
+    if isinstance(value, list):
+        sequence = CommentedSeq(_flow(inner) for inner in value)
+        sequence.fa.set_flow_style()
+        return sequence
+    return value
+
+
+def _appended(text: str, entry: dict[str, Any]) -> str:
+    """``text`` with ``entry`` appended to its ``models`` list, as a ruamel.yaml round trip."""
+    _, sequence_indent, offset = load_yaml_guess_indent(text)
+    round_trip = YAML(typ="rt")
+    round_trip.width = 4096  # never fold a long flow mapping (the file's lines stay as written)
+    round_trip.preserve_quotes = True
+    if sequence_indent is not None:
+        offset = offset or 0
+        round_trip.indent(mapping=max(sequence_indent - offset, 2), sequence=sequence_indent,
+                          offset=offset)
+    # null as "null" (ruamel.yaml's round trip would write an empty value)
+    round_trip.representer.add_representer(
+        type(None), lambda representer, _: representer.represent_scalar(
+            "tag:yaml.org,2002:null", "null"))
+    document = round_trip.load(text)
+    if document is None:
+        document = CommentedMap()
+    block = CommentedMap((key, _flow(value)) for key, value in entry.items())
+    if document.get("models") is None:
+        document["models"] = CommentedSeq()
+    document["models"].append(block)
+    out = io.StringIO()
+    round_trip.dump(document, out)
+    return out.getvalue()
+
+
 def _reads_back(text: str, models: list[Any]) -> bool:
     try:
-        return (yaml.safe_load(text) or {}).get("models") == models
-    except yaml.YAMLError:
+        return (load_yaml_text(text, "the updated registry") or {}).get("models") == models
+    except ConfigFileError:
         return False
 
 

@@ -3,6 +3,8 @@ estimates against corpus_score, pairing, intervals against sacreBLEU's estimate_
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from metrics_helpers import (
@@ -308,13 +310,35 @@ def valid_chrf_rows(rng: np.random.Generator, n: int, quality: float) -> np.ndar
     return np.stack([hyp, ref, match], axis=2).reshape(n, 18)
 
 
+COVERAGE_TRIALS = 1000
+
+
+def nominal_coverage_bounds(trials: int, level: float = 0.95,
+                            alpha: float = 0.001) -> tuple[int, int]:
+    """The hit counts an interval of nominal ``level`` lands in with probability at least
+    1 - ``alpha``: the central region of Binomial(trials, level), ``alpha / 2`` cut from each
+    side. For 1,000 trials at 95 %: [926, 971] (P(X < 926) = 0.0004, P(X > 971) = 0.0004); an
+    interval of 99 % coverage hits about 990 times and fails, one of 90 % about 900 and fails."""
+    from scipy.stats import binom
+
+    return int(binom.ppf(alpha / 2, trials, level)), int(binom.isf(alpha / 2, trials, level))
+
+
+def test_the_coverage_bounds_are_those_stated():
+    assert nominal_coverage_bounds(COVERAGE_TRIALS) == (926, 971)
+
+
 @pytest.mark.slow
 def test_interval_coverage_on_simulated_instances():
-    """Percentile intervals of a pair ∆ cover the population ∆ about 95 % of the time.
+    """Percentile intervals of a pair ∆ cover the population ∆ 95 % of the time: the number of
+    hits in :data:`COVERAGE_TRIALS` trials is within :func:`nominal_coverage_bounds` (two-sided,
+    so an interval too wide fails as well as one too narrow), and the mean half-width is
+    1.96 times the spread of the point estimates over the trials (±10 %; the spread's own
+    standard error is about 2 % at 1,000 trials).
 
     A population of 4,000 instances has two versions of statistics each (qualities 0.5 and
     0.55); a trial samples 120 instances and bootstraps ∆ = chrF(version 2) − chrF(version 1);
-    the population value is the ∆ over all 4,000.
+    the population value is the ∆ over all 4,000. Measured: 949 hits, half-width ratio 1.009.
     """
     from cultivar_assets.metrics.score_arrays import chrf_from_stats
 
@@ -323,8 +347,8 @@ def test_interval_coverage_on_simulated_instances():
     cultivar_rows = valid_chrf_rows(population, 4000, 0.55)
     truth = chrf_from_stats(cultivar_rows.sum(0)) - chrf_from_stats(flores_rows.sum(0))
     rng = np.random.default_rng(0)
-    hits, trials = 0, 100
-    for trial in range(trials):
+    hits, values, half_widths = 0, [], []
+    for trial in range(COVERAGE_TRIALS):
         ids = np.sort(rng.choice(4000, size=120, replace=False))
         stats = {"chrf": {
             ("m", "flores_deu_Latn"): SegmentStats.build(ids, flores_rows[ids]),
@@ -334,11 +358,25 @@ def test_interval_coverage_on_simulated_instances():
                                   config=BootstrapConfig(n_replicates=500, seed=trial + 1))
         e = result["pair_delta_chrf"].estimate(("m", "deu_Latn_Germany"))
         hits += e.low <= truth <= e.high
-    assert 0.88 <= hits / trials <= 1.0
+        values.append(e.value)
+        half_widths.append((e.high - e.low) / 2)
+    low, high = nominal_coverage_bounds(COVERAGE_TRIALS)
+    assert low <= hits <= high
+    ratio = np.mean(half_widths) / (1.959964 * np.std(values, ddof=1))
+    assert 0.9 <= ratio <= 1.1
 
 
-def test_progress_bar_option_runs(capsys):
+def test_progress_bar_counts_every_block_to_the_end(capsys):
+    """progress=True draws a tqdm bar named "bootstrap" on stderr that starts at 0 of the
+    blocks and ends at all of them (one block per metric, test set and instance subset: here
+    2 metrics x 7); progress=False writes nothing; the results are the same."""
     _, _, _, stats, _ = make_input()
-    paired_bootstrap(stats, MODELS, LOCALES, config=BootstrapConfig(n_replicates=3),
-                     progress=True)
-    assert "bootstrap" in capsys.readouterr().err
+    config = BootstrapConfig(n_replicates=3)
+    quiet = paired_bootstrap(stats, MODELS, LOCALES, config=config)
+    assert capsys.readouterr().err == ""
+    shown = paired_bootstrap(stats, MODELS, LOCALES, config=config, progress=True)
+    states = [line for line in capsys.readouterr().err.split("\r") if line.strip()]
+    assert re.match(r"bootstrap:\s+0%\|\s*\| 0/14 \[", states[0])
+    assert re.match(r"bootstrap: 100%\|.+\| 14/14 \[.*block/s\]", states[-1])
+    key = ("m1", LOCALES[0])
+    assert shown["pair_delta_chrf"].estimate(key) == quiet["pair_delta_chrf"].estimate(key)

@@ -9,7 +9,6 @@ from cultivar_assets.metrics.word_recall import (
     LocaleRates,
     instance_recall,
     locale_rates,
-    model_rates,
     terms,
 )
 
@@ -108,21 +107,6 @@ def test_locale_rates_from_instance_recall_end_to_end():
     rates = locale_rates(items)["L"]
     assert rates.false_positive_rate == pytest.approx(2 / 6)
     assert rates.false_negative_rate == pytest.approx(1 / 6)
-
-
-def test_model_rates_average_defined_locales_only():
-    rates = {
-        "A": LocaleRates(0.25, None, 1, 1, 1),
-        "B": LocaleRates(None, None, 1, 1, 1),
-        "C": LocaleRates(0.75, 0.1, 1, 1, 1),
-        "D": LocaleRates(0.5, 0.3, 1, 1, 1),
-    }
-    fp, fn = model_rates(rates)
-    # FP: mean of 0.25, 0.75, 0.5 = 0.5 (B left out); FN: mean of 0.1, 0.3 = 0.2
-    assert fp == pytest.approx(0.5)
-    assert fn == pytest.approx(0.2)
-    assert model_rates({"B": LocaleRates(None, None, 0, 0, 1)}) == (None, None)
-    assert model_rates({}) == (None, None)
 
 
 def test_locale_rates_empty():

@@ -145,6 +145,42 @@ def test_models_add_works_with_other_layouts(tmp_path, layout):
         assert yaml.safe_load(path.read_text())["other"] == 1
 
 
+FLOW_WITH_COMMENTS = """\
+# our registry: the baseline first  (a comment the old rewrite dropped)
+models: [{id: x0, type: baseline, family: B, engine: copy-source, prompt_style: source}]  # one
+other: 1  # kept too
+"""
+
+
+def test_models_add_keeps_comments_where_appending_a_block_cannot(tmp_path):
+    """A flow-style ``models`` list that is not the file's last key: no appended block reads
+    back, so the file is edited as a round trip (ruamel.yaml), its comments kept."""
+    path = tmp_path / "models.yaml"
+    path.write_text(FLOW_WITH_COMMENTS)
+    assert main(["models", "add", "org/new", "--type", "MT", "--engine", "seq2seq",
+                 "--family", "F", "--option", "dtype=float32", "--file", str(path)]) == 0
+    after = path.read_text()
+    for comment in ("# our registry: the baseline first  (a comment the old rewrite dropped)",
+                    "}] # one", "other: 1  # kept too"):
+        assert comment in after
+    assert load_models(path).names() == ["x0", "new"]
+    assert yaml.safe_load(after)["other"] == 1
+
+
+def test_a_refused_models_add_leaves_the_file_byte_identical(tmp_path, capsys):
+    path = tmp_path / "models.yaml"
+    path.write_bytes(FLOW_WITH_COMMENTS.encode())
+    shutil.copy(default_models_file(), tmp_path / "bundled.yaml")
+    duplicate = ["--engine", "seq2seq", "--id", "nllb-200-distilled-1.3B"]
+    for file, bad in ((path, ["--engine", "nope"]), (tmp_path / "bundled.yaml", duplicate)):
+        before = file.read_bytes()
+        assert main(["models", "add", "org/new", "--type", "MT", "--family", "F", *bad,
+                     "--file", str(file)]) == 1
+        assert capsys.readouterr().err  # the reason is said
+        assert file.read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["bundled.yaml", "models.yaml"]
+
+
 def test_models_add_says_whether_the_sensor_will_run_the_model(tmp_path, capsys, monkeypatch):
     path = tmp_path / "models.yaml"
     shutil.copy(default_models_file(), path)

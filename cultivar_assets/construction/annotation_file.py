@@ -47,7 +47,6 @@ import hashlib
 import json
 import os
 import re
-from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,14 +65,15 @@ from cultivar_assets.construction.annotation_task import (
 from cultivar_assets.construction.drafts import Draft
 from cultivar_assets.construction.text_edits import Mode, count_edits
 from cultivar_assets.site.tool_files import (
+    ByteLimit,
     Problem,
     ProblemCollector,
     ToolFileError,
-    check_header,
-    check_schema,
-    decode_json,
-    file_problem,
+    ToolFileKind,
+    check_item_ids,
     parse_timestamp,
+    parse_tool_document,
+    read_tool_bytes,
 )
 
 __all__ = ["DEFAULT_MAX_FILE_MB", "DEFAULT_MAX_TEXT_CHARS", "FILE_SUFFIX", "FORMAT",
@@ -134,6 +134,10 @@ class AnnotationFileError(ToolFileError):
             message = message.replace("nothing was read from this file",
                                       "nothing was read from these files", 1)
         self.args = (message + (f"\n{note}" if note else ""),)
+
+
+KIND = ToolFileKind(FORMAT, SCHEMA_VERSION, "a Cultivar annotation file", annotation_schema,
+                    AnnotationFileError)
 
 
 @dataclass(frozen=True)
@@ -286,12 +290,6 @@ def check_strings(document: dict[str, Any], check: ProblemCollector,
     check.fail()
 
 
-def _check_schema(document: Any, check: ProblemCollector, limits: IngestLimits) -> None:
-    check_header(document, check, FORMAT, SCHEMA_VERSION, "a Cultivar annotation file")
-    check_strings(document, check, limits)
-    check_schema(document, annotation_schema(), check)
-
-
 def _check_header_agrees(header: dict[str, Any], task: AnnotationTask,
                          check: ProblemCollector) -> None:
     """The header's task id is ``<locale>-<drafts_hash[:12]>`` of its own locale and hash."""
@@ -384,13 +382,14 @@ def _file_too_large(size: int, limits: IngestLimits) -> str:
             "construction.annotation.max_file_mb); nothing of it was read")
 
 
+def _byte_limit(limits: IngestLimits) -> ByteLimit:
+    return ByteLimit(limits.max_file_bytes, lambda size: _file_too_large(size, limits))
+
+
 def _document_from_bytes(data: bytes, name: str, limits: IngestLimits) -> AnnotationDocument:
-    check = ProblemCollector(name, AnnotationFileError)
-    if len(data) > limits.max_file_bytes:
-        check.add("(file)", _file_too_large(len(data), limits))
-        check.fail()
-    document = decode_json(data, check)
-    _check_schema(document, check, limits)
+    document = parse_tool_document(
+        data, name, KIND, limit=_byte_limit(limits),
+        before_schema=lambda document, check: check_strings(document, check, limits))
     return AnnotationDocument(name, hashlib.sha256(data).hexdigest(), document)
 
 
@@ -402,16 +401,8 @@ def load_annotation_document(path: str | Path,
     :func:`read_annotation_file` would. The file is read once, and no more of it than the size
     limit allows."""
     limits = limits or IngestLimits()
-    path = Path(path)
-    if problem := file_problem(path):
-        raise AnnotationFileError([Problem(str(path), None, "(file)", problem)])
-    size = path.stat().st_size
-    if size > limits.max_file_bytes:
-        raise AnnotationFileError([Problem(str(path), None, "(file)",
-                                           _file_too_large(size, limits))])
-    with path.open("rb") as handle:
-        data = handle.read(limits.max_file_bytes + 1)  # a file that grew since is caught too
-    return _document_from_bytes(data, str(path), limits)
+    data = read_tool_bytes(path, KIND, _byte_limit(limits))
+    return _document_from_bytes(data, str(Path(path)), limits)
 
 
 def read_annotation_document(path: str | Path,
@@ -435,24 +426,14 @@ def check_annotation_document(
     _check_task(header, task, check)
 
     drafts = task.by_id()
-    counts = Counter(item["instance_id"] for item in document["items"])
-    for iid, count in sorted(counts.items()):
-        if count > 1:
-            check.add("instance_id", f"occurs {count} times", iid)
-        if iid not in drafts:
-            check.add("instance_id", f"is not an instance of task {task.task_id}", iid)
-    missing = sorted(set(drafts) - set(counts))
-    if missing:
-        check.add("items", f"{len(missing)} of the task's instances are missing: "
-                  f"{', '.join(map(str, missing))}")
-    for item in document["items"]:
+    for item in check_item_ids(document["items"], sorted(drafts), check, field="instance_id",
+                               noun=("an instance", "instances"), task_id=task.task_id):
         iid = item["instance_id"]
-        if iid in drafts and counts[iid] == 1:
-            benchmark = (benchmark_originals.get(iid) if benchmark_originals is not None
-                         else None)
-            if benchmark_originals is not None and benchmark is None:
-                check.add("instance_id", "is not in the source benchmark", iid)
-            _check_item(item, drafts[iid], check, allow_unconfirmed, benchmark)
+        benchmark = (benchmark_originals.get(iid) if benchmark_originals is not None
+                     else None)
+        if benchmark_originals is not None and benchmark is None:
+            check.add("instance_id", "is not in the source benchmark", iid)
+        _check_item(item, drafts[iid], check, allow_unconfirmed, benchmark)
     check.fail()
 
     items = sorted(document["items"], key=lambda i: i["instance_id"])

@@ -26,24 +26,9 @@ Definitions (the SQL of the views implements them):
 
 from __future__ import annotations
 
-import csv
-import io
-from importlib import resources
-
 from cultivar_assets.store.database import Store
 
 
 def read_table5(store: Store) -> tuple[list[dict], list[dict]]:
     """(``error_table5`` rows, ``error_correlations`` rows)."""
     return store.query("error_table5"), store.query("error_correlations")
-
-
-def reported_table5() -> list[dict]:
-    """The paper's Table 5 as published (``data/reported/table5_errors.csv``), typed."""
-    text = resources.files("cultivar_assets.data").joinpath(
-        "reported", "table5_errors.csv").read_text("utf-8")
-    rows = []
-    for row in csv.DictReader(io.StringIO(text)):
-        rows.append({k: (float(v) if k == "bleu" else v if k in ("model_id", "locale")
-                         else int(v)) for k, v in row.items()})
-    return rows

@@ -34,7 +34,6 @@ any problem:
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -47,14 +46,13 @@ from cultivar_assets.evaluation.error_sample import ErrorItem, ErrorTask
 from cultivar_assets.evaluation.error_types import CODES
 from cultivar_assets.files import file_sha256
 from cultivar_assets.site.tool_files import (
-    Problem,
     ProblemCollector,
     ToolFileError,
-    check_header,
-    check_schema,
-    decode_json,
-    file_problem,
+    ToolFileKind,
+    check_item_ids,
     parse_timestamp,
+    parse_tool_document,
+    read_tool_bytes,
 )
 
 FORMAT = "cultivar-error-annotation"
@@ -72,6 +70,10 @@ def error_schema() -> dict[str, Any]:
     text = resources.files("cultivar_assets.evaluation").joinpath(
         "error_annotation.schema.json").read_text("utf-8")
     return json.loads(text)
+
+
+KIND = ToolFileKind(FORMAT, SCHEMA_VERSION, "a Cultivar error-annotation file", error_schema,
+                    ErrorFileError, item_id="key")
 
 
 @dataclass(frozen=True)
@@ -161,30 +163,18 @@ def parse_error_file(data: bytes, tasks: Mapping[str, ErrorTask], *, name: str,
     """Validate the bytes of an error-annotation file against the sample's tasks (by locale);
     module docstring. ``allow_unfinished``: accept items not marked done (to inspect work in
     progress; the ingest never sets it)."""
+    document = parse_tool_document(data, name, KIND)
     check = ProblemCollector(name, ErrorFileError)
-    document = decode_json(data, check)
-    check_header(document, check, FORMAT, SCHEMA_VERSION, "a Cultivar error-annotation file")
-    check_schema(document, error_schema(), check, item_id="key")
     header = document["task"]
     task = _check_task(header, tasks.get(header["locale"]), tasks, check)
     demo = bool(document.get("demo", False))
 
     expected = task.by_key()
-    counts = Counter(item["key"] for item in document["items"])
-    for key, count in sorted(counts.items()):
-        if count > 1:
-            check.add("key", f"occurs {count} times", key)
-        if key not in expected:
-            check.add("key", f"is not a translation of task {task.task_id}", key)
-    missing = [k for k in expected if k not in counts]
-    if missing:
-        check.add("items", f"{len(missing)} of the task's translations are missing: "
-                  f"{', '.join(missing[:10])}{' …' if len(missing) > 10 else ''}")
-    matches: dict[str, bool] = {}
-    for item in document["items"]:
-        key = item["key"]
-        if key in expected and counts[key] == 1:
-            matches[key] = _check_item(item, expected[key], check, demo, allow_unfinished)
+    matches = {item["key"]: _check_item(item, expected[item["key"]], check, demo,
+                                        allow_unfinished)
+               for item in check_item_ids(document["items"], list(expected), check,
+                                          field="key", noun=("a translation", "translations"),
+                                          task_id=task.task_id, list_at_most=10)}
     check.fail()
 
     items = {item["key"]: item for item in document["items"]}
@@ -210,9 +200,7 @@ def read_error_file(path: str | Path, tasks: Mapping[str, ErrorTask], *,
                     allow_unfinished: bool = False) -> ErrorFile:
     """Read and validate the file at ``path`` (see :func:`parse_error_file`)."""
     path = Path(path)
-    if problem := file_problem(path):
-        raise ErrorFileError([Problem(str(path), None, "(file)", problem)])
-    parsed = parse_error_file(path.read_bytes(), tasks, name=str(path),
+    parsed = parse_error_file(read_tool_bytes(path, KIND), tasks, name=str(path),
                               allow_unfinished=allow_unfinished)
     return replace(parsed, sha256=file_sha256(path))
 

@@ -33,7 +33,6 @@ carries its n.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,8 +187,3 @@ def statistics_tables(result: BootstrapResult, flag_config: FlagConfig | None = 
         agreement=_agreement_rows(result), averages=_average_rows(result),
         ranks=_rank_rows(result), flags=flags, rules=rules)
 
-
-def ranked_columns(tables: StatisticsTables) -> Sequence[str]:
-    """The leaderboard columns that have ranks, in :data:`RANKED_COLUMNS` order."""
-    present = {r["quantity"] for r in tables.ranks}
-    return [c for c in RANKED_COLUMNS if c in present]

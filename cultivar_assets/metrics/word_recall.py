@@ -15,14 +15,16 @@ For one instance of locale l, with original English reference ``o``, localised E
 False-positive rate of locale l = ``Σ|H ∩ R| / Σ|R|`` (memorised FLORES terms that should no longer
 appear); false-negative rate = ``Σ|I ∖ H| / Σ|I|`` (local terms the translation misses); sums run
 over the locale's instances. A model's rate is the unweighted mean of its locale rates; a locale
-whose denominator is 0 has no rate and is left out of that mean.
+whose denominator is 0 has no rate and is left out of that mean (the pipeline computes the model
+rates with their intervals in ``bootstrap.py``: ``model_false_positive_rate`` and
+``model_false_negative_rate``).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 TERM_PATTERN = re.compile(r"\w+")
@@ -82,9 +84,3 @@ def locale_rates(instances: Iterable[InstanceRecall]) -> dict[str, LocaleRates]:
         s[4] += 1
     return {locale: rates_from_sums(*s) for locale, s in sums.items()}
 
-
-def model_rates(rates: Mapping[str, LocaleRates]) -> tuple[float | None, float | None]:
-    """Mean over locales of the defined locale rates: (false positive, false negative)."""
-    fps = [r.false_positive_rate for r in rates.values() if r.false_positive_rate is not None]
-    fns = [r.false_negative_rate for r in rates.values() if r.false_negative_rate is not None]
-    return (sum(fps) / len(fps) if fps else None, sum(fns) / len(fns) if fns else None)

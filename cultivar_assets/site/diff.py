@@ -13,8 +13,6 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from markupsafe import Markup, escape
-
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]+")
 
@@ -70,15 +68,3 @@ def word_diff(original: str, localised: str) -> tuple[list[Span], list[Span]]:
         changed_b[block.b:block.b + block.size] = [False] * block.size
     return _spans(original, bounds_a, changed_a), _spans(localised, bounds_b, changed_b)
 
-
-def spans_html(spans: list[Span]) -> Markup:
-    """HTML of spans: every text escaped, changed ones wrapped in ``<mark class="changed">``."""
-    parts = (f'<mark class="changed">{escape(span.text)}</mark>' if span.changed
-             else str(escape(span.text)) for span in spans)
-    return Markup("".join(parts))
-
-
-def diff_html(original: str, localised: str) -> tuple[Markup, Markup]:
-    """:func:`word_diff` rendered as escaped HTML."""
-    a, b = word_diff(original, localised)
-    return spans_html(a), spans_html(b)

@@ -13,11 +13,22 @@ analysis files (``evaluation/error_file.py``) are validated the same way, with t
   schema's ``integer`` is a JSON number written without a decimal point (ours: JSON Schema
   would take ``3.0`` too; the tools never write one, and an id ``3.0`` is not the id ``3``);
 - :func:`parse_timestamp`: ISO 8601 with a time zone, as naive UTC.
+
+On these, one generic reader that both files use: a :class:`ToolFileKind` names a kind of file
+(format, schema version, schema, error class, the field that identifies an item);
+:func:`read_tool_bytes` reads a handed-in file (a directory or a missing file is refused, and a
+:class:`ByteLimit`, when given, is looked up before the file is read and no more than it is
+read); :func:`parse_tool_document` runs the checks every tool file gets, in this order: the byte
+limit, :func:`decode_json`, :func:`check_header`, a reader's own checks of the raw document
+(optional), :func:`check_schema`; :func:`check_item_ids` is the identity check of the items
+against their task (no id twice, none the task lacks, every task id present).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -214,3 +225,84 @@ def parse_timestamp(value: str | None) -> datetime | None:
     if value is None:
         return None
     return datetime.fromisoformat(value).astimezone(UTC).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class ToolFileKind:
+    """One kind of file a tool downloads, as its reader checks it first."""
+
+    file_format: str  # the file's "format"
+    schema_version: int  # the only version the reader reads
+    what: str  # the file in words, e.g. "a Cultivar annotation file"
+    schema: Callable[[], dict]  # its JSON Schema
+    error: type[ToolFileError]  # what the reader raises
+    item_id: str = "instance_id"  # the field that names an item in messages
+
+
+@dataclass(frozen=True)
+class ByteLimit:
+    """How many bytes a file may have, and what to say of a larger one (given its size)."""
+
+    max_bytes: int
+    too_large: Callable[[int], str]
+
+
+def read_tool_bytes(path: str | Path, kind: ToolFileKind, limit: ByteLimit | None = None) -> bytes:
+    """The bytes of the handed-in file at ``path``; a directory, a missing file or one larger
+    than ``limit`` (looked up before it is read) raises ``kind.error``. With a limit, no more
+    than one byte past it is read (a file that grew since is caught by the parser's limit)."""
+    path = Path(path)
+    if problem := file_problem(path):
+        raise kind.error([Problem(str(path), None, "(file)", problem)])
+    if limit is None:
+        return path.read_bytes()
+    size = path.stat().st_size
+    if size > limit.max_bytes:
+        raise kind.error([Problem(str(path), None, "(file)", limit.too_large(size))])
+    with path.open("rb") as handle:
+        return handle.read(limit.max_bytes + 1)
+
+
+def parse_tool_document(data: bytes, name: str, kind: ToolFileKind, *,
+                        limit: ByteLimit | None = None,
+                        before_schema: Callable[[Any, ProblemCollector], None] | None = None,
+                        ) -> dict[str, Any]:
+    """The JSON object in ``data`` after the checks every tool file gets (module docstring):
+    the byte limit, UTF-8 and complete JSON, ``kind``'s format and schema version, then
+    ``before_schema`` (a reader's own checks of the raw document, which fail on their own), then
+    the schema. Any problem raises ``kind.error`` naming the file as ``name``."""
+    check = ProblemCollector(name, kind.error)
+    if limit is not None and len(data) > limit.max_bytes:
+        check.add("(file)", limit.too_large(len(data)))
+        check.fail()
+    document = decode_json(data, check)
+    check_header(document, check, kind.file_format, kind.schema_version, kind.what)
+    if before_schema is not None:
+        before_schema(document, check)
+    check_schema(document, kind.schema(), check, item_id=kind.item_id)
+    return document
+
+
+def check_item_ids(items: Sequence[dict[str, Any]], expected: Sequence[int | str],
+                   check: ProblemCollector, *, field: str, noun: tuple[str, str], task_id: str,
+                   list_at_most: int | None = None) -> list[dict[str, Any]]:
+    """The identity of a file's items against its task's ``expected`` ids: an id written more
+    than once, an id the task lacks, and the task's ids the file lacks (in ``expected``'s
+    order; all of them, or the first ``list_at_most``) are problems, each named by ``field``
+    and its id. ``noun`` is an item in words with its article and in the plural (``("an
+    instance", "instances")``). Returns the items whose id is the task's and occurs once, in
+    the file's order (the ones a reader compares with the task)."""
+    known = set(expected)
+    counts = Counter(item[field] for item in items)
+    for key, count in sorted(counts.items()):
+        if count > 1:
+            check.add(field, f"occurs {count} times", key)
+        if key not in known:
+            check.add(field, f"is not {noun[0]} of task {task_id}", key)
+    missing = [key for key in expected if key not in counts]
+    if missing:
+        shown = missing if list_at_most is None else missing[:list_at_most]
+        more = " …" if len(shown) < len(missing) else ""
+        check.add("items", f"{len(missing)} of the task's {noun[1]} are missing: "
+                  f"{', '.join(map(str, shown))}{more}")
+    return [item for item in items if item[field] in known and counts[item[field]] == 1]
