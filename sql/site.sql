@@ -47,8 +47,12 @@ ORDER BY view_name;
 -- name: site_models
 SELECT * FROM models ORDER BY model_id;
 
+-- The leaderboard as published (downloads, Query page): with whether the model's latest run
+-- failed (view failed_models), so that a failed model's earlier scores are never shown as current.
 -- name: site_leaderboard
-SELECT * FROM leaderboard;
+SELECT l.*, f.model_id IS NOT NULL AS latest_run_failed
+FROM leaderboard l LEFT JOIN failed_models f USING (model_id)
+ORDER BY l.delta_bleu DESC NULLS LAST, l.model_id;
 
 -- name: site_model_locale_deltas_table
 SELECT * FROM model_locale_deltas ORDER BY model_id, locale;

@@ -118,3 +118,18 @@ def test_failed_rows_in_the_browser(browser, site_dir):
         table = page.locator("#failed-models")
         assert table.is_visible()
         assert ERROR in table.inner_text()  # shown as text; watched_page: no dialog opened
+
+
+def test_the_leaderboard_downloads_mark_a_failed_models_earlier_scores(site_dir):
+    """The published leaderboard (CSV, JSON) says which rows are scores of a model whose latest
+    run failed: the downloads must not present them as current either."""
+    import json
+
+    rows = {r["model_id"]: r for r in csv.DictReader(io.StringIO(
+        (site_dir / "downloads" / "leaderboard.csv").read_text("utf-8")))}
+    assert rows["copy-source-baseline"]["latest_run_failed"] == "True"  # as every boolean cell of the CSV
+    assert rows[HOSTILE_MODEL]["latest_run_failed"] == "False"  # its failure predates its run
+    records = {r["model_id"]: r for r in json.loads(
+        (site_dir / "downloads" / "leaderboard.json").read_text("utf-8"))}
+    assert records["copy-source-baseline"]["latest_run_failed"] is True
+    assert records[HOSTILE_MODEL]["latest_run_failed"] is False

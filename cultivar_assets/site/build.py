@@ -363,10 +363,10 @@ class _Build:
             self._later(f"downloads/{name}.parquet", lambda t=table: dl.parquet_bytes(t))
             if self.engine is not None:
                 self._later(f"data/query/{name}.arrow.gz", lambda t=table: dl.ipc_gz_bytes(t))
-        self.writer.text("downloads/leaderboard.csv", csv_text(
-            self.leaderboard, list(self.published["leaderboard"].column_names)))
-        self.writer.text("downloads/leaderboard.json", json_text(
-            self.leaderboard, list(self.published["leaderboard"].column_names)))
+        board = self.published["leaderboard"]  # with latest_run_failed (sql/site.sql)
+        rows = board.to_pylist()
+        self.writer.text("downloads/leaderboard.csv", csv_text(rows, board.column_names))
+        self.writer.text("downloads/leaderboard.json", json_text(rows, board.column_names))
 
     def _locale_shards(self) -> None:
         """One shard per locale (sources, references, their word diffs); reused when the
