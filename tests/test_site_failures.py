@@ -127,7 +127,7 @@ def test_the_leaderboard_downloads_mark_a_failed_models_earlier_scores(site_dir)
 
     rows = {r["model_id"]: r for r in csv.DictReader(io.StringIO(
         (site_dir / "downloads" / "leaderboard.csv").read_text("utf-8")))}
-    assert rows["copy-source-baseline"]["latest_run_failed"] == "True"  # as every boolean cell of the CSV
+    assert rows["copy-source-baseline"]["latest_run_failed"] == "True"  # as bools are in the CSV
     assert rows[HOSTILE_MODEL]["latest_run_failed"] == "False"  # its failure predates its run
     records = {r["model_id"]: r for r in json.loads(
         (site_dir / "downloads" / "leaderboard.json").read_text("utf-8"))}
