@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,12 +45,61 @@ def serve(root: Path) -> Iterator[str]:
         httpd.shutdown()
 
 
+# Fonts: the browser tests run with the system's fonts less Noto, and again with Noto where it
+# is installed (Debian: fonts-noto-core, fonts-noto-cjk; .ci/run installs them) or where
+# $CULTIVAR_NOTO_FONTS names a folder holding it, e.g. the .debs unpacked without installing:
+#   apt-get download fonts-noto-core fonts-noto-cjk && for f in *.deb; do dpkg-deb -x $f noto; done
+#   export CULTIVAR_NOTO_FONTS=$PWD/noto/usr/share/fonts
+# Each setup is a private fontconfig file handed to Chromium (FONTCONFIG_FILE), so the machine's
+# own configuration is left alone.
+NOTO_FONTS_VARIABLE = "CULTIVAR_NOTO_FONTS"
+FONT_ROOTS = (Path("/usr/share/fonts"), Path("/usr/local/share/fonts"))
+NOTO_PROBES = ("NotoSansDevanagari-Regular.ttf", "NotoSansCJK-Regular.ttc")
+FONT_SETUPS = ("without Noto", "with Noto")
+
+
+def _font_dirs(root: Path) -> list[Path]:
+    """The font folders two levels down (Debian: <root>/truetype/dejavu, …/opentype/noto)."""
+    return sorted(p for p in root.glob("*/*") if p.is_dir()) if root.is_dir() else []
+
+
+def _has_noto(folders: list[Path]) -> bool:
+    return all(any(next(folder.rglob(name), None) for folder in folders) for name in NOTO_PROBES)
+
+
+def font_setup(name: str, folder: Path) -> Path:
+    """A fontconfig file (written under ``folder``) for the setup ``name`` of
+    :data:`FONT_SETUPS`; skips the test where Noto is wanted but neither installed nor in
+    $CULTIVAR_NOTO_FONTS."""
+    system = [d for root in FONT_ROOTS for d in _font_dirs(root)]
+    if name == "without Noto":
+        dirs = [d for d in system if not d.name.lower().startswith("noto")]
+    else:
+        extra = os.environ.get(NOTO_FONTS_VARIABLE)
+        dirs = system + ([Path(extra)] if extra else [])
+        if not _has_noto(dirs):
+            pytest.skip("no Noto fonts: install fonts-noto-core and fonts-noto-cjk (.ci/run does) "
+                        f"or set {NOTO_FONTS_VARIABLE} to a folder holding them")
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"  <dir>{d}</dir>\n" for d in dirs)
+    conf = folder / "fonts.conf"
+    conf.write_text('<?xml version="1.0"?>\n'
+                    '<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">\n'
+                    f"<fontconfig>\n{lines}"
+                    '  <include ignore_missing="yes">/etc/fonts/conf.d</include>\n'
+                    f"  <cachedir>{folder / 'cache'}</cachedir>\n</fontconfig>\n", "utf-8")
+    return conf
+
+
 @contextmanager
-def chromium() -> Iterator:
+def chromium(fonts: Path | None = None) -> Iterator:
+    """Chromium; with ``fonts`` (a fontconfig file, :func:`font_setup`), seeing only its fonts."""
     from playwright.sync_api import sync_playwright
 
+    env = {**os.environ, "FONTCONFIG_FILE": str(fonts)} if fonts else None
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                             env=env)
         try:
             yield browser
         finally:

@@ -1,5 +1,7 @@
 """The charts: valid Vega-Lite, the paper's figures as described, and readable in Chromium at 3,
-32 and 320 models (one legend per field, nothing blank, heatmap labels that do not overlap)."""
+32 and 320 models (one legend per field, nothing blank, heatmap labels that do not overlap),
+with the system's fonts less Noto and with Noto (browser_helpers.FONT_SETUPS): every text in the
+charts' own font, so the layout is the same whichever fonts a system has."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import itertools
 from collections import defaultdict
 
 import pytest
+from browser_helpers import FONT_SETUPS, font_setup
 from chart_helpers import chart_inputs
 from site_helpers import NEEDS_CHROMIUM, chromium
 
@@ -46,7 +49,41 @@ def test_heatmap_sorts_by_mean_delta_on_a_symmetric_scale_centred_on_zero():
     assert scale["domainMid"] == 0 and scale["domain"][0] == -scale["domain"][1]
     assert max(abs(r["delta_bleu"]) for r in deltas) == scale["domain"][1]
     assert charts.heatmap_steps(32) == (26, 18, 11)  # Fig. 6 size: 32 × 27 cells of 26 × 18
-    assert charts.heatmap_steps(320)[1] >= 11 and charts.heatmap_steps(320)[2] >= 9
+    for n_models in (3, 40, 41, 150, 151, 320, 1000):
+        _, height, font = charts.heatmap_steps(n_models)
+        assert font >= 9 and height >= charts.LINE_BOX * font, n_models  # room for any font
+    assert spec["encoding"]["y"]["title"] == "model"  # the model axis is titled
+
+
+def wcag_contrast(colour: str, opacity: float = 1.0) -> float:
+    """WCAG 2.1 contrast of ``colour`` drawn at ``opacity`` over white."""
+    def linear(channel: float) -> float:
+        return channel / 12.92 if channel <= 0.04045 else ((channel + 0.055) / 1.055) ** 2.4
+
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    shown = [opacity * c + (1 - opacity) for c in rgb]
+    luminance = sum(w * linear(c) for w, c in zip((0.2126, 0.7152, 0.0722), shown, strict=True))
+    return 1.05 / (luminance + 0.05)
+
+
+def test_size_chart_spans_the_data_in_colours_that_stand_out_on_white():
+    board, _, _, _ = chart_inputs(32)
+    spec = charts.delta_vs_size(board, "bleu", "t")
+    point = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")
+    scale = point["encoding"]["x"]["scale"]
+    sizes = [r["params_total_b"] for r in board]
+    assert scale["type"] == "log" and scale["nice"] is False
+    assert scale["domain"] == [min(sizes), max(sizes)]  # 0.5-4, not 0.1-10
+    assert wcag_contrast("#aec7e8") < 3  # tableau20's light blue, which the old charts used
+    colours = point["encoding"]["color"]["scale"]["range"]
+    assert len(colours) == len(set(colours)) >= 9
+    for layer in spec["layer"]:
+        if "color" in layer["encoding"]:
+            opacity = layer["mark"].get("opacity", 1)
+            assert all(wcag_contrast(c, opacity) >= 3 for c in colours), layer["mark"]
+    assert spec["width"] == charts.CONTENT_WIDTH and spec["autosize"]["type"] == "fit-x"
+    one_size = charts.delta_vs_size([{**r, "params_total_b": 8} for r in board], "bleu", "t")
+    assert one_size["layer"][0]["encoding"]["x"]["scale"]["domain"] == [4, 16]
 
 
 def test_size_chart_never_joins_two_models_of_one_size():
@@ -110,9 +147,14 @@ COUNT_INK = """async (png) => {
 
 
 @pytest.fixture(scope="module")
-def chart_page(tmp_path_factory):
-    bundle = vega_bundle(tmp_path_factory.mktemp("web"))
-    with chromium() as browser:
+def bundle(tmp_path_factory):
+    return vega_bundle(tmp_path_factory.mktemp("web"))
+
+
+@pytest.fixture(scope="module", params=FONT_SETUPS)
+def chart_page(request, bundle, tmp_path_factory):
+    fonts = font_setup(request.param, tmp_path_factory.mktemp("fonts"))
+    with chromium(fonts) as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.problems = []
         page.on("console", lambda m: page.problems.append(m.text)
@@ -121,23 +163,32 @@ def chart_page(tmp_path_factory):
         yield page
 
 
+def draw(page, spec: dict, width: int | None = None) -> None:
+    """``spec`` drawn (SVG) into #c, a block ``width`` px wide (default: the page's)."""
+    style = f' style="width:{width}px"' if width else ""
+    page.set_content(f"<!doctype html><meta charset=utf-8><body><div id=c{style}></div>")
+    page.add_script_tag(path=str(page.bundle))
+    page.evaluate("spec => vegaEmbed('#c', spec, {actions: false, renderer: 'svg'})"
+                  ".then(result => { window.view = result.view; })", spec)
+    page.locator("#c svg").wait_for()
+
+
 @NEEDS_CHROMIUM
 @pytest.mark.parametrize("n_models", [3, 32, pytest.param(320, marks=pytest.mark.slow)])
 def test_charts_are_readable_in_chromium(n_models, chart_page):
-    page, bundle = chart_page, chart_page.bundle
+    page = chart_page
     entries = charts.chart_entries(*chart_inputs(n_models))
     for entry in entries:
-        page.set_content("<!doctype html><meta charset=utf-8><body><div id=c></div>")
-        page.add_script_tag(path=str(bundle))
-        page.evaluate("spec => vegaEmbed('#c', spec, {actions: false, renderer: 'svg'})"
-                      ".then(() => true)", entry["spec"])
-        page.locator("#c svg").wait_for()
+        draw(page, entry["spec"])
+        fonts = set(page.evaluate("""() => Array.from(document.querySelectorAll('#c svg text'))
+            .map(t => t.getAttribute('font-family'))"""))
+        assert fonts == {charts.CHART_FONT}, (entry["id"], fonts)  # set, not left to a system
         legends = page.locator("#c svg g.role-legend").count()
         expected = {"heatmap": 1, "size": 2 if n_models > 10 else 1, "same": 1}
         assert legends == expected[entry["id"].split("-")[0]], (entry["id"], legends)
         png = page.locator("#c").screenshot()
         ink = page.evaluate(COUNT_INK, base64.b64encode(png).decode())
-        assert ink > 0.05, (entry["id"], ink)  # drawn, not blank
+        assert ink > 0.02, (entry["id"], ink)  # drawn, not blank (3 points on 1,352 px: 3 %)
         if entry["id"].startswith("heatmap"):
             boxes = page.evaluate("""() => Array.from(document.querySelectorAll(
                 '#c svg g.role-axis-label')).map(g => Array.from(g.querySelectorAll('text'))
@@ -148,4 +199,32 @@ def test_charts_are_readable_in_chromium(n_models, chart_page):
             tops = sorted(rows)
             assert all(a[1] <= b[0] + 0.5 for a, b in itertools.pairwise(tops)), entry["id"]
             assert min(b[1] - b[0] for b in rows) >= 9  # label height in px
+            titles = page.locator("#c svg g.role-axis-title text").all_text_contents()
+            assert sorted(titles) == ["locale", "model"], titles
+    assert page.problems == []
+
+
+@NEEDS_CHROMIUM
+def test_size_chart_in_chromium_fills_the_width_spans_the_data_and_stands_out(chart_page):
+    page = chart_page
+    board, _, _, _ = chart_inputs(32)
+    sizes = [r["params_total_b"] for r in board]
+    spec = charts.delta_vs_size(board, "bleu", "t")
+    draw(page, spec, width=charts.CONTENT_WIDTH)
+    low, high = page.evaluate("() => view.scale('x').domain()")
+    assert min(sizes) / 1.2 < low <= min(sizes) and max(sizes) <= high < max(sizes) * 1.2
+    ticks = [float(t) for t in page.locator(
+        "#c svg g.role-axis-label").first.locator("text").all_text_contents() if t]
+    assert ticks and min(ticks) >= low and max(ticks) <= high  # no 0.1 or 10 on the axis
+    width = page.evaluate("() => document.querySelector('#c svg').getBoundingClientRect().width")
+    assert charts.CONTENT_WIDTH * 0.98 <= width <= charts.CONTENT_WIDTH  # the page's width
+    marks = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '#c svg g.role-mark path')).map(p => [p.getAttribute('fill'), p.getAttribute('stroke'),
+        getComputedStyle(p).opacity])""")
+    drawn = [(colour, float(opacity))
+             for fill, stroke, opacity in marks
+             for colour in (fill, stroke) if colour and colour.startswith("#")
+             and colour.lower() not in ("#777", "#777777")]  # the zero line
+    assert len({c for c, _ in drawn}) >= 9  # every family's colour
+    assert all(wcag_contrast(c, o) >= 3 for c, o in drawn), sorted(set(drawn))
     assert page.problems == []

@@ -7,30 +7,35 @@ objects took most of a second, which matters for a site rebuilt after every mode
 - :func:`delta_heatmap` (paper, Fig. 6): ∆ per model × locale; models sorted by mean ∆ over
   locales (most negative at the bottom), locales by mean ∆ over models (most negative on the
   right). Diverging red–blue scale centred on 0 and symmetric (±max |∆|), so equal colours
-  mean equal magnitudes. Cells are sized for reading: 26 × 18 px up to 40 models, rows of 13 px
-  up to 150 models and of 11 px beyond; locale labels and the legend sit on top, so a tall chart
-  (320 models) is read from its head. The tooltip gives ∆ with its interval where the store has
-  one.
-- :func:`delta_vs_size` (Fig. 2): mean ∆ against total parameters (log axis). One colour and
-  one shape per family, in one legend (colour and shape share the field and its title, and no
-  layer turns its legend off, so Vega-Lite merges them). Lines (our reading of the figure): one
-  line per
-  family and prompt style, through its models in order of size; models of one family, style
-  and size (e.g. two variants of one base model) are drawn as separate points, never joined by
-  a vertical segment; a family's prompt styles are told apart by the line's dash. Error bars
-  where the store has intervals.
+  mean equal magnitudes. Cells are sized for reading: 26 px wide, labels of 11 px up to 40
+  models, 10 px up to 150 and 9 px beyond, each row at least :data:`LINE_BOX` times its label
+  size (18, 15 and 14 px), so rows never overlap whichever font draws them; locale labels
+  and the legend sit on top, so a tall chart (320 models) is read from its head. Both axes are
+  titled. The tooltip gives ∆ with its interval where the store has one.
+- :func:`delta_vs_size` (Fig. 2): mean ∆ against total parameters (log axis over the data's
+  range, not rounded out to powers of ten, with a margin of :data:`SIZE_PADDING` px), as wide as
+  the pages' content (:data:`CONTENT_WIDTH`). One colour (:data:`FAMILY_COLOURS`, each at least
+  3:1 against white, WCAG 2.1's contrast for graphics) and one shape per family, in one legend
+  (colour and shape share the field and its title, and no layer turns its legend off, so
+  Vega-Lite merges them). Lines (our reading of the figure): one line per family and prompt
+  style, through its models in order of size; models of one family, style and size (e.g. two
+  variants of one base model) are drawn as separate points, never joined by a vertical
+  segment; a family's prompt styles are told apart by the line's dash. Error bars where the
+  store has intervals.
 - :func:`same_language` (Fig. 3): ∆BLEU and ∆chrF averaged over models for each location of
   the languages that were localised both where they are official and where they are not
   (Hindi and Chinese in Cultivar), bars coloured by official / not, error bars where present.
 
 All data is inlined in the specs, so charts render offline; Vega draws text from the data as
-text (never as HTML).
+text (never as HTML). Every text of a chart is set in :data:`CHART_FONT` at an explicit size
+(:func:`_config`), so its layout does not depend on the fonts a reader's system has.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,17 +48,42 @@ SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
 METRIC_LABEL = {"bleu": "∆BLEU", "chrf": "∆chrF"}
 METRICS = ("bleu", "chrf")
 OFFICIAL_COLOURS = {"domain": ["yes", "no"], "range": ["#1f5f99", "#c2571a"]}
-FONT = {"font": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"}
+# Our choice: fonts with Arial's metrics first (Liberation Sans and Arimo are metric-compatible
+# with Arial and free; one of the four is on nearly every system, and vl-convert, which draws the
+# static SVGs, ships Liberation Sans), so a label is as wide in every browser as Vega measured it.
+# "system-ui" is not in the list: it is Noto Sans where Noto is installed (a taller line box).
+CHART_FONT = '"Liberation Sans", Arimo, Arial, Helvetica, sans-serif'
+# The tallest line box (ascent + descent, as Chromium rounds them to whole pixels) of the common
+# free fonts at 8-12 px, in em: Noto Sans CJK's 15 px at 10 px (Noto Sans: 1.4, DejaVu Sans and
+# the Arial-metric fonts: 1.2; measured in Chromium, tests/test_site_charts.py). A row at least
+# this many times its label size never overlaps the next, whichever font a system substitutes.
+LINE_BOX = 1.5
+# The pages' content width (site/static/style.css: main is at most 1400 px wide, less 1.5rem of
+# padding on either side); the size charts fill it (autosize "fit-x": axes and legend included).
+CONTENT_WIDTH = 1352
+SIZE_PADDING = 24
+# Our palette (Category10's hues, the light ones darkened): each has a contrast of at least 3:1
+# against white (WCAG 2.1, 1.4.11; 4.2:1 or more). An ordinal scale cycles through it and the
+# shapes (8) in step, so up to 40 families get a distinct (colour, shape) pair.
+FAMILY_COLOURS = ("#1f77b4", "#c85a00", "#2a8a2a", "#d62728", "#9467bd", "#8c564b", "#c2338f",
+                  "#6b6b6b", "#7d7d00", "#0f7f8c")
+# Lines and error bars are drawn a little transparent (points are opaque); at this opacity every
+# family colour still has 3:1 against white (3.3:1 at the least).
+MARK_OPACITY = 0.85
 
 
 def _config() -> dict[str, Any]:
     # labelLimit 0: labels are not truncated (model ids are at most 96 characters), which also
     # halves the time to draw a heatmap (truncating measures every label again and again)
-    return {"view": {"stroke": None},
-            "axis": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 0},
+    text = {"labelFont": CHART_FONT, "titleFont": CHART_FONT}
+    return {"view": {"stroke": None}, "font": CHART_FONT,
+            "axis": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 0, **text},
             "legend": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 0,
-                       "titleLimit": 0},
-            "title": {"fontSize": 14, "anchor": "start"}, **FONT}
+                       "titleLimit": 0, **text},
+            "header": {"labelFontSize": 12, "titleFontSize": 12, **text},
+            "text": {"font": CHART_FONT, "fontSize": 11},
+            "title": {"fontSize": 14, "subtitleFontSize": 12, "anchor": "start",
+                      "font": CHART_FONT, "subtitleFont": CHART_FONT}}
 
 
 def _order_by_mean(rows: Sequence[dict], key: str, value: str) -> list[str]:
@@ -75,12 +105,12 @@ def _interval_text(row: dict, key: str) -> str | None:
 
 
 def heatmap_steps(n_models: int) -> tuple[int, int, int]:
-    """(cell width, cell height, label font size) for ``n_models`` rows (module docstring)."""
+    """(cell width, cell height, label font size) for ``n_models`` rows (module docstring): the
+    height is at least :data:`LINE_BOX` times the label size (up to 40 models: Fig. 6's 18 px)."""
     if n_models <= 40:
         return 26, 18, 11
-    if n_models <= 150:
-        return 24, 13, 10
-    return 24, 11, 9
+    font = 10 if n_models <= 150 else 9
+    return 24, math.ceil(LINE_BOX * font), font
 
 
 def delta_heatmap(deltas: Sequence[dict], metric: str) -> dict[str, Any]:
@@ -116,9 +146,8 @@ def delta_heatmap(deltas: Sequence[dict], metric: str) -> dict[str, Any]:
             "x": {"field": "locale", "type": "nominal", "sort": _order_by_mean(
                 rows, "locale", "delta"), "title": "locale",
                   "axis": {"orient": "top", "labelAngle": -50, "labelFontSize": font}},
-            "y": {"field": "model", "type": "nominal", "sort": models,
-                  "title": None,  # the rows are named by their labels
-                  "axis": {"labelFontSize": font}},
+            "y": {"field": "model", "type": "nominal", "sort": models, "title": "model",
+                  "axis": {"labelFontSize": font, "titleAnchor": "start"}},
             "color": {"field": "delta", "type": "quantitative", "title": label,
                       "scale": {"scheme": "redblue", "domain": [-extent, extent],
                                 "domainMid": 0},
@@ -154,18 +183,24 @@ def delta_vs_size(summary: Sequence[dict], metric: str, title: str) -> dict[str,
     label = METRIC_LABEL[metric]
     families = sorted({r["family"] for r in rows})
     colour = {"field": "family", "type": "nominal", "title": "family",
-              "scale": {"domain": families, "scheme": "tableau20"}}
+              "scale": {"domain": families, "range": list(FAMILY_COLOURS)}}
     shape = {"field": "family", "type": "nominal", "title": "family",
              "scale": {"domain": families}}
     styles_per_family: dict[str, set] = defaultdict(set)
     for row in rows:
         styles_per_family[row["family"]].add(row["style"])
     variants = any(len(styles) > 1 for styles in styles_per_family.values())
-    x = {"field": "params", "type": "quantitative", "scale": {"type": "log"},
+    sizes = [r["params"] for r in rows]
+    # the data's range (one size alone: a factor of 2 either side, a log scale needs a range)
+    domain = ([min(sizes), max(sizes)] if len(set(sizes)) > 1
+              else [sizes[0] / 2, sizes[0] * 2] if sizes else None)
+    x = {"field": "params", "type": "quantitative",
+         "scale": {"type": "log", "nice": False, "padding": SIZE_PADDING,
+                   **({"domain": domain} if domain else {})},
          "title": "total parameters (B, log scale)"}
     y = {"field": "delta", "type": "quantitative", "title": label}
     line: dict[str, Any] = {
-        "mark": {"type": "line", "opacity": 0.6, "strokeWidth": 1.5},
+        "mark": {"type": "line", "opacity": MARK_OPACITY, "strokeWidth": 1.5},
         "encoding": {"x": x, "y": y, "color": colour,
                      "detail": {"field": "line", "type": "nominal"},
                      "order": {"field": "params", "type": "quantitative"}}}
@@ -180,17 +215,18 @@ def delta_vs_size(summary: Sequence[dict], metric: str, title: str) -> dict[str,
     layers = [line]
     if any(r["interval"] for r in rows):
         tooltip.append({"field": "interval", "type": "nominal", "title": "95% interval"})
-        layers.append({"mark": {"type": "rule", "opacity": 0.7},
+        layers.append({"mark": {"type": "rule", "opacity": MARK_OPACITY},
                        "encoding": {"x": x, "y": {"field": "low", "type": "quantitative"},
                                     "y2": {"field": "high"}, "color": colour}})
-    layers.append({"mark": {"type": "point", "size": 70, "filled": True, "opacity": 0.9},
+    layers.append({"mark": {"type": "point", "size": 70, "filled": True, "opacity": 1},
                    "encoding": {"x": x, "y": y, "color": colour, "shape": shape,
                                 "tooltip": tooltip}})
     layers.append({"mark": {"type": "rule", "color": "#777", "strokeDash": [2, 2]},
                    "data": {"values": [{"zero": 0}]},
                    "encoding": {"y": {"field": "zero", "type": "quantitative"}}})
-    return {"$schema": SCHEMA, "config": _config(), "title": title, "width": 460,
-            "height": 300, "data": {"values": rows}, "layer": layers}
+    return {"$schema": SCHEMA, "config": _config(), "title": title, "width": CONTENT_WIDTH,
+            "autosize": {"type": "fit-x", "contains": "padding"},
+            "height": 320, "data": {"values": rows}, "layer": layers}
 
 
 def figure3_languages(locale_rows: Sequence[dict]) -> list[str]:

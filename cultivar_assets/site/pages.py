@@ -22,6 +22,8 @@ import jinja2
 from markupsafe import Markup, escape
 
 from cultivar_assets.paths import cultivar_home, resource_dir
+from cultivar_assets.site.fonts import font_advice
+from cultivar_assets.site.model_card import engine_text, utc_time
 from cultivar_assets.tables import format_value
 
 
@@ -57,6 +59,9 @@ def _environment(home: Path) -> jinja2.Environment:
     env.filters["slug"] = model_slug
     env.filters["num"] = num_cell
     env.filters["num_interval"] = interval_cell
+    env.filters["engine"] = engine_text
+    env.filters["utc_time"] = utc_time
+    env.globals["font_advice"] = font_advice
     return env
 
 

@@ -245,12 +245,86 @@
     if (window.ResizeObserver) { new window.ResizeObserver(set).observe(header); }
   }
 
+  // Can this browser draw the page's text in the locale's language? Each distinct letter of the
+  // elements with lang="<notice's data-lang>" is drawn on a canvas in their font and compared
+  // with the drawing of U+0378 (unassigned: every font draws its "missing glyph" box for it); the
+  // letters drawn the same are the ones shown as empty boxes. (document.fonts.check cannot tell:
+  // it is true whenever no web font is to be loaded, installed fonts or not.) The notice says
+  // how many, which, and what to install; data-checked="true" when the check has run.
+  var MISSING = "\u0378";
+  var SIZE = 48;
+  function undrawable(letters, font) {
+    var canvas = document.createElement("canvas");
+    canvas.width = canvas.height = SIZE;
+    var context = canvas.getContext("2d", {willReadFrequently: true});
+    function picture(text) {
+      context.clearRect(0, 0, SIZE, SIZE);
+      context.font = (SIZE / 2) + "px " + font;
+      context.textBaseline = "middle";
+      context.fillStyle = "#000";
+      context.fillText(text, 4, SIZE / 2);
+      return context.getImageData(0, 0, SIZE, SIZE).data;
+    }
+    var box = picture(MISSING);
+    function same(a) {
+      for (var i = 0; i < a.length; i += 1) { if (a[i] !== box[i]) { return false; } }
+      return true;
+    }
+    return letters.filter(function (letter) { return same(picture(letter)); });
+  }
+
+  function checkScript(notice) {
+    var lang = notice.getAttribute("data-lang");
+    var elements = Array.prototype.filter.call(document.querySelectorAll("[lang]"),
+      function (element) { return element.getAttribute("lang") === lang; });
+    var seen = {};
+    var letters = [];
+    elements.forEach(function (element) {
+      var text = element.tagName === "TEXTAREA" ? element.value : element.textContent;
+      Array.from(text).forEach(function (character) {
+        if (!seen[character] && /\p{L}/u.test(character)) {
+          seen[character] = true;
+          letters.push(character);
+        }
+      });
+    });
+    var missing = elements.length ?
+      undrawable(letters, window.getComputedStyle(elements[0]).fontFamily) : [];
+    notice.setAttribute("data-letters", String(letters.length));
+    notice.setAttribute("data-missing", String(missing.length));
+    if (missing.length) {
+      var codes = missing.slice(0, 8).map(function (letter) {
+        return "U+" + letter.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+      });
+      notice.textContent = "This browser cannot draw " + missing.length + " of the " +
+        letters.length + " different letters of this page's " +
+        notice.getAttribute("data-language") + " text (" + codes.join(", ") +
+        (missing.length > codes.length ? ", …" : "") + "): it shows them as empty boxes, so " +
+        "they cannot be read or checked here. Install " + notice.getAttribute("data-advice") +
+        ", then reload this page.";
+      notice.hidden = false;
+    }
+    notice.setAttribute("data-checked", "true");
+  }
+
+  function whenReady(run) {
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", run);
+    } else {
+      run();
+    }
+  }
+  whenReady(function () {
+    var notice = document.getElementById("script-notice");
+    if (notice) { checkScript(notice); }
+  });
+
   window.CultivarTool = {
     now: now, messages: messages, storage: storage, downloadJSON: downloadJSON,
     refusal: refusal, parseFile: parseFile, onFileChosen: onFileChosen, question: question,
     resetDialog: resetDialog, loadDialog: loadDialog, finishLoad: finishLoad, isTyping: isTyping,
     keyboard: keyboard,
     stepIndex: stepIndex, frozenNotice: frozenNotice, instructions: instructions,
-    trackHeader: trackHeader
+    trackHeader: trackHeader, checkScript: checkScript
   };
 })();

@@ -1,0 +1,117 @@
+"""Fonts for every script of the locale registry: the pages' stacks name them (site/fonts.py),
+fontconfig says they cover their languages, and the annotation tools tell an annotator when the
+browser cannot draw the locale's script (Chromium, with the system's fonts less Noto and with
+Noto: browser_helpers.FONT_SETUPS)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from annotation_helpers import demo_drafts
+from browser_helpers import NEEDS_CHROMIUM, ToolPage, chromium, font_setup, serve
+
+from cultivar_assets.construction.annotation_task import AnnotationTask
+from cultivar_assets.construction.postedit_tool import build_postedit_tool
+from cultivar_assets.data.locales import all_locales
+from cultivar_assets.paths import resource_dir
+from cultivar_assets.site.fonts import SCRIPT_FONTS, font_advice, script_fonts
+
+STYLESHEETS = ("style.css", "tool.css")
+# fontconfig's language (orthography) names for the registry's languages (ISO 639-3)
+FC_LANG = {"acm": "ar", "apc": "ar", "ben": "bn", "bul": "bg", "cat": "ca", "ces": "cs",
+           "cmn": "zh-cn", "deu": "de", "fil": "fil", "gom": "kok", "hin": "hi", "jpn": "ja",
+           "khk": "mn-mn", "plt": "mg", "pol": "pl", "rus": "ru", "slk": "sk", "spa": "es",
+           "tel": "te", "tur": "tr", "yor": "yo"}
+
+
+def stack(sheet: str, name: str) -> list[str]:
+    text = (resource_dir("site") / "static" / sheet).read_text("utf-8")
+    value = re.search(rf"--{name}:([^;]*);", text).group(1)
+    return [family.strip().strip('"') for family in value.split(",")]
+
+
+def test_every_script_of_the_registry_has_fonts_and_the_stacks_name_them():
+    scripts = {locale.script for locale in all_locales()}
+    assert scripts <= set(SCRIPT_FONTS), scripts - set(SCRIPT_FONTS)
+    for sheet in STYLESHEETS:
+        declared = stack(sheet, "ui-fonts") + stack(sheet, "script-fonts")
+        for script in scripts:
+            missing = set(script_fonts(script).families) - set(declared)
+            assert not missing, (sheet, script, missing)
+    assert [stack(s, "script-fonts") for s in STYLESHEETS] == [stack("style.css",
+                                                                     "script-fonts")] * 2
+    assert "apt install fonts-noto-core" in font_advice("Deva")
+    with pytest.raises(KeyError, match="no fonts recorded for script 'Zzzz'"):
+        script_fonts("Zzzz")
+
+
+@pytest.mark.skipif(shutil.which("fc-list") is None, reason="needs fontconfig's fc-list")
+def test_fontconfig_says_each_scripts_fonts_cover_its_languages(tmp_path):
+    conf = font_setup("with Noto", tmp_path)
+    assert {locale.language for locale in all_locales()} <= set(FC_LANG)
+    for locale in all_locales():
+        listed = subprocess.run(["fc-list", f":lang={FC_LANG[locale.language]}", "family"],
+                                env={"FONTCONFIG_FILE": str(conf), "PATH": "/usr/bin:/bin"},
+                                capture_output=True, text=True, check=True).stdout
+        families = {name for line in listed.splitlines() for name in line.split(",")}
+        assert families & set(script_fonts(locale.script).families), (locale.key, families)
+
+
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory):
+    root = tmp_path_factory.mktemp("font_tools")
+    for name, locale in (("hi", "hin_Deva_India"), ("zh", "cmn_Hans_China"),
+                         ("de", "deu_Latn_Germany")):
+        build_postedit_tool(AnnotationTask.from_drafts(demo_drafts(locale)), root / name)
+    with serve(root) as url:
+        yield url
+
+
+def notice(browser, url: str) -> dict:
+    tool = ToolPage(browser, url)
+    box = tool.page.locator("#script-notice")
+    assert box.get_attribute("data-checked") == "true"
+    state = {"hidden": box.is_hidden(), "text": box.text_content(),
+             "letters": int(box.get_attribute("data-letters")),
+             "missing": int(box.get_attribute("data-missing"))}
+    tool.close()
+    return state
+
+
+def fc_has(conf, lang: str) -> bool:
+    if shutil.which("fc-list") is None:
+        pytest.skip("needs fontconfig's fc-list to know which scripts have a font")
+    return bool(subprocess.run(["fc-list", f":lang={lang}"], capture_output=True, text=True,
+                               env={"FONTCONFIG_FILE": str(conf), "PATH": "/usr/bin:/bin"},
+                               check=True).stdout.strip())
+
+
+@NEEDS_CHROMIUM
+def test_tool_tells_the_annotator_when_the_browser_has_no_font_for_the_script(tools, tmp_path):
+    conf = font_setup("without Noto", tmp_path)
+    if fc_has(conf, "hi"):
+        pytest.skip("this system has a Devanagari font besides Noto")
+    with chromium(conf) as browser:
+        hindi = notice(browser, f"{tools}/hi/index.html")
+        german = notice(browser, f"{tools}/de/index.html")
+        chinese = notice(browser, f"{tools}/zh/index.html") if not fc_has(conf, "zh-cn") else None
+    assert not hindi["hidden"] and hindi["missing"] > 20  # the Devanagari letters
+    assert hindi["missing"] == hindi["letters"]  # every letter of the Hindi text
+    assert "cannot draw" in hindi["text"] and "Hindi" in hindi["text"]
+    assert "Noto Sans Devanagari" in hindi["text"] and "fonts-noto-core" in hindi["text"]
+    assert german["hidden"] and german["missing"] == 0 and german["letters"] > 20
+    if chinese:
+        assert not chinese["hidden"] and "Noto Sans CJK SC" in chinese["text"]
+        assert chinese["missing"] > 100 and "fonts-noto-cjk" in chinese["text"]
+
+
+@NEEDS_CHROMIUM
+def test_tool_says_nothing_when_the_script_can_be_drawn(tools, tmp_path):
+    conf = font_setup("with Noto", tmp_path)  # skips where Noto is not to be had
+    with chromium(conf) as browser:
+        for name in ("hi", "zh", "de"):
+            state = notice(browser, f"{tools}/{name}/index.html")
+            assert state["hidden"] and state["missing"] == 0 and state["letters"] > 20, name
