@@ -39,7 +39,7 @@ from cultivar_assets.resources import EngineResource, StoreResource
 from cultivar_assets.secrets import redact
 from cultivar_assets.settings import DEFAULT_REGISTRY_SENSOR_INTERVAL, AutomationConfig
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, StoreError
+from cultivar_assets.store.database import Step, StoreError, writing_for_steps
 
 
 def gpus_for(spec: ModelSpec) -> int:
@@ -263,8 +263,10 @@ def build_run_failure_sensor(config: AutomationConfig | None = None) -> dg.Senso
     )
     def run_failure_recorder(context: dg.RunFailureSensorContext, store: StoreResource):
         record = failure_record(context)
-        # a write like any other outside the runner: it empties the runner's step records
-        store.store().write([Step("record_run_failure", record)])
+        # read by the site (view failed_models): a write for the results step, which forgets
+        # its record only (the failed run's own steps forgot theirs as they started)
+        with writing_for_steps(["results"], None):
+            store.store().write([Step("record_run_failure", record)])
         report_failure(record, config, context.log)
 
     return run_failure_recorder

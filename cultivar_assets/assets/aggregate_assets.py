@@ -5,6 +5,7 @@ import dagster as dg
 
 from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.evaluation.contamination import write_reported_flags
 from cultivar_assets.metrics.flags import RuleResult
@@ -37,6 +38,7 @@ def rules_markdown(rules: list[RuleResult]) -> str:
         & ~dg.AutomationCondition.in_progress()
     ).with_label("after new scores"),
 )
+@recording_step
 @redacting
 def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
                 store: StoreResource):
@@ -96,6 +98,7 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
 
 
 @dg.asset(group_name="results", kinds={"duckdb"})
+@recording_step
 @redacting
 def reported_results(engine: EngineResource, metrics: MetricsResource, store: StoreResource):
     """The paper's Table 3 figures from the model registry, kept apart from evaluated results,

@@ -5,12 +5,14 @@ import dagster as dg
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.assets.analysis_assets import error_analysis
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
 from cultivar_assets.site.build import build_site, chart_inputs
 
 
 @dg.asset(group_name="site", deps=[leaderboard, reported_results], kinds={"vega"})
+@recording_step
 @redacting
 def charts(site: SiteResource, store: StoreResource):
     """The paper's figures (∆ heatmaps, ∆ vs size, same language by location) as Vega-Lite + SVG."""
@@ -26,6 +28,7 @@ def charts(site: SiteResource, store: StoreResource):
 
 
 @dg.asset(group_name="site", deps=[charts, error_analysis], kinds={"html"})
+@recording_step
 @redacting
 def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
          hf_publish: HubPublishResource):
