@@ -146,3 +146,45 @@ def test_one_locales_annotation_file_runs_its_build_step_and_what_reads_it(built
                    "results"}
     assert any(line.endswith(": step build:spa_Latn_Spain ran again (its outputs changed)")
                for line in said)
+
+    # a launched run of build_benchmark for one locale records the selection and that locale's
+    # build; the other locales' builds read the selection, which ran again: they run again
+    result = _launch(built, tmp_path, "build_benchmark", "hin_Deva_US")
+    assert result.success
+    records = read_step_records(Store(built.database_path))
+    assert records["selection"].run_id == records["build:hin_Deva_US"].run_id == result.run_id
+    said = _pipeline(built)[1]
+    assert any(line.strip().startswith("unchanged since its run of ") for line in said[:3])
+    assert any(line.strip().startswith("hin_Deva_US: unchanged since its run of ")
+               for line in said)
+    assert any(line.strip().startswith("spa_Latn_Spain: runs again since its run of ") and
+               line.endswith(": step selection ran again (its outputs changed)") for line in said)
+
+
+@pytest.mark.slow
+def test_a_run_on_the_instance_in_subprocesses_as_the_ui_launches_it_is_reused(
+        settings, tmp_path, monkeypatch):
+    """The multiprocess executor, as a run the UI launches: each asset in its own process, which
+    loads the definitions from the settings file."""
+    import sys
+
+    import yaml
+
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(yaml.safe_dump(settings.model_dump(mode="json")), "utf-8")
+    monkeypatch.setenv("CULTIVAR_CONFIG", str(config))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    from launched_job import evaluate_model_job
+
+    assert _pipeline(settings)[0] == []
+    first = _tokens(settings)
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        result = dg.execute_job(dg.reconstructable(evaluate_model_job), instance=instance,
+                                tags={"dagster/partition": MODEL_ID})
+        assert result.success, sys.stderr
+        run_id = result.run_id
+    records = read_step_records(Store(settings.database_path))
+    key = f"model:{MODEL_ID}"
+    assert records[key].run_id == run_id and records[key].token != first[key]
+    assert _pipeline(settings)[0] == [SELECTION, TEST_SETS, MODEL]

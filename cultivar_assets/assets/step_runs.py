@@ -57,6 +57,12 @@ def _recorded(kwargs: dict[str, Any]) -> Iterator[None]:
         yield
         return
     context = dg.AssetExecutionContext.get()
+    missing = [key for key in RESOURCE_KEYS if key not in context.job_def.resource_defs]
+    if missing:  # not the project's definitions: its settings cannot be known
+        context.log.info(f"no step is recorded: the run has no resource {', '.join(missing)}; "
+                         "its writes forget every step record")
+        yield
+        return
     settings = run_settings(context)
     store = Store(settings.database_path)
     partitioned = context.assets_def.partitions_def is not None

@@ -55,10 +55,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cultivar_assets.config_files import ConfigFileError
 from cultivar_assets.construction.annotation_file import locale_annotation_files
 from cultivar_assets.construction.selection_page import default_review_dir
 from cultivar_assets.metrics.sacrebleu_metrics import SPM_TOKENIZERS, spm_model_location
-from cultivar_assets.models import load_models
+from cultivar_assets.models import ModelRegistryError, load_models
+from cultivar_assets.registry import UnknownEntryError
 from cultivar_assets.settings import Settings
 from cultivar_assets.site.query_engine import cached_query_engine, npm_executable
 from cultivar_assets.specs import ModelSpec
@@ -314,8 +316,12 @@ def step_key(asset: str, partition: str | None) -> str:
 def planned_step(settings: Settings, key: str, registered_models: list[str]) -> PlannedStep:
     """The step ``key`` of the settings' pipeline (:func:`pipeline_keys`), its inputs read now;
     :class:`StepPlanError` when the pipeline has no such step (a locale that is not configured,
-    a model that is not selected)."""
-    keys = pipeline_keys(settings)
+    a model that is not selected) or cannot be planned (the model registry cannot be read, or
+    lacks a selected model)."""
+    try:
+        keys = pipeline_keys(settings)
+    except (ModelRegistryError, UnknownEntryError, ConfigFileError) as error:
+        raise StepPlanError(f"the settings' pipeline cannot be planned: {error}") from error
     if key not in keys:
         raise StepPlanError(f"the step {key} is not a step of the pipeline these settings run")
     if key == "selection":
