@@ -51,7 +51,7 @@ from cultivar_assets.settings import (
     AutomationConfig,
 )
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, StoreError
+from cultivar_assets.store.database import Step, StoreError, writing_for_steps
 
 
 def gpus_for(spec: ModelSpec) -> int:
@@ -306,8 +306,10 @@ def build_run_failure_sensor(config: AutomationConfig | None = None) -> dg.Senso
     )
     def run_failure_recorder(context: dg.RunFailureSensorContext, store: StoreResource):
         record = failure_record(context)
-        # a write like any other outside the runner: it empties the runner's step records
-        store.store().write([Step("record_run_failure", record)])
+        # read by the site (view failed_models): a write for the results step, which forgets
+        # its record only (the failed run's own steps forgot theirs as they started)
+        with writing_for_steps(["results"], None):
+            store.store().write([Step("record_run_failure", record)])
         if record["model_id"]:  # what the site shows: it follows (a run of no model would loop)
             context.instance.report_runless_asset_event(dg.AssetMaterialization(
                 asset_key=run_failures.key, description=f"a run of {record['model_id']} failed",

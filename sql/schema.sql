@@ -617,19 +617,40 @@ CREATE TABLE IF NOT EXISTS raw.error_analysis_settings (
     ingested_at     TIMESTAMP NOT NULL
 );
 
--- The pipeline runner's record of each step's last successful run (cultivar demo, cultivar run;
--- cultivar_assets/runner/reuse.py): the fingerprint of everything the step read, a digest of
+-- The record of each step's last successful run (cultivar demo, cultivar run, or a Dagster run
+-- launched from the UI, a sensor or a schedule that materialised the whole step;
+-- cultivar_assets/steps/reuse.py): the fingerprint of everything the step read, a digest of
 -- the files it wrote, and a token that the fingerprints of the steps reading its outputs
--- include. A step whose fingerprint and files are unchanged is reused, not run. Every write made
--- outside the runner's steps empties the table in its own transaction (store/database.py).
+-- include. A step whose fingerprint and files are unchanged is reused, not run. A write made
+-- for a step of a Dagster run forgets that step's record; every other write made outside the
+-- runner's steps empties the table, in its own transaction (store/database.py).
 CREATE TABLE IF NOT EXISTS raw.step_records (
     step        VARCHAR PRIMARY KEY,  -- selection, build:<locale>, dataset, test_sets,
                                       -- model:<model id>, results
-    inputs      VARCHAR NOT NULL,     -- sha256 of the step's inputs (runner/steps.py)
+    inputs      VARCHAR NOT NULL,     -- sha256 of the step's inputs (steps/plan.py)
     outputs     VARCHAR NOT NULL,     -- sha256 of its output files' listing
     token       VARCHAR NOT NULL,     -- unique per recorded run
     seconds     DOUBLE NOT NULL,      -- how long that run took
     recorded_at TIMESTAMP NOT NULL    -- UTC
+);
+-- added by this release (NULL in records that older releases made)
+ALTER TABLE raw.step_records ADD COLUMN IF NOT EXISTS input_values VARCHAR;  -- the inputs,
+    -- flattened (JSON object, steps/changes.py): names what changed when the step runs again
+ALTER TABLE raw.step_records ADD COLUMN IF NOT EXISTS run_id VARCHAR;  -- the Dagster run
+
+-- What Dagster runs launched outside the runner (the UI, a sensor, a schedule) are doing to a
+-- step (steps/launched_runs.py): one row per asset of the step that the run started, with the
+-- step's fingerprint at the asset's start; a step whose every asset is done, each with the
+-- fingerprint the step has at the end, gets its record. Another run's write for the step, a
+-- runner's step and any write made outside both delete the rows (store/database.py).
+CREATE TABLE IF NOT EXISTS raw.step_runs (
+    step       VARCHAR NOT NULL,
+    run_id     VARCHAR NOT NULL,
+    asset      VARCHAR NOT NULL,
+    inputs     VARCHAR NOT NULL,     -- sha256 of the step's inputs when the asset started
+    started_at TIMESTAMP NOT NULL,   -- UTC
+    done       BOOLEAN NOT NULL,     -- the asset succeeded
+    PRIMARY KEY (step, run_id, asset)
 );
 
 -- Failed Dagster runs, recorded by the run-failure sensor (cultivar_assets/automation.py): one

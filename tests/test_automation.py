@@ -297,3 +297,23 @@ def test_an_unreachable_webhook_keeps_the_record(tmp_path, registry):
                        AutomationConfig(failure_webhook="http://127.0.0.1:9/nobody"))
     assert [r["run_id"] for r in Store(settings.database_path).query("failed_models")] == [
         run.run_id]
+
+
+def test_recording_a_failure_forgets_only_the_results_steps_record(tmp_path, registry):
+    """The site shows failed models, so the results step reads the failures; no other step does
+    (the failed run's own steps forgot their records as they started)."""
+    from cultivar_assets.settings import AutomationConfig
+    from cultivar_assets.store.database import Store, recording_steps
+    from cultivar_assets.store.step_records import new_record, put_step_record, read_step_records
+
+    settings = _settings(tmp_path, registry)
+    store = Store(settings.database_path)
+    with recording_steps():
+        read_step_records(store)
+        for key in ("selection", "model:alpha", "results"):
+            put_step_record(store, new_record(key, "i", "o", 1.0))
+    with dg.instance_for_test() as instance:
+        run, event = _failed_run(instance)
+        _sense_failure(instance, run, event, settings, AutomationConfig())
+    assert set(read_step_records(store)) == {"selection", "model:alpha"}
+    assert [r["run_id"] for r in store.query("failed_models")] == [run.run_id]

@@ -90,8 +90,9 @@ def test_a_changed_input_runs_its_step_and_the_steps_reading_it(settings, isolat
     write_models_file(models, [{**COPY_ENTRY, "family": "Another family"}])
     reused, said = _run(settings)
     assert reused == [SELECTION, TEST_SETS]
-    assert any("runs again: its inputs, or a step whose outputs it reads, changed" in line
-               for line in said)
+    assert any(line.strip().startswith("runs again since its run of ") and line.endswith(
+        ": registry entry field family changed (Baseline → Another family)")
+        for line in said), said
     assert Store(settings.database_path).query("leaderboard")[0]["family"] == "Another family"
 
     # a data file: the test sets, and then the model and the results, which read them

@@ -18,12 +18,24 @@ from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
 from cultivar_assets.evaluation.error_config import demo_error_analysis
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
-from cultivar_assets.runner import digests, steps
-from cultivar_assets.runner.reuse import StepBook
 from cultivar_assets.settings import Settings
-from cultivar_assets.store.database import Store, recording_steps
+from cultivar_assets.steps import changes, digests
+from cultivar_assets.steps import plan as steps
+from cultivar_assets.steps.reuse import StepBook
+from cultivar_assets.store.database import (
+    Store,
+    recording_steps,
+    running_step,
+    writing_for_steps,
+)
 from cultivar_assets.store.records import write_reported_results
-from cultivar_assets.store.step_records import new_record, put_step_record, read_step_records
+from cultivar_assets.store.step_records import (
+    finish_step_run,
+    new_record,
+    put_step_record,
+    read_step_records,
+    start_step_run,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -250,7 +262,9 @@ def test_the_book_reuses_only_an_equal_fingerprint_with_unchanged_outputs(tmp_pa
         book.finished(step, edited, 0.5)
         book.records["build:hin_Deva_US"] = new_record("build:hin_Deva_US", "x", "y", 1.0)
         upstream_ran = book.decide(step)  # the step it reads ran again: another fingerprint
-        assert not upstream_ran.reuse and "changed since its run" in upstream_ran.reason
+        assert not upstream_ran.reuse and upstream_ran.reason.startswith("runs again since its ")
+        assert upstream_ran.reason.endswith(": step build:hin_Deva_US ran again (its outputs "
+                                            "changed)")
 
 
 # --- other writers during a run (the database's write generation) ---------------------------
@@ -258,9 +272,20 @@ def test_the_book_reuses_only_an_equal_fingerprint_with_unchanged_outputs(tmp_pa
 OTHER_WRITER = """
 import sys
 from cultivar_assets.models import load_models
-from cultivar_assets.store.database import Store, recording_steps
+from cultivar_assets.store.database import (
+    Store,
+    recording_steps,
+    running_step,
+    writing_for_steps,
+)
 from cultivar_assets.store.records import write_reported_results
-from cultivar_assets.store.step_records import new_record, put_step_record, read_step_records
+from cultivar_assets.store.step_records import (
+    finish_step_run,
+    new_record,
+    put_step_record,
+    read_step_records,
+    start_step_run,
+)
 
 store, kind = Store(sys.argv[1]), sys.argv[2]
 registry = load_models()
@@ -338,3 +363,169 @@ def test_a_step_during_which_another_process_wrote_records_nothing(tmp_path):
         book.starting(step)
         assert book.finished(step, decision, 0.5) is not None  # uninterrupted: recorded
     assert set(read_step_records(store)) == {step.key}
+
+
+def test_a_changed_input_is_named_with_its_old_and_new_value(tmp_path):
+    settings = _demo(tmp_path)
+    store = Store(settings.database_path)
+    step = steps.build_step(settings, "hin_Deva_US")
+    with recording_steps():
+        book = StepBook(store)
+        book.finished(step, book.decide(step), 0.5)
+    (annotation,) = Path(settings.construction.annotation.folder).glob("hin_Deva_US-*.json")
+    annotation.write_bytes(annotation.read_bytes() + b"\n")
+    localisation = settings.construction.localisation.model_copy(
+        update={"max_new_tokens": 64})
+    construction = settings.construction.model_copy(update={"localisation": localisation})
+    changed = steps.build_step(settings.model_copy(update={"construction": construction}),
+                               "hin_Deva_US")
+    reason = StepBook(store).decide(changed).reason
+    assert reason.startswith("runs again since its run of ")
+    assert reason.endswith(f" UTC: annotation file {annotation.name} changed; setting "
+                           "construction.localisation.max_new_tokens changed (128 → 64)")
+
+
+def test_each_changed_input_kind_has_its_words_and_long_lists_are_cut():
+    old = {"code:": "a", "file:annotation file x.json": "d1", "setting:metrics.bleu_tokenize":
+           "13a", "step:build:ita_Latn": "t1", "entry:family": "A", "other:review folder": "/a"}
+    new = {"code:": "b", "file:annotation file x.json": "d2", "setting:metrics.bleu_tokenize":
+           "flores200", "step:build:ita_Latn": "t2", "entry:family": "B",
+           "other:review folder": "/b", "file:annotation file y.json": "d3"}
+    assert changes.changed_inputs(old, new) == [
+        "the package's code changed", "annotation file x.json changed",
+        "annotation file y.json is new", "setting metrics.bleu_tokenize changed (13a → flores200)",
+        "registry entry field family changed (A → B)", "review folder changed (/a → /b)",
+        "step build:ita_Latn ran again (its outputs changed)"]
+    assert changes.change_summary(changes.changed_inputs(old, new)).endswith("; and 3 more")
+    assert changes.changed_inputs(old, old) == []
+    assert changes.changed_inputs({"step:test_sets": "t"}, {"step:test_sets": None}) == [
+        "step test_sets has no record (it has not finished since)"]
+    long = {"setting:models": ["m" * 30, "n" * 30]}
+    (said,) = changes.changed_inputs({"setting:models": []}, long)
+    assert said.endswith("…)") and len(said) < 120
+
+
+def test_one_locales_annotation_file_is_an_input_of_its_build_step_only(tmp_path):
+    settings = _demo(tmp_path)
+    locales = ["hin_Deva_US", "spa_Latn_Spain"]
+    before = {locale: steps.build_step(settings, locale).fingerprint({}) for locale in locales}
+    (annotation,) = Path(settings.construction.annotation.folder).glob("spa_Latn_Spain-*.json")
+    annotation.write_bytes(annotation.read_bytes() + b"\n")
+    after = {locale: steps.build_step(settings, locale).fingerprint({}) for locale in locales}
+    assert after["hin_Deva_US"] == before["hin_Deva_US"]
+    assert after["spa_Latn_Spain"] != before["spa_Latn_Spain"]
+    extra = Path(settings.construction.annotation.folder) / "notes.txt"  # no locale's file
+    extra.write_text("x")
+    assert steps.build_step(settings, "hin_Deva_US").fingerprint({}) == before["hin_Deva_US"]
+
+
+def test_a_record_of_an_older_release_is_read_and_gets_the_general_reason(tmp_path):
+    settings = _demo(tmp_path)
+    path = settings.database_path
+    step = steps.dataset_step(settings, [])
+    with duckdb.connect(str(path)) as con:  # the table as the previous release created it
+        con.execute("CREATE SCHEMA raw; CREATE TABLE raw.step_records (step VARCHAR PRIMARY "
+                    "KEY, inputs VARCHAR NOT NULL, outputs VARCHAR NOT NULL, token VARCHAR NOT "
+                    "NULL, seconds DOUBLE NOT NULL, recorded_at TIMESTAMP NOT NULL)")
+        con.execute("INSERT INTO raw.step_records VALUES ('dataset', 'old', 'o', 't', 1.0, "
+                    "TIMESTAMP '2026-01-02 03:04:05')")
+    store = Store(path)
+    with recording_steps():
+        for _ in range(2):  # as the file is, then after a write applied this release's schema
+            (record,) = read_step_records(store).values()
+            assert record.input_values is None and record.inputs == "old"
+            _reported(store)
+        assert StepBook(store).decide(step).reason == (
+            "runs again: its inputs, or a step whose outputs it reads, changed since its run "
+            "of 2026-01-02 03:04:05 UTC")
+
+
+# --- writes made for steps of Dagster runs launched outside the runner ------------------------
+
+def _records(store: Store, *keys: str) -> None:
+    with recording_steps():
+        read_step_records(store)
+        for key in keys:
+            put_step_record(store, new_record(key, f"in-{key}", "o", 1.0))
+
+
+def test_a_write_for_a_step_forgets_that_steps_record_only(tmp_path):
+    store = Store(tmp_path / "r.duckdb")
+    _records(store, "selection", "model:a", "results")
+    with writing_for_steps(["model:a"], "run-1"):
+        _reported(store)
+    assert set(read_step_records(store)) == {"selection", "results"}
+    _reported(store)  # a write for no step: every record
+    assert read_step_records(store) == {}
+
+
+def test_a_launched_run_records_a_step_whose_every_asset_it_did_with_the_same_inputs(tmp_path):
+    store = Store(tmp_path / "r.duckdb")
+    assets = ("translations", "scores")
+
+    def start(run: str, asset: str, inputs: str = "f") -> None:
+        with writing_for_steps(["model:a"], run):
+            start_step_run(store, "model:a", run, asset, inputs)
+
+    def finish(run: str, asset: str, inputs: str = "f") -> bool:
+        with writing_for_steps(["model:a"], run):
+            return finish_step_run(store, new_record("model:a", inputs, "o", 0.0, {"x": 1},
+                                                     run), asset, assets)
+
+    start("r1", "translations")
+    assert not finish("r1", "translations")  # scores not done yet
+    start("r1", "scores")
+    assert finish("r1", "scores")
+    record = read_step_records(store)["model:a"]
+    assert (record.inputs, record.run_id, record.input_values) == ("f", "r1", {"x": 1})
+    assert store.query("read_step_runs_of", step="model:a") == []  # its notes are gone
+
+    start("r2", "scores")  # only part of the step: no record, and the old one is forgotten
+    assert not finish("r2", "scores")
+    assert "model:a" not in read_step_records(store)
+
+    start("r3", "translations", "f")
+    start("r3", "scores", "g")  # the inputs changed between the assets
+    assert not finish("r3", "translations", "g") and not finish("r3", "scores", "g")
+
+    start("r4", "translations")
+    start("r5", "translations")  # another run of the same step: r4's notes go
+    start("r4", "scores")
+    assert not finish("r4", "translations") and not finish("r4", "scores")
+
+    start("r6", "translations")
+    with recording_steps():  # a runner's step of the same key writes: r6's notes go
+        read_step_records(store)
+        running_step("model:a")
+        _reported(store)
+        running_step(None)
+    start("r6", "scores")
+    assert not finish("r6", "translations") and not finish("r6", "scores")
+    assert "model:a" not in read_step_records(store)
+
+
+OTHER_LAUNCHED_RUN = """
+import sys
+from cultivar_assets.models import load_models
+from cultivar_assets.store.database import Store, writing_for_steps
+from cultivar_assets.store.records import write_reported_results
+
+registry = load_models()
+with writing_for_steps(["results"], "ui-run"):  # a Dagster run launched from the UI
+    write_reported_results(Store(sys.argv[1]), [registry.get(m) for m in registry])
+"""
+
+
+def test_a_launched_runs_write_during_a_runners_step_is_seen(tmp_path):
+    import subprocess
+
+    store, step = _recorded_dataset_step(tmp_path)
+    with recording_steps():
+        book = StepBook(store)
+        decision = book.decide(step)
+        book.starting(step)
+        _reported(store)
+        subprocess.run([sys.executable, "-c", OTHER_LAUNCHED_RUN, str(store.path)], check=True,
+                       timeout=120, cwd=REPO)
+        assert book.finished(step, decision, 0.5) is None
+    assert read_step_records(store) == {}

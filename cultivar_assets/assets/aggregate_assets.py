@@ -6,6 +6,7 @@ import dagster as dg
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.evaluation.contamination import write_reported_flags
 from cultivar_assets.metrics.flags import RuleResult
@@ -34,6 +35,7 @@ def rules_markdown(rules: list[RuleResult]) -> str:
     # recomputed once new scores have landed, once per batch of model runs (conditions.py)
     automation_condition=AFTER_NEW_RESULTS,
 )
+@recording_step
 @redacting
 def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
                 store: StoreResource):
@@ -93,6 +95,7 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
 
 
 @dg.asset(group_name="results", kinds={"duckdb"})
+@recording_step
 @redacting
 def reported_results(engine: EngineResource, metrics: MetricsResource, store: StoreResource):
     """The paper's Table 3 figures from the model registry, kept apart from evaluated results,

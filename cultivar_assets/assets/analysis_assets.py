@@ -6,6 +6,7 @@ import dagster as dg
 from cultivar_assets.assets.aggregate_assets import leaderboard
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation.error_analysis import read_table5
 from cultivar_assets.evaluation.error_sample import build_error_sample
 from cultivar_assets.evaluation.error_store import ingest_error_files
@@ -27,6 +28,7 @@ def _notes(notes) -> dg.MetadataValue:
                                    description="Every configured locale and model is in the "
                                                "error-analysis sample.")],
 )
+@recording_step
 @redacting
 def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: StoreResource):
     """The error-analysis sample (models × locales × instances, seeded) and its annotation pages,
@@ -53,6 +55,7 @@ def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: S
 
 @dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard], kinds={"duckdb"},
           automation_condition=AFTER_NEW_RESULTS)
+@recording_step
 @redacting
 def error_analysis(error_analysis_config: ErrorAnalysisResource, store: StoreResource):
     """Table 5 (paper §5) from the returned error-annotation files: per model and locale the

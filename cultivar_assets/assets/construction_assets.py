@@ -12,6 +12,7 @@ Everything is written through the DuckDB store and files (no IO manager).
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.construction.annotation_stats import table1_row
 from cultivar_assets.construction.build import build_localisation, build_selection
 from cultivar_assets.construction.dataset import build_dataset
@@ -46,6 +47,7 @@ def _value(value, unit: str = "") -> object:
 
 
 @dg.asset(group_name="construction", kinds={"duckdb", "spacy"})
+@recording_step
 @redacting
 def selected_instances(context: dg.AssetExecutionContext, source_benchmark: SourceBenchmarkResource,
                        instance_selection: SelectionResource, store: StoreResource):
@@ -96,6 +98,7 @@ class LocalisedDraftsConfig(dg.Config):
 
 @dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[selected_instances],
           kinds={"duckdb"})
+@recording_step
 @redacting
 def localised_drafts(context: dg.AssetExecutionContext, config: LocalisedDraftsConfig,
                      localisation: LocalisationResource, annotation: AnnotationResource,
@@ -155,6 +158,7 @@ def localised_drafts(context: dg.AssetExecutionContext, config: LocalisedDraftsC
 
 @dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[localised_drafts],
           kinds={"html"})
+@recording_step
 @redacting
 def postedit_tools(context: dg.AssetExecutionContext, annotation: AnnotationResource,
                    store: StoreResource):
@@ -178,6 +182,7 @@ def postedit_tools(context: dg.AssetExecutionContext, annotation: AnnotationReso
 
 @dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[postedit_tools],
           kinds={"duckdb"})
+@recording_step
 @redacting
 def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResource,
                 store: StoreResource):
@@ -214,6 +219,7 @@ def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResourc
 
 
 @dg.asset(group_name="construction", deps=[annotations], kinds={"duckdb", "json"})
+@recording_step
 @redacting
 def cultivar_dataset(context: dg.AssetExecutionContext, localisation: LocalisationResource,
                      built_dataset: BuiltDatasetResource, store: StoreResource):

@@ -5,6 +5,7 @@ from collections import Counter
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.data.sources import load_benchmark
 from cultivar_assets.resources import DataSourceResource, StoreResource
 from cultivar_assets.store.records import write_dataset
@@ -22,6 +23,7 @@ from cultivar_assets.tables import md_text
                           description="Every expected test set could be built."),
     ],
 )
+@recording_step
 @redacting
 def test_sets(context: dg.AssetExecutionContext, data: DataSourceResource, store: StoreResource):
     """FLORES and Cultivar test sets (``flores_<lang>``, ``cultivar_<locale>``) in DuckDB."""

@@ -6,6 +6,7 @@ from collections import Counter
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import score_model
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
@@ -25,6 +26,7 @@ models_partitions = dg.DynamicPartitionsDefinition(name="models")
                           description="Empty hypotheses (after cleaning) are counted and flagged."),
     ],
 )
+@recording_step
 @redacting
 def translations(context: dg.AssetExecutionContext, engine: EngineResource, store: StoreResource):
     """Every test set translated by one model (loaded once), with raw and cleaned outputs."""
@@ -76,6 +78,7 @@ def translations(context: dg.AssetExecutionContext, engine: EngineResource, stor
                           description="BLEU and chrF exist for every test set of the model."),
     ],
 )
+@recording_step
 @redacting
 def scores(context: dg.AssetExecutionContext, metrics: MetricsResource, store: StoreResource):
     """BLEU and chrF per test set (with per-segment statistics) and word recall counts."""

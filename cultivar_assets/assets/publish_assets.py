@@ -5,6 +5,7 @@ import dagster as dg
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.publish.dataset_folder import FileEntry, build_dataset_folder
 from cultivar_assets.publish.push import push_dataset
 from cultivar_assets.publish.records import read_dataset_info, read_publish_data
@@ -20,6 +21,7 @@ def _files_table(files: list[FileEntry]) -> dg.MetadataValue:
 # follows the data it holds (test_sets), not model results: the folder holds no scores
 @dg.asset(group_name="publish", deps=[test_sets], kinds={"parquet", "huggingface"},
           automation_condition=AFTER_NEW_RESULTS)
+@recording_step
 @redacting
 def hf_dataset_folder(
     context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource
@@ -45,6 +47,7 @@ def hf_dataset_folder(
 
 
 @dg.asset(group_name="publish", deps=[hf_dataset_folder], kinds={"huggingface"})
+@recording_step
 @redacting
 def hf_dataset_push(
     context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource

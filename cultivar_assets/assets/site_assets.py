@@ -6,6 +6,7 @@ from cultivar_assets.assets.aggregate_assets import leaderboard, reported_result
 from cultivar_assets.assets.analysis_assets import error_analysis
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, run_failures
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
 from cultivar_assets.site.build import build_site, chart_inputs
@@ -13,6 +14,7 @@ from cultivar_assets.site.build import build_site, chart_inputs
 
 @dg.asset(group_name="site", deps=[leaderboard, reported_results], kinds={"vega"},
           automation_condition=AFTER_NEW_RESULTS)
+@recording_step
 @redacting
 def charts(site: SiteResource, store: StoreResource):
     """The paper's figures (∆ heatmaps, ∆ vs size, same language by location) as Vega-Lite + SVG."""
@@ -30,6 +32,7 @@ def charts(site: SiteResource, store: StoreResource):
 # follows new results and newly recorded failures of models' runs (conditions.py)
 @dg.asset(group_name="site", deps=[charts, error_analysis, run_failures], kinds={"html"},
           automation_condition=AFTER_NEW_RESULTS)
+@recording_step
 @redacting
 def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
          hf_publish: HubPublishResource):

@@ -80,8 +80,8 @@ __all__ = ["DEFAULT_MAX_FILE_MB", "DEFAULT_MAX_TEXT_CHARS", "FILE_SUFFIX", "FORM
            "SCHEMA_VERSION", "Annotation", "AnnotationDocument", "AnnotationFile",
            "AnnotationFileError", "IngestLimits", "Problem", "annotation_schema",
            "check_annotation_document", "check_strings", "find_annotation_file",
-           "load_annotation_document", "parse_annotation_file", "read_annotation_document",
-           "read_annotation_file"]
+           "load_annotation_document", "locale_annotation_files", "parse_annotation_file",
+           "read_annotation_document", "read_annotation_file"]
 
 FORMAT = "cultivar-annotation"
 SCHEMA_VERSION = 1
@@ -484,16 +484,24 @@ def read_annotation_file(
                                      allow_unconfirmed=allow_unconfirmed)
 
 
+def locale_annotation_files(folder: str | Path, locale: str) -> list[Path]:
+    """The files of ``locale`` in ``folder``, sorted: ``<locale>-*.json`` (the tool's download
+    name is ``<task_id>.annotations.json``, and a task id starts with ``<locale>-``); none when
+    the folder does not exist."""
+    folder = Path(folder)
+    return sorted(p for p in folder.glob(f"{locale}-*.json") if p.is_file()) if (
+        folder.is_dir()) else []
+
+
 def find_annotation_file(folder: str | Path, locale: str) -> Path | None:
-    """The returned file of ``locale`` in ``folder``: ``<locale>-*.json`` (the tool's download
-    name is ``<task_id>.annotations.json``, and a task id starts with ``<locale>-``).
+    """The returned file of ``locale`` in ``folder`` (:func:`locale_annotation_files`).
 
     None when there is none; more than one is an :class:`AnnotationFileError` (keep one).
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"annotation folder {folder} does not exist")
-    found = sorted(p for p in folder.glob(f"{locale}-*.json") if p.is_file())
+    found = locale_annotation_files(folder, locale)
     if len(found) > 1:
         raise AnnotationFileError([Problem(str(folder), None, "(folder)",
                                            f"{len(found)} files for {locale}: "

@@ -1,7 +1,7 @@
 """Running the whole pipeline in one process: the asset graph materialised in a local Dagster
 instance, model after model (``cultivar demo`` and ``cultivar run``).
 
-Steps (:mod:`cultivar_assets.runner.steps`): register the selected models as partitions,
+Steps (:mod:`cultivar_assets.steps.plan`): register the selected models as partitions,
 materialise ``selected_instances`` (the named-entity-rich selection over the source benchmark's
 English side: for the demo, its own original sentences, every candidate kept); when the data is
 the project's own build (data kind ``built``, the demo's), then for each configured locale
@@ -14,7 +14,7 @@ Dagster instance lives in ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is
 ``cultivar ui`` shows these runs afterwards.
 
 A step whose inputs and output files are unchanged since its last successful run is *reused*
-instead (:mod:`cultivar_assets.runner.reuse`): it is not run, the runner says so ("unchanged since
+instead (:mod:`cultivar_assets.steps.reuse`): it is not run, the runner says so ("unchanged since
 its run of ..., reused"), and each of its assets gets a Dagster observation saying the same, with
 the inputs fingerprint. A step that runs carries its inputs fingerprint as the run tag
 ``cultivar/inputs``. Drafts and translations are cached on disk as well: a step that runs again
@@ -38,9 +38,9 @@ from typing import Any
 from cultivar_assets.models import load_models, select_models
 from cultivar_assets.paths import dagster_home
 from cultivar_assets.processes import Interrupted, Interruptions, interruptions
-from cultivar_assets.runner import steps as plan
-from cultivar_assets.runner.reuse import Decision, StepBook
 from cultivar_assets.settings import Settings
+from cultivar_assets.steps import plan
+from cultivar_assets.steps.reuse import Decision, StepBook
 from cultivar_assets.store.database import Store, recording_steps, seen_generation
 
 # an asset's metadata entry that the runner prints (kept drafts, kept flagged pairs)
@@ -94,7 +94,7 @@ class StepInterrupted(Interrupted):
 
 class ConcurrentWriteError(RuntimeError):
     """Another process wrote to the database during this pipeline run: the run cannot vouch
-    for what the database holds (:mod:`cultivar_assets.runner.reuse`)."""
+    for what the database holds (:mod:`cultivar_assets.steps.reuse`)."""
 
 
 def dagster_home_dir() -> str:
@@ -146,7 +146,8 @@ class _Steps:
             notice = event.materialization.metadata.get(NOTICE)
             if notice is not None:
                 self.say(f"{indent}{notice.value}")
-        if self.book.finished(step, decision, time.perf_counter() - started) is None:
+        if self.book.finished(step, decision, time.perf_counter() - started,
+                              result.run_id) is None:
             raise ConcurrentWriteError(
                 f"another process wrote to the database {self.book.store.path} while the step "
                 f"{step.key} ran, so what the database holds now may mix that writer's rows with "
@@ -283,8 +284,9 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
                       "the error analysis, charts, the dataset folder (push: dry run "
                       "unless configured) and the site")
         registered = sorted(known | set(new))
-        finish("results, dataset folder and site", since,
-               runner.run(plan.results_step(settings, done, registered)))
+        results = plan.planned_step(settings, "results", registered)
+        assert results.upstream == tuple(done), (results.upstream, done)  # one plan for both
+        finish("results, dataset folder and site", since, runner.run(results))
         rows = _verified_leaderboard(store)
     summary = None
     if settings.data.kind == "built":

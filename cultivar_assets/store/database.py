@@ -16,16 +16,24 @@ unchanged file costs one small query per connection instead of re-creating every
 pipeline run opens the file dozens of times).
 
 Step records (``raw.step_records``, :mod:`cultivar_assets.store.step_records`) say which steps of
-a pipeline run are unchanged since they last ran. Every write also advances the file's *write
+the pipeline are unchanged since they last ran. Every write also advances the file's *write
 generation* (``raw.write_state``: a counter and the writer that made the last write) in its own
-transaction. Only one pipeline run's own writes may leave the records in place: a write made
-inside :func:`recording_steps` (the runner wraps its whole run in it) keeps them as long as the
-file's generation is the one this run last saw (its own previous write, or its last look at the
-records); when another writer wrote in between -- ``cultivar build``, a Dagster run started
-from the UI, a script, or *another pipeline run* -- the write empties the table in the same
-transaction, drops any record it was asked to store, and the run learns it
-(:func:`recording_interrupted`). Every write made outside :func:`recording_steps` empties the
-table. So no step is ever taken as unchanged after something else wrote to the file.
+transaction. Which writes keep which records:
+
+- a write made inside :func:`recording_steps` (a pipeline run: the runner wraps its whole run in
+  it) keeps them as long as the file's generation is the one this run last saw (its own previous
+  write, or its last look at the records); when another writer wrote in between -- ``cultivar
+  build``, a Dagster run started from the UI, a script, or *another pipeline run* -- the write
+  empties the table in the same transaction, drops any record it was asked to store, and the
+  run learns it (:func:`recording_interrupted`). A write made during one of the run's steps
+  (:func:`running_step`) also deletes what Dagster runs noted of that step (``raw.step_runs``);
+- a write made inside :func:`writing_for_steps` (an asset of a Dagster run launched outside
+  the runner, :mod:`cultivar_assets.assets.step_runs`) forgets the records of the steps it is
+  made for, and what *other* runs noted of them; the other records stay: the steps reading
+  these ones' outputs have fingerprints that hold their tokens, so they run again;
+- every other write empties the table (and ``raw.step_runs``).
+
+So no step is ever taken as unchanged after something else wrote what it computed.
 """
 
 from __future__ import annotations
@@ -68,9 +76,19 @@ class _Session:
     depth: int = 0
     seen: dict[Path, int] = field(default_factory=dict)  # file -> generation this run last saw
     interruptions: int = 0  # writes that found another writer's write since the run's last look
+    step: str | None = None  # the step running now (running_step)
+
+
+@dataclass(frozen=True)
+class _StepWrites:
+    """The steps that this process's writes are made for (:func:`writing_for_steps`)."""
+
+    steps: tuple[str, ...]
+    run_id: str
 
 
 _SESSION: list[_Session] = []  # the open recording_steps() session of this process, if any
+_STEP_WRITES: list[_StepWrites] = []  # the open writing_for_steps() blocks, innermost last
 
 
 @contextmanager
@@ -87,6 +105,30 @@ def recording_steps() -> Iterator[None]:
         _SESSION[0].depth -= 1
         if not _SESSION[0].depth:
             _SESSION.clear()
+
+
+def in_pipeline_run() -> bool:
+    """True inside :func:`recording_steps` (the runner keeps the step records itself)."""
+    return bool(_SESSION)
+
+
+def running_step(step: str | None) -> None:
+    """The pipeline run's step that runs now (None: none); its writes delete what Dagster runs
+    noted of it (module docstring). Outside a pipeline run: nothing."""
+    if _SESSION:
+        _SESSION[0].step = step
+
+
+@contextmanager
+def writing_for_steps(steps: Sequence[str], run_id: str | None) -> Iterator[None]:
+    """Within this block, outside a pipeline run, this process's writes are made for ``steps``
+    by the Dagster run ``run_id`` (None: by no run, e.g. a sensor): each forgets those steps'
+    records and what other runs noted of them, and no other record (module docstring)."""
+    _STEP_WRITES.append(_StepWrites(tuple(steps), run_id or ""))
+    try:
+        yield
+    finally:
+        _STEP_WRITES.pop()
 
 
 def recording_interrupted() -> int:
@@ -274,21 +316,31 @@ class Store:
 
     def write(self, steps: Sequence[Step]) -> int:
         """Run ``steps`` in one transaction: all of them take effect, or none; returns the
-        file's new write generation. Outside :func:`recording_steps`, or inside it when another
-        writer wrote since this run last saw the file, the transaction also forgets every step
-        record (and leaves out the steps that store one). When the write fails, the error raised
-        is its first one (DuckDB's rollback after a failed commit only adds "no transaction is
-        active"); a full disk raises :class:`~cultivar_assets.files.DiskFullError`."""
+        file's new write generation. Outside :func:`recording_steps` and
+        :func:`writing_for_steps`, or inside the first when another writer wrote since this run
+        last saw the file, the transaction also forgets every step record (and leaves out the
+        steps that store one); inside the second, the records of its steps (module docstring).
+        When the write fails, the error raised is its first one (DuckDB's rollback after a
+        failed commit only adds "no transaction is active"); a full disk raises
+        :class:`~cultivar_assets.files.DiskFullError`."""
         session = _SESSION[0] if _SESSION else None
+        made_for = _STEP_WRITES[-1] if _STEP_WRITES and session is None else None
         with self.connect() as con:
             con.begin()
             try:
                 state = _execute(con, "read_write_state", {})
                 generation = state[0][0] if state else 0
                 interrupted = session is not None and session.seen.get(self.path) != generation
-                if session is None or interrupted:
+                if made_for is not None:
+                    steps = [Step("forget_steps", {"steps": list(made_for.steps),
+                                                   "run_id": made_for.run_id}), *steps]
+                elif session is None or interrupted:
                     steps = [Step("forget_step_records"), *(s for s in steps if not s.records)]
-                writer = session.writer if session else f"other:{os.getpid()}"
+                elif session.step is not None:
+                    steps = [Step("forget_step_runs", {"step": session.step}), *steps]
+                writer = session.writer if session else (
+                    f"dagster-run:{made_for.run_id}" if made_for and made_for.run_id
+                    else f"other:{os.getpid()}")
                 _execute(con, "set_write_state", {"generation": generation + 1,
                                                   "writer": writer})
                 for step in steps:

@@ -1,0 +1,4 @@
+"""The pipeline's steps and reusing unchanged ones, without Dagster: what each step reads and
+writes (:mod:`.plan`), the digests of code, packages and files (:mod:`.digests`), the runner's
+reuse decisions (:mod:`.reuse`), naming the inputs that changed (:mod:`.changes`), and the step
+records of Dagster runs launched outside the runner (:mod:`.launched_runs`)."""
