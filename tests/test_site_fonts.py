@@ -19,7 +19,7 @@ from cultivar_assets.data.locales import all_locales
 from cultivar_assets.paths import resource_dir
 from cultivar_assets.site.fonts import SCRIPT_FONTS, font_advice, script_fonts
 
-STYLESHEETS = ("style.css", "tool.css")
+FONT_SHEET = "fonts.css"  # the stacks, linked by the site (style.css) and the tools (tool.css)
 # fontconfig's language (orthography) names for the registry's languages (ISO 639-3)
 FC_LANG = {"acm": "ar", "apc": "ar", "ben": "bn", "bul": "bg", "cat": "ca", "ces": "cs",
            "cmn": "zh-cn", "deu": "de", "fil": "fil", "gom": "kok", "hin": "hi", "jpn": "ja",
@@ -36,13 +36,13 @@ def stack(sheet: str, name: str) -> list[str]:
 def test_every_script_of_the_registry_has_fonts_and_the_stacks_name_them():
     scripts = {locale.script for locale in all_locales()}
     assert scripts <= set(SCRIPT_FONTS), scripts - set(SCRIPT_FONTS)
-    for sheet in STYLESHEETS:
-        declared = stack(sheet, "ui-fonts") + stack(sheet, "script-fonts")
-        for script in scripts:
-            missing = set(script_fonts(script).families) - set(declared)
-            assert not missing, (sheet, script, missing)
-    assert [stack(s, "script-fonts") for s in STYLESHEETS] == [stack("style.css",
-                                                                     "script-fonts")] * 2
+    declared = stack(FONT_SHEET, "ui-fonts") + stack(FONT_SHEET, "script-fonts")
+    for script in scripts:
+        missing = set(script_fonts(script).families) - set(declared)
+        assert not missing, (script, missing)
+    for sheet in ("style.css", "tool.css"):  # one definition: the page sheets only use it
+        text = (resource_dir("site") / "static" / sheet).read_text("utf-8")
+        assert "--script-fonts:" not in text and "var(--text-fonts)" in text, sheet
     assert "apt install fonts-noto-core" in font_advice("Deva")
     with pytest.raises(KeyError, match="no fonts recorded for script 'Zzzz'"):
         script_fonts("Zzzz")
@@ -74,6 +74,8 @@ def notice(browser, url: str) -> dict:
     tool = ToolPage(browser, url)
     box = tool.page.locator("#script-notice")
     assert box.get_attribute("data-checked") == "true"
+    family = tool.page.evaluate("getComputedStyle(document.body).fontFamily")
+    assert "Noto Sans Devanagari" in family, family  # the stacks of fonts.css apply
     state = {"hidden": box.is_hidden(), "text": box.text_content(),
              "letters": int(box.get_attribute("data-letters")),
              "missing": int(box.get_attribute("data-missing"))}
@@ -115,3 +117,19 @@ def test_tool_says_nothing_when_the_script_can_be_drawn(tools, tmp_path):
         for name in ("hi", "zh", "de"):
             state = notice(browser, f"{tools}/{name}/index.html")
             assert state["hidden"] and state["missing"] == 0 and state["letters"] > 20, name
+
+
+def test_every_page_family_ships_and_links_the_one_font_sheet(tmp_path):
+    """The site, the selection review and the annotation tools link static/fonts.css before their
+    own sheet, and ship it."""
+    from cultivar_assets.site.build import PUBLIC_STATIC
+    from cultivar_assets.site.tool_pages import COMMON_STATIC
+
+    assert "fonts.css" in PUBLIC_STATIC and "fonts.css" in COMMON_STATIC
+    build_postedit_tool(AnnotationTask.from_drafts(demo_drafts("hin_Deva_India")), tmp_path)
+    html = (tmp_path / "index.html").read_text("utf-8")
+    assert (tmp_path / "static" / "fonts.css").is_file()
+    assert html.index("static/fonts.css") < html.index("static/tool.css")
+    for name in ("base.html.j2", "selection_review.html.j2"):
+        template = (resource_dir("site") / "templates" / name).read_text("utf-8")
+        assert template.index("static/fonts.css") < template.index("static/style.css"), name

@@ -80,7 +80,7 @@ def write_selection_review(result: SelectionResult, folder: Path | None = None) 
 
     def write(work: Path) -> None:
         writer = PageWriter(work, {"version": __version__})
-        writer.copy_static(["style.css"])
+        writer.copy_static(["fonts.css", "style.css"])
         writer.page("index.html", "selection_review.html.j2", result=result,
                     counts=result.counts(), config=result.config,
                     sections=[(key, title, [_row(i, labels) for i in items])

@@ -82,7 +82,7 @@ QUERY_EXAMPLES = (
     ("example_evaluated_vs_reported", "Evaluated here against reported in the paper"),
     ("example_translations", "Translations (load some models below first)"),
 )
-PUBLIC_STATIC = ("style.css", "cultivar.js", "cultivar-shards.js", "cultivar-diff.js",
+PUBLIC_STATIC = ("fonts.css", "style.css", "cultivar.js", "cultivar-shards.js", "cultivar-diff.js",
                  "cultivar-csv.js", "cultivar-browse.js", "cultivar-query.js", "favicon.svg")
 __all__ = ["HIDDEN_OUTPUT", "MANIFEST", "SiteSummary", "build_site", "chart_inputs",
            "component_sizes", "model_slug", "reuse_key", "vega_bundle"]

@@ -3,9 +3,9 @@
 :data:`SCRIPT_FONTS` maps each ISO 15924 script code of the registry to its name and to the
 common free fonts that draw it (our choice: the Noto families, under the names Debian's packages
 and Google Fonts give them), with the Debian package that holds the first. The pages' font
-stacks (``site/static/style.css`` and ``tool.css``, ``--text-fonts``) name every one of them, so a
-reader who has one installed sees it used; the tests hold the stacks, the registry and this table
-together, and check with fontconfig that each family covers its script.
+stacks (``site/static/fonts.css``, linked by the site and the tools, ``--text-fonts``) name
+every one of them, so a reader who has one installed sees it used; the tests hold the stacks,
+the registry and this table together, and check with fontconfig that each family covers its script.
 
 The annotation tools tell an annotator when the browser cannot draw the locale's script
 (``site/static/tool-common.js``, ``checkScript``): it draws each distinct letter of the page's
@@ -49,7 +49,7 @@ def script_fonts(script: str) -> ScriptFonts:
     except KeyError:
         raise KeyError(f"no fonts recorded for script {script!r}: add it to "
                        f"cultivar_assets/site/fonts.py SCRIPT_FONTS and to the stacks of "
-                       f"site/static/style.css and tool.css") from None
+                       f"site/static/fonts.css") from None
 
 
 def font_advice(script: str) -> str:
