@@ -3,8 +3,8 @@
 Runs :func:`cultivar_assets.metrics.bootstrap.paired_bootstrap` on synthetic per-segment
 statistics (BLEU and chrF, plus word-recall counts with ``--recall``) for the real locale registry
 (27 locales, 21 source languages: 48 test sets per model) and prints the time of each repeat.
-Not a test: run it by hand and record the figure in the README (target: ≤ 10 s on the 2-core
-machine, BLEU and chrF). After the bootstrap, each repeat also builds every table the
+Not a test: run it by hand and record the figure in docs/performance.md (target: ≤ 10 s on the
+2-core machine, BLEU and chrF). After the bootstrap, each repeat also builds every table the
 leaderboard stores from it (``evaluation.statistics.statistics_tables``: every interval as rows,
 rank intervals of the 8 sortable columns, rank agreement, averages, contamination flags), and
 ``--store`` times the whole ``evaluation.aggregate`` on a DuckDB file holding the same

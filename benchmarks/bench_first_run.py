@@ -22,8 +22,8 @@ end (Dagster captures a step's output and passes it on in bursts, so the time a 
 says little), and *load and the rest* is the remainder of the step (the model's conversion on a
 first run, loading it, cleaning, the database, scores, Dagster). Peak RSS is the
 child's ``ru_maxrss``. The machine is shared: the table records the 1-minute load average
-before and after each timed command. Not a test; run it by hand and copy the table into the
-README.
+before and after each timed command. Not a test; run it by hand and copy the table into
+docs/performance.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ then times, separately: loading the spaCy pipeline, NER over every English dev s
 (``nlp.pipe``, the configured batch size) and the whole ``build_selection`` step (source benchmark,
 NER, rules, the choice, the review page and the DuckDB records, in a temporary folder). Prints the
 counts of the selection report. Not a test: run it by hand (on the 2-core development machine)
-and record the figures in the README.
+and record the figures in docs/performance.md.
 
     python benchmarks/bench_selection.py [--flores DIR] [--batch-size 64] [--repeat 3]
 """

@@ -10,7 +10,7 @@ file over 50 MB, adding one model to a 32-model site ≤ 2 s.
 
 The Query page's DuckDB-Wasm is part of the site when it is in the web cache (the build fetches
 it with npm once; ``--fetch`` does that before the timings, so they never include npm).
-Not a test: run it by hand and record the figures in the README.
+Not a test: run it by hand and record the figures in docs/performance.md.
 
     python benchmarks/bench_site.py                 # 32 and 320 models (a few GB in /tmp)
     python benchmarks/bench_site.py --models 8 32   # other sizes

@@ -73,7 +73,7 @@ def _run(settings: Settings) -> int:
     if settings.metrics.bleu_tokenize != "flores200":
         console.print(f"BLEU tokenizer: {settings.metrics.bleu_tokenize} (selected explicitly; the "
                       "paper's spBLEU uses flores200, whose SentencePiece model is not bundled: "
-                      "see README, 'Metrics')")
+                      "see docs/metrics.md)")
     from cultivar_assets.site.query_engine import will_fetch
 
     notice = will_fetch(settings.site.query_page, settings.site.web_cache_path())

@@ -54,7 +54,8 @@ class Registry(Generic[T]):
             except ImportError as error:
                 raise ImportError(
                     f"{self.kind} {name!r} needs {module_name!r}, which cannot be imported "
-                    f"({error}). Install the optional dependencies it needs (see README)."
+                    f"({error}). Install the optional dependencies it needs "
+                    "(see docs/evaluating-models.md)."
                 ) from error
             entry = getattr(module, attribute)
             self._entries[name] = entry

@@ -4,7 +4,7 @@ The file is ``$CULTIVAR_CONFIG`` if set, else ``cultivar.yaml`` in the current d
 exists; without one, the embedded default is the demo (bundled demo data, the demo model suite,
 BLEU with the 13a tokenizer, explicitly, because the flores200 SentencePiece model of spBLEU is not
 bundled). A settings file without a ``metrics`` section gets the paper's metrics (spBLEU, chrF).
-Example for a real evaluation (README, 'Configuration')::
+Example for a real evaluation (docs/configuration.md)::
 
     data: {kind: hub, flores: hub}
     metrics: {bleu_tokenize: flores200}

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.dagster_instances]
 
 LOCATION = ["-m", "cultivar_assets.definitions"]
 FIRST, NEW = ("copy-one", "copy-two"), ("copy-three", "copy-four")
-BOUND_S = 480  # the whole wait for the new models to reach the site (measured: see README)
+BOUND_S = 480  # the whole wait for the new models to reach the site (measured: docs/performance.md)
 
 
 def _entry(model_id: str) -> dict:

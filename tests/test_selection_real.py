@@ -1,9 +1,9 @@
 """The selection over the real FLORES-200 dev set (skipped when ../shared/data/flores200 is absent).
 
 Runs spaCy NER over all 997 English dev sentences and the whole selection step with the default
-configuration, and checks the counts of the report against those the README quotes (run with
-``-s`` to see them printed). Timing is measured by ``benchmarks/bench_selection.py``, not
-asserted here.
+configuration, and checks the counts of the report against those docs/building-a-benchmark.md
+quotes (run with ``-s`` to see them printed). Timing is measured by
+``benchmarks/bench_selection.py``, not asserted here.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import time
 import duckdb
 import pytest
 from data_helpers import shared_flores_dir
+from doc_helpers import doc_text
 
 from cultivar_assets.construction.build import build_selection
 from cultivar_assets.construction.config import NUMERIC_LABELS, SelectionConfig
@@ -21,13 +22,24 @@ from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.store.database import Store
 
 PAPER_WITH_ENTITIES = 658  # paper §2.1: sentences with at least one named entity, after correction
-# The counts the README quotes for FLORES dev with the default configuration (its selection
-# section: "657 sentences with ≥ 1 entity, 450 with ≥ 2, 66 excluded by numeral_share, 42 by
-# topic, 353 candidates, 200 selected"; "non-numeric labels alone give 514").
-README_COUNTS = {"instances": 997, "with_entities": 657, "with_enough_entities": 450,
+# The counts docs/building-a-benchmark.md quotes for FLORES dev with the default configuration
+# (its selection section; test_the_documented_counts_are_the_ones_checked holds the page to them).
+DOC_COUNTS = {"instances": 997, "with_entities": 657, "with_enough_entities": 450,
                  "excluded_by_numeral_share": 66, "excluded_by_topic": 42, "candidates": 353,
                  "selected": 200}
-README_NAMES_ONLY = 514
+DOC_NAMES_ONLY = 514
+
+
+def test_the_documented_counts_are_the_ones_checked():
+    """The sentences of the selection section quote exactly DOC_COUNTS and DOC_NAMES_ONLY."""
+    text = " ".join(doc_text("building-a-benchmark").split())
+    c = DOC_COUNTS
+    assert (f"On FLORES dev with the defaults: {c['with_entities']} sentences with ≥ 1 entity, "
+            f"{c['with_enough_entities']} with ≥ 2, {c['excluded_by_numeral_share']} excluded by "
+            f"`numeral_share`, {c['excluded_by_topic']} by `topic`, {c['candidates']} candidates, "
+            f"{c['selected']} selected") in text
+    assert f"it gives {c['with_entities']} of {c['instances']} dev sentences" in text
+    assert f"non-numeric labels alone give {DOC_NAMES_ONLY}" in text
 
 
 @pytest.mark.slow
@@ -45,8 +57,8 @@ def test_selection_over_all_997_flores_dev_sentences(tmp_path):
           f"{result.ner.spacy_version}): {counts}; with ≥ 1 non-numeric entity: {names_only}; "
           f"step {seconds:.1f} s (NER and choice {build.ner_seconds:.1f} s)")
 
-    assert {key: counts[key] for key in README_COUNTS} == README_COUNTS
-    assert names_only == README_NAMES_ONLY
+    assert {key: counts[key] for key in DOC_COUNTS} == DOC_COUNTS
+    assert names_only == DOC_NAMES_ONLY
     assert counts["with_enough_entities"] - counts["candidates"] <= (
         counts["excluded_by_numeral_share"] + counts["excluded_by_topic"])
     # the basis of the default labels (construction/config.py): counting every label comes

@@ -110,11 +110,11 @@ def test_csv_and_json_tables_keep_every_string_as_text():
 
 
 def test_published_tables_are_the_documented_views(tmp_path):
-    from conftest import REPO_ROOT
+    from doc_helpers import doc_text
 
-    readme = (REPO_ROOT / "README.md").read_text("utf-8")
+    database = doc_text("database")
     for table in dl.PUBLISHED_TABLES:
-        assert f"`{table.name}`" in readme, table.name
+        assert f"`{table.name}`" in database, table.name
         statement_text(table.query)
 
 

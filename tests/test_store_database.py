@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from pathlib import Path
 
 import duckdb
 import pytest
+from doc_helpers import doc_text
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.data.testsets import BenchmarkData, Instance, MissingItem
@@ -16,16 +16,11 @@ from cultivar_assets.sqlfiles import SQLFileError, named_statements
 from cultivar_assets.store.database import Step, Store, StoreError
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_dataset
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 
-
-def readme_view_columns() -> dict[str, list[str]]:
-    """The README's table of public views ("The database"): view -> documented columns."""
-    text = README.read_text("utf-8")
-    section = text[text.index("## The database"):]
-    section = section[:section.index("\n## ", 1)]
+def documented_view_columns() -> dict[str, list[str]]:
+    """The table of public views of docs/database.md: view -> documented columns."""
     views = {}
-    for line in section.splitlines():
+    for line in doc_text("database").splitlines():
         match = re.match(r"^\| `(\w+)` \|[^|]*\| ([^|]+) \|$", line)
         if match:
             views[match[1]] = [c.strip() for c in match[2].split(",")]
@@ -226,8 +221,8 @@ def test_unknown_query_name_is_an_error_naming_it(store):
         store.query("nope")
 
 
-def test_readme_documents_every_public_view_and_its_columns(store, demo):
-    documented = readme_view_columns()
+def test_the_database_page_documents_every_public_view_and_its_columns(store, demo):
+    documented = documented_view_columns()
     assert len(documented) >= 14
     write_dataset(store, demo)
     con = duckdb.connect(str(store.path), read_only=True)

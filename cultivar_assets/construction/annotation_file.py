@@ -104,8 +104,8 @@ class IngestLimits:
       in the paper's 21 source languages and English has 479 characters (``plt_Latn``
       devtest; the most tokens, 139, ``jpn_Jpan``); 1,000 is twice that. It bounds the edit
       counting, whose diff (Myers's, ``text_edits.py``) is quadratic in the worst case:
-      ``benchmarks/bench_ingest.py`` ingests the slowest file these limits accept (the README
-      has its figures, with the limit at 1,000 and at 2,000).
+      ``benchmarks/bench_ingest.py`` ingests the slowest file these limits accept
+      (docs/performance.md has its figures, with the limit at 1,000 and at 2,000).
     """
 
     max_file_bytes: int = DEFAULT_MAX_FILE_MB * 1_000_000

@@ -1,0 +1,97 @@
+"""The documentation holds together: a short README, every relative link and anchor resolves,
+docs/index.md lists every page, and the README's picture is there and small."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from doc_helpers import (
+    DOCS,
+    REPO_ROOT,
+    anchors,
+    doc,
+    doc_pages,
+    doc_text,
+    github_anchor,
+    relative_links,
+)
+
+README_MAX_LINES = 250
+IMAGE = DOCS / "images" / "leaderboard.png"
+
+
+def test_readme_is_at_most_250_lines():
+    lines = doc_text("README").splitlines()
+    assert 0 < len(lines) <= README_MAX_LINES, len(lines)
+
+
+def test_readme_keeps_its_two_commands():
+    readme = doc_text("README")
+    assert ('```bash\npython3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e ".[cpu]" '
+            '&& .venv/bin/cultivar demo\n```') in readme
+    assert "```bash\nbash .ci/run\n```" in readme
+
+
+def _broken_links(page: Path) -> list[str]:
+    broken = []
+    for link in relative_links(page):
+        target, _, anchor = link.partition("#")
+        path = (page.parent / target).resolve() if target else page
+        if not path.exists():
+            broken.append(f"{link}: no file {path}")
+        elif anchor and (path.suffix != ".md" or anchor not in anchors(path)):
+            broken.append(f"{link}: no heading with anchor #{anchor} in {path.name}")
+    return broken
+
+
+def test_every_relative_link_and_anchor_resolves():
+    pages = doc_pages()
+    assert len(pages) >= 12
+    broken = {page.name: b for page in pages if (b := _broken_links(page))}
+    assert broken == {}
+
+
+def test_the_link_check_catches_a_missing_file_and_a_missing_anchor(tmp_path):
+    page = tmp_path / "page.md"
+    (tmp_path / "other.md").write_text("# Other page\n\n## Reusing `unchanged` steps (here)\n")
+    page.write_text("[a](other.md#reusing-unchanged-steps-here) [b](gone.md) [c](other.md#nope) "
+                    "[d](https://example.com/x.md) `[e](inline.md)`\n")
+    assert _broken_links(page) == [
+        f"gone.md: no file {tmp_path / 'gone.md'}",
+        "other.md#nope: no heading with anchor #nope in other.md",
+    ]
+
+
+def test_github_anchor():
+    assert github_anchor("Decoding on a CPU (the demo)") == "decoding-on-a-cpu-the-demo"
+    assert github_anchor("Error analysis (paper §5, Table 5)") == "error-analysis-paper-5-table-5"
+    assert (github_anchor("Serving a registry model over HTTP: `cultivar serve-model`")
+            == "serving-a-registry-model-over-http-cultivar-serve-model")
+    assert github_anchor("The first `cultivar demo`") == "the-first-cultivar-demo"
+
+
+def test_index_lists_every_page():
+    index = doc_text("index")
+    pages = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")
+                   if p.name != "index.md")
+    assert [p for p in pages if f"]({p})" not in index] == []
+    assert "](../ARCHITECTURE.md)" in index and "](../README.md)" in index
+
+
+def test_the_readme_picture_is_the_screenshot_and_small():
+    assert "](docs/images/leaderboard.png)" in doc_text("README")
+    data = IMAGE.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) < 300_000
+    assert (REPO_ROOT / "scripts" / "screenshot_site.py").is_file()
+    assert "demo data" in doc_text("README").split("docs/images/leaderboard.png")[1][:400]
+
+
+def test_doc_finds_pages_by_name_and_refuses_missing_ones():
+    assert doc("database") == DOCS / "database.md"
+    try:
+        doc("no-such-page")
+    except FileNotFoundError as error:
+        assert "no-such-page.md" in str(error)
+    else:
+        raise AssertionError("a missing page must be an error")

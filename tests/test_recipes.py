@@ -1,0 +1,134 @@
+"""docs/extending.md's recipes, followed step by step with the page's own code and YAML blocks.
+
+Each test takes its blocks from the page (doc_helpers.code_block_after), so the page and the test
+cannot drift, and runs the function or command the recipe names. The metric recipe is pending a
+metric registry and has no test (the page says so).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+from conftest import write_models_file
+from doc_helpers import code_block_after
+
+from cultivar_assets.cli import main
+from cultivar_assets.data import locales as locales_module
+from cultivar_assets.data.sources import DataConfig, load_benchmark
+from cultivar_assets.engines import engine_registry
+from cultivar_assets.models import load_models
+from cultivar_assets.settings import load_settings
+from cultivar_assets.store.database import Store
+from cultivar_assets.store.records import read_test_sets, write_dataset
+from cultivar_assets.translation import translate
+
+PAGE = "extending"
+
+
+def test_recipe_new_engine(tmp_path, monkeypatch):
+    # 1. the engine class, as the page writes it, in a module of its own
+    (tmp_path / "recipe_engines.py").write_text(
+        code_block_after(PAGE, "## A new engine", "python"), "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # 2. registered by name as a "module:Class" string (what _ENGINES holds)
+    registry = engine_registry()
+    registry.register("shout", "recipe_engines:ShoutEngine")
+    try:
+        # 3. the model entry, as the page writes it
+        entries = yaml.safe_load(code_block_after(PAGE, "## A new engine", "yaml"))
+        models = load_models(write_models_file(tmp_path / "models.yaml", entries))
+        spec = models.get("shout-baseline")
+        assert spec.engine == "shout"
+        # 4. a run: the demo's test sets translated through the new engine
+        store = Store(tmp_path / "db.duckdb")
+        write_dataset(store, load_benchmark(DataConfig()))
+        test_sets = read_test_sets(store)
+        run = translate(spec, test_sets, cache_dir=tmp_path / "cache", show_progress_bar=False)
+    finally:
+        registry._entries.pop("shout", None)
+        sys.modules.pop("recipe_engines", None)
+    assert len(run.rows) == sum(len(t.segments) for t in test_sets) > 0
+    assert all(row.raw_output == row.source.upper() for row in run.rows)
+    assert run.info.engine == "shout"
+
+
+def test_recipe_new_locale(tmp_path, monkeypatch, capsys):
+    # 1. the row, appended to a copy of the registry's CSV
+    row = code_block_after(PAGE, "## A new locale", "csv").strip()
+    bundled = (Path(locales_module.__file__).parent / "locales.csv").read_text("utf-8")
+    header = next(csv.reader(io.StringIO(bundled)))
+    assert len(next(csv.reader([row]))) == len(header)  # every column of the registry
+    (tmp_path / "locales.csv").write_text(bundled.rstrip("\n") + "\n" + row + "\n", "utf-8")
+
+    class Files:  # importlib.resources.files, pointed at the copy
+        @staticmethod
+        def files(_package):
+            return tmp_path
+
+    monkeypatch.setattr(locales_module, "resources", Files)
+    locales_module.locale_registry.cache_clear()
+    try:
+        # 2. `cultivar locales` lists it; its test sets are named as the page says
+        assert main(["locales"]) == 0
+        assert "deu_Latn_Austria" in capsys.readouterr().out
+        locale = locales_module.get_locale("deu_Latn_Austria")
+        assert (locale.location, locale.location_short, locale.official_or_de_facto) == (
+            "Austria", "AT", True)
+        assert locale.test_set == "cultivar_deu_Latn_Austria"
+        assert locales_module.flores_test_set_name(locale.source_language) == "flores_deu_Latn"
+        assert "deu_Latn_Austria" in locales_module.source_languages()["deu_Latn"][-1].key
+    finally:
+        locales_module.locale_registry.cache_clear()
+
+
+def test_recipe_new_source_benchmark(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CULTIVAR_HOME", str(tmp_path / "home"))
+    # 1. the table and 2. the settings, as the page writes them
+    (tmp_path / "bench.tsv").write_text(
+        code_block_after(PAGE, "## A new source benchmark", "tsv"), "utf-8")
+    (tmp_path / "cultivar.yaml").write_text(
+        code_block_after(PAGE, "2. Name it in the settings (`cultivar.yaml`)", "yaml"), "utf-8")
+    # 3. the selection, through the CLI
+    assert main(["--config", "cultivar.yaml", "build", "select"]) == 0
+    database = load_settings(tmp_path / "cultivar.yaml").database_path
+    with duckdb.connect(str(database), read_only=True) as con:
+        rows = con.execute("SELECT instance_id, n_entities >= 2, candidate, selected "
+                           "FROM selection_candidates ORDER BY instance_id").fetchall()
+    # "It rained." names no entity; the other two name at least two each
+    assert rows == [(0, True, True, True), (1, True, True, True), (2, False, False, False)]
+
+
+def test_recipe_new_prompt_template(tmp_path):
+    from cultivar_assets.construction.config import ConstructionConfig
+    from cultivar_assets.construction.localisation_prompts import get_prompt, prompt_values
+
+    # 1. the template file and 2. the settings naming it, as the page writes them
+    (tmp_path / "my_prompts.yaml").write_text(
+        code_block_after(PAGE, "## A new prompt template", "yaml"), "utf-8")
+    step2 = "Name it in the settings:\n\n   ```yaml\n   construction:\n     localisation:"
+    settings = yaml.safe_load(code_block_after(PAGE, step2, "yaml"))
+    localisation = ConstructionConfig.model_validate(settings["construction"]).localisation
+    assert localisation.prompt == "terse-chat"
+    # 3. what `build localise` does with it: the template from the file, filled for a locale
+    prompt = get_prompt(localisation.prompt, tmp_path / localisation.prompts_file)
+    values = prompt_values("deu_Latn_Switzerland", "Der Rhein fließt durch Basel.",
+                           "The Rhine flows through Basel.")
+    request = prompt.request(values, max_new_tokens=64)
+    assert request.messages[0] == ("system", "Localise this German-English sentence pair to "
+                                   "Switzerland by changing its named entities. Answer in the "
+                                   "same two-line format.")
+    assert request.messages[-1] == ("user", "German: Der Rhein fließt durch Basel.\n"
+                                    "English: The Rhine flows through Basel.")
+    assert len(prompt.prompt_hash) == 64
+    # a template missing a placeholder is refused, naming the template
+    broken = (tmp_path / "my_prompts.yaml").read_text("utf-8").replace("{src_location}", "there")
+    (tmp_path / "broken.yaml").write_text(broken, "utf-8")
+    with pytest.raises(Exception, match="terse-chat"):
+        get_prompt("terse-chat", tmp_path / "broken.yaml")
