@@ -84,6 +84,11 @@ def test_the_migrations_run_from_1_to_the_schema_version_and_each_starts_from_a_
     assert [fixture_version(p) for p in VERSION_FIXTURES] == list(range(SCHEMA_VERSION))
 
 
+def test_schema_sql_names_the_version_it_is_the_layout_of():
+    header = (TESTS.parent / "sql" / "schema.sql").read_text("utf-8").split("\nCREATE ")[0]
+    assert re.findall(r"layout of schema version (\d+)", header) == [str(SCHEMA_VERSION)]
+
+
 def test_migration_files_with_a_gap_or_a_bad_name_are_refused(tmp_path, monkeypatch):
     folder = tmp_path / "sql" / "migrations"
     folder.mkdir(parents=True)
