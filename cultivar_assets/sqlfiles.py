@@ -1,8 +1,9 @@
 """The project's SQL, read from ``sql/*.sql``: named statements and whole scripts.
 
-Every SQL statement the project runs lives in ``sql/``. ``schema.sql`` and ``views.sql`` are
-scripts applied as a whole (DuckDB); every other file holds named blocks, each starting with a
-line ``-- name: <name>`` and running to the next such line. Names are unique across all files.
+Every SQL statement the project runs lives in ``sql/``. ``schema.sql``, ``views.sql`` and the
+migrations in ``sql/migrations/`` are scripts applied as a whole (DuckDB); every other file of
+``sql/`` holds named blocks, each starting with a line ``-- name: <name>`` and running to the
+next such line. Names are unique across all files.
 Used by the DuckDB store and by the SQLite translation cache; imports nothing of the project
 but the path lookup.
 """
@@ -57,5 +58,5 @@ def statement_text(name: str) -> str:
 
 @cache
 def script(name: str) -> str:
-    """A whole SQL script (``schema.sql``, ``views.sql``)."""
+    """A whole SQL script (``schema.sql``, ``views.sql``, ``migrations/NNNN_<what>.sql``)."""
     return (resource_dir("sql") / name).read_text(encoding="utf-8")

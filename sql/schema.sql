@@ -1,11 +1,16 @@
 -- Tables written by the Dagster assets. They live in schema "raw"; the public, documented
--- interface is the set of views in views.sql (schema "main"). Applied on every write connection;
--- every statement is idempotent.
+-- interface is the set of views in views.sql (schema "main").
+--
+-- The layout of schema version 1 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
+-- table whole: applied once, to a new database file. A file of an older version is brought to
+-- this layout by the numbered files of sql/migrations/ instead; a test holds the two equal
+-- (tests/test_store_migrations.py). Changing a table here takes a new migration and a new
+-- version (docs/database-migrations.md).
 
 CREATE SCHEMA IF NOT EXISTS raw;
 
 -- The 27 Cultivar locales (cultivar_assets/data/locales.csv).
-CREATE TABLE IF NOT EXISTS raw.locales (
+CREATE TABLE raw.locales (
     locale               VARCHAR PRIMARY KEY,
     language             VARCHAR NOT NULL,
     script               VARCHAR NOT NULL,
@@ -18,19 +23,19 @@ CREATE TABLE IF NOT EXISTS raw.locales (
 );
 
 -- The loaded benchmark data (one row: the current dataset).
-CREATE TABLE IF NOT EXISTS raw.dataset (
+CREATE TABLE raw.dataset (
     fingerprint VARCHAR NOT NULL,
     source      VARCHAR NOT NULL,
     is_demo     BOOLEAN NOT NULL,
     notes       VARCHAR[],
-    loaded_at   TIMESTAMP NOT NULL
+    loaded_at   TIMESTAMP NOT NULL,
+    -- the data kind it was loaded as (demo, local, hub, built) and, for `built`, the provenance
+    -- its build manifest records (JSON); NULL in files written before they were recorded
+    kind             VARCHAR,
+    build_provenance VARCHAR
 );
--- The data kind it was loaded as (demo, local, hub, built) and, for `built`, the provenance
--- its build manifest records (JSON); NULL in files written before they were recorded.
-ALTER TABLE raw.dataset ADD COLUMN IF NOT EXISTS kind VARCHAR;
-ALTER TABLE raw.dataset ADD COLUMN IF NOT EXISTS build_provenance VARCHAR;
 
-CREATE TABLE IF NOT EXISTS raw.instances (
+CREATE TABLE raw.instances (
     locale            VARCHAR NOT NULL,
     instance_id       INTEGER NOT NULL,
     source_original   VARCHAR,
@@ -40,7 +45,7 @@ CREATE TABLE IF NOT EXISTS raw.instances (
     PRIMARY KEY (locale, instance_id)
 );
 
-CREATE TABLE IF NOT EXISTS raw.segments (
+CREATE TABLE raw.segments (
     test_set   VARCHAR NOT NULL,
     kind       VARCHAR NOT NULL,   -- 'flores' or 'cultivar'
     language   VARCHAR NOT NULL,   -- FLORES+ code of the source language
@@ -52,7 +57,7 @@ CREATE TABLE IF NOT EXISTS raw.segments (
 );
 
 -- Expected test sets the data could not provide, with the reason.
-CREATE TABLE IF NOT EXISTS raw.missing (
+CREATE TABLE raw.missing (
     test_set VARCHAR NOT NULL,
     kind     VARCHAR NOT NULL,
     language VARCHAR NOT NULL,
@@ -61,7 +66,7 @@ CREATE TABLE IF NOT EXISTS raw.missing (
 );
 
 -- The registry entry of every evaluated model, as it was when it ran.
-CREATE TABLE IF NOT EXISTS raw.models (
+CREATE TABLE raw.models (
     model_id        VARCHAR PRIMARY KEY,
     hf_id           VARCHAR,
     revision        VARCHAR,
@@ -72,11 +77,11 @@ CREATE TABLE IF NOT EXISTS raw.models (
     params_active_b DOUBLE,
     engine          VARCHAR NOT NULL,
     prompt_style    VARCHAR NOT NULL,
-    engine_options  VARCHAR NOT NULL   -- JSON
+    engine_options  VARCHAR NOT NULL,   -- JSON
+    license         VARCHAR
 );
-ALTER TABLE raw.models ADD COLUMN IF NOT EXISTS license VARCHAR;
 
-CREATE TABLE IF NOT EXISTS raw.model_runs (
+CREATE TABLE raw.model_runs (
     model_id             VARCHAR PRIMARY KEY,
     dataset_fingerprint  VARCHAR NOT NULL,
     model_fingerprint    VARCHAR NOT NULL,
@@ -93,9 +98,8 @@ CREATE TABLE IF NOT EXISTS raw.model_runs (
     finished_at          TIMESTAMP NOT NULL,
     translations_fingerprint VARCHAR     -- TranslationRun.translations_fingerprint
 );
-ALTER TABLE raw.model_runs ADD COLUMN IF NOT EXISTS translations_fingerprint VARCHAR;
 
-CREATE TABLE IF NOT EXISTS raw.translations (
+CREATE TABLE raw.translations (
     model_id       VARCHAR NOT NULL,
     test_set       VARCHAR NOT NULL,
     segment_id     INTEGER NOT NULL,
@@ -109,7 +113,7 @@ CREATE TABLE IF NOT EXISTS raw.translations (
 
 -- Per-segment sufficient statistics (sacreBLEU layout): BLEU
 -- [hyp_len, ref_len, match_1..4, hyp_count_1..4]; chrF [hyp_n, ref_n, match_n] for n = 1..6.
-CREATE TABLE IF NOT EXISTS raw.segment_stats (
+CREATE TABLE raw.segment_stats (
     model_id   VARCHAR NOT NULL,
     test_set   VARCHAR NOT NULL,
     segment_id INTEGER NOT NULL,
@@ -118,7 +122,7 @@ CREATE TABLE IF NOT EXISTS raw.segment_stats (
     PRIMARY KEY (model_id, test_set, segment_id, metric)
 );
 
-CREATE TABLE IF NOT EXISTS raw.scores (
+CREATE TABLE raw.scores (
     model_id            VARCHAR NOT NULL,
     test_set            VARCHAR NOT NULL,
     metric              VARCHAR NOT NULL,   -- 'bleu' or 'chrf'
@@ -127,15 +131,14 @@ CREATE TABLE IF NOT EXISTS raw.scores (
     n_segments          INTEGER NOT NULL,
     dataset_fingerprint VARCHAR NOT NULL,
     tokenizer_sha256    VARCHAR,            -- SentencePiece model file used (spBLEU); else NULL
+    -- the translations the score was computed from (model_runs.translations_fingerprint then)
+    translations_fingerprint VARCHAR,
     PRIMARY KEY (model_id, test_set, metric)
 );
-ALTER TABLE raw.scores ADD COLUMN IF NOT EXISTS tokenizer_sha256 VARCHAR;
--- the translations the score was computed from (model_runs.translations_fingerprint then)
-ALTER TABLE raw.scores ADD COLUMN IF NOT EXISTS translations_fingerprint VARCHAR;
 
 -- Locale-specific word recall counts per instance of a cultivar_* test set
 -- (R, I, H as defined in cultivar_assets/metrics/word_recall.py).
-CREATE TABLE IF NOT EXISTS raw.word_recall (
+CREATE TABLE raw.word_recall (
     model_id            VARCHAR NOT NULL,
     locale              VARCHAR NOT NULL,
     segment_id          INTEGER NOT NULL,
@@ -149,9 +152,9 @@ CREATE TABLE IF NOT EXISTS raw.word_recall (
 -- Cross-model aggregates, rewritten as a whole by the leaderboard asset
 -- (cultivar_assets/evaluation/aggregates.py, definitions in evaluation/statistics.py). Every
 -- *_low/*_high pair is the paired bootstrap's percentile interval (statistics_settings);
--- *_excludes_zero: the whole interval lies above or below 0. Columns added after the first
--- release are added to older files by the ALTER statements (nullable there).
-CREATE TABLE IF NOT EXISTS raw.model_locale_deltas (
+-- *_excludes_zero: the whole interval lies above or below 0. The columns after delta_chrf came
+-- after the first release (NULL in rows written before them).
+CREATE TABLE raw.model_locale_deltas (
     model_id      VARCHAR NOT NULL,
     locale        VARCHAR NOT NULL,
     language      VARCHAR NOT NULL,
@@ -161,26 +164,26 @@ CREATE TABLE IF NOT EXISTS raw.model_locale_deltas (
     flores_chrf   DOUBLE NOT NULL,
     cultivar_chrf DOUBLE NOT NULL,
     delta_chrf    DOUBLE NOT NULL,
+    flores_bleu_low          DOUBLE,
+    flores_bleu_high         DOUBLE,
+    cultivar_bleu_low        DOUBLE,
+    cultivar_bleu_high       DOUBLE,
+    delta_bleu_low           DOUBLE,
+    delta_bleu_high          DOUBLE,
+    delta_bleu_excludes_zero BOOLEAN,
+    flores_chrf_low          DOUBLE,
+    flores_chrf_high         DOUBLE,
+    cultivar_chrf_low        DOUBLE,
+    cultivar_chrf_high       DOUBLE,
+    delta_chrf_low           DOUBLE,
+    delta_chrf_high          DOUBLE,
+    delta_chrf_excludes_zero BOOLEAN,
+    n_instances              INTEGER,
+    n_cultivar_only          INTEGER,
     PRIMARY KEY (model_id, locale)
 );
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS flores_bleu_low DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS flores_bleu_high DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS cultivar_bleu_low DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS cultivar_bleu_high DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_bleu_low DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_bleu_high DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_bleu_excludes_zero BOOLEAN;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS flores_chrf_low DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS flores_chrf_high DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS cultivar_chrf_low DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS cultivar_chrf_high DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_chrf_low DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_chrf_high DOUBLE;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS delta_chrf_excludes_zero BOOLEAN;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS n_instances INTEGER;
-ALTER TABLE raw.model_locale_deltas ADD COLUMN IF NOT EXISTS n_cultivar_only INTEGER;
 
-CREATE TABLE IF NOT EXISTS raw.model_summary (
+CREATE TABLE raw.model_summary (
     model_id             VARCHAR PRIMARY KEY,
     delta_bleu           DOUBLE,
     delta_chrf           DOUBLE,
@@ -195,32 +198,32 @@ CREATE TABLE IF NOT EXISTS raw.model_summary (
     n_cultivar_test_sets INTEGER NOT NULL,
     bleu_signature       VARCHAR NOT NULL,
     chrf_signature       VARCHAR NOT NULL,
-    bleu_tokenizer_sha256 VARCHAR
+    bleu_tokenizer_sha256 VARCHAR,
+    -- intervals and counts, added after the first release (NULL in rows written before them)
+    delta_bleu_low           DOUBLE,
+    delta_bleu_high          DOUBLE,
+    flores_bleu_low          DOUBLE,
+    flores_bleu_high         DOUBLE,
+    cultivar_bleu_low        DOUBLE,
+    cultivar_bleu_high       DOUBLE,
+    delta_bleu_excludes_zero BOOLEAN,
+    delta_chrf_low           DOUBLE,
+    delta_chrf_high          DOUBLE,
+    flores_chrf_low          DOUBLE,
+    flores_chrf_high         DOUBLE,
+    cultivar_chrf_low        DOUBLE,
+    cultivar_chrf_high       DOUBLE,
+    delta_chrf_excludes_zero BOOLEAN,
+    false_positive_rate_low  DOUBLE,
+    false_positive_rate_high DOUBLE,
+    false_negative_rate_low  DOUBLE,
+    false_negative_rate_high DOUBLE,
+    n_fp_locales             INTEGER,
+    n_fn_locales             INTEGER
 );
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS bleu_tokenizer_sha256 VARCHAR;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_bleu_low DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_bleu_high DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS flores_bleu_low DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS flores_bleu_high DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS cultivar_bleu_low DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS cultivar_bleu_high DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_bleu_excludes_zero BOOLEAN;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_chrf_low DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_chrf_high DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS flores_chrf_low DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS flores_chrf_high DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS cultivar_chrf_low DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS cultivar_chrf_high DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS delta_chrf_excludes_zero BOOLEAN;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS false_positive_rate_low DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS false_positive_rate_high DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS false_negative_rate_low DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS false_negative_rate_high DOUBLE;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS n_fp_locales INTEGER;
-ALTER TABLE raw.model_summary ADD COLUMN IF NOT EXISTS n_fn_locales INTEGER;
 
 -- Word-recall rates per model and locale (cultivar_assets/metrics/word_recall.py).
-CREATE TABLE IF NOT EXISTS raw.locale_word_recall (
+CREATE TABLE raw.locale_word_recall (
     model_id            VARCHAR NOT NULL,
     locale              VARCHAR NOT NULL,
     false_positive_rate DOUBLE,            -- NULL when Σ|R| = 0
@@ -231,33 +234,33 @@ CREATE TABLE IF NOT EXISTS raw.locale_word_recall (
     PRIMARY KEY (model_id, locale)
 );
 
-CREATE TABLE IF NOT EXISTS raw.locale_summary (
+CREATE TABLE raw.locale_summary (
     locale     VARCHAR PRIMARY KEY,
     delta_bleu DOUBLE NOT NULL,
     delta_chrf DOUBLE NOT NULL,
-    n_models   INTEGER NOT NULL
+    n_models   INTEGER NOT NULL,
+    delta_bleu_low           DOUBLE,
+    delta_bleu_high          DOUBLE,
+    delta_bleu_excludes_zero BOOLEAN,
+    delta_chrf_low           DOUBLE,
+    delta_chrf_high          DOUBLE,
+    delta_chrf_excludes_zero BOOLEAN
 );
-ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_bleu_low DOUBLE;
-ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_bleu_high DOUBLE;
-ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_bleu_excludes_zero BOOLEAN;
-ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_chrf_low DOUBLE;
-ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_chrf_high DOUBLE;
-ALTER TABLE raw.locale_summary ADD COLUMN IF NOT EXISTS delta_chrf_excludes_zero BOOLEAN;
 
-CREATE TABLE IF NOT EXISTS raw.rank_agreement (
+CREATE TABLE raw.rank_agreement (
     aggregation   VARCHAR NOT NULL,  -- 'per_locale', 'model_averages' (default), 'mean_of_locales'
     locale        VARCHAR,           -- NULL for the two averages
     metric        VARCHAR NOT NULL,
     spearman      DOUBLE,            -- NULL when undefined (fewer than 3 models, constant scores)
     kendall_tau_b DOUBLE,
     n_models      INTEGER NOT NULL,
-    note          VARCHAR
+    note          VARCHAR,
+    n_locales     INTEGER,
+    is_default    BOOLEAN
 );
-ALTER TABLE raw.rank_agreement ADD COLUMN IF NOT EXISTS n_locales INTEGER;
-ALTER TABLE raw.rank_agreement ADD COLUMN IF NOT EXISTS is_default BOOLEAN;
 
 -- The Average rows of Tables 3 and 4, with their intervals and n.
-CREATE TABLE IF NOT EXISTS raw.table_averages (
+CREATE TABLE raw.table_averages (
     paper_table VARCHAR NOT NULL,   -- 'table3' (mean over models), 'table4' (mean over locales)
     quantity    VARCHAR NOT NULL,   -- the averaged column
     aggregation VARCHAR NOT NULL,
@@ -271,7 +274,7 @@ CREATE TABLE IF NOT EXISTS raw.table_averages (
 );
 
 -- Rank, rank interval and non-separable models per sortable leaderboard column.
-CREATE TABLE IF NOT EXISTS raw.leaderboard_ranks (
+CREATE TABLE raw.leaderboard_ranks (
     model_id           VARCHAR NOT NULL,
     quantity           VARCHAR NOT NULL,   -- the leaderboard column ranked by
     higher_is_better   BOOLEAN NOT NULL,
@@ -287,7 +290,7 @@ CREATE TABLE IF NOT EXISTS raw.leaderboard_ranks (
 -- Contamination and robustness rules (cultivar_assets/metrics/flags.py), one row per rule and
 -- model, for the evaluated models (leaderboard asset) and the paper's reported Table 3
 -- (reported_results asset).
-CREATE TABLE IF NOT EXISTS raw.contamination_flags (
+CREATE TABLE raw.contamination_flags (
     source        VARCHAR NOT NULL,   -- 'evaluated' or 'reported'
     rule          VARCHAR NOT NULL,
     rule_text     VARCHAR NOT NULL,
@@ -303,7 +306,7 @@ CREATE TABLE IF NOT EXISTS raw.contamination_flags (
 );
 
 -- How the last aggregation computed its statistics (one row).
-CREATE TABLE IF NOT EXISTS raw.statistics_settings (
+CREATE TABLE raw.statistics_settings (
     n_replicates   INTEGER NOT NULL,
     seed           BIGINT NOT NULL,
     confidence     DOUBLE NOT NULL,
@@ -321,7 +324,7 @@ CREATE TABLE IF NOT EXISTS raw.statistics_settings (
 );
 
 -- Figures published in the paper (Table 3), from the model registry: reported, not evaluated.
-CREATE TABLE IF NOT EXISTS raw.reported_results (
+CREATE TABLE raw.reported_results (
     model_id            VARCHAR PRIMARY KEY,
     type                VARCHAR NOT NULL,
     family              VARCHAR NOT NULL,
@@ -340,7 +343,7 @@ CREATE TABLE IF NOT EXISTS raw.reported_results (
 
 -- Returned annotation files (post-editing, paper §2.3): one per locale, the last one ingested
 -- (cultivar_assets/construction/annotation_file.py; its JSON Schema annotation.schema.json).
-CREATE TABLE IF NOT EXISTS raw.annotation_files (
+CREATE TABLE raw.annotation_files (
     locale         VARCHAR PRIMARY KEY,
     task_id        VARCHAR NOT NULL,
     drafts_hash    VARCHAR NOT NULL,
@@ -357,7 +360,7 @@ CREATE TABLE IF NOT EXISTS raw.annotation_files (
 -- One row per annotated instance. *_changed: the final text differs from the starting text (the
 -- LLM paraphrase; the original for a flagged draft); *_edits: maximal runs of changed tokens
 -- from the starting text to the final text (construction/text_edits.py).
-CREATE TABLE IF NOT EXISTS raw.annotations (
+CREATE TABLE raw.annotations (
     locale           VARCHAR NOT NULL,
     instance_id      INTEGER NOT NULL,
     source_original  VARCHAR NOT NULL,
@@ -383,7 +386,7 @@ CREATE TABLE IF NOT EXISTS raw.annotations (
 
 -- Building Cultivar, named-entity-rich selection (paper §2.1; asset selected_instances). The
 -- tables hold the last selection run and are rewritten as a whole.
-CREATE TABLE IF NOT EXISTS raw.selection_runs (
+CREATE TABLE raw.selection_runs (
     fingerprint        VARCHAR NOT NULL,
     source_name        VARCHAR NOT NULL,
     source_description VARCHAR NOT NULL,
@@ -400,15 +403,15 @@ CREATE TABLE IF NOT EXISTS raw.selection_runs (
     selection_sha256   VARCHAR,
     counts             VARCHAR NOT NULL,   -- JSON: the counts of the report
     notes              VARCHAR[] NOT NULL,
-    created_at         TIMESTAMP NOT NULL
+    created_at         TIMESTAMP NOT NULL,
+    -- the source benchmark's identity (JSON: kind; flores: split, origin, path or repo, revision,
+    -- commit; files: path, sha256), which the built dataset's manifest records. NULL in files
+    -- written before it was recorded (then the manifest says it is not known)
+    source_identity    VARCHAR
 );
--- The source benchmark's identity (JSON: kind; flores: split, origin, path or repo, revision,
--- commit; files: path, sha256), which the built dataset's manifest records. NULL in files written
--- before it was recorded (then the manifest says it is not known).
-ALTER TABLE raw.selection_runs ADD COLUMN IF NOT EXISTS source_identity VARCHAR;
 
 -- Every instance of the source benchmark with the selection's findings and decision.
-CREATE TABLE IF NOT EXISTS raw.selection_instances (
+CREATE TABLE raw.selection_instances (
     instance_id     INTEGER PRIMARY KEY,
     english         VARCHAR NOT NULL,
     domain          VARCHAR,
@@ -424,7 +427,7 @@ CREATE TABLE IF NOT EXISTS raw.selection_instances (
     overrides       VARCHAR[] NOT NULL   -- what a manual selection overrode
 );
 
-CREATE TABLE IF NOT EXISTS raw.selection_entities (
+CREATE TABLE raw.selection_entities (
     instance_id INTEGER NOT NULL,
     start_char  INTEGER NOT NULL,   -- character offsets into english, end exclusive
     end_char    INTEGER NOT NULL,
@@ -436,7 +439,7 @@ CREATE TABLE IF NOT EXISTS raw.selection_entities (
     note        VARCHAR
 );
 
-CREATE TABLE IF NOT EXISTS raw.selection_rule_outcomes (
+CREATE TABLE raw.selection_rule_outcomes (
     instance_id INTEGER NOT NULL,
     rule        VARCHAR NOT NULL,
     excluded    BOOLEAN NOT NULL,
@@ -446,7 +449,7 @@ CREATE TABLE IF NOT EXISTS raw.selection_rule_outcomes (
 );
 
 -- The source sentences of the selected instances, for the localisation step.
-CREATE TABLE IF NOT EXISTS raw.selection_sources (
+CREATE TABLE raw.selection_sources (
     instance_id INTEGER NOT NULL,
     language    VARCHAR NOT NULL,   -- FLORES+ code
     source      VARCHAR NOT NULL,
@@ -456,7 +459,7 @@ CREATE TABLE IF NOT EXISTS raw.selection_sources (
 -- Building Cultivar, LLM localisation (paper §2.2; asset localised_drafts): one row per locale,
 -- the run that wrote its drafts (cultivar_assets/construction/localisation.py). No secret is
 -- stored: engine_options holds only the options that change answers (no server address, no key).
-CREATE TABLE IF NOT EXISTS raw.localisation_runs (
+CREATE TABLE raw.localisation_runs (
     locale                   VARCHAR PRIMARY KEY,
     task_id                  VARCHAR NOT NULL,   -- <locale>-<drafts_hash[:12]>
     drafts_hash              VARCHAR NOT NULL,
@@ -488,18 +491,17 @@ CREATE TABLE IF NOT EXISTS raw.localisation_runs (
     is_demo                  BOOLEAN NOT NULL,
     seconds                  DOUBLE NOT NULL,    -- the localisation call that wrote the row
     n_locales_in_run         INTEGER NOT NULL,   -- locales that call localised
-    created_at               TIMESTAMP NOT NULL
+    created_at               TIMESTAMP NOT NULL,
+    -- added later (NULL in older files): how many drafts fail each check (construction/drafts.py:
+    -- draft_checks) and, for the engine replay, what the recording says it was recorded from (JSON)
+    n_source_not_in_script   INTEGER,
+    n_source_equals_english  INTEGER,
+    n_source_equals_original INTEGER,
+    recorded_from            VARCHAR
 );
 
--- Added later (NULL in older files): how many drafts fail each check (construction/drafts.py:
--- draft_checks) and, for the engine replay, what the recording says it was recorded from (JSON).
-ALTER TABLE raw.localisation_runs ADD COLUMN IF NOT EXISTS n_source_not_in_script INTEGER;
-ALTER TABLE raw.localisation_runs ADD COLUMN IF NOT EXISTS n_source_equals_english INTEGER;
-ALTER TABLE raw.localisation_runs ADD COLUMN IF NOT EXISTS n_source_equals_original INTEGER;
-ALTER TABLE raw.localisation_runs ADD COLUMN IF NOT EXISTS recorded_from VARCHAR;
-
 -- One LLM draft per locale and selected instance (construction/drafts.py: draft_hash).
-CREATE TABLE IF NOT EXISTS raw.localised_drafts (
+CREATE TABLE raw.localised_drafts (
     locale            VARCHAR NOT NULL,
     instance_id       INTEGER NOT NULL,
     source_original   VARCHAR NOT NULL,
@@ -514,28 +516,28 @@ CREATE TABLE IF NOT EXISTS raw.localised_drafts (
     draft_hash        VARCHAR NOT NULL,
     prompt_tokens     BIGINT,
     completion_tokens BIGINT,
+    checks            VARCHAR[],            -- the codes of the checks the draft fails (drafts.py;
+                                            -- added later: NULL in older files)
     PRIMARY KEY (locale, instance_id)
 );
--- Added later (NULL in older files): the codes of the checks the draft fails (drafts.py).
-ALTER TABLE raw.localised_drafts ADD COLUMN IF NOT EXISTS checks VARCHAR[];
 
 -- Building Cultivar, the dataset (paper §2.4; asset cultivar_dataset): the last build, its
 -- instances with their provenance, and Table 1 of the annotations it was built from. Rewritten as
 -- a whole by each build.
-CREATE TABLE IF NOT EXISTS raw.dataset_build (
+CREATE TABLE raw.dataset_build (
     fingerprint   VARCHAR NOT NULL,   -- sha256 of the built rows
     folder        VARCHAR NOT NULL,   -- where the dataset files were written
     is_demo       BOOLEAN NOT NULL,   -- built from the demo data
     source        VARCHAR NOT NULL,   -- the source benchmark (selection_summary)
     locales       VARCHAR[] NOT NULL,
     n_instances   INTEGER NOT NULL,
-    built_at      TIMESTAMP NOT NULL
+    built_at      TIMESTAMP NOT NULL,
+    -- what the build's records say about how it was made (JSON; construction/dataset.py,
+    -- build_provenance): the manifest's "provenance". NULL in files written before it was recorded
+    provenance    VARCHAR
 );
--- What the build's records say about how it was made (JSON; construction/dataset.py,
--- build_provenance): the manifest's "provenance". NULL in files written before it was recorded.
-ALTER TABLE raw.dataset_build ADD COLUMN IF NOT EXISTS provenance VARCHAR;
 
-CREATE TABLE IF NOT EXISTS raw.built_instances (
+CREATE TABLE raw.built_instances (
     locale            VARCHAR NOT NULL,
     instance_id       INTEGER NOT NULL,
     source_original   VARCHAR NOT NULL,
@@ -553,7 +555,7 @@ CREATE TABLE IF NOT EXISTS raw.built_instances (
     PRIMARY KEY (locale, instance_id)
 );
 
-CREATE TABLE IF NOT EXISTS raw.built_table1 (
+CREATE TABLE raw.built_table1 (
     locale                    VARCHAR PRIMARY KEY,
     n_instances               INTEGER NOT NULL,
     n_flagged                 INTEGER NOT NULL,
@@ -572,7 +574,7 @@ CREATE TABLE IF NOT EXISTS raw.built_table1 (
 -- Error analysis (paper §5, Table 5): the returned error-annotation files, one per locale, and
 -- one row per annotated translation (cultivar_assets/evaluation/error_file.py; its JSON Schema
 -- error_annotation.schema.json). Replaced as a whole by the error_analysis asset.
-CREATE TABLE IF NOT EXISTS raw.error_files (
+CREATE TABLE raw.error_files (
     locale                VARCHAR PRIMARY KEY,
     task_id               VARCHAR NOT NULL,
     annotator             VARCHAR NOT NULL,
@@ -587,7 +589,7 @@ CREATE TABLE IF NOT EXISTS raw.error_files (
     ingested_at           TIMESTAMP NOT NULL
 );
 
-CREATE TABLE IF NOT EXISTS raw.error_annotations (
+CREATE TABLE raw.error_annotations (
     locale              VARCHAR NOT NULL,
     instance_id         INTEGER NOT NULL,
     model_id            VARCHAR NOT NULL,
@@ -605,7 +607,7 @@ CREATE TABLE IF NOT EXISTS raw.error_annotations (
 
 -- The error analysis's configuration at the last ingest (one row): the outlier model of the
 -- second correlation and the sample's definition.
-CREATE TABLE IF NOT EXISTS raw.error_analysis_settings (
+CREATE TABLE raw.error_analysis_settings (
     outlier_model   VARCHAR,
     seed            VARCHAR NOT NULL,
     n_instances     INTEGER,            -- per locale; NULL: all
@@ -624,26 +626,26 @@ CREATE TABLE IF NOT EXISTS raw.error_analysis_settings (
 -- include. A step whose fingerprint and files are unchanged is reused, not run. A write made
 -- for a step of a Dagster run forgets that step's record; every other write made outside the
 -- runner's steps empties the table, in its own transaction (store/database.py).
-CREATE TABLE IF NOT EXISTS raw.step_records (
+CREATE TABLE raw.step_records (
     step        VARCHAR PRIMARY KEY,  -- selection, build:<locale>, dataset, test_sets,
                                       -- model:<model id>, results
     inputs      VARCHAR NOT NULL,     -- sha256 of the step's inputs (steps/plan.py)
     outputs     VARCHAR NOT NULL,     -- sha256 of its output files' listing
     token       VARCHAR NOT NULL,     -- unique per recorded run
     seconds     DOUBLE NOT NULL,      -- how long that run took
-    recorded_at TIMESTAMP NOT NULL    -- UTC
+    recorded_at TIMESTAMP NOT NULL,   -- UTC
+    -- added later (NULL in records that older releases made)
+    input_values VARCHAR,             -- the inputs, flattened (JSON object, steps/changes.py):
+                                      -- names what changed when the step runs again
+    run_id      VARCHAR               -- the Dagster run
 );
--- added by this release (NULL in records that older releases made)
-ALTER TABLE raw.step_records ADD COLUMN IF NOT EXISTS input_values VARCHAR;  -- the inputs,
-    -- flattened (JSON object, steps/changes.py): names what changed when the step runs again
-ALTER TABLE raw.step_records ADD COLUMN IF NOT EXISTS run_id VARCHAR;  -- the Dagster run
 
 -- What Dagster runs launched outside the runner (the UI, a sensor, a schedule) are doing to a
 -- step (steps/launched_runs.py): one row per asset of the step that the run started, with the
 -- step's fingerprint at the asset's start; a step whose every asset is done, each with the
 -- fingerprint the step has at the end, gets its record. Another run's write for the step, a
 -- runner's step and any write made outside both delete the rows (store/database.py).
-CREATE TABLE IF NOT EXISTS raw.step_runs (
+CREATE TABLE raw.step_runs (
     step       VARCHAR NOT NULL,
     run_id     VARCHAR NOT NULL,
     asset      VARCHAR NOT NULL,
@@ -655,7 +657,7 @@ CREATE TABLE IF NOT EXISTS raw.step_runs (
 
 -- Failed Dagster runs, recorded by the run-failure sensor (cultivar_assets/automation.py): one
 -- row per run; the model is the run's `cultivar/model` tag or its partition, when it has one.
-CREATE TABLE IF NOT EXISTS raw.run_failures (
+CREATE TABLE raw.run_failures (
     run_id     VARCHAR PRIMARY KEY,
     job        VARCHAR NOT NULL,
     model_id   VARCHAR,              -- NULL: a run of no single model (results, build, ...)
@@ -667,13 +669,22 @@ CREATE TABLE IF NOT EXISTS raw.run_failures (
 -- The file's write generation (one row): every Store.write advances it in its own transaction
 -- and names its writer (a pipeline run's id, or other:<pid>). A run's write that finds another
 -- generation than the one the run last saw empties raw.step_records (store/database.py).
-CREATE TABLE IF NOT EXISTS raw.write_state (
+CREATE TABLE raw.write_state (
     generation BIGINT NOT NULL,
     writer     VARCHAR NOT NULL
 );
 
 -- Which schema.sql and views.sql the file was last set up with (the sha256 of both texts): a
--- write connection applies the two scripts only when this differs (store/database.py).
-CREATE TABLE IF NOT EXISTS raw.schema_state (
+-- connection sets the file up (migrations, views) only when this differs (store/database.py).
+CREATE TABLE raw.schema_state (
     digest VARCHAR NOT NULL
+);
+
+-- The schema versions the file went through, one row each: the version it was created at (by
+-- schema.sql) and each migration since (by its file in sql/migrations/). Its version is the
+-- largest (store/migrations.py).
+CREATE TABLE raw.schema_version (
+    version    INTEGER NOT NULL,
+    applied_at TIMESTAMP NOT NULL,   -- UTC
+    applied_by VARCHAR NOT NULL      -- schema.sql, or the migration's file name
 );

@@ -4,10 +4,6 @@
 SELECT step, inputs, outputs, token, seconds, recorded_at, input_values, run_id
 FROM raw.step_records ORDER BY step;
 
--- A file whose records an older release made (no input_values, run_id columns yet).
--- name: read_older_step_records
-SELECT step, inputs, outputs, token, seconds, recorded_at FROM raw.step_records ORDER BY step;
-
 -- name: put_step_record
 INSERT OR REPLACE INTO raw.step_records
     (step, inputs, outputs, token, seconds, recorded_at, input_values, run_id)

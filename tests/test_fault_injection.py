@@ -14,34 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
+from database_state import state
 
 TESTS = Path(__file__).resolve().parent
-# values that depend on when or how fast a run went, not on what it computed
-VOLATILE = {"loaded_at", "finished_at", "seconds", "ingested_at", "created_at", "computed_at",
-            "n_generated",
-            "n_cached"}
-
-
-def state(path: Path) -> dict[str, list[tuple]]:
-    """Every raw table's rows (volatile columns left out), sorted; ``raw.schema_state`` (which
-    scripts set the file up) and ``raw.write_state`` (how many writes it has seen) are not data
-    and are left out."""
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'raw' ORDER BY 1"
-        ).fetchall() if r[0] not in ("schema_state", "write_state")]  # not data
-        result = {}
-        for table in tables:
-            columns = [r[0] for r in con.execute(f"DESCRIBE raw.{table}").fetchall()
-                       if r[0] not in VOLATILE]
-            rows = con.execute(f"SELECT {', '.join(columns)} FROM raw.{table}").fetchall()
-            result[table] = sorted(rows, key=repr)
-        return result
-    finally:
-        con.close()
 
 
 def child(tmp_path: Path, database: Path, kill: int | None = None) -> subprocess.CompletedProcess:

@@ -10,10 +10,17 @@ write leaves the database as it was, and the error raised is the write's own -- 
 format that DuckDB 1.5 can also read (``storage_compatibility_version``), so the standalone
 ``duckdb`` CLI 1.5.x opens them.
 
-A write connection applies ``schema.sql`` and ``views.sql`` only when the file was not already
-set up with these very scripts: ``raw.schema_state`` keeps the sha256 of both texts, so an
-unchanged file costs one small query per connection instead of re-creating every view (a
-pipeline run opens the file dozens of times).
+Every file has a *schema version* (:mod:`cultivar_assets.store.migrations`). A write connection
+sets the file up only when it was not already set up with this release's scripts:
+``raw.schema_state`` keeps the sha256 of ``schema.sql`` and ``views.sql``, so an unchanged file
+costs one small query per connection instead of re-creating every view (a pipeline run opens
+the file dozens of times). Setting up, in one transaction: a new file gets ``schema.sql``; a file
+of an older version gets the migrations since its version, and its tables must then equal a new
+file's; then ``views.sql`` and the digest. A migration that fails, or a layout that still
+differs, leaves the file as it was and raises :class:`StoreError` saying how to rebuild it; a
+file of a *newer* version than this release's is refused, never downgraded. A read-only
+connection reads the version too (one small query): a newer one is refused, an older one is
+migrated first (through a write connection), so every read sees this release's layout.
 
 Step records (``raw.step_records``, :mod:`cultivar_assets.store.step_records`) say which steps of
 the pipeline are unchanged since they last ran. Every write also advances the file's *write
@@ -59,6 +66,8 @@ import pyarrow as pa
 
 from cultivar_assets.files import disk_full_error, is_disk_full
 from cultivar_assets.sqlfiles import script, statement_text
+from cultivar_assets.store import migrations
+from cultivar_assets.store.migrations import SCHEMA_VERSION, MigrationFailed
 
 STORAGE_VERSION = "v1.5.0"
 _RESERVED_STEMS = {"raw", "main", "system", "temp", "memory"}
@@ -188,17 +197,63 @@ def _schema_digest() -> str:
     return hashlib.sha256(both.encode("utf-8")).hexdigest()
 
 
-def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Apply ``schema.sql`` and ``views.sql`` unless the file already has them (same digest)."""
+def _rebuild_hint(path: Path) -> str:
+    return (f"To rebuild it, run `cultivar run` (or `cultivar demo`) with another database file "
+            f"(--database, or `database:` in the settings file), or delete {path} and run the "
+            "pipeline again; a model whose outputs the translation cache holds is not run "
+            "again.")
+
+
+def _version_of(con: duckdb.DuckDBPyConnection, path: Path) -> int | None:
+    """The file's schema version (None: a new file); a newer one than this release's, or a
+    version table without a version, is a :class:`StoreError`."""
+    try:
+        version = migrations.stored_version(con)
+    except MigrationFailed as failure:
+        raise StoreError(f"cannot use the database {path}: {failure.reason}. "
+                         f"{_rebuild_hint(path)}") from None
+    if version is not None and version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database {path} has schema version {version}, newer than the version "
+            f"{SCHEMA_VERSION} of this release: a newer release of Cultivar wrote it, and this "
+            "one does not downgrade it (the file was not changed). Open it with that release, "
+            f"or use another database file with this one. {_rebuild_hint(path)}")
+    return version
+
+
+def _ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Set the file up unless it already is, for these scripts (same digest): see the module
+    docstring."""
     digest = _schema_digest()
     try:
         stored = _execute(con, "get_schema_digest", {})
     except duckdb.CatalogException:  # a new file, or one set up before the digest was kept
         stored = []
-    if stored != [(digest,)]:
-        con.execute(script("schema.sql"))
+    if stored == [(digest,)]:
+        return
+    version = _version_of(con, path)
+    con.begin()
+    try:
+        if version is None:
+            migrations.create(con)
+        else:
+            migrations.migrate(con, version)
         con.execute(script("views.sql"))
         _execute(con, "set_schema_digest", {"digest": digest})
+        con.commit()
+    except BaseException as error:
+        try:
+            con.rollback()
+        except duckdb.Error as rollback_error:  # a failed commit already rolled back
+            error.add_note(f"(the rollback then said: {rollback_error})")
+        if isinstance(error, MigrationFailed):
+            where = (f"migration {error.migration.name} failed" if error.migration
+                     else "after its migrations")
+            raise StoreError(
+                f"cannot bring the database {path} from schema version {version} to "
+                f"{SCHEMA_VERSION}: {where}: {error.reason}. The file was left as it was. "
+                f"{_rebuild_hint(path)}") from error
+        raise
 
 
 @dataclass
@@ -309,7 +364,14 @@ class Store:
         con = self._open(read_only, config)
         try:
             if not read_only:
-                _ensure_schema(con)
+                _ensure_schema(con, self.path)
+            else:
+                version = _version_of(con, self.path)
+                if version is not None and version < SCHEMA_VERSION:  # migrate, then read
+                    con.close()
+                    with self.connect():
+                        pass
+                    con = self._open(read_only, config)
             yield con
         finally:
             con.close()
@@ -376,7 +438,7 @@ class Store:
             return 0
         try:
             rows = self.query("read_write_state")
-        except duckdb.CatalogException:  # a file set up before the generation was kept
+        except duckdb.CatalogException:  # a file that holds no tables yet
             return 0
         return rows[0]["generation"] if rows else 0
 

@@ -52,15 +52,13 @@ def read_step_records_at(store: Store) -> tuple[int, dict[str, StepRecord]]:
         generation, rows = 0, []
     else:
         with store.reader() as reader:
-            try:
+            try:  # opening migrated a file of an older schema version
                 rows = reader.rows("read_step_records")
-            except duckdb.CatalogException:  # a file set up before step records existed
+            except duckdb.CatalogException:  # a file that holds no tables yet
                 rows = []
-            except duckdb.BinderException:  # ... or before they held their inputs (its next
-                rows = reader.rows("read_older_step_records")  # write adds the columns)
             try:
                 state = reader.rows("read_write_state")
-            except duckdb.CatalogException:  # ... or before the write generation was kept
+            except duckdb.CatalogException:  # ... the same
                 state = []
         generation = state[0]["generation"] if state else 0
     saw_generation(store.path, generation)
