@@ -165,6 +165,9 @@ def test_interruptions_remember_a_signal_another_handler_took():
     into a failed run: the runner must still know it was asked to stop."""
     from cultivar_assets.processes import Interrupted, interruptions
 
+    # what this process had before (an earlier test in the same process may have left another
+    # handler than the interpreter's defaults): interruptions() must put exactly that back
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
     with interruptions() as signals:
         signals.check()  # nothing received yet
         taken = []
@@ -180,5 +183,5 @@ def test_interruptions_remember_a_signal_another_handler_took():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(1)
         assert raised.value.signum == signal.SIGINT
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) is before[signal.SIGTERM]
+    assert signal.getsignal(signal.SIGINT) is before[signal.SIGINT]

@@ -59,7 +59,8 @@ def test_definitions_load():
     assert keys == {"selected_instances", "localised_drafts", "postedit_tools", "annotations",
                     "cultivar_dataset", "test_sets", "translations", "scores", "leaderboard",
                     "reported_results", "error_annotation_tool", "error_analysis", "charts",
-                    "hf_dataset_folder", "hf_dataset_push", "site"}
+                    "hf_dataset_folder", "hf_dataset_push", "site",
+                    "run_failures"}  # external: the failure sensor reports it (the site reads it)
     assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
                                           "build_benchmark", "build_dataset", "analyse_errors"}
 

@@ -4,6 +4,7 @@ only where it is configured. (The daemon itself: tests/test_automation_daemon.py
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 
@@ -166,7 +167,9 @@ def test_the_push_follows_the_folder_only_where_configured(tmp_path, monkeypatch
     settings = _settings(tmp_path)
     unconfigured = PublishConfig(repo_id="me/cultivar", token_env="CULTIVAR_TEST_HUB_TOKEN")
     assert not push_configured(unconfigured) and not push_configured(PublishConfig())
-    monkeypatch.setenv("CULTIVAR_TEST_HUB_TOKEN", "hf_" + "x" * 30)
+    # a random token: a registered secret's fragments are redacted process-wide, and one of
+    # repeated letters would redact other tests' text (e.g. test_secrets' padding)
+    monkeypatch.setenv("CULTIVAR_TEST_HUB_TOKEN", "hf_" + secrets.token_hex(15))
     assert push_configured(unconfigured)
     assert not push_configured(PublishConfig(token_env="CULTIVAR_TEST_HUB_TOKEN"))  # no repo
 

@@ -39,6 +39,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import write_models_file
+from process_helpers import group_members, proc_stat
 from vllm_helpers import VLLM_PYTHON, needs_vllm, run_worker, vllm_env
 
 from cultivar_assets.construction.build import build_localisation, build_selection
@@ -102,19 +103,13 @@ def delta(after: dict[str, float], before: dict[str, float], name: str) -> float
 
 
 def processes() -> list[tuple[int, int, int]]:
-    """(pid, parent pid, process group) of every process (from /proc)."""
+    """(pid, parent pid, process group) of every live process (from /proc; a zombie has exited
+    and is left out: PID 1 of some containers never reaps the orphans it inherits)."""
     found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # it ended while we read
-            continue
-        found.append((int(stat.parent.name), int(fields[1]), int(fields[2])))
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := proc_stat(int(entry.name))) is not None:
+            found.append((int(entry.name), *stat))
     return found
-
-
-def group_members(pgid: int) -> list[int]:
-    return [pid for pid, _, group in processes() if group == pgid]
 
 
 def served_form(offline: str, stop: tuple[str, ...]) -> str:
@@ -462,5 +457,5 @@ def test_a_real_refusal_stops_the_run_after_the_probe(served):
 def test_sigint_stops_serve_model_and_the_whole_server_group(served):
     assert served["returncode"] == 128 + signal.SIGINT
     assert served["left"] == []
-    assert [pid for pid in served["members"] if Path(f"/proc/{pid}").exists()] == []
+    assert [pid for pid in served["members"] if proc_stat(pid) is not None] == []
     assert "cannot reach 127.0.0.1:" in served["gone"]

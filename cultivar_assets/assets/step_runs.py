@@ -9,7 +9,9 @@ configured them (the definitions' resources with the run config's ``resources`` 
 :func:`cultivar_assets.resources.settings_from_resources`), the registered models are the
 instance's ``models`` partitions. A run whose config sets an asset's own config to other than
 its defaults (``localised_drafts``' ``redraft``) records no step: the runner never sets it. An
-asset that fails records nothing (its step's record is already forgotten).
+asset that fails records nothing (its step's record is already forgotten). An asset that starts
+before the database file exists records nothing and writes nothing before it computes (our
+choice: a failed asset then leaves no file behind).
 """
 
 from __future__ import annotations
@@ -64,6 +66,13 @@ def _recorded(kwargs: dict[str, Any]) -> Iterator[None]:
         yield
         return
     settings = run_settings(context)
+    if not settings.database_path.exists():
+        # no records to forget, and a note written now would create the file even when the
+        # asset then fails (which must leave nothing behind): this run records no step
+        context.log.info(f"no step is recorded: the database {settings.database_path} did not "
+                         "exist when the asset started (the next cultivar run runs the step)")
+        yield
+        return
     store = Store(settings.database_path)
     partitioned = context.assets_def.partitions_def is not None
     if partitioned and len(context.partition_keys) > 1:
