@@ -101,6 +101,14 @@ _STEP_WRITES: list[_StepWrites] = []  # the open writing_for_steps() blocks, inn
 
 
 @contextmanager
+
+def _roll_back(con, error: BaseException) -> None:
+    """Roll back after ``error``; what the rollback itself says is added to ``error``."""
+    try:
+        con.rollback()
+    except duckdb.Error as rollback_error:  # a failed commit already rolled back
+        error.add_note(f"(the rollback then said: {rollback_error})")
+
 def recording_steps() -> Iterator[None]:
     """Within this block, this process's writes are steps of one pipeline run that keeps the
     step records itself: they leave ``raw.step_records`` as it is, unless another writer wrote
@@ -242,10 +250,7 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         _execute(con, "set_schema_digest", {"digest": digest})
         con.commit()
     except BaseException as error:
-        try:
-            con.rollback()
-        except duckdb.Error as rollback_error:  # a failed commit already rolled back
-            error.add_note(f"(the rollback then said: {rollback_error})")
+        _roll_back(con, error)
         if isinstance(error, MigrationFailed):
             where = (f"migration {error.migration.name} failed" if error.migration
                      else "after its migrations")
@@ -418,10 +423,7 @@ class Store:
                         _execute(con, step.name, step.params)
                 con.commit()
             except BaseException as error:
-                try:
-                    con.rollback()
-                except duckdb.Error as rollback_error:  # a failed commit already rolled back
-                    error.add_note(f"(the rollback then said: {rollback_error})")
+                _roll_back(con, error)
                 if is_disk_full(error):
                     raise disk_full_error(self.path, "this write was not applied and the "
                                           "database holds what it held before it", error
