@@ -100,8 +100,6 @@ _SESSION: list[_Session] = []  # the open recording_steps() session of this proc
 _STEP_WRITES: list[_StepWrites] = []  # the open writing_for_steps() blocks, innermost last
 
 
-@contextmanager
-
 def _roll_back(con, error: BaseException) -> None:
     """Roll back after ``error``; what the rollback itself says is added to ``error``."""
     try:
@@ -109,6 +107,8 @@ def _roll_back(con, error: BaseException) -> None:
     except duckdb.Error as rollback_error:  # a failed commit already rolled back
         error.add_note(f"(the rollback then said: {rollback_error})")
 
+
+@contextmanager
 def recording_steps() -> Iterator[None]:
     """Within this block, this process's writes are steps of one pipeline run that keeps the
     step records itself: they leave ``raw.step_records`` as it is, unless another writer wrote
