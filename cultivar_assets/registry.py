@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Iterator
+from importlib import metadata
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -40,6 +41,28 @@ class Registry(Generic[T]):
         if name in self._entries and not overwrite:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = entry
+
+    def register_entry_points(self, group: str) -> list[str]:
+        """Add the entries that installed distributions declare in the entry-point ``group``
+        (``[project.entry-points."<group>"]`` in their ``pyproject.toml``: ``name =
+        "module:attribute"``), lazily, as :meth:`register` does; returns their names.
+
+        How third parties add entries without editing this package (as pytest plugins and
+        lm-evaluation-harness do). A name that is already registered, built in or declared by
+        another distribution, is an error naming the distribution (ours: no silent override)."""
+        added = []
+        for point in sorted(metadata.entry_points(group=group), key=lambda p: p.name):
+            where = point.dist.name if point.dist is not None else "an unnamed distribution"
+            if point.name in self._entries:
+                raise ValueError(
+                    f"{self.kind} {point.name!r} declared by {where}'s entry point "
+                    f"{point.value!r} (group {group}) is already registered; rename one of them")
+            if ":" not in point.value:
+                raise ValueError(f"{self.kind} {point.name!r} declared by {where} (group "
+                                 f"{group}) must be 'module:attribute', not {point.value!r}")
+            self.register(point.name, point.value)
+            added.append(point.name)
+        return added
 
     def get(self, name: str) -> T:
         """Return the entry for ``name``, importing it first if it was registered lazily."""

@@ -3,6 +3,9 @@ test, the migration tests): every raw table's rows, volatile columns left out.""
 
 from __future__ import annotations
 
+import gzip
+import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -21,11 +24,8 @@ def state(path: Path) -> dict[str, list[tuple]]:
     (how many writes it has seen) are not data and are left out."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'raw' ORDER BY 1"
-        ).fetchall() if r[0] not in NOT_DATA]
         result = {}
-        for table in tables:
+        for table in state_tables(con):
             columns = [r[0] for r in con.execute(f"DESCRIBE raw.{table}").fetchall()
                        if r[0] not in VOLATILE]
             rows = con.execute(f"SELECT {', '.join(columns)} FROM raw.{table}").fetchall()
@@ -33,3 +33,82 @@ def state(path: Path) -> dict[str, list[tuple]]:
         return result
     finally:
         con.close()
+
+
+# --- the demo database as a portable reference (tests/test_demo_cli.py) -----------------------
+
+# The step records hold the package's code digest and run ids (they change with every edit of the
+# code, by design); the run failures and step runs are empty in a successful demo.
+NOT_RESULTS = ("step_records", "step_runs", "run_failures")
+# columns (and keys inside JSON texts) whose values are the time of a run, not what it computed
+_TIMES = ("built_at", "ingested_at", "created_at", "loaded_at", "finished_at", "computed_at",
+          "recorded_at")
+_TIME_IN_JSON = re.compile(rf'"({"|".join(_TIMES)})": "[^"]*"')
+_BUILT = re.compile(r"\bbuilt \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the dataset's description
+REFERENCE = Path(__file__).parent / "fixtures" / "demo_database.json.gz"
+
+
+def _portable(value, home: str):
+    if isinstance(value, str):
+        value = _BUILT.sub("built <time>", value.replace(home, "<home>"))
+        return _TIME_IN_JSON.sub(r'"\1": "<time>"', value)
+    if isinstance(value, (list, tuple)):
+        return [_portable(item, home) for item in value]
+    if isinstance(value, dict):
+        return {key: _portable(item, home) for key, item in value.items()}
+    return value
+
+
+def portable_state(path: Path, home: Path) -> dict[str, list]:
+    """:func:`state` of a demo database as JSON data that another machine's run can equal: the
+    results only (:data:`NOT_RESULTS` left out), the run's home folder written ``<home>``, times
+    (:data:`_TIMES`, as columns or inside JSON texts) left out, every value as JSON has it."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        columns = {table: [r[0] for r in con.execute(f"DESCRIBE raw.{table}").fetchall()
+                           if r[0] not in VOLATILE] for table in state_tables(con)}
+    finally:
+        con.close()
+    result = {}
+    for table, rows in state(path).items():
+        if table in NOT_RESULTS:
+            continue
+        keep = [i for i, column in enumerate(columns[table]) if column not in _TIMES]
+        result[table] = sorted(
+            (json.loads(json.dumps(_portable([row[i] for i in keep], str(home)), default=str))
+             for row in rows), key=repr)
+    return result
+
+
+def state_tables(con) -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'raw' ORDER BY 1"
+    ).fetchall() if r[0] not in NOT_DATA]
+
+
+def write_reference(state_: dict[str, list], path: Path = REFERENCE) -> None:
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as handle:
+        json.dump(state_, handle, ensure_ascii=False, sort_keys=True, indent=0)
+
+
+def read_reference(path: Path = REFERENCE) -> dict[str, list]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def differences(actual: dict[str, list], reference: dict[str, list], limit: int = 3) -> list[str]:
+    """What differs, table by table: missing or extra tables, and up to ``limit`` rows of each
+    table that are only in one of the two."""
+    found = []
+    for table in sorted(set(actual) | set(reference)):
+        if table not in actual or table not in reference:
+            found.append(f"{table}: only in the {'reference' if table in reference else 'run'}")
+            continue
+        mine, theirs = ([repr(row) for row in rows] for rows in (actual[table], reference[table]))
+        only_mine = [row for row in mine if row not in set(theirs)]
+        only_theirs = [row for row in theirs if row not in set(mine)]
+        if only_mine or only_theirs or len(mine) != len(theirs):
+            found.append(f"{table}: {len(mine)} rows against the reference's {len(theirs)}; "
+                         f"only in the run: {[r[:300] for r in only_mine[:limit]]}; "
+                         f"only in the reference: {[r[:300] for r in only_theirs[:limit]]}")
+    return found

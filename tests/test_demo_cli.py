@@ -1,6 +1,7 @@
 """The README's main job: ``cultivar demo`` with the real embedded model (slow): the demo built
 by the project's own pipeline (selection, the weak demo localiser's drafts, tool pages, the
 shipped demo annotation files, the dataset), then evaluated, then run again (every step reused);
+its stored results equal the committed reference (tests/fixtures/demo_database.json.gz);
 and, in a test of its own, the shipped files must match the drafts the embedded model produces
 here, and regenerating them changes no byte."""
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from database_state import differences, portable_state, read_reference
 
 from cultivar_assets.construction.config import DEMO_LOCALISER_ANSWERS
 from cultivar_assets.construction.demo_annotations import describe, environment
@@ -49,6 +51,9 @@ def test_demo_runs_twice_and_the_second_run_reuses_every_step(isolated_home):
     assert (tools / "hin_Deva_US" / "index.html").is_file()
     assert "Hand in an edited file: cultivar build ingest FILE" in first.stdout
     assert "Time: selection " in first.stdout
+    # behaviour and stored results unchanged: the results equal the committed reference
+    # (scripts/demo_database_reference.py writes it; times, paths and step records aside)
+    assert differences(portable_state(database, isolated_home), read_reference()) == []
 
     with duckdb.connect(str(database), read_only=True) as con:
         generated = dict(con.execute("SELECT model_id, n_generated FROM models "

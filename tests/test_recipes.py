@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import sys
+import tomllib
 from pathlib import Path
 
 import duckdb
@@ -31,31 +32,64 @@ from cultivar_assets.translation import translate
 PAGE = "extending"
 
 
+def install_metadata(folder: Path, name: str, entry_points: dict[str, dict[str, str]]) -> None:
+    """What ``pip install`` leaves for a distribution's entry points: ``<name>-0.1.dist-info``
+    with its ``METADATA`` and ``entry_points.txt`` (the packaging spec's format) in ``folder``,
+    a folder on ``sys.path``."""
+    info = folder / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
+        for group, points in entry_points.items()))
+
+
 def test_recipe_new_engine(tmp_path, monkeypatch):
-    # 1. the engine class, as the page writes it, in a module of its own
-    (tmp_path / "recipe_engines.py").write_text(
+    # 1. the engine class, as the page writes it, in a module of its own (the package's)
+    (tmp_path / "shout_engine.py").write_text(
         code_block_after(PAGE, "## A new engine", "python"), "utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    # 2. registered by name as a "module:Class" string (what _ENGINES holds)
-    registry = engine_registry()
-    registry.register("shout", "recipe_engines:ShoutEngine")
+    # 2. the package's entry point, from the page's pyproject.toml block, installed
+    declared = tomllib.loads(code_block_after(PAGE, "## A new engine", "toml"))
+    install_metadata(tmp_path, "shout-engine", declared["project"]["entry-points"])
+    engine_registry.cache_clear()
     try:
-        # 3. the model entry, as the page writes it
-        entries = yaml.safe_load(code_block_after(PAGE, "## A new engine", "yaml"))
-        models = load_models(write_models_file(tmp_path / "models.yaml", entries))
-        spec = models.get("shout-baseline")
-        assert spec.engine == "shout"
-        # 4. a run: the demo's test sets translated through the new engine
-        store = Store(tmp_path / "db.duckdb")
-        write_dataset(store, load_benchmark(DataConfig()))
-        test_sets = read_test_sets(store)
-        run = translate(spec, test_sets, cache_dir=tmp_path / "cache", show_progress_bar=False)
+        with monkeypatch.context() as patch:
+            patch.syspath_prepend(str(tmp_path))
+            assert "shout" in engine_registry()
+            # 3. the model entry, as the page writes it
+            entries = yaml.safe_load(code_block_after(PAGE, "## A new engine", "yaml"))
+            models = load_models(write_models_file(tmp_path / "models.yaml", entries))
+            spec = models.get("shout-baseline")
+            assert spec.engine == "shout"
+            # 4. a run: the demo's test sets translated through the new engine
+            store = Store(tmp_path / "db.duckdb")
+            write_dataset(store, load_benchmark(DataConfig()))
+            test_sets = read_test_sets(store)
+            run = translate(spec, test_sets, cache_dir=tmp_path / "cache",
+                            show_progress_bar=False)
     finally:
-        registry._entries.pop("shout", None)
-        sys.modules.pop("recipe_engines", None)
+        engine_registry.cache_clear()  # the next test's registry is the package's own
+        sys.modules.pop("shout_engine", None)
     assert len(run.rows) == sum(len(t.segments) for t in test_sets) > 0
     assert all(row.raw_output == row.source.upper() for row in run.rows)
     assert run.info.engine == "shout"
+
+
+def test_an_engine_entry_point_may_not_take_a_built_in_name(tmp_path, monkeypatch):
+    """A distribution that declares an engine under a built-in name is refused, naming it (the
+    built-in engine is not silently replaced)."""
+    install_metadata(tmp_path, "rogue-engines",
+                     {"cultivar.engines": {"vllm": "rogue:Engine", "fine": "rogue:Fine"}})
+    engine_registry.cache_clear()
+    try:
+        with monkeypatch.context() as patch:
+            patch.syspath_prepend(str(tmp_path))
+            with pytest.raises(ValueError,
+                               match="'vllm' declared by rogue-engines's entry point"):
+                engine_registry()
+    finally:
+        engine_registry.cache_clear()
+    assert engine_registry().get("vllm").__name__ == "VLLMEngine"  # without the distribution
 
 
 def test_recipe_new_locale(tmp_path, monkeypatch, capsys):
