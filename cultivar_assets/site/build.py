@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from markupsafe import Markup, escape
 
-from cultivar_assets import __version__
+from cultivar_assets import __version__, textdiff
 from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
 from cultivar_assets.files import MANIFEST, read_manifest, replace_folder
@@ -58,13 +58,14 @@ from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.failures import failure_rows
-from cultivar_assets.site.pages import PageWriter, model_slug
+from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
 from cultivar_assets.site.svg_worker import SvgJob
 from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.sqlfiles import statement_text
 from cultivar_assets.store.database import Reader, Store
 from cultivar_assets.tables import csv_text, json_text
+from cultivar_assets.textdiff import mode_for_script
 
 Progress = Callable[[str], None]
 SITE_FORMAT = 2  # the site's layout; a change rebuilds every file
@@ -82,7 +83,7 @@ QUERY_EXAMPLES = (
     ("example_evaluated_vs_reported", "Evaluated here against reported in the paper"),
     ("example_translations", "Translations (load some models below first)"),
 )
-PUBLIC_STATIC = ("fonts.css", "style.css", "cultivar.js", "cultivar-shards.js", "cultivar-diff.js",
+PUBLIC_STATIC = ("fonts.css", "style.css", "cultivar.js", "cultivar-shards.js", *TEXTDIFF_STATIC,
                  "cultivar-csv.js", "cultivar-browse.js", "cultivar-query.js", "favicon.svg")
 __all__ = ["HIDDEN_OUTPUT", "MANIFEST", "SiteSummary", "build_site", "chart_inputs",
            "component_sizes", "model_slug", "reuse_key", "vega_bundle"]
@@ -131,7 +132,8 @@ def chart_inputs(store: Store) -> tuple[list[dict], list[dict], list[dict], list
 
 def reuse_key(dataset_fingerprint: str | None, show_originals: bool) -> str:
     """What every per-model file depends on besides the model's own rows (module docstring)."""
-    code = b"".join(Path(module.__file__).read_bytes() for module in (shards, dl, diff))
+    code = b"".join(Path(module.__file__).read_bytes()
+                    for module in (shards, dl, diff, textdiff))
     parts = [SITE_FORMAT, shards.FORMAT, dataset_fingerprint, show_originals, duckdb.__version__,
              hashlib.sha256(code).hexdigest()]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
@@ -380,7 +382,9 @@ class _Build:
                 self.writer.link(old, path)
                 self.locale_payloads[locale] = shards.decode_shard(old.read_bytes())[1]
                 continue
-            payload = shards.locale_payload(locale, self.instances[locale], self.show)
+            payload = shards.locale_payload(
+                locale, self.instances[locale], self.show,
+                mode_for_script(self.locale_info[locale]["script"]))
             data, key = shards.shard_json(payload), f"locale/{locale}"
             self._later(path, lambda key=key, data=data: shards.pack_shard(key, data))
             self.locale_payloads[locale] = payload
