@@ -13,17 +13,17 @@ from hostile_strings import ALL as HOSTILE
 
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site import shards
-from cultivar_assets.site.build import QUERY_EXAMPLES
 from cultivar_assets.site.diff import word_diff
-from cultivar_assets.textdiff import token_texts
 from cultivar_assets.site.query_engine import (
     QueryEngineError,
     cached_query_engine,
     fetch_query_engine,
     query_engine_for_build,
 )
+from cultivar_assets.site.site_pages import QUERY_EXAMPLES
 from cultivar_assets.sqlfiles import statement_text
 from cultivar_assets.tables import csv_safe, csv_text, json_text
+from cultivar_assets.textdiff import token_texts
 
 
 def test_shards_round_trip_and_hold_only_base64():
