@@ -77,6 +77,26 @@ def test_locale_shard_diffs_the_source_in_the_mode_of_its_script():
     assert char[4] == word[4] == ["I use an ", "iPad", "."]
 
 
+def test_the_built_sites_locale_shards_use_the_mode_of_the_locales_script(tmp_path):
+    """The build diffs each locale's sources in the mode of its script (the store's locale
+    rows, from the registry): characters for cmn_Hans_China, words for hin_Deva_India."""
+    from site_helpers import hostile_store
+
+    from cultivar_assets.site.build import build_site
+
+    (tmp_path / "store").mkdir()
+    store = hostile_store(tmp_path / "store")
+    build_site(store, tmp_path / "site", query_page="off")
+    instances = store.query("instances")
+    for locale, mode, other in (("cmn_Hans_China", "char", "word"),
+                                ("hin_Deva_India", "word", "char")):
+        rows = [r for r in instances if r["locale"] == locale]
+        built = shards.decode_shard(
+            (tmp_path / "site" / shards.shard_path(f"locale/{locale}")).read_bytes())[1]
+        assert built == shards.locale_payload(locale, rows, True, mode)
+        assert built != shards.locale_payload(locale, rows, True, other)
+
+
 def test_locale_shard_hides_originals_but_keeps_the_highlights():
     inst = {"instance_id": 3, "source_original": "Flamengo gewann.",
             "source_localised": "Bayern gewann.", "english_original": "Flamengo won.",
