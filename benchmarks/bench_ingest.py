@@ -44,8 +44,8 @@ from cultivar_assets.construction.annotation_file import (
 from cultivar_assets.construction.annotation_store import ingest_annotation_file
 from cultivar_assets.construction.annotation_task import AnnotationTask
 from cultivar_assets.construction.drafts import Draft
-from cultivar_assets.construction.text_edits import token_texts
 from cultivar_assets.store.database import Store
+from cultivar_assets.textdiff import token_texts
 
 LOCALE = "cmn_Hans_China"
 HAN = [chr(0x4E00 + i) for i in range(3000)]

@@ -1,5 +1,5 @@
-"""Tokens and edit counts (construction/text_edits.py) on hand-made cases, and the tool's
-JavaScript twin (site/static/postedit-textdiff.js) run through node on the same cases."""
+"""Tokens (textdiff.py) and edit counts (construction/text_edits.py) on hand-made cases, and
+their JavaScript twin (site/static/textdiff.js) run through node on the same cases."""
 
 from __future__ import annotations
 
@@ -12,13 +12,15 @@ import pytest
 from conftest import REPO_ROOT
 
 from cultivar_assets.construction.text_edits import (
+    count_changed_tokens,
+    count_edits,
+    mode_for_locale,
+)
+from cultivar_assets.textdiff import (
     JOINERS,
     WHITESPACE,
     _encode,
-    count_changed_tokens,
-    count_edits,
     diff_ops,
-    mode_for_locale,
     token_texts,
     tokenize,
 )
@@ -132,7 +134,7 @@ process.stdout.write(JSON.stringify(out));
 
 
 def run_js(cases: list[tuple[str, str, str]]) -> list[dict]:
-    script = REPO_ROOT / "site" / "static" / "postedit-textdiff.js"
+    script = REPO_ROOT / "site" / "static" / "textdiff.js"
     result = subprocess.run(["node", "-e", NODE_SCRIPT, str(script)],
                             input=json.dumps(cases), capture_output=True, text=True, check=True,
                             timeout=60)

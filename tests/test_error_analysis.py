@@ -22,9 +22,14 @@ from error_helpers import (
 
 from cultivar_assets.evaluation.error_analysis import read_table5
 from cultivar_assets.evaluation.error_file import ErrorFileError, parse_error_file
-from cultivar_assets.evaluation.error_sample import build_error_sample, text_sha256
+from cultivar_assets.evaluation.error_sample import (
+    ErrorItem,
+    ErrorTask,
+    build_error_sample,
+    text_sha256,
+)
 from cultivar_assets.evaluation.error_store import ErrorIngestError, ingest_error_files
-from cultivar_assets.evaluation.error_tool import build_error_tools
+from cultivar_assets.evaluation.error_tool import build_error_tools, highlights
 from cultivar_assets.evaluation.error_types import CODES, GENERAL, LOCALE_SPECIFIC
 
 
@@ -256,3 +261,21 @@ def test_a_deeply_nested_error_file_is_refused(sample):
     deep = b'{"format": "cultivar-error-annotation", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
     assert problems(deep, sample) == [
         "(file): nests arrays or objects more than 32 levels deep: it is not a file the tool wrote"]
+
+
+def test_the_tools_highlights_diff_the_source_in_the_mode_of_the_locales_script():
+    """The source of a Chinese locale is diffed per character (a Latin word in it too), the
+    English texts per word (textdiff.py, mode by the locale registry's script)."""
+    hypothesis = "I use an iPad."
+    item = ErrorItem(key="cmn_Hans_China_1:m", model_id="m", system="m",
+                     locale="cmn_Hans_China", instance_id=1, source="我用iPad。",
+                     reference="I use an iPad.", original_reference="I use an iPhone.",
+                     hypothesis=hypothesis, hypothesis_sha256=text_sha256(hypothesis),
+                     original_source="我用iPhone。")
+    task = ErrorTask(task_id="t", locale="cmn_Hans_China", seed="s", blind=False,
+                     models=("m",), instance_ids=(1,), items=(item,))
+    group = highlights(task)[1]
+    assert [s.text for s in group["source"] if s.changed] == ["ad"]
+    assert [s.text for s in group["reference"] if s.changed] == ["iPad"]
+    assert [s.text for s in group["original_reference"] if s.changed] == ["iPhone"]
+    assert not any(s.changed for s in group["hypotheses"][item.key])

@@ -343,8 +343,8 @@ def changed(spans) -> list[str]:
 
 def test_source_references_and_outputs_are_highlighted_with_the_browsers_diff(
         tool, sample, store):
-    """The marks are those of site/diff.py (whose browser twin cultivar-diff.js the segment
-    browser uses; tests/test_site_js.py holds the two together)."""
+    """The marks are those of site/diff.py (whose browser twin textdiff.js the segment
+    browser uses; tests/test_site_js.py holds the two together); German: word mode."""
     task = sample.by_locale()[LOCALES[1]]
     originals = {(r["locale"], r["instance_id"]): r for r in store.query("instances")}
     t = tool(LOCALES[1])
@@ -353,8 +353,8 @@ def test_source_references_and_outputs_are_highlighted_with_the_browsers_diff(
         item = next(i for i in task.items if i.instance_id == iid)
         row = originals[(LOCALES[1], iid)]
         group = t.group(iid)
-        source = changed(word_diff(row["source_original"], item.source)[1])
-        before, after = word_diff(item.original_reference, item.reference)
+        source = changed(word_diff(row["source_original"], item.source, "word")[1])
+        before, after = word_diff(item.original_reference, item.reference, "word")
         assert marked(group.locator("[data-role=source]")) == source
         assert marked(group.locator("[data-role=reference]")) == changed(after)
         assert marked(group.locator("[data-role=original-reference]")) == changed(before)
@@ -362,7 +362,7 @@ def test_source_references_and_outputs_are_highlighted_with_the_browsers_diff(
         for each in (i for i in task.items if i.instance_id == iid):
             box = t.page.locator(f"fieldset.system[data-key='{each.key}']")
             hyp = box.locator("[data-role=hypothesis]")
-            assert marked(hyp) == changed(word_diff(item.reference, each.hypothesis)[1])
+            assert marked(hyp) == changed(word_diff(item.reference, each.hypothesis, "word")[1])
             assert hyp.inner_text() == each.hypothesis
         some = some or bool(source)
     assert some  # the sample's localised sources do differ from their originals

@@ -13,7 +13,6 @@ from hostile_strings import ALL as HOSTILE
 
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site import shards
-from cultivar_assets.site.build import QUERY_EXAMPLES
 from cultivar_assets.site.diff import word_diff
 from cultivar_assets.site.query_engine import (
     QueryEngineError,
@@ -21,8 +20,10 @@ from cultivar_assets.site.query_engine import (
     fetch_query_engine,
     query_engine_for_build,
 )
+from cultivar_assets.site.site_pages import QUERY_EXAMPLES
 from cultivar_assets.sqlfiles import statement_text
 from cultivar_assets.tables import csv_safe, csv_text, json_text
+from cultivar_assets.textdiff import token_texts
 
 
 def test_shards_round_trip_and_hold_only_base64():
@@ -45,19 +46,63 @@ def test_shards_round_trip_and_hold_only_base64():
 def test_shard_diffs_alternate_and_rebuild_the_text():
     original = "Am Montag gewann Flamengo in Rio."
     localised = "Am Montag gewann Bayern in München."
-    _, b = word_diff(original, localised)
+    _, b = word_diff(original, localised, "word")
     pieces = shards.alternating(b)
     assert "".join(pieces) == localised
     assert pieces[1::2] == [s.text for s in b if s.changed]
-    assert shards.alternating(word_diff("x", "y z")[1]) == ["", "y z"]
+    assert shards.alternating(word_diff("x", "y z", "word")[1]) == ["", "y z"]
+
+
+def test_a_devanagari_word_with_vowel_signs_is_one_token_and_one_highlight():
+    """The site's diff is the tools' (textdiff.py): marks (vowel signs, viramas, anusvara) belong
+    to their word. The site's old tokeniser (runs of ``\\w``) split किताबें into क, ि, त, ा, ब, ें
+    and highlighted only the new vowel signs."""
+    assert token_texts("किताबें पढ़ीं", "word") == ["किताबें", "पढ़ीं"]
+    original, localised = word_diff("उसने किताब पढ़ी।", "उसने किताबें पढ़ीं।", "word")
+    assert [(s.text, s.changed) for s in original] == [
+        ("उसने ", False), ("किताब पढ़ी", True), ("।", False)]
+    assert [(s.text, s.changed) for s in localised] == [
+        ("उसने ", False), ("किताबें पढ़ीं", True), ("।", False)]
+
+
+def test_locale_shard_diffs_the_source_in_the_mode_of_its_script():
+    """Character mode for a script written without spaces (a Latin word inside Chinese text is
+    diffed per character too); the English references always in word mode."""
+    inst = {"instance_id": 1, "source_original": "我用iPhone。", "source_localised": "我用iPad。",
+            "english_original": "I use an iPhone.", "english_localised": "I use an iPad."}
+    char = shards.locale_payload("cmn_Hans_China", [inst], True, "char")["items"][0]
+    word = shards.locale_payload("cmn_Hans_China", [inst], True, "word")["items"][0]
+    assert char[2] == ["我用iP", "ad", "。"]
+    assert word[2] == ["", "我用iPad", "。"]  # word mode: one run of letters, one token
+    assert char[4] == word[4] == ["I use an ", "iPad", "."]
+
+
+def test_the_built_sites_locale_shards_use_the_mode_of_the_locales_script(tmp_path):
+    """The build diffs each locale's sources in the mode of its script (the store's locale
+    rows, from the registry): characters for cmn_Hans_China, words for hin_Deva_India."""
+    from site_helpers import hostile_store
+
+    from cultivar_assets.site.build import build_site
+
+    (tmp_path / "store").mkdir()
+    store = hostile_store(tmp_path / "store")
+    build_site(store, tmp_path / "site", query_page="off")
+    instances = store.query("instances")
+    for locale, mode, other in (("cmn_Hans_China", "char", "word"),
+                                ("hin_Deva_India", "word", "char")):
+        rows = [r for r in instances if r["locale"] == locale]
+        built = shards.decode_shard(
+            (tmp_path / "site" / shards.shard_path(f"locale/{locale}")).read_bytes())[1]
+        assert built == shards.locale_payload(locale, rows, True, mode)
+        assert built != shards.locale_payload(locale, rows, True, other)
 
 
 def test_locale_shard_hides_originals_but_keeps_the_highlights():
     inst = {"instance_id": 3, "source_original": "Flamengo gewann.",
             "source_localised": "Bayern gewann.", "english_original": "Flamengo won.",
             "english_localised": "Bayern won."}
-    shown = shards.locale_payload("deu_Latn_Germany", [inst], True)["items"][0]
-    hidden = shards.locale_payload("deu_Latn_Germany", [inst], False)["items"][0]
+    shown = shards.locale_payload("deu_Latn_Germany", [inst], True, "word")["items"][0]
+    hidden = shards.locale_payload("deu_Latn_Germany", [inst], False, "word")["items"][0]
     assert "".join(shown[1]) == "Flamengo gewann." and "".join(shown[3]) == "Flamengo won."
     assert hidden[1] is None and hidden[3] is None
     assert hidden[2] == shown[2] == ["", "Bayern", " gewann."]

@@ -1,7 +1,8 @@
 """The browser's copies of Python definitions give the same answers (Chromium).
 
-- ``site/static/cultivar-diff.js`` against :func:`cultivar_assets.site.diff.word_diff` (the
-  segment browser highlights translations in the browser, sources in Python);
+- ``site/static/textdiff.js`` ``wordDiff`` against :func:`cultivar_assets.site.diff.word_diff`
+  in both modes (the segment browser highlights translations in the browser, sources in Python),
+  loaded as the site's pages load it (:data:`cultivar_assets.site.pages.TEXTDIFF_STATIC`);
 - ``site/static/cultivar-csv.js`` ``csvSafe`` against :func:`cultivar_assets.tables.csv_safe`
   (CSV downloads made in the browser: query results, the segment browser).
 """
@@ -16,6 +17,7 @@ from site_helpers import NEEDS_CHROMIUM, chromium
 
 from cultivar_assets.paths import resource_dir
 from cultivar_assets.site.diff import word_diff
+from cultivar_assets.site.pages import TEXTDIFF_STATIC
 from cultivar_assets.tables import csv_safe
 
 pytestmark = NEEDS_CHROMIUM
@@ -38,7 +40,8 @@ def page():
     with chromium() as browser:
         page = browser.new_page()
         page.set_content("<!doctype html><meta charset=utf-8><title>js</title>")
-        for name in ("cultivar-diff.js", "cultivar-csv.js"):
+        scripts = [name for name in TEXTDIFF_STATIC if name.endswith(".js")]
+        for name in (*scripts, "cultivar-csv.js"):
             page.add_script_tag(content=(STATIC / name).read_text("utf-8"))
         yield page
 
@@ -55,12 +58,14 @@ def corpus() -> list[tuple[str, str]]:
     return pairs
 
 
-def test_word_diff_in_the_browser_matches_python(page):
+@pytest.mark.parametrize("mode", ["word", "char"])
+def test_word_diff_in_the_browser_matches_python(page, mode):
     pairs = corpus()
-    expected = [[[[s.text, s.changed] for s in side] for side in word_diff(a, b)]
+    expected = [[[[s.text, s.changed] for s in side] for side in word_diff(a, b, mode)]
                 for a, b in pairs]
-    actual = page.evaluate("""pairs => pairs.map(([a, b]) => window.CultivarDiff.wordDiff(a, b)
-        .map(side => side.map(s => [s.text, s.changed])))""", pairs)
+    actual = page.evaluate("""([pairs, mode]) => pairs.map(([a, b]) =>
+        window.CultivarTextDiff.wordDiff(a, b, mode)
+        .map(side => side.map(s => [s.text, s.changed])))""", [pairs, mode])
     mismatches = [(pair, e, a) for pair, e, a in zip(pairs, expected, actual, strict=True)
                   if e != a]
     assert mismatches == [], mismatches[:3]

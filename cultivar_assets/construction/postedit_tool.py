@@ -6,8 +6,10 @@
     index.html                      the page: every item, the instructions, the task embedded as
                                     JSON (<script type="application/json">, written with tojson)
     static/tool-common.js, tool.css the pieces shared with the error-annotation tool
-    static/postedit.js, postedit.css, postedit-textdiff.js, postedit-module-shim.js
-    static/vendor/diff-match-patch/ diff_match_patch.js, LICENSE, README.md (version, origin)
+    static/postedit.js, postedit.css
+    static/textdiff.js, module-shim.js, vendor/diff-match-patch/ (diff_match_patch.js, LICENSE,
+                                    README.md: version, origin): the token diff
+                                    (``site.pages.TEXTDIFF_STATIC``, shared with the site)
     drafts.jsonl                    the task's drafts with their hashes (drafts.py: the drafts
                                     file), so the drafts the page was made from are kept with it
     .cultivar-build.json            manifest: task id, drafts hash, tool and schema versions
@@ -33,17 +35,10 @@ from cultivar_assets.construction.annotation_file import SCHEMA_VERSION
 from cultivar_assets.construction.annotation_task import AnnotationTask
 from cultivar_assets.construction.drafts import DRAFTS_FILE, Draft, check_text, drafts_jsonl
 from cultivar_assets.data.locales import get_locale
+from cultivar_assets.site.pages import TEXTDIFF_STATIC
 from cultivar_assets.site.tool_pages import build_tool_folder
 
-STATIC_FILES = [
-    "postedit.css",
-    "postedit.js",
-    "postedit-textdiff.js",
-    "postedit-module-shim.js",
-    "vendor/diff-match-patch/diff_match_patch.js",
-    "vendor/diff-match-patch/LICENSE",
-    "vendor/diff-match-patch/README.md",
-]
+STATIC_FILES = ["postedit.css", "postedit.js", *TEXTDIFF_STATIC]
 
 
 def build_postedit_tool(drafts: Sequence[Draft] | AnnotationTask, out_dir: str | Path) -> Path:

@@ -20,7 +20,8 @@ n / N next / previous translation (system), Enter into the current instance, Ctr
 1–9 toggle the error types of the current translation; single-key shortcuts act only outside a
 text field. Loading a file over work not yet downloaded asks first. The localised source, both
 references and every translation are highlighted with the segment browser's word diff
-(``site/diff.py``, whose browser twin is ``cultivar-diff.js``): the source and the localised
+(``site/diff.py``, whose browser twin is ``textdiff.js``; the source in the mode of the locale's
+script, English in word mode: ``textdiff.mode_for_script``): the source and the localised
 reference against their originals (what localisation changed), the original reference against the
 localised one, each translation against the localised reference (ours: the words it does not
 share with the reference the annotator judges it by). Texts are escaped by the template (the
@@ -44,6 +45,7 @@ from cultivar_assets.files import replace_folder
 from cultivar_assets.site.diff import Span, word_diff
 from cultivar_assets.site.pages import PageWriter
 from cultivar_assets.site.tool_pages import COMMON_STATIC, build_tool_folder
+from cultivar_assets.textdiff import mode_for_script
 
 STATIC_FILES = ["errors.js", "errors.css"]
 
@@ -80,18 +82,19 @@ def highlights(task: ErrorTask) -> dict[int, dict[str, Any]]:
     """Per instance, the spans the page shows (module docstring): ``source``, ``reference``,
     ``original_reference`` (None when the data has no original) and ``hypotheses`` by item key."""
     out: dict[int, dict[str, Any]] = {}
+    source_mode = mode_for_script(get_locale(task.locale).script)
     for item in task.items:
         group = out.get(item.instance_id)
         if group is None:
-            source = (word_diff(item.original_source, item.source)[1]
+            source = (word_diff(item.original_source, item.source, source_mode)[1]
                       if item.original_source is not None else _plain(item.source))
             if item.original_reference is not None:
-                original, reference = word_diff(item.original_reference, item.reference)
+                original, reference = word_diff(item.original_reference, item.reference, "word")
             else:
                 original, reference = None, _plain(item.reference)
             group = out[item.instance_id] = {"source": source, "reference": reference,
                                              "original_reference": original, "hypotheses": {}}
-        group["hypotheses"][item.key] = word_diff(item.reference, item.hypothesis)[1]
+        group["hypotheses"][item.key] = word_diff(item.reference, item.hypothesis, "word")[1]
     return out
 
 

@@ -26,6 +26,13 @@ from cultivar_assets.site.fonts import font_advice
 from cultivar_assets.site.model_card import engine_text, utc_time
 from cultivar_assets.tables import format_value
 
+# The browser's token diff (site/static/textdiff.js, the twin of cultivar_assets/textdiff.py) and
+# what it needs: the vendored diff-match-patch with its licence and origin, and the shim that lets
+# the unmodified file run as a classic script. Loaded in this order by every page that diffs.
+TEXTDIFF_STATIC = ("module-shim.js", "vendor/diff-match-patch/diff_match_patch.js",
+                   "vendor/diff-match-patch/LICENSE", "vendor/diff-match-patch/README.md",
+                   "textdiff.js")
+
 
 def model_slug(model_id: str) -> str:
     """A file name for a model id; ids with other characters get a short hash suffix."""

@@ -14,7 +14,8 @@ Shards (``v`` is :data:`FORMAT`):
   "cultivar"}], "originals"}``: what the pickers list.
 - ``data/locales/<locale>.js`` — key ``locale/<locale>``: ``{"v", "locale", "originals",
   "items": [[id, source_original, source_localised, english_original, english_localised]]}``,
-  each text as its word diff (:mod:`cultivar_assets.site.diff`) in alternating pieces,
+  each text as its word diff (:mod:`cultivar_assets.site.diff`; the sources in the mode of the
+  locale's script, the English references in word mode) in alternating pieces,
   unchanged first: ``["Am ", "Montag", " in ", "Rio"]`` is "Am Montag in Rio" with "Montag" and
   "Rio" changed. The originals are ``null`` where the originals policy hides FLORES text (the
   localised side keeps its highlights) or where there is none. Stored once per locale, whatever
@@ -43,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cultivar_assets.site.diff import Span, word_diff
+from cultivar_assets.textdiff import Mode
 
 FORMAT = 1
 _KEY = re.compile(r"^[A-Za-z0-9._/-]+$")
@@ -99,14 +101,16 @@ def alternating(spans: Sequence[Span]) -> list[str]:
     return pieces
 
 
-def locale_payload(locale: str, instances: Sequence[dict], show_originals: bool) -> dict:
-    """The locale shard: the instances' four texts as word diffs (originals only if allowed)."""
+def locale_payload(locale: str, instances: Sequence[dict], show_originals: bool,
+                   source_mode: Mode) -> dict:
+    """The locale shard: the instances' four texts as word diffs (originals only if allowed;
+    ``source_mode``: the mode of the locale's script, ``textdiff.mode_for_script``)."""
     items = []
     for inst in instances:
         row: list[Any] = [inst["instance_id"]]
-        for original, localised in (("source_original", "source_localised"),
-                                    ("english_original", "english_localised")):
-            a, b = word_diff(inst[original] or "", inst[localised])
+        for original, localised, mode in (("source_original", "source_localised", source_mode),
+                                          ("english_original", "english_localised", "word")):
+            a, b = word_diff(inst[original] or "", inst[localised], mode)
             shown = show_originals and inst[original] is not None
             row += [alternating(a) if shown else None, alternating(b)]
         items.append(row)

@@ -1,9 +1,9 @@
 // The segment browser (browse.html) and the compare view (compare.html).
 // Data: the shards of cultivar_assets/site/shards.py, loaded on demand. Every text is set with
-// textContent (cultivar-diff.js builds <mark> elements itself), never as HTML.
+// textContent (textdiff.js builds <mark> elements itself), never as HTML.
 (function () {
   "use strict";
-  var C = window.Cultivar, D = window.CultivarDiff, CSV = window.CultivarCsv;
+  var C = window.Cultivar, D = window.CultivarTextDiff, CSV = window.CultivarCsv;
 
   function el(tag, attrs, text) {
     var node = document.createElement(tag);
@@ -162,7 +162,7 @@
         a.appendChild(hidden(hiddenText));
         b.textContent = hypL;
       } else {
-        var spans = D.wordDiff(hypO, hypL);
+        var spans = D.wordDiff(hypO, hypL, "word");  // translations are English: word mode
         D.render(a, spans[0]); D.render(b, spans[1]);
       }
       tr.appendChild(a); tr.appendChild(b);

@@ -2,7 +2,7 @@
 // The task (drafts, originals, hashes) is embedded in the page as JSON; nothing is fetched and
 // nothing is sent. Every text is set with textContent, never as HTML.
 // Rules shared with Python: the action of a final pair (annotation_task.py, classifyAction
-// below), tokens and edit counts (postedit-textdiff.js = text_edits.py), the file's layout
+// below), tokens and edit counts (textdiff.js = textdiff.py and text_edits.py), the file's layout
 // (annotation.schema.json, version 1). Messages, autosave, download/load, reset and keyboard
 // moves come from tool-common.js (window.CultivarTool), shared with the error-annotation tool.
 // Keys: j / k (outside a text field) and Alt+Down / Alt+Up move between items without entering

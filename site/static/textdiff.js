@@ -1,9 +1,12 @@
-// Tokens, token diffs and edit counts for the post-editing tool.
-// The JavaScript twin of cultivar_assets/construction/text_edits.py (whose docstring defines the
-// rules): the same tokenisation, the same diff (diff-match-patch, no time limit, no semantic
-// cleanup), the same edit count. tests/test_annotation_edits.py runs both on the same cases.
-// Works as a classic browser script (global CultivarTextDiff, needs the global diff_match_patch)
-// and under node (require), so the tests can call it directly.
+// Tokens, token diffs, highlights and edit counts: for the site's segment browser and the
+// post-editing tool. The JavaScript twin of cultivar_assets/textdiff.py (whose docstring defines
+// the rules: the same tokenisation, the same diff, diff-match-patch with no time limit and no
+// semantic cleanup), of the display rule of cultivar_assets/site/diff.py (spans, wordDiff) and of
+// the edit count of cultivar_assets/construction/text_edits.py. tests/test_annotation_edits.py
+// and tests/test_site_js.py run both on the same cases.
+// Works as a classic browser script (global CultivarTextDiff, needs the global diff_match_patch:
+// pages load module-shim.js and vendor/diff-match-patch/diff_match_patch.js first) and under
+// node (require), so the tests can call it directly.
 (function (root, factory) {
   "use strict";
   if (typeof require === "function" && typeof module === "object" && module.exports) {
@@ -14,7 +17,7 @@
 })(this, function (DiffMatchPatch) {
   "use strict";
 
-  // Unicode White_Space, the same list as WHITESPACE in text_edits.py.
+  // Unicode White_Space, the same list as WHITESPACE in textdiff.py.
   var WHITESPACE = new Set(("\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680" +
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" +
     "\u2028\u2029\u202f\u205f\u3000").split(""));
@@ -119,6 +122,27 @@
     return merged;
   }
 
+  // Spans of both texts, each [{text, changed}] (site/diff.py word_diff).
+  function wordDiff(before, after, mode) {
+    before = before || ""; after = after || "";
+    var c = compare(before, after, mode);
+    return [spans(before, c.before), spans(after, c.after)];
+  }
+
+  // Append spans to an element: text nodes, changed ones inside <mark class="changed">.
+  function render(element, spanList) {
+    spanList.forEach(function (span) {
+      if (span.changed) {
+        var mark = element.ownerDocument.createElement("mark");
+        mark.className = "changed";
+        mark.textContent = span.text;
+        element.appendChild(mark);
+      } else {
+        element.appendChild(element.ownerDocument.createTextNode(span.text));
+      }
+    });
+  }
+
   return {
     WHITESPACE: WHITESPACE,
     UNSEGMENTED_SCRIPTS: UNSEGMENTED_SCRIPTS,
@@ -127,6 +151,8 @@
     diffOps: diffOps,
     compare: compare,
     countEdits: countEdits,
-    spans: spans
+    spans: spans,
+    wordDiff: wordDiff,
+    render: render
   };
 });

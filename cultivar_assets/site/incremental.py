@@ -1,0 +1,140 @@
+"""The site build's incremental cache: what a build takes from the previous one (ours).
+
+A build writes a fresh folder and swaps it in (:func:`cultivar_assets.files.replace_folder`); its
+manifest (``.cultivar-build.json``) records what each reusable output was made from, and the next
+build takes an output from the previous folder by hard link when it was made from the same inputs:
+
+- every file of a model (its translation shards and parquet file) when the model's translations
+  (a hash over its rows), the dataset, the originals policy and the code that writes them are
+  unchanged (:func:`reuse_key`; the manifest's ``models``);
+- the locale shards when the dataset and that code are unchanged (``locales``);
+- chart SVGs whose spec is unchanged (``charts``);
+- every page and table download whose key (:meth:`Cache.key`: the reuse key, the templates, the
+  pages' common context and the page's own inputs) is unchanged (``outputs``), and the instances
+  part of a locale page (between :data:`INSTANCES_MARKERS`) when the page's annotations are
+  unchanged (``fragments``).
+
+A previous manifest with another reuse key is ignored as a whole. Everything else is written
+again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from markupsafe import Markup
+
+from cultivar_assets import textdiff
+from cultivar_assets.site import diff, shards
+from cultivar_assets.site import downloads as dl
+from cultivar_assets.site.pages import PageWriter
+from cultivar_assets.tables import csv_text, json_text
+
+SITE_FORMAT = 2  # the site's layout; a change rebuilds every file
+INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
+# The templates of the site's pages: a page's key holds them all (macros are shared).
+TEMPLATES = ("base.html.j2", "macros.html.j2", "index.html.j2", "locales.html.j2",
+             "locale.html.j2", "model.html.j2", "browse.html.j2", "compare.html.j2",
+             "query.html.j2", "dataset.html.j2", "postedit_instructions.html.j2")
+
+
+def reuse_key(dataset_fingerprint: str | None, show_originals: bool) -> str:
+    """What every per-model file depends on besides the model's own rows (module docstring)."""
+    code = b"".join(Path(module.__file__).read_bytes()
+                    for module in (shards, dl, diff, textdiff))
+    parts = [SITE_FORMAT, shards.FORMAT, dataset_fingerprint, show_originals, duckdb.__version__,
+             hashlib.sha256(code).hexdigest()]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def template_digest(*names: str) -> str:
+    """A hash over the named templates' bytes."""
+    from cultivar_assets.paths import resource_dir
+
+    folder = resource_dir("site") / "templates"
+    return hashlib.sha256(b"".join((folder / n).read_bytes() for n in names)).hexdigest()
+
+
+def between(text: str, markers: tuple[str, str]) -> Markup | None:
+    """The HTML between two markers of a page this build wrote before (data is escaped, so no
+    text from the data can contain a marker)."""
+    start, end = text.find(markers[0]), text.find(markers[1])
+    if start < 0 or end < start or text.count(markers[0]) != 1:
+        return None
+    return Markup(text[start + len(markers[0]):end])
+
+
+class Cache:
+    """One build's view of the previous build (``previous``: its manifest, or ``{}`` when it
+    cannot be reused) and the record it leaves for the next one (``manifest``)."""
+
+    def __init__(self, out_dir: Path, previous: dict | None, manifest: dict[str, Any],
+                 dataset_fingerprint: str | None, show_originals: bool) -> None:
+        self.out_dir, self.manifest = out_dir, manifest
+        self.key = reuse_key(dataset_fingerprint, show_originals)
+        self.templates = template_digest(*TEMPLATES)
+        manifest["reuse_key"] = self.key
+        usable = previous is not None and previous.get("reuse_key") == self.key
+        self.previous = previous if usable else {}
+        self.writer: PageWriter | None = None  # set by :meth:`start`
+
+    def start(self, writer: PageWriter) -> None:
+        """Write through ``writer`` (its common context is part of every key)."""
+        self.writer = writer
+
+    def unchanged(self, path: str, key: str) -> bool:
+        """Record ``key`` for ``path``; link the previous build's file when it had the same key
+        (the same inputs: the same bytes)."""
+        outputs = self.manifest.setdefault("outputs", {})
+        if path in outputs:
+            raise ValueError(f"the site build writes {path} twice")
+        outputs[path] = key
+        old = self.out_dir / path
+        if self.previous.get("outputs", {}).get(path) == key and old.is_file():
+            self.writer.link(old, path)
+            return True
+        return False
+
+    def key_of(self, *parts: Any) -> str:
+        """The key of an output made from ``parts`` (module docstring)."""
+        blob = json.dumps([self.key, self.templates, self.writer.common, parts],
+                          sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def page(self, path: str, template: str, keyed_by: dict | None = None,
+             **context: Any) -> None:
+        """A page, rendered only when its template or data changed since the previous build
+        (``keyed_by``: what stands for the context in that comparison, when it is cheaper)."""
+        key = self.key_of(path, template, context if keyed_by is None else keyed_by)
+        if self.unchanged(path, key):
+            self.writer.pages += 1
+        else:
+            self.writer.page(path, template, **context)
+
+    def table(self, name: str, rows: list[dict], columns: list[str] | None = None) -> dict:
+        """Write ``downloads/<name>.csv`` and ``.json``; the links for the page's template."""
+        columns = columns or (list(rows[0]) if rows else [])
+        key = self.key_of(name, rows, columns)
+        for suffix, write in (("csv", csv_text), ("json", json_text)):
+            path = f"downloads/{name}.{suffix}"
+            if not self.unchanged(path, key):
+                self.writer.text(path, write(rows, columns))
+        return {"csv": f"downloads/{name}.csv", "json": f"downloads/{name}.json"}
+
+    def fragment_key(self, provenance: dict[int, dict]) -> str:
+        """The key of a locale page's instances part: the reuse key, the templates and the
+        page's annotations."""
+        return hashlib.sha256(json.dumps(
+            [self.key, self.templates, sorted(provenance.items())],
+            default=str).encode()).hexdigest()
+
+    def fragment(self, path: str, locale: str, key: str) -> Markup | None:
+        """The previous build's instances part of ``path`` when it had ``key``, else None."""
+        old = self.out_dir / path
+        if self.previous.get("fragments", {}).get(locale) == key and old.is_file():
+            return between(old.read_text("utf-8"), INSTANCES_MARKERS)
+        return None

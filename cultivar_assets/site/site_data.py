@@ -1,0 +1,160 @@
+"""What the site build reads from the store, read once per build (:func:`read_site_data`).
+
+Rows come from the site's named statements (``sql/site.sql``) and the published tables
+(:data:`cultivar_assets.site.downloads.PUBLISHED_TABLES`); translations are read later, one
+model at a time (:func:`model_tables`), and only for the models whose files are not taken from
+the previous build.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cultivar_assets.site import downloads as dl
+from cultivar_assets.site.failures import failure_rows
+from cultivar_assets.store.database import Reader, Store
+
+# The statistics views (issue 11) the statistics_macros.html.j2 blocks show.
+STATISTICS_VIEWS = ("contamination_rules", "table_averages", "statistics_settings",
+                    "error_table5", "error_correlations", "error_files")
+
+
+@dataclass
+class SiteData:
+    """The store's rows the pages, shards and downloads are made from."""
+
+    views: set[str]
+    leaderboard: list[dict]
+    reported: list[dict]
+    deltas: list[dict]  # per model and locale
+    locale_deltas: list[dict]
+    locales: list[dict]
+    locale_info: dict[str, dict]
+    agreement: list[dict]
+    models: dict[str, dict]  # the model cards' rows
+    published: dict[str, pa.Table]
+    scores: list[dict]
+    recall: list[dict]
+    cleaning: list[dict]
+    missing: list[dict]
+    annotation_summary: list[dict]
+    annotations: dict[str, dict[int, dict]]  # locale -> instance -> provenance as shown
+    statistics: dict[str, list[dict]]  # intervals and ranks are columns of the rows above
+    instances: dict[str, list[dict]]
+    present_locales: list[str]
+    instance_ids: dict[str, list[int]]
+    segments: pa.Table
+    board: dict[str, dict]  # the leaderboard by model
+    failed: list[dict]
+    digests: dict[str, str]  # model -> "<rows>:<digest>" of its translations
+
+
+def reported_csv(name: str) -> list[dict[str, str]]:
+    """A CSV of the paper's reported results (``cultivar_assets/data/reported/``)."""
+    import csv
+    import io
+
+    text = resources.files("cultivar_assets.data").joinpath("reported", name).read_text("utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """:func:`chart_inputs` from an open reader."""
+    locale_info = {row["locale"]: row for row in reader.rows("site_locales")}
+    styles = {row["model_id"]: row["prompt_style"] for row in reader.rows("site_models")}
+    locale_deltas = [{**row, "location_short": locale_info[row["locale"]]["location_short"],
+                      "language_name": locale_info[row["locale"]]["language_name"]}
+                     for row in reader.rows("site_locale_deltas")]
+    leaderboard = [{**row, "prompt_style": styles.get(row["model_id"])}
+                   for row in reader.rows("leaderboard")]
+    return (leaderboard, reader.rows("site_reported_leaderboard"),
+            reader.rows("site_model_locale_deltas"), locale_deltas)
+
+
+def chart_inputs(store: Store) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """What the charts are drawn from: leaderboard, reported results, ∆ rows, locale rows."""
+    with store.reader() as reader:
+        return read_chart_inputs(reader)
+
+
+def read_site_data(reader: Reader, show_originals: bool) -> SiteData:
+    """Everything but the translations (:func:`model_tables`); ``show_originals``: the
+    originals policy the annotations are shown under (:func:`provenance`)."""
+    r = reader
+    views = {row["view_name"] for row in r.rows("site_views")}
+    leaderboard, reported, deltas, locale_deltas = read_chart_inputs(r)
+    locales = r.rows("site_locales")
+    locale_info = {row["locale"]: row for row in locales}
+    agreement = r.rows("site_rank_agreement")
+    models = {row["model_id"]: row for row in r.rows("site_models")}
+    published = {t.name: r.arrow(t.query) for t in dl.PUBLISHED_TABLES
+                 if t.name != "annotation_summary" or "annotation_summary" in views}
+    scores = published["scores"].to_pylist()
+    recall = published["word_recall"].to_pylist()
+    cleaning = published["cleaning_counts"].to_pylist()
+    missing = published["missing_test_sets"].to_pylist()
+    annotation_summary = (published["annotation_summary"].to_pylist()
+                          if "annotation_summary" in published else [])
+    annotations: dict[str, dict[int, dict]] = defaultdict(dict)
+    if "annotations" in views:
+        for row in r.rows("site_annotations"):
+            annotations[row["locale"]][row["instance_id"]] = provenance(row, show_originals)
+    statistics = {name: r.rows(f"site_{name}") if name in views else []
+                  for name in STATISTICS_VIEWS}
+    instances: dict[str, list[dict]] = defaultdict(list)
+    for row in r.rows("instances"):
+        instances[row["locale"]].append(row)
+    instance_ids = {locale: [inst["instance_id"] for inst in items]
+                    for locale, items in instances.items()}
+    segments = r.arrow("site_segments")
+    board = {row["model_id"]: row for row in leaderboard}
+    failed = failure_rows(r.rows("site_failed_models"), set(board))
+    digests = {row["model_id"]: f"{row['n_rows']}:{row['digest']}"
+               for row in r.rows("site_translation_digests")}
+    return SiteData(
+        views=views, leaderboard=leaderboard, reported=reported, deltas=deltas,
+        locale_deltas=locale_deltas, locales=locales, locale_info=locale_info,
+        agreement=agreement, models=models, published=published, scores=scores, recall=recall,
+        cleaning=cleaning, missing=missing, annotation_summary=annotation_summary,
+        annotations=annotations, statistics=statistics, instances=instances,
+        present_locales=sorted(instances), instance_ids=instance_ids, segments=segments,
+        board=board, failed=failed, digests=digests)
+
+
+def provenance(row: dict, show_originals: bool) -> dict:
+    """An instance's post-editing record as a locale page shows it: without the FLORES
+    originals, and without a draft that merely repeats one, unless originals are shown."""
+    out = {k: v for k, v in row.items() if k not in ("source_original", "english_original")}
+    for side in ("source", "english"):
+        original, draft = row.get(f"{side}_original"), row.get(f"{side}_draft")
+        hidden = not show_originals and bool(original and draft and original.strip() in draft)
+        out[f"{side}_draft_hidden"] = hidden
+        if hidden:
+            out[f"{side}_draft"] = None
+    return out
+
+
+def model_tables(reader: Reader, models: list[str]) -> Iterator[tuple[str, pa.Table]]:
+    """(model, its translations as Arrow) for ``models``, one model at a time."""
+    if not models:
+        return
+    current, pieces = None, []
+    for batch in reader.batches("site_model_translations", models=models):
+        runs = pc.run_end_encode(batch["model_id"])
+        start = 0
+        for model_id, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(),
+                                 strict=True):
+            if model_id != current and pieces:
+                yield current, pa.Table.from_batches(pieces)
+                pieces = []
+            current = model_id
+            pieces.append(batch.slice(start, end - start))
+            start = end
+    if pieces:
+        yield current, pa.Table.from_batches(pieces)

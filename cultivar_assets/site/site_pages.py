@@ -1,0 +1,338 @@
+"""The site's pages and their contexts: what each page shows, from the store's rows.
+
+:class:`SitePages` writes the leaderboard (``index.html``), ``locales.html``, ``dataset.html``,
+one page per locale and per model (with the model's shard for the compare view), the browser
+pages' index shard, ``browse.html``, ``compare.html`` and ``query.html``, with the table
+downloads each page links. Every page and table goes through the incremental cache
+(:class:`cultivar_assets.site.incremental.Cache`): it is rendered only when its inputs changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
+from cultivar_assets.site import downloads as dl
+from cultivar_assets.site import shards
+from cultivar_assets.site.downloads import HIDDEN_OUTPUT
+from cultivar_assets.site.incremental import Cache
+from cultivar_assets.site.query_engine import QueryEngine
+from cultivar_assets.site.site_data import SiteData, reported_csv
+from cultivar_assets.sqlfiles import statement_text
+from cultivar_assets.tables import json_text
+
+HIDDEN_ORIGINAL = ("Original FLORES text not shown on public pages (the FLORES maintainers ask "
+                   "that it not be re-hosted); its localised counterpart is on the right, "
+                   "changes highlighted.")
+# The Query page's examples: (named block of sql/query_examples.sql, title).
+QUERY_EXAMPLES = (
+    ("example_table3", "Table 3: the leaderboard, by ∆BLEU"),
+    ("example_table4", "Table 4: ∆ per locale, averaged over models"),
+    ("example_table2", "Table 2: rank agreement between FLORES and Cultivar"),
+    ("example_table1", "Table 1: post-editing statistics (where annotation files were ingested)"),
+    ("example_figure3", "Figure 3: the same language, official and not"),
+    ("example_worst_locale", "Each model's worst locale and its number of negative ∆"),
+    ("example_evaluated_vs_reported", "Evaluated here against reported in the paper"),
+    ("example_translations", "Translations (load some models below first)"),
+)
+FAILED_COLUMNS = ["model_id", "run_id", "step", "error", "failed_at", "last_success_at"]
+
+
+class SitePages:
+    """The pages of one build. Besides the store's rows (``data``) they show what the build
+    wrote before them: the chart entries (without specs), the published segments table, the
+    locale shards' payloads (the locale pages' highlighted instances), each model's locales
+    with translation shards and the models' slugs (the manifest's ``models``)."""
+
+    def __init__(self, data: SiteData, cache: Cache, *, dataset: dict, show_originals: bool,
+                 include_database: bool, card_markdown: str | None,
+                 engine: QueryEngine | None, notes: list[str], chart_entries: list[dict],
+                 public_segments: Any, locale_payloads: dict[str, dict],
+                 model_locales: dict[str, list[str]]) -> None:
+        self.data, self.cache, self.writer = data, cache, cache.writer
+        self.dataset, self.show, self.include_database = dataset, show_originals, include_database
+        self.card_markdown, self.engine, self.notes = card_markdown, engine, notes
+        self.chart_entries, self.public_segments = chart_entries, public_segments
+        self.locale_payloads, self.model_locales = locale_payloads, model_locales
+        self.slugs = {m: e["slug"] for m, e in cache.manifest["models"].items()}
+        self.statistics_links: dict[str, dict] | None = None
+
+    def write(self) -> None:
+        """Every page, in this order (the manifest records their keys in it)."""
+        flags = self._flags()
+        failed = {row["model_id"]: row for row in self.data.failed}
+        self.index_page(flags, failed)
+        self.locales_page()
+        self.dataset_page()
+        deltas_by_locale: dict[str, list[dict]] = defaultdict(list)
+        deltas_by_model: dict[str, list[dict]] = defaultdict(list)
+        for row in self.data.deltas:
+            deltas_by_locale[row["locale"]].append(row)
+            deltas_by_model[row["model_id"]].append(row)
+        self.locale_pages(deltas_by_locale)
+        self.model_pages(deltas_by_model, flags, failed)
+        self.browser_pages()
+        self.query_page()
+
+    def index_page(self, flags: list[dict], failed: dict[str, dict]) -> None:
+        """The leaderboard: evaluated and reported (never merged), failed models, charts."""
+        data = self.data
+        shown = [*data.leaderboard, *data.failed]  # failed models have rows too (failures.py)
+        families = sorted({r["family"] for r in shown if r.get("family")})
+        types = sorted({r["type"] for r in shown if r.get("type")})
+        self.cache.page(
+            "index.html", "index.html.j2", leaderboard=data.leaderboard,
+            failed=failed, failed_only=[row for row in data.failed if not row["on_board"]],
+            reported=data.reported, families=families, types=types, missing=data.missing,
+            include_database=self.include_database,
+            charts=[c for c in self.chart_entries if c["page"] == "index"],
+            columns=leaderboard_columns(data.leaderboard), flags=flags,
+            reported_columns=leaderboard_columns(data.reported, reported=True),
+            statistics=data.statistics,
+            downloads={"leaderboard": {"csv": "downloads/leaderboard.csv",
+                                       "json": "downloads/leaderboard.json"},
+                       "reported": self.cache.table("reported_leaderboard", data.reported),
+                       "failed": self.cache.table("failed_models", data.failed,
+                                                  FAILED_COLUMNS),
+                       **self._statistics_tables()},
+            model_slugs=self.slugs)
+
+    def locales_page(self) -> None:
+        """Tables 4 and 2 (evaluated beside reported) and Fig. 3."""
+        data = self.data
+        reported_locales = {r["locale"]: r for r in reported_csv("table4_locales.csv")}
+        reported_agreement = {r["locale"]: r for r in reported_csv(
+            "table2_rank_correlation.csv")}
+        self.cache.page(
+            "locales.html", "locales.html.j2", locale_deltas=data.locale_deltas,
+            agreement=data.agreement, reported_locales=reported_locales,
+            reported_agreement=reported_agreement, locale_info=data.locale_info,
+            present_locales=data.present_locales,
+            delta_columns=value_columns(data.locale_deltas, DELTA_COLUMNS),
+            charts=[c for c in self.chart_entries if c["page"] == "locales"],
+            statistics=data.statistics,
+            downloads={"deltas": self.cache.table("locale_deltas", data.locale_deltas),
+                       "agreement": self.cache.table("rank_agreement", data.agreement),
+                       **self._statistics_tables()})
+
+    def dataset_page(self) -> None:
+        """The dataset page: the card's text (without the sections the page shows itself),
+        each Table 1 once, and how the data was made from the same facts as the card's
+        (:func:`cultivar_assets.data.build_record.method_sections`)."""
+        data = self.data
+        reported = reported_csv("table1_annotation.csv")
+        counts = {row["locale"]: row.get("n_instances") for row in data.locales}
+        kind = self.dataset.get("kind")
+        raw = self.dataset.get("build_provenance")
+        provenance = json.loads(raw) if raw else None
+        self.cache.page(
+            "dataset.html", "dataset.html.j2", card_html=_markdown(self.card_markdown),
+            locales=data.locales, present_locales=data.present_locales,
+            table1=data.annotation_summary, table1_reported=reported,
+            table1_scope=table1_scope(provenance) if kind == "built" else None,
+            method=method_sections(kind, bool(self.dataset.get("is_demo")), provenance),
+            method_lead=method_lead(kind, bool(self.dataset.get("is_demo"))), counts=counts,
+            downloads={"locales": self.cache.table("dataset.locales", data.locales),
+                       "table1": self.cache.table("annotation_summary",
+                                                  data.annotation_summary),
+                       "table1_reported": self.cache.table("table1_reported", reported)})
+
+    def locale_pages(self, deltas_by_locale: dict[str, list[dict]]) -> None:
+        """Per locale: its instances with changed spans and provenance (the instances part
+        taken from the previous build when its annotations are unchanged), ∆ of every model."""
+        data, slugs = self.data, self.slugs
+        self.cache.manifest["fragments"] = fragments = {}
+        for locale in data.present_locales:
+            rows = sorted(deltas_by_locale[locale], key=lambda r: -(r["delta_bleu"] or 0))
+            path = f"locales/{locale}.html"
+            provenance = data.annotations.get(locale, {})
+            fragments[locale] = key = self.cache.fragment_key(provenance)
+            reused = self.cache.fragment(path, locale, key)
+            self.cache.page(
+                path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows,
+                                                  "slugs": slugs},
+                locale=data.locale_info[locale],
+                entries=[] if reused is not None else _locale_entries(
+                    self.locale_payloads[locale]),
+                instances_html=reused, n_instances=len(data.instance_ids[locale]),
+                deltas=rows, provenance=provenance, model_slugs=slugs,
+                delta_columns=value_columns(rows, DELTA_COLUMNS),
+                downloads={"deltas": self.cache.table(f"locales/{locale}.deltas", rows)})
+
+    def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
+                    failed: dict[str, dict]) -> None:
+        """Per model with files: its page (card, scores, ∆ per locale, word recall, cleaning)
+        and its shard for the compare view."""
+        data, slugs = self.data, self.slugs
+        by_model: dict[str, dict[str, list[dict]]] = {
+            name: defaultdict(list) for name in ("scores", "recall", "cleaning")}
+        for name, rows in (("scores", data.scores), ("recall", data.recall),
+                           ("cleaning", data.cleaning)):
+            for row in rows:
+                by_model[name][row["model_id"]].append(row)
+        for model_id, row in data.board.items():
+            if model_id not in self.cache.manifest["models"]:
+                continue
+            slug = slugs[model_id]
+            base = f"models/{slug}"
+            pivot = _pivot_scores(by_model["scores"][model_id])
+            model_deltas = deltas_by_model[model_id]
+            shard = shards.shard_path(f"model/{slug}")
+            overall = {k: row[k] for k in OVERALL_KEYS if k in row}  # the compare view's total
+            if not self.cache.unchanged(shard, self.cache.key_of(shard, model_id, model_deltas,
+                                                                 overall)):
+                self.writer.data(shard, shards.encode_shard(f"model/{slug}", {
+                    "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas),
+                    "overall": _json_rows([overall])[0]}))
+            # the lists of models it cannot be separated from are shown on the leaderboard,
+            # not here: left out, so that a new model does not re-render every model's page
+            shown = {k: v for k, v in row.items() if not k.startswith("not_separable_")}
+            self.cache.page(
+                f"{base}.html", "model.html.j2", model=shown,
+                card=data.models.get(model_id, {}), failure=failed.get(model_id),
+                slug=slug, scores=pivot, deltas=model_deltas,
+                delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
+                recall=by_model["recall"][model_id], cleaning=by_model["cleaning"][model_id],
+                segment_locales=self.model_locales.get(model_id, []),
+                flags=[f for f in flags if f["model_id"] == model_id],
+                downloads={"deltas": self.cache.table(f"{base}.deltas", model_deltas),
+                           "scores": self.cache.table(f"{base}.scores", pivot),
+                           "recall": self.cache.table(f"{base}.word_recall",
+                                                      by_model["recall"][model_id]),
+                           "cleaning": self.cache.table(f"{base}.cleaning",
+                                                        by_model["cleaning"][model_id])})
+
+    def browser_pages(self) -> None:
+        """The index shard (what the pickers list), the segment browser and the compare view."""
+        data, slugs = self.data, self.slugs
+        index = {"v": shards.FORMAT, "originals": self.show, "hidden_output": HIDDEN_OUTPUT,
+                 "hidden_original": HIDDEN_ORIGINAL,
+                 "models": [{"id": m, "slug": slugs[m], "type": data.board[m]["type"],
+                             "family": data.board[m]["family"],
+                             "params": data.board[m]["params_total_b"],
+                             "locales": self.model_locales.get(m, [])}
+                            for m in data.board if m in slugs],
+                 "locales": [{"locale": loc, "language": data.locale_info[loc]["language"],
+                              "language_name": data.locale_info[loc]["language_name"],
+                              "location": data.locale_info[loc]["location"]}
+                             for loc in data.present_locales]}
+        self.writer.data(shards.shard_path("index"), shards.encode_shard("index", index))
+        self.cache.page("browse.html", "browse.html.j2")
+        self.cache.page("compare.html", "compare.html.j2")
+
+    def query_page(self) -> None:
+        """SQL in the browser: the published tables, examples, the statements the page runs."""
+        slugs = self.slugs
+        self.cache.page(
+            "query.html", "query.html.j2", tables=self._query_tables(),
+            note=next((n for n in self.notes if "Query page" in n), None),
+            model_slugs=[(m, slugs[m]) for m in self.data.board if m in slugs],
+            examples=[{"title": title, "sql": statement_text(name).strip()}
+                      for name, title in QUERY_EXAMPLES],
+            engine_version=self.engine.version if self.engine else None,
+            lock_sql=statement_text("query_page_lock"),
+            translations_sql=statement_text("query_page_translations"),
+            insert_sql=statement_text("query_page_insert_translations"),
+            translations_description=dl.TRANSLATIONS_DESCRIPTION)
+
+    def _flags(self) -> list[dict]:
+        """Per (rule, model) of the evaluated models: rule, rule_text, fired (model pages)."""
+        return [{"model_id": model, "rule": r["rule"], "rule_text": r["rule_text"],
+                 "fired": model in (r.get("fired_for") or []),
+                 "detail": r.get("note") or ""}
+                for r in self.data.statistics["contamination_rules"]
+                if r.get("source") == "evaluated"
+                for model in self.data.board]
+
+    def _statistics_tables(self) -> dict[str, dict]:
+        """CSV and JSON of the statistics tables (issue 11) that the pages show (written once;
+        two pages link them)."""
+        if self.statistics_links is None:
+            self.statistics_links = {name: self.cache.table(name, rows)
+                                     for name, rows in self.data.statistics.items()
+                                     if rows and name != "statistics_settings"}
+        return self.statistics_links
+
+    def _query_tables(self) -> list[dict]:
+        published = self.data.published
+        tables = [{"name": t.name, "description": t.description,
+                   "columns": published[t.name].column_names,
+                   "rows": published[t.name].num_rows}
+                  for t in dl.PUBLISHED_TABLES if t.name in published]
+        tables.append({"name": "segments", "description": dl.SEGMENTS_DESCRIPTION,
+                       "columns": self.public_segments.column_names,
+                       "rows": self.public_segments.num_rows})
+        return tables
+
+
+def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | None]],
+                  reported: bool = False) -> list[dict]:
+    """Value columns of a table (key, label, digits, title); a column shows its 95 % interval
+    where the rows have ``<key>_low``/``<key>_high`` and is marked where ``<key>_excludes_zero``
+    (the statistics views add these columns; without them the table shows the values only)."""
+    present = set(rows[0]) if rows else set()
+    return [{"key": key, "label": label, "digits": digits, "title": title,
+             "interval": f"{key}_low" in present and f"{key}_high" in present,
+             "excludes_zero": f"{key}_excludes_zero" in present, "reported": reported}
+            for key, label, digits, title in columns]
+
+
+DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None)]
+
+
+# The leaderboard's overall ∆ of a model, with its interval, as the compare view shows it.
+OVERALL_KEYS = tuple(f"delta_{m}{part}" for m in ("bleu", "chrf") for part in ("", "_low", "_high"))
+
+
+def leaderboard_columns(rows: list[dict], reported: bool = False) -> list[dict]:
+    """The leaderboard's value columns (see :func:`value_columns`)."""
+    return value_columns(rows, [("params_total_b", "Params (B)", 2, None),
+               ("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None),
+               ("flores_bleu", "FLORES BLEU", 2, None), ("flores_chrf", "FLORES chrF", 2, None),
+               ("cultivar_bleu", "Cultivar BLEU", 2, None),
+               ("cultivar_chrf", "Cultivar chrF", 2, None),
+               ("false_positive_rate", "FP rate", 4,
+                "false-positive rate of locale-specific word recall"),
+               ("false_negative_rate", "FN rate", 4,
+                "false-negative rate of locale-specific word recall")], reported)
+
+
+def _locale_entries(payload: dict) -> list[dict]:
+    def html(pieces: list[str] | None) -> Markup | None:
+        if pieces is None:
+            return None
+        return Markup("".join(
+            f'<mark class="changed">{escape(text)}</mark>' if i % 2 else str(escape(text))
+            for i, text in enumerate(pieces) if text))
+
+    return [{"id": item[0], "src_o": html(item[1]), "src_l": html(item[2]),
+             "ref_o": html(item[3]), "ref_l": html(item[4])} for item in payload["items"]]
+
+
+def _json_rows(rows: list[dict]) -> list[dict]:
+    return json.loads(json_text(rows))
+
+
+def _pivot_scores(rows: list[dict]) -> list[dict]:
+    table: dict[str, dict] = {}
+    for row in rows:
+        entry = table.setdefault(row["test_set"], {"test_set": row["test_set"],
+                                                   "kind": row["kind"], "locale": row["locale"],
+                                                   "language": row["language"]})
+        entry[row["metric"]] = row["score"]
+    return list(table.values())
+
+
+def _markdown(text: str | None) -> str | None:
+    """The card's Markdown as HTML: CommonMark and tables, no raw HTML, and no images (an image
+    is a request to wherever it points, made by every reader's browser; a link is only followed
+    when clicked). markdown-it refuses ``javascript:``, ``vbscript:`` and ``data:`` links."""
+    if text is None:
+        return None
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").disable("image").render(text)
