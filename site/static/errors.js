@@ -37,10 +37,12 @@
   var now = CT.now;
   var tool = CT.session({
     storageKey: STORAGE_KEY, visitedKey: "cultivar-errors-visited:" + task.task_id,
+    task: task, otherWork: "for another sample",
+    sameTask: function (header) { return header.task_id === task.task_id; },
     identity: {task_id: task.task_id, translations_hash: task.translations_hash},
     fresh: freshState, restoreEntry: restoreEntry,
     format: FORMAT, schemaVersion: SCHEMA_VERSION, what: "a Cultivar error-annotation file",
-    versionWhat: "error-annotation file", refuseHeader: refuseHeader, readItem: readItem,
+    versionWhat: "error-annotation file", readItem: readItem,
     noun: "translations", missingNoun: "translations", unsavedWork: unsavedWork,
     fileName: task.task_id + ".errors.json", file: errorFile,
     pending: function () { return groups.filter(function (g) { return !groupDone(g); }).length; },
@@ -358,15 +360,6 @@
   }
 
   // ---- load ---------------------------------------------------------------------------------
-  function refuseHeader(header) {
-    if (header.task_id === task.task_id) { return null; }
-    return header.locale !== task.locale ?
-      "it belongs to task " + header.task_id + " (locale " + header.locale + "), not to " +
-        "this task " + task.task_id + " (locale " + task.locale + ")." :
-      "it was made for another sample of " + task.locale + " (task " + header.task_id +
-        "), not this task's (" + task.task_id + ").";
-  }
-
   function readItem(it, entries, problems) {
     var item = it && itemByKey.get(it.key);
     if (!item) { problems.push("unknown translation " + (it && it.key)); return null; }

@@ -33,10 +33,14 @@
   var now = CT.now;
   var tool = CT.session({
     storageKey: STORAGE_KEY, visitedKey: "cultivar-postedit-visited:" + task.task_id,
+    task: task, otherWork: "against other drafts",
+    sameTask: function (header) {
+      return header.task_id === task.task_id && header.drafts_hash === task.drafts_hash;
+    },
     identity: {task_id: task.task_id, drafts_hash: task.drafts_hash},
     fresh: freshState, restoreEntry: restoreEntry,
     format: FORMAT, schemaVersion: SCHEMA_VERSION, what: "a Cultivar annotation file",
-    versionWhat: "annotation file", refuseHeader: refuseHeader, readItem: readItem,
+    versionWhat: "annotation file", readItem: readItem,
     noun: "items", missingNoun: "instances", unsavedWork: unsavedWork,
     fileName: task.task_id + ".annotations.json", file: annotationFile,
     pending: function () {
@@ -310,15 +314,6 @@
   }
 
   // ---- load ---------------------------------------------------------------------------------
-  function refuseHeader(header) {
-    if (header.task_id === task.task_id && header.drafts_hash === task.drafts_hash) { return null; }
-    return header.locale !== task.locale ?
-      "it belongs to task " + header.task_id + " (locale " + header.locale + "), not to " +
-        "this task " + task.task_id + " (locale " + task.locale + ")." :
-      "it was made against other drafts of " + task.locale + " (task " + header.task_id +
-        "), not this task's (" + task.task_id + ").";
-  }
-
   function readItem(it, entries, problems) {
     var item = it && byId.get(it.instance_id);
     if (!item) { problems.push("unknown instance " + (it && it.instance_id)); return null; }

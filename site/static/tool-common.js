@@ -146,7 +146,9 @@
   //   fresh()                      a new state (every item at its start);
   //   restoreEntry(saved)          a saved entry checked and copied, or null to keep the fresh one;
   //   format, schemaVersion, what, versionWhat   the file's format (parseFile);
-  //   refuseHeader(header)         the reason a file's task header is not this task's, or null;
+  //   task, sameTask(header)       the task ({task_id, locale}); is a file's task header this one?
+  //   otherWork                    "against other drafts" in the refusal of another task's file
+  //                                of the same locale ("it was made against other drafts of …");
   //   readItem(it, entries, problems) -> [key, entry] to take, or null (problems say why);
   //   noun, missingNoun            "items" in "Loaded 12 items"; "instances" in "3 instances missing";
   //   unsavedWork()                what a load would replace, in words, or null;
@@ -227,8 +229,14 @@
       var parsed = parseFile(text, o.format, o.schemaVersion, o.what, o.versionWhat);
       if (parsed.reason) { refuse(name, parsed.reason); return; }
       var file = parsed.file, header = file.task || {};
-      var wrongTask = o.refuseHeader(header);
-      if (wrongTask) { refuse(name, wrongTask); return; }
+      if (!o.sameTask(header)) {
+        refuse(name, header.locale !== o.task.locale ?
+          "it belongs to task " + header.task_id + " (locale " + header.locale + "), not to " +
+            "this task " + o.task.task_id + " (locale " + o.task.locale + ")." :
+          "it was made " + o.otherWork + " of " + o.task.locale + " (task " + header.task_id +
+            "), not this task's (" + o.task.task_id + ").");
+        return;
+      }
       var entries = {}, problems = [];
       (Array.isArray(file.items) ? file.items : []).forEach(function (it) {
         var taken = o.readItem(it, entries, problems);
