@@ -101,6 +101,47 @@ def test_missing_weights_fail_with_a_clear_message(tmp_path):
         TransformersEngine(_spec(models, "ghost"), EngineSettings())
 
 
+def test_engine_start_up_refuses_a_missing_package_and_resolves_weights_late(tmp_path,
+                                                                            monkeypatch):
+    """torch_support.start_engine: the import guard's message, and weights resolved only when
+    first read (after the engine checked its options)."""
+    from cultivar_assets.engines import torch_support
+    from cultivar_assets.engines.transformers_engine import TransformersEngine
+
+    models = write_models_file(tmp_path / "m.yaml",
+                               [tiny_entry("ghost", tmp_path / "nowhere", "base-fewshot")])
+    spec = _spec(models, "ghost")
+    engine = TransformersEngine.__new__(TransformersEngine)
+    engine.spec, engine.settings = spec, EngineSettings()
+    with pytest.raises(EngineLoadError,
+                       match=r"^the transformers engine needs json and no_such_package_xyz: "
+                             r"pip it$"):
+        torch_support.start_engine(engine, ("json", "no_such_package_xyz"), ": pip it")
+    calls = []
+    monkeypatch.setattr(torch_support, "resolve_weights",
+                        lambda *args: calls.append(args) or torch_support.Weights("w", "r"))
+    start = torch_support.start_engine(engine, ("json",), "")
+    assert calls == []
+    assert start.options == {**EngineSettings().model_dump(), **spec.engine_options}
+    assert start.modules[0].__name__ == "json"
+    assert start.weights == torch_support.Weights("w", "r") and start.weights is start.weights
+    assert calls == [(spec.weights, spec.hf_id, spec.revision)]
+
+
+def test_loading_wraps_loader_errors_and_passes_engine_load_errors():
+    from cultivar_assets.engines.torch_support import Weights, loading
+
+    weights = Weights("/models/x", None)
+    with (pytest.raises(EngineLoadError, match=r"^cannot load m from /models/x via y: gone$"),
+          loading("m", weights, (OSError,), via=" via y")):
+        raise OSError("gone")
+    with (pytest.raises(EngineLoadError, match=r"^unknown dtype 'q'$"),
+          loading("m", weights, (RuntimeError,))):
+        raise EngineLoadError("unknown dtype 'q'")  # a RuntimeError, not re-wrapped
+    with pytest.raises(KeyError), loading("m", weights, (OSError,)):  # not a loader error
+        raise KeyError("k")
+
+
 def test_copy_source_engine_returns_the_source(tmp_path):
     models = write_models_file(tmp_path / "m.yaml", [COPY_ENTRY])
     engine_class = engine_registry().get("copy-source")

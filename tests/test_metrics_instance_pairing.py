@@ -1,6 +1,6 @@
-"""Instance-paired ∆ (delta.py): the FLORES side on exactly the locale's ids, checked against
-sacreBLEU's corpus_score on the raw text of those ids; BLEU and chrF joined by key; Table 4's
-average."""
+"""Instance-paired ∆ (delta.py) as the pipeline computes it (``paired_bootstrap``'s point
+estimate): the FLORES side on exactly the locale's ids, checked against sacreBLEU's corpus_score
+on the raw text of those ids; BLEU and chrF joined by key; Table 4's average."""
 
 from __future__ import annotations
 
@@ -17,14 +17,8 @@ from metrics_helpers import (
 )
 
 from cultivar_assets.data.locales import get_locale
-from cultivar_assets.metrics.delta import (
-    PairDelta,
-    PairingError,
-    instance_paired_deltas,
-    join_metric_pairs,
-    locale_average,
-    locale_mean_deltas,
-)
+from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
+from cultivar_assets.metrics.delta import PairingError, locale_average
 from cultivar_assets.metrics.segment_stats import SegmentStats, StatsError
 
 METRICS = reference_metrics("13a")
@@ -43,51 +37,58 @@ def corpus_score(metric: str, refs: dict[int, str], hyps: dict[int, str], ids) -
 LOCALES = list(PAIRED_LOCALES)
 
 
+def point_pairs(stats, models, locales=LOCALES) -> list[dict]:
+    """The pipeline's pair rows: the bootstrap's point estimate (weights 1)."""
+    return paired_bootstrap(stats, models, locales,
+                            config=BootstrapConfig(n_replicates=1)).pair_rows()
+
+
 @pytest.mark.parametrize("metric", ["bleu", "chrf"])
 def test_flores_side_is_scored_on_the_locales_ids(metric):
     references, hypotheses = paired_benchmark()
     stats = sacrebleu_stats(references, hypotheses)
-    pairs = instance_paired_deltas(stats[metric], ["m1", "m2"], LOCALES, metric)
-    assert [(p.model, p.locale) for p in pairs] == [(m, loc) for m in ("m1", "m2")
-                                                    for loc in LOCALES]
+    pairs = point_pairs({metric: stats[metric]}, ["m1", "m2"])
+    assert [(p["model_id"], p["locale"]) for p in pairs] == [(m, loc) for m in ("m1", "m2")
+                                                              for loc in LOCALES]
     for p in pairs:
-        language = get_locale(p.locale).source_language
-        flores, cultivar = f"flores_{language}", f"cultivar_{p.locale}"
+        language = get_locale(p["locale"]).source_language
+        flores, cultivar = f"flores_{language}", f"cultivar_{p['locale']}"
         shared = sorted(set(references[cultivar]) & set(references[flores]))
-        hyps = hypotheses[p.model]
-        assert p.flores == pytest.approx(
-            corpus_score(metric, references[flores], hyps[flores], shared), abs=1e-9)
-        assert p.cultivar == pytest.approx(
-            corpus_score(metric, references[cultivar], hyps[cultivar], shared), abs=1e-9)
-        assert p.delta == pytest.approx(p.cultivar - p.flores)
-        assert p.n_instances == len(shared)
-        assert p.language == language
-    by_key = {(p.model, p.locale): p for p in pairs}
+        hyps = hypotheses[p["model_id"]]
+        # bit for bit: the same summed statistics and sacreBLEU's formula
+        assert p[f"flores_{metric}"] == corpus_score(
+            metric, references[flores], hyps[flores], shared)
+        assert p[f"cultivar_{metric}"] == corpus_score(
+            metric, references[cultivar], hyps[cultivar], shared)
+        assert p[f"delta_{metric}"] == p[f"cultivar_{metric}"] - p[f"flores_{metric}"]
+        assert p["n_instances"] == len(shared)
+        assert p["language"] == language
+    by_key = {(p["model_id"], p["locale"]): p for p in pairs}
     # the US locale lacks 5 ids: its FLORES side differs from the full flores_hin_Deva score
     us = by_key[("m1", "hin_Deva_US")]
     full = corpus_score(metric, references["flores_hin_Deva"],
                         hypotheses["m1"]["flores_hin_Deva"], range(30))
-    assert us.n_instances == 25 and us.n_cultivar_only == 0
-    assert us.flores != pytest.approx(full, abs=1e-6)
-    assert by_key[("m1", "hin_Deva_India")].flores == pytest.approx(full, abs=1e-9)
+    assert us["n_instances"] == 25 and us["n_cultivar_only"] == 0
+    assert us[f"flores_{metric}"] != pytest.approx(full, abs=1e-6)
+    assert by_key[("m1", "hin_Deva_India")][f"flores_{metric}"] == full
     # deu: id 4 has no FLORES original -> left out of both sides, and said so
     deu = by_key[("m2", "deu_Latn_Germany")]
-    assert (deu.n_instances, deu.n_cultivar_only) == (9, 1)
+    assert (deu["n_instances"], deu["n_cultivar_only"]) == (9, 1)
     whole = corpus_score(metric, references["cultivar_deu_Latn_Germany"],
                          hypotheses["m2"]["cultivar_deu_Latn_Germany"], range(10))
-    assert deu.cultivar != pytest.approx(whole, abs=1e-6)
+    assert deu[f"cultivar_{metric}"] != pytest.approx(whole, abs=1e-6)
 
 
 def test_missing_side_no_pair_and_disjoint_ids_raise():
     references, hypotheses = paired_benchmark()
     stats = sacrebleu_stats(references, hypotheses)["bleu"]
     del stats[("m2", "flores_deu_Latn")]
-    pairs = instance_paired_deltas(stats, ["m1", "m2"], LOCALES, "bleu")
-    assert ("m2", "deu_Latn_Germany") not in {(p.model, p.locale) for p in pairs}
+    pairs = point_pairs({"bleu": stats}, ["m1", "m2"])
+    assert ("m2", "deu_Latn_Germany") not in {(p["model_id"], p["locale"]) for p in pairs}
     assert len(pairs) == 5
     stats[("m2", "flores_deu_Latn")] = SegmentStats.build([100, 101], np.zeros((2, 10)))
     with pytest.raises(PairingError, match="share no instance id"):
-        instance_paired_deltas(stats, ["m2"], ["deu_Latn_Germany"], "bleu")
+        point_pairs({"bleu": stats}, ["m2"], ["deu_Latn_Germany"])
 
 
 def test_segment_stats_validation():
@@ -103,24 +104,26 @@ def test_segment_stats_validation():
         s.rows(np.array([3, 4]))
 
 
-def test_join_metric_pairs_by_key_not_position():
+def test_metrics_are_joined_by_key_not_position():
     references, hypotheses = paired_benchmark()
     stats = sacrebleu_stats(references, hypotheses)
-    bleu = instance_paired_deltas(stats["bleu"], ["m1", "m2"], LOCALES, "bleu")
-    chrf = instance_paired_deltas(stats["chrf"], ["m1", "m2"], LOCALES, "chrf")
-    rows = join_metric_pairs({"bleu": bleu, "chrf": chrf[::-1]})  # chrF in reverse order
-    assert [(r["model_id"], r["locale"]) for r in rows] == sorted((p.model, p.locale)
-                                                                  for p in bleu)
-    by_key = {(p.model, p.locale): p for p in chrf}
+    # chrF's statistics listed in reverse order: the rows still join by (model, locale)
+    stats["chrf"] = dict(reversed(list(stats["chrf"].items())))
+    rows = point_pairs(stats, ["m1", "m2"])
+    chrf = {(p["model_id"], p["locale"]): p for p in point_pairs({"chrf": stats["chrf"]},
+                                                                ["m1", "m2"])}
+    bleu = point_pairs({"bleu": stats["bleu"]}, ["m1", "m2"])
+    assert [(r["model_id"], r["locale"]) for r in rows] == [(p["model_id"], p["locale"])
+                                                            for p in bleu]
     for row in rows:
-        p = by_key[(row["model_id"], row["locale"])]
+        p = chrf[(row["model_id"], row["locale"])]
         assert (row["flores_chrf"], row["cultivar_chrf"], row["delta_chrf"]) == (
-            p.flores, p.cultivar, p.delta)
-        assert row["n_instances"] == p.n_instances
-    with pytest.raises(PairingError, match="no chrf pair"):
-        join_metric_pairs({"bleu": bleu, "chrf": chrf[1:]})
-    with pytest.raises(PairingError, match="two pairs"):
-        join_metric_pairs({"bleu": bleu + bleu[:1]})
+            p["flores_chrf"], p["cultivar_chrf"], p["delta_chrf"])
+        assert row["n_instances"] == p["n_instances"]
+    # a pair that one metric has and another lacks is refused
+    del stats["chrf"][("m1", "flores_deu_Latn")]
+    with pytest.raises(PairingError, match="chrf pairs differ"):
+        point_pairs(stats, ["m1", "m2"])
 
 
 def reported_table4() -> list[dict]:
@@ -159,10 +162,15 @@ def test_table4_docstring_alternatives_do_not_give_the_printed_row():
 
 
 def test_locale_average_of_locale_means_and_empty():
-    pairs = [PairDelta("a", "hin_Deva_US", "hin_Deva", 10, 12),
-             PairDelta("b", "hin_Deva_US", "hin_Deva", 10, 8),
-             PairDelta("a", "deu_Latn_Germany", "deu_Latn", 10, 13)]
+    scores = {("a", "flores_hin_Deva"): 10, ("a", "cultivar_hin_Deva_US"): 12,
+              ("b", "flores_hin_Deva"): 10, ("b", "cultivar_hin_Deva_US"): 8,
+              ("a", "flores_deu_Latn"): 10, ("a", "cultivar_deu_Latn_Germany"): 13}
+    # one segment, 6 orders of 200 n-grams each side, 2·score matches: chrF = score
+    stats = {"chrf": {key: SegmentStats.build([0], np.tile([200, 200, 2 * v], 6)[None, :])
+                      for key, v in scores.items()}}
+    rows = paired_bootstrap(stats, ["a", "b"], ["hin_Deva_US", "deu_Latn_Germany"],
+                            config=BootstrapConfig(n_replicates=1)).locale_rows()
     # locale means: US (2 - 2) / 2 = 0, Germany 3 -> mean over locales 1.5 (not over pairs: 1)
-    average = locale_average(locale_mean_deltas(pairs))
-    assert (average.mean, average.n_locales) == (pytest.approx(1.5), 2)
+    average = locale_average({r["locale"]: (r["delta_chrf"], r["n_models"]) for r in rows})
+    assert (average.mean, average.n_locales) == (pytest.approx(1.5, abs=1e-12), 2)
     assert locale_average({}).mean is None and locale_average({}).n_locales == 0

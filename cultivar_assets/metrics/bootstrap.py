@@ -25,8 +25,8 @@ statistics) — possible only for locales much smaller than ``U``.
 **Quantities** (point estimate on all instances = weights 1, replicates, percentile interval):
 
 - per (model, locale), for each metric: ``pair_flores_<m>``, ``pair_cultivar_<m>`` and
-  ``pair_delta_<m>``, the instance-paired ∆ of :mod:`cultivar_assets.metrics.delta` (both sides on
-  ``P = ids(cultivar_l) ∩ ids(flores_L)``); n = ``|P|``;
+  ``pair_delta_<m>``, the ∆ of :mod:`cultivar_assets.metrics.delta` (``delta.paired_delta``,
+  both sides on ``P = ids(cultivar_l) ∩ ids(flores_L)``, ``delta.paired_ids``); n = ``|P|``;
 - per model: ``model_delta_<m>`` (mean pairwise ∆ over its pairs, Table 3; n = pairs),
   ``model_flores_<m>`` (mean over the locales' languages of the full ``flores_L`` score;
   n = languages), ``model_cultivar_<m>`` (mean over locales of ``cultivar_l``; n = locales),
@@ -57,7 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name, get_locale
-from cultivar_assets.metrics.delta import PairingError
+from cultivar_assets.metrics.delta import PairingError, paired_delta, paired_ids
 from cultivar_assets.metrics.score_arrays import SCORE_FUNCTIONS, scores_from_stats
 from cultivar_assets.metrics.segment_stats import RecallCounts, StatsTable
 
@@ -91,10 +91,13 @@ def instance_weights(n_instances: int, n_replicates: int, seed: int) -> np.ndarr
     return counts.reshape(n_replicates, n_instances)
 
 
-def interval_positions(n: int, confidence: float) -> tuple[int, int]:
-    """Positions of the interval's ends among ``n`` sorted replicates (module docstring)."""
-    k = math.floor(n * (1 - confidence) / 2 + 1e-9)
-    return k, n - 1 - k
+def interval_positions(n, confidence: float):
+    """Positions ``(k, n − 1 − k)``, ``k = ⌊n(1 − c)/2⌋``, of the interval's ends among ``n``
+    sorted replicates (module docstring); ``n`` an int, or an array of them (elementwise)."""
+    k = np.floor(np.asarray(n) * (1 - confidence) / 2 + 1e-9).astype(np.int64)
+    if k.ndim == 0:
+        return int(k), int(n) - 1 - int(k)
+    return k, np.asarray(n) - 1 - k
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float
@@ -103,9 +106,9 @@ def percentile_interval(replicates: np.ndarray, confidence: float
     replicates = np.asarray(replicates, dtype=np.float64)
     ordered = np.sort(replicates, axis=0)  # NaN sort last
     finite = np.isfinite(replicates).sum(axis=0)
-    k = np.floor(finite * (1 - confidence) / 2 + 1e-9).astype(np.int64)
+    k, top = interval_positions(finite, confidence)
     low_at = np.clip(k, 0, max(len(replicates) - 1, 0))
-    high_at = np.clip(finite - 1 - k, 0, max(len(replicates) - 1, 0))
+    high_at = np.clip(top, 0, max(len(replicates) - 1, 0))
     low = np.take_along_axis(ordered, low_at[None, ...], axis=0)[0]
     high = np.take_along_axis(ordered, high_at[None, ...], axis=0)[0]
     none = finite == 0
@@ -385,9 +388,7 @@ def paired_bootstrap(
                     cultivar_full[metric][model].append(requests.add(metric, c_name, c.ids, model))
                 if f is None or c is None:
                     continue
-                shared = np.intersect1d(c.ids, f.ids, assume_unique=True)
-                if len(shared) == 0:
-                    raise PairingError(f"{model}: {c_name} and {f_name} share no instance id")
+                shared = paired_ids(model, locale, f, c)
                 unpaired[(model, locale)] = len(c.ids) - len(shared)
                 pairs[metric].append(((model, locale),
                                       requests.add(metric, f_name, shared, model),
@@ -427,7 +428,7 @@ def paired_bootstrap(
                                       ) if entries else np.empty((n_rows, 0))
         cultivar_side = np.column_stack([scores[(*e[2], e[0][0])] for e in entries]
                                         ) if entries else np.empty((n_rows, 0))
-        delta = cultivar_side - flores_side
+        delta = paired_delta(flores_side, cultivar_side)
         sizes = [e[3] for e in entries]
         add(f"pair_flores_{metric}", keys, flores_side, sizes)
         add(f"pair_cultivar_{metric}", keys, cultivar_side, sizes)

@@ -130,8 +130,9 @@ def agreement_averages(
     """Per-locale rows and the two averages, the default (``model_averages``) first.
 
     ``flores_average``/``cultivar_average``: model -> its FLORES average over languages and its
-    Cultivar average over locales (``delta.model_averages``). The number of locales behind the
-    Cultivar averages is taken as the number of distinct locales in ``pairs``.
+    Cultivar average over locales (the bootstrap's ``model_flores_<m>``, ``model_cultivar_<m>``).
+    The number of locales behind the Cultivar averages is taken as the number of distinct
+    locales in ``pairs``.
     """
     rows = per_locale_agreement(pairs, metric)
     n_locales = len({p.locale for p in pairs})

@@ -34,11 +34,23 @@
   var groupById = new Map(groups.map(function (g) { return [g.instance_id, g]; }));
 
   var $ = function (id) { return document.getElementById(id); };
-  var messages = CT.messages($("status"), $("error"));
-  var say = messages.say, complain = messages.complain;
-  var store = CT.storage(STORAGE_KEY, complain);
   var now = CT.now;
-  var state = freshState();
+  var tool = CT.session({
+    storageKey: STORAGE_KEY, visitedKey: "cultivar-errors-visited:" + task.task_id,
+    task: task, otherWork: "for another sample",
+    sameTask: function (header) { return header.task_id === task.task_id; },
+    identity: {task_id: task.task_id, translations_hash: task.translations_hash},
+    fresh: freshState, restoreEntry: restoreEntry,
+    format: FORMAT, schemaVersion: SCHEMA_VERSION, what: "a Cultivar error-annotation file",
+    versionWhat: "error-annotation file", readItem: readItem,
+    noun: "translations", missingNoun: "translations", unsavedWork: unsavedWork,
+    fileName: task.task_id + ".errors.json", file: errorFile,
+    pending: function () { return groups.filter(function (g) { return !groupDone(g); }).length; },
+    pendingNoun: "instance", finished: "done",
+    resetMessage: "The draft was reset: no error is marked and no instance is done.",
+    render: renderAll
+  });
+  var state = tool.state, say = tool.say, save = tool.save;
   var current = null;  // the current instance: none until a move, a click or a focus picks one
   var currentKey = null;  // the current translation (item key)
 
@@ -68,36 +80,14 @@
   }
 
   // ---- storage ------------------------------------------------------------------------------
-  function save() {
-    state.saved_at = now();
-    store.save(state);
-  }
-
-  function restore() {
-    var text = store.text();
-    if (!text) { return; }
-    try {
-      var saved = JSON.parse(text);
-      if (saved.task_id !== task.task_id || saved.translations_hash !== task.translations_hash) {
-        return;
-      }
-      items.forEach(function (item) {
-        var entry = saved.items && saved.items[item.key];
-        if (entry && Array.isArray(entry.errors) && typeof entry.note === "string") {
-          state.items[item.key] = {
-            errors: sortedCodes(entry.errors.filter(function (c) { return CODES.indexOf(c) >= 0; })),
-            note: entry.note, done: entry.done === true, updated_at: entry.updated_at || null,
-            done_at: entry.done === true ? (entry.done_at || null) : null};
-        }
-      });
-      state.annotator = typeof saved.annotator === "string" ? saved.annotator : "";
-      state.saved_at = saved.saved_at || null;
-      state.unsaved = saved.unsaved !== false;  // older saves did not say: assume unsaved
-      say("Restored the draft saved in this browser" +
-        (saved.saved_at ? " at " + saved.saved_at : "") + ".");
-    } catch (error) {
-      store.unreadable(error);
-    }
+  // A saved entry (autosave) with well-formed fields, copied (unknown codes dropped); null
+  // keeps the fresh entry.
+  function restoreEntry(entry) {
+    if (!Array.isArray(entry.errors) || typeof entry.note !== "string") { return null; }
+    return {
+      errors: sortedCodes(entry.errors.filter(function (c) { return CODES.indexOf(c) >= 0; })),
+      note: entry.note, done: entry.done === true, updated_at: entry.updated_at || null,
+      done_at: entry.done === true ? (entry.done_at || null) : null};
   }
 
   // ---- rendering ----------------------------------------------------------------------------
@@ -230,11 +220,6 @@
     el.addEventListener("focusin", function () { markGroup(group.instance_id); });
   });
 
-  $("annotator").addEventListener("input", function (event) {
-    state.annotator = event.target.value;
-    state.unsaved = true;
-    save();
-  });
   $("show").addEventListener("change", applyFilter);
 
   // ---- keyboard -----------------------------------------------------------------------------
@@ -374,62 +359,24 @@
     };
   }
 
-  $("download").addEventListener("click", function () {
-    var file = errorFile();
-    var name = task.task_id + ".errors.json";
-    CT.downloadJSON(name, file);
-    state.unsaved = false;
-    save();
-    var pending = groups.filter(function (g) { return !groupDone(g); }).length;
-    var notes = [];
-    if (pending) { notes.push(pending + " instance" + (pending === 1 ? " is" : "s are") +
-      " not done yet"); }
-    if (!file.task.annotator) { notes.push("no annotator label is entered"); }
-    say("Downloaded " + name + (notes.length ? " (not ready to hand in: " +
-      notes.join("; ") + ")." : ": every instance is done, ready to hand in."));
-  });
-
   // ---- load ---------------------------------------------------------------------------------
-  function refuse(name, reason) { complain(CT.refusal(name, reason)); }
-
-  function load(name, text) {
-    var parsed = CT.parseFile(text, FORMAT, SCHEMA_VERSION, "a Cultivar error-annotation file",
-      "error-annotation file");
-    if (parsed.reason) { refuse(name, parsed.reason); return; }
-    var file = parsed.file, header = file.task || {};
-    if (header.task_id !== task.task_id) {
-      refuse(name, header.locale !== task.locale ?
-        "it belongs to task " + header.task_id + " (locale " + header.locale + "), not to " +
-          "this task " + task.task_id + " (locale " + task.locale + ")." :
-        "it was made for another sample of " + task.locale + " (task " + header.task_id +
-          "), not this task's (" + task.task_id + ").");
-      return;
+  function readItem(it, entries, problems) {
+    var item = it && itemByKey.get(it.key);
+    if (!item) { problems.push("unknown translation " + (it && it.key)); return null; }
+    if (entries[it.key]) { problems.push(it.key + " twice"); }
+    if (it.hypothesis_sha256 !== item.hypothesis_sha256) {
+      problems.push(it.key + " was made against another translation");
     }
-    var entries = {}, problems = [];
-    (Array.isArray(file.items) ? file.items : []).forEach(function (it) {
-      var item = it && itemByKey.get(it.key);
-      if (!item) { problems.push("unknown translation " + (it && it.key)); return; }
-      if (entries[it.key]) { problems.push(it.key + " twice"); }
-      if (it.hypothesis_sha256 !== item.hypothesis_sha256) {
-        problems.push(it.key + " was made against another translation");
-      }
-      if (!Array.isArray(it.errors) || it.errors.some(function (c) {
-        return CODES.indexOf(c) < 0;
-      })) {
-        problems.push(it.key + " has unknown error types");
-        return;
-      }
-      entries[it.key] = {errors: sortedCodes(it.errors),
-        note: typeof it.note === "string" ? it.note : "", done: it.done === true,
-        updated_at: it.updated_at || null,
-        done_at: it.done === true ? (it.done_at || null) : null};
-    });
-    var missing = items.filter(function (item) { return !entries[item.key]; });
-    if (missing.length) { problems.push(missing.length + " translations missing"); }
-    CT.finishLoad({problems: problems, noun: "translations", name: name, count: items.length,
-      savedAt: file.saved_at, unsaved: unsavedWork(), confirmLoad: confirmLoad, say: say,
-      refuse: function (reason) { refuse(name, reason); }, state: state, entries: entries,
-      annotator: header.annotator, save: save, render: renderAll});
+    if (!Array.isArray(it.errors) || it.errors.some(function (c) {
+      return CODES.indexOf(c) < 0;
+    })) {
+      problems.push(it.key + " has unknown error types");
+      return null;
+    }
+    return [it.key, {errors: sortedCodes(it.errors),
+      note: typeof it.note === "string" ? it.note : "", done: it.done === true,
+      updated_at: it.updated_at || null,
+      done_at: it.done === true ? (it.done_at || null) : null}];
   }
 
   // What loading a file would replace, in words, or null when nothing would be lost: the work
@@ -451,23 +398,5 @@
       (state.annotator ? " and the annotator label" : "");
   }
 
-  var confirmLoad = CT.loadDialog($("load-confirm"), $("load-yes"), $("load-no"), $("load"), say);
-
-  CT.onFileChosen($("load"), load, function (name, error) {
-    refuse(name, "it could not be read (" + error.message + ").");
-  });
-
-  // ---- reset --------------------------------------------------------------------------------
-  CT.resetDialog($("reset"), $("reset-confirm"), $("reset-yes"), $("reset-no"), function () {
-    store.clear();
-    state = freshState();
-    renderAll();
-    say("The draft was reset: no error is marked and no instance is done.");
-  });
-
-  restore();
-  renderAll();
-  CT.instructions($("instructions"), "cultivar-errors-visited:" + task.task_id);
-  CT.trackHeader($("tool-header"));
-  document.documentElement.dataset.ready = "true";
+  tool.start();
 })();

@@ -27,14 +27,31 @@
 
   var items = data.items;
   var byId = new Map(items.map(function (item) { return [item.instance_id, item]; }));
-  var state = freshState();
   var current = null;  // the current item: none until a move, a click or a focus picks one
 
   var $ = function (id) { return document.getElementById(id); };
-  var messages = CT.messages($("status"), $("error"));
-  var say = messages.say, complain = messages.complain;
-  var store = CT.storage(STORAGE_KEY, complain);
   var now = CT.now;
+  var tool = CT.session({
+    storageKey: STORAGE_KEY, visitedKey: "cultivar-postedit-visited:" + task.task_id,
+    task: task, otherWork: "against other drafts",
+    sameTask: function (header) {
+      return header.task_id === task.task_id && header.drafts_hash === task.drafts_hash;
+    },
+    identity: {task_id: task.task_id, drafts_hash: task.drafts_hash},
+    fresh: freshState, restoreEntry: restoreEntry,
+    format: FORMAT, schemaVersion: SCHEMA_VERSION, what: "a Cultivar annotation file",
+    versionWhat: "annotation file", readItem: readItem,
+    noun: "items", missingNoun: "instances", unsavedWork: unsavedWork,
+    fileName: task.task_id + ".annotations.json", file: annotationFile,
+    pending: function () {
+      return items.filter(function (item) { return !state.items[item.instance_id].confirmed; })
+        .length;
+    },
+    pendingNoun: "item", finished: "confirmed",
+    resetMessage: "The draft was reset: every item is back to its starting text and unconfirmed.",
+    render: renderAll
+  });
+  var state = tool.state, say = tool.say, save = tool.save;
 
   function freshState() {
     var entries = {};
@@ -56,33 +73,11 @@
   }
 
   // ---- storage ------------------------------------------------------------------------------
-  function save() {
-    state.saved_at = now();
-    store.save(state);
-  }
-
-  function restore() {
-    var text = store.text();
-    if (!text) { return; }
-    try {
-      var saved = JSON.parse(text);
-      if (saved.task_id !== task.task_id || saved.drafts_hash !== task.drafts_hash) { return; }
-      items.forEach(function (item) {
-        var entry = saved.items && saved.items[item.instance_id];
-        if (entry && typeof entry.source === "string" && typeof entry.english === "string") {
-          state.items[item.instance_id] = {source: entry.source, english: entry.english,
-            confirmed: entry.confirmed === true, updated_at: entry.updated_at || null,
-            confirmed_at: entry.confirmed_at || null};
-        }
-      });
-      state.annotator = typeof saved.annotator === "string" ? saved.annotator : "";
-      state.saved_at = saved.saved_at || null;
-      state.unsaved = saved.unsaved !== false;  // older saves did not say: assume unsaved
-      say("Restored the draft saved in this browser" +
-        (saved.saved_at ? " at " + saved.saved_at : "") + ".");
-    } catch (error) {
-      store.unreadable(error);
-    }
+  // A saved entry (autosave) with well-formed texts, copied; null keeps the fresh entry.
+  function restoreEntry(entry) {
+    if (typeof entry.source !== "string" || typeof entry.english !== "string") { return null; }
+    return {source: entry.source, english: entry.english, confirmed: entry.confirmed === true,
+      updated_at: entry.updated_at || null, confirmed_at: entry.confirmed_at || null};
   }
 
   // ---- rendering ----------------------------------------------------------------------------
@@ -223,11 +218,6 @@
     el.addEventListener("focusin", function () { markCurrent(id); });
   });
 
-  $("annotator").addEventListener("input", function (event) {
-    state.annotator = event.target.value;
-    state.unsaved = true;
-    save();
-  });
   $("show").addEventListener("change", applyFilter);
 
   // ---- keyboard -----------------------------------------------------------------------------
@@ -323,62 +313,22 @@
     };
   }
 
-  $("download").addEventListener("click", function () {
-    var file = annotationFile();
-    var name = task.task_id + ".annotations.json";
-    CT.downloadJSON(name, file);
-    state.unsaved = false;
-    save();
-    var pending = file.items.filter(function (i) { return !i.confirmed; }).length;
-    var notes = [];
-    if (pending) { notes.push(pending + " item" + (pending === 1 ? " is" : "s are") +
-      " not confirmed yet"); }
-    if (!file.task.annotator) { notes.push("no annotator label is entered"); }
-    say("Downloaded " + name + (notes.length ? " (not ready to hand in: " +
-      notes.join("; ") + ")." : ": every item is confirmed, ready to hand in."));
-  });
-
   // ---- load ---------------------------------------------------------------------------------
-  function refuse(name, reason) { complain(CT.refusal(name, reason)); }
-
-  function load(name, text) {
-    var parsed = CT.parseFile(text, FORMAT, SCHEMA_VERSION, "a Cultivar annotation file",
-      "annotation file");
-    if (parsed.reason) { refuse(name, parsed.reason); return; }
-    var file = parsed.file;
-    var header = file.task || {};
-    if (header.task_id !== task.task_id || header.drafts_hash !== task.drafts_hash) {
-      var reason = header.locale !== task.locale ?
-        "it belongs to task " + header.task_id + " (locale " + header.locale + "), not to " +
-          "this task " + task.task_id + " (locale " + task.locale + ")." :
-        "it was made against other drafts of " + task.locale + " (task " + header.task_id +
-          "), not this task's (" + task.task_id + ").";
-      refuse(name, reason);
-      return;
+  function readItem(it, entries, problems) {
+    var item = it && byId.get(it.instance_id);
+    if (!item) { problems.push("unknown instance " + (it && it.instance_id)); return null; }
+    if (entries[it.instance_id]) { problems.push("instance " + it.instance_id + " twice"); }
+    if (!it.draft || it.draft.draft_hash !== item.draft.draft_hash) {
+      problems.push("instance " + it.instance_id + " was made against another draft");
     }
-    var entries = {}, problems = [];
-    (Array.isArray(file.items) ? file.items : []).forEach(function (it) {
-      var item = it && byId.get(it.instance_id);
-      if (!item) { problems.push("unknown instance " + (it && it.instance_id)); return; }
-      if (entries[it.instance_id]) { problems.push("instance " + it.instance_id + " twice"); }
-      if (!it.draft || it.draft.draft_hash !== item.draft.draft_hash) {
-        problems.push("instance " + it.instance_id + " was made against another draft");
-      }
-      if (!it.final || typeof it.final.source !== "string" ||
-          typeof it.final.english !== "string") {
-        problems.push("instance " + it.instance_id + " has no final texts");
-        return;
-      }
-      entries[it.instance_id] = {source: it.final.source, english: it.final.english,
-        confirmed: it.confirmed === true, updated_at: it.updated_at || null,
-        confirmed_at: it.confirmed === true ? (it.confirmed_at || null) : null};
-    });
-    var missing = items.filter(function (item) { return !entries[item.instance_id]; });
-    if (missing.length) { problems.push(missing.length + " instances missing"); }
-    CT.finishLoad({problems: problems, noun: "items", name: name, count: items.length,
-      savedAt: file.saved_at, unsaved: unsavedWork(), confirmLoad: confirmLoad, say: say,
-      refuse: function (reason) { refuse(name, reason); }, state: state, entries: entries,
-      annotator: header.annotator, save: save, render: renderAll});
+    if (!it.final || typeof it.final.source !== "string" ||
+        typeof it.final.english !== "string") {
+      problems.push("instance " + it.instance_id + " has no final texts");
+      return null;
+    }
+    return [it.instance_id, {source: it.final.source, english: it.final.english,
+      confirmed: it.confirmed === true, updated_at: it.updated_at || null,
+      confirmed_at: it.confirmed === true ? (it.confirmed_at || null) : null}];
   }
 
   // What loading a file would replace, in words, or null when nothing would be lost: the work
@@ -401,24 +351,5 @@
       confirmed + " confirmed)" + (state.annotator ? " and the annotator label" : "");
   }
 
-  var confirmLoad = CT.loadDialog($("load-confirm"), $("load-yes"), $("load-no"),
-    $("load"), say);
-
-  CT.onFileChosen($("load"), load, function (name, error) {
-    refuse(name, "it could not be read (" + error.message + ").");
-  });
-
-  // ---- reset --------------------------------------------------------------------------------
-  CT.resetDialog($("reset"), $("reset-confirm"), $("reset-yes"), $("reset-no"), function () {
-    store.clear();
-    state = freshState();
-    renderAll();
-    say("The draft was reset: every item is back to its starting text and unconfirmed.");
-  });
-
-  restore();
-  renderAll();
-  CT.instructions($("instructions"), "cultivar-postedit-visited:" + task.task_id);
-  CT.trackHeader($("tool-header"));
-  document.documentElement.dataset.ready = "true";
+  tool.start();
 })();

@@ -1,5 +1,5 @@
 // Shared by the Cultivar annotation tools (post-editing, error analysis): status and error
-// messages, autosave in localStorage, JSON download and load, the questions before a reset and
+// messages, autosave in localStorage, JSON download and load (one flow, session()), the questions before a reset and
 // before loading over unsaved work, the notice of a frozen field, the instructions collapsed
 // after the first visit, and the keys (Alt+Down / Alt+Up from anywhere, j / k outside a text
 // field: next / previous item; Enter: into the current item; Escape: out of a text field;
@@ -135,26 +135,152 @@
     };
   }
 
-  // The end of both tools' Load JSON: a file whose items do not match the task is refused
-  // (its first five problems named); otherwise, after asking over unsaved work (confirmLoad),
-  // the file's entries and annotator replace the tool's state, which is saved and drawn again,
-  // and one line says what was loaded. o: {problems, noun, name, count, savedAt, unsaved,
-  // refuse(reason), confirmLoad, say, state, entries, annotator, save(), render()}.
-  function finishLoad(o) {
-    if (o.problems.length) {
-      o.refuse("it does not match this task's " + o.noun + " (" +
-        o.problems.slice(0, 5).join("; ") + (o.problems.length > 5 ? "; …" : "") + ").");
-      return;
+  // The load / refuse / restore / reset flow of both tools, on one state object
+  // {task_id, <the task's hash>, annotator, items: {key: entry}, saved_at, unsaved}, kept in
+  // place (a reset or a load changes its contents, never replaces it, so the tool may hold it).
+  // The page has the elements #status, #error, #annotator, #download, #load, #load-confirm,
+  // #load-yes, #load-no, #reset, #reset-confirm, #reset-yes, #reset-no, #instructions and
+  // #tool-header. o:
+  //   storageKey, visitedKey       autosave key; the instructions' "visited" key;
+  //   identity                     {task_id, <hash>}: a saved draft restores only when equal;
+  //   fresh()                      a new state (every item at its start);
+  //   restoreEntry(saved)          a saved entry checked and copied, or null to keep the fresh one;
+  //   format, schemaVersion, what, versionWhat   the file's format (parseFile);
+  //   task, sameTask(header)       the task ({task_id, locale}); is a file's task header this one?
+  //   otherWork                    "against other drafts" in the refusal of another task's file
+  //                                of the same locale ("it was made against other drafts of …");
+  //   readItem(it, entries, problems) -> [key, entry] to take, or null (problems say why);
+  //   noun, missingNoun            "items" in "Loaded 12 items"; "instances" in "3 instances missing";
+  //   unsavedWork()                what a load would replace, in words, or null;
+  //   fileName, file()             the download's name and document;
+  //   pending(), pendingNoun, finished   the download's "3 items are not confirmed yet";
+  //   resetMessage, render()       what a reset says; draw everything again.
+  // Returns {state, say, complain, save, start}: start() restores the autosave, draws the page,
+  // collapses the instructions after the first visit and marks the page ready.
+  function session(o) {
+    var $ = function (id) { return document.getElementById(id); };
+    var m = messages($("status"), $("error"));
+    var say = m.say, complain = m.complain;
+    var store = storage(o.storageKey, complain);
+    var state = o.fresh();
+
+    function replaceState(next) {
+      Object.keys(state).forEach(function (key) { delete state[key]; });
+      Object.assign(state, next);
     }
-    o.confirmLoad(o.unsaved, o.name, function () {
-      o.state.items = o.entries;
-      o.state.annotator = typeof o.annotator === "string" ? o.annotator : "";
-      o.state.unsaved = false;
-      o.save();
-      o.render();
-      o.say("Loaded " + o.count + " " + o.noun + " from " + o.name +
-        (o.savedAt ? " (saved " + o.savedAt + ")" : "") + ".");
+
+    function save() {
+      state.saved_at = now();
+      store.save(state);
+    }
+
+    function restore() {
+      var text = store.text();
+      if (!text) { return; }
+      try {
+        var saved = JSON.parse(text);
+        var same = Object.keys(o.identity).every(function (key) {
+          return saved[key] === o.identity[key];
+        });
+        if (!same) { return; }
+        Object.keys(state.items).forEach(function (key) {
+          var entry = saved.items && saved.items[key];
+          var restored = entry ? o.restoreEntry(entry) : null;
+          if (restored) { state.items[key] = restored; }
+        });
+        state.annotator = typeof saved.annotator === "string" ? saved.annotator : "";
+        state.saved_at = saved.saved_at || null;
+        state.unsaved = saved.unsaved !== false;  // older saves did not say: assume unsaved
+        say("Restored the draft saved in this browser" +
+          (saved.saved_at ? " at " + saved.saved_at : "") + ".");
+      } catch (error) {
+        store.unreadable(error);
+      }
+    }
+
+    $("annotator").addEventListener("input", function (event) {
+      state.annotator = event.target.value;
+      state.unsaved = true;
+      save();
     });
+
+    $("download").addEventListener("click", function () {
+      var file = o.file();
+      downloadJSON(o.fileName, file);
+      state.unsaved = false;
+      save();
+      var pending = o.pending();
+      var notes = [];
+      if (pending) { notes.push(pending + " " + o.pendingNoun + (pending === 1 ? " is" : "s are") +
+        " not " + o.finished + " yet"); }
+      if (!file.task.annotator) { notes.push("no annotator label is entered"); }
+      say("Downloaded " + o.fileName + (notes.length ? " (not ready to hand in: " +
+        notes.join("; ") + ")." : ": every " + o.pendingNoun + " is " + o.finished +
+        ", ready to hand in."));
+    });
+
+    function refuse(name, reason) { complain(refusal(name, reason)); }
+    var confirmLoad = loadDialog($("load-confirm"), $("load-yes"), $("load-no"), $("load"), say);
+
+    // A file whose task or items do not match is refused (its first five problems named);
+    // otherwise, after asking over unsaved work, its entries and annotator replace the state,
+    // which is saved and drawn again, and one line says what was loaded.
+    function load(name, text) {
+      var parsed = parseFile(text, o.format, o.schemaVersion, o.what, o.versionWhat);
+      if (parsed.reason) { refuse(name, parsed.reason); return; }
+      var file = parsed.file, header = file.task || {};
+      if (!o.sameTask(header)) {
+        refuse(name, header.locale !== o.task.locale ?
+          "it belongs to task " + header.task_id + " (locale " + header.locale + "), not to " +
+            "this task " + o.task.task_id + " (locale " + o.task.locale + ")." :
+          "it was made " + o.otherWork + " of " + o.task.locale + " (task " + header.task_id +
+            "), not this task's (" + o.task.task_id + ").");
+        return;
+      }
+      var entries = {}, problems = [];
+      (Array.isArray(file.items) ? file.items : []).forEach(function (it) {
+        var taken = o.readItem(it, entries, problems);
+        if (taken) { entries[taken[0]] = taken[1]; }
+      });
+      var keys = Object.keys(state.items);
+      var missing = keys.filter(function (key) { return !entries[key]; });
+      if (missing.length) { problems.push(missing.length + " " + o.missingNoun + " missing"); }
+      if (problems.length) {
+        refuse(name, "it does not match this task's " + o.noun + " (" +
+          problems.slice(0, 5).join("; ") + (problems.length > 5 ? "; …" : "") + ").");
+        return;
+      }
+      confirmLoad(o.unsavedWork(), name, function () {
+        state.items = entries;
+        state.annotator = typeof header.annotator === "string" ? header.annotator : "";
+        state.unsaved = false;
+        save();
+        o.render();
+        say("Loaded " + keys.length + " " + o.noun + " from " + name +
+          (file.saved_at ? " (saved " + file.saved_at + ")" : "") + ".");
+      });
+    }
+
+    onFileChosen($("load"), load, function (name, error) {
+      refuse(name, "it could not be read (" + error.message + ").");
+    });
+
+    resetDialog($("reset"), $("reset-confirm"), $("reset-yes"), $("reset-no"), function () {
+      store.clear();
+      replaceState(o.fresh());
+      o.render();
+      say(o.resetMessage);
+    });
+
+    function start() {
+      restore();
+      o.render();
+      instructions($("instructions"), o.visitedKey);
+      trackHeader($("tool-header"));
+      document.documentElement.dataset.ready = "true";
+    }
+
+    return {state: state, say: say, complain: complain, save: save, start: start};
   }
 
   // A text field: textarea, select, an input one types into, or anything contenteditable.
@@ -322,7 +448,7 @@
   window.CultivarTool = {
     now: now, messages: messages, storage: storage, downloadJSON: downloadJSON,
     refusal: refusal, parseFile: parseFile, onFileChosen: onFileChosen, question: question,
-    resetDialog: resetDialog, loadDialog: loadDialog, finishLoad: finishLoad, isTyping: isTyping,
+    resetDialog: resetDialog, loadDialog: loadDialog, session: session, isTyping: isTyping,
     keyboard: keyboard,
     stepIndex: stepIndex, frozenNotice: frozenNotice, instructions: instructions,
     trackHeader: trackHeader, checkScript: checkScript
