@@ -116,6 +116,7 @@ def _ordered(groups: dict[str, list], reads: dict[str, list[str]]) -> list[str]:
 
 
 def run_step_graph(context: dg.AssetExecutionContext) -> StepGraph:
-    """The steps of the assets of the run's code location (its repository)."""
-    unique = {id(asset): asset for asset in context.repository_def.assets_defs_by_key.values()}
-    return step_graph(unique.values())
+    """The steps of the run's whole asset graph (every asset of its definitions, not only those
+    its job selects; listed in no particular order)."""
+    graph = context.job_def.asset_layer.asset_graph
+    return step_graph(getattr(graph, "source_asset_graph", graph).assets_defs)
