@@ -62,9 +62,9 @@ def step_graph(assets: Iterable[dg.AssetsDefinition]) -> StepGraph:
             raise StepGraphError(f"the assets of the step {declared.step.name} are partitioned "
                                  f"differently ({members[0][0].key.to_user_string()}, {name})")
         if (asset.partitions_def is None) != (declared.step.partitions is None):
-            raise StepGraphError(f"{name} is {'not ' if asset.partitions_def is None else ''}"
-                                 f"partitioned, its step {declared.step.name} is "
-                                 f"{'' if asset.partitions_def is None else 'not '}")
+            which = ("is not partitioned, its step {} is" if asset.partitions_def is None
+                     else "is partitioned, its step {} is not")
+            raise StepGraphError(f"{name} {which.format(declared.step.name)}")
         members.append((asset, declared))
         step_of[name] = declared.step.name
     reads: dict[str, list[str]] = {}

@@ -110,12 +110,14 @@ def review_folder(ctx: StepContext) -> Path:
 
 
 def localiser_files(ctx: StepContext) -> dict[str, Any]:
+    """the localiser's recorded answers or local weights folder"""
     localisation = ctx.settings.construction.localisation
     return engine_files(localisation.engine, localisation.model, localisation.engine_options,
                         "the localiser")
 
 
 def locale_annotation_digests(ctx: StepContext) -> dict[str, str]:
+    """the locale's own returned annotation files, each by name"""
     return annotation_files(ctx.settings.construction.annotation.folder_path(), ctx.partition)
 
 
@@ -124,7 +126,7 @@ def tool_pages_folder(ctx: StepContext) -> Path:
 
 
 def data_files(ctx: StepContext) -> dict[str, Any]:
-    """The local FLORES release, the local or built dataset folder (when read)."""
+    """the local FLORES release, the local or built dataset folder (when read)"""
     data = ctx.settings.data
     files = {"FLORES files": content_digest(data.flores_path) if data.flores == "local"
              else None}
@@ -135,6 +137,7 @@ def data_files(ctx: StepContext) -> dict[str, Any]:
 
 
 def unpinned_hub_data(ctx: StepContext) -> str | None:
+    """it reads data from the Hub at no pinned revision"""
     data = ctx.settings.data
     unpinned = [repo for repo, uses, revision in (
         (data.cultivar_repo, data.kind == "hub", data.cultivar_revision),
@@ -150,6 +153,7 @@ def spm_model_file(ctx: StepContext) -> str | None:
 
 
 def model_files(ctx: StepContext) -> dict[str, Any]:
+    """the model's recorded answers or local weights folder"""
     spec = ctx.model
     location = spec.hf_id if spec.weights == "hub" else None
     return engine_files(spec.engine, location, spec.engine_options, "the model")
@@ -168,6 +172,7 @@ def gets_query_page(ctx: StepContext) -> bool:
 
 
 def pushes_to_hub(ctx: StepContext) -> str | None:
+    """a push to the Hub is configured (a repo id and a token)"""
     publish = ctx.settings.publish
     pushes = publish.repo_id is not None and publish.token() is not None
     return f"it pushes the dataset to {publish.repo_id} on the Hub" if pushes else None

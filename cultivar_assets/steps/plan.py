@@ -236,13 +236,42 @@ def planned_step(graph: StepGraph, settings: Settings, key: str,
 
 
 def step_table(graph: StepGraph) -> str:
-    """The steps as a Markdown table (``docs/pipeline.md`` holds it; a test compares)."""
-    rows = ["| step | assets (partition) | reads the outputs of |", "|---|---|---|"]
+    """The steps as a Markdown table: key, assets, the steps read, and the inputs declared
+    besides the code, the environment and the database (``docs/pipeline.md`` holds it; a test
+    compares)."""
+    names = {node.step.name: (f"`{node.step.name}:<{node.step.kind or 'partition'}>`"
+                              if node.step.partitions else f"`{node.step.name}`")
+             for node in graph.nodes}
+    rows = ["| step | assets | reads the outputs of | inputs besides code, environment, database |",
+            "|---|---|---|---|"]
     for node in graph.nodes:
-        step = node.step
-        key = f"`{step.name}:<{step.kind or 'partition'}>`" if step.partitions else (
-            f"`{step.name}`")
-        reads = ("every other step" if step.reads_every_other_step else
-                 ", ".join(f"`{name}`" for name in node.upstream) or "–")
-        rows.append(f"| {key} | {', '.join(f'`{a}`' for a in node.assets)} | {reads} |")
+        reads = ("every other step" if node.step.reads_every_other_step else
+                 ", ".join(names[name] for name in node.upstream) or "–")
+        rows.append(f"| {names[node.step.name]} | {', '.join(f'`{a}`' for a in node.assets)} "
+                    f"| {reads} | {'; '.join(_declared(node))} |")
     return "\n".join(rows) + "\n"
+
+
+def _declared(node: StepNode) -> list[str]:
+    """What a step's assets declare, in words (settings sections, files, other, entry)."""
+    sections = list(dict.fromkeys(s for d in node.declarations for s in d.settings))
+    files = list(dict.fromkeys([*(label for d in node.declarations for label in d.files),
+                                *(_said(group) for d in node.declarations
+                                  for group in d.file_groups)]))
+    other = list(dict.fromkeys(label for d in node.declarations for label in d.other))
+    if node.step.lists_outputs_as:
+        other.append(node.step.lists_outputs_as)
+    said = [f"settings {', '.join(f'`{s}`' for s in sections)}"] if sections else []
+    said += [f"files: {', '.join(files)}"] if files else []
+    said += ["the model's registry entry"] if any(d.entry for d in node.declarations) else []
+    said += [f"other: {', '.join(other)}"] if other else []
+    said += ["always runs when " + ", ".join(_said(d.always_runs) for d in node.declarations
+                                             if d.always_runs)] if any(
+        d.always_runs for d in node.declarations) else []
+    return said
+
+
+def _said(function: Any) -> str:
+    """A declared function in words: its docstring's first line, else its name."""
+    doc = (function.__doc__ or "").strip().splitlines()
+    return doc[0].rstrip(".") if doc else function.__name__.replace("_", " ")
