@@ -1,17 +1,18 @@
 """Running the whole pipeline in one process: the asset graph materialised in a local Dagster
 instance, model after model (``cultivar demo`` and ``cultivar run``).
 
-Steps (:mod:`cultivar_assets.steps.plan`): register the selected models as partitions,
-materialise ``selected_instances`` (the named-entity-rich selection over the source benchmark's
-English side: for the demo, its own original sentences, every candidate kept); when the data is
-the project's own build (data kind ``built``, the demo's), then for each configured locale
-``localised_drafts``, ``postedit_tools`` and ``annotations`` (one run per locale; the
-localiser's model is loaded once for all of them,
-:func:`cultivar_assets.construction.localisation.shared_engines`) and ``cultivar_dataset``; then
-``test_sets``, ``translations`` and ``scores`` for each model (one run per model, as a cluster
-would), then the leaderboard, the error analysis, charts, the dataset folder and the site. The
-Dagster instance lives in ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so
-``cultivar ui`` shows these runs afterwards.
+Steps (derived from the asset graph, :mod:`cultivar_assets.assets.step_graph`; in order in
+``docs/pipeline.md``): register the selected models as partitions, then run each step of the
+settings' pipeline in order, one Dagster run per step (per partition of a partitioned step):
+the named-entity-rich selection; when the data is the project's own build (data kind
+``built``, the demo's), each configured locale's drafts, tool page and ingest (the localiser's
+model loaded once for all of them, :func:`cultivar_assets.construction.localisation.
+shared_engines`; every locale tried, the problems listed at once) and the dataset; the test
+sets; each model's translations and scores (one run per model, as a cluster would, with its
+run tags); the results (leaderboard to site). A pipeline with more assets
+(``PIPELINE.with_assets``) runs their steps in their place. The Dagster instance lives in
+``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so ``cultivar ui`` shows these
+runs afterwards.
 
 A step whose inputs and output files are unchanged since its last successful run is *reused*
 instead (:mod:`cultivar_assets.steps.reuse`): it is not run, the runner says so ("unchanged since

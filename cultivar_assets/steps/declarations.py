@@ -8,8 +8,8 @@ its outputs depend on besides its upstream assets (:class:`StepInputs`): setting
 their place in the settings file), files (a settings field that names one, or a function giving
 a file's digest, each under a label), "other" facts, a model's registry entry, the files and
 folders it writes, and why it can never be reused. The Dagster layer attaches a declaration to
-its asset (:func:`cultivar_assets.assets.graph.step_inputs`) and derives from the graph and the
-declarations the plain data that the planner reads (:class:`StepNode`,
+its asset (:func:`cultivar_assets.assets.step_graph.step_inputs`) and derives from the graph and
+the declarations the plain data that the planner reads (:class:`StepNode`,
 :mod:`cultivar_assets.steps.plan`).
 
 Every function in a declaration takes a :class:`StepContext`: the settings, the step's partition
