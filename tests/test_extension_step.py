@@ -7,18 +7,15 @@ would when Dagster materialises it (docs/pipeline.md, "Adding a step")."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import dagster as dg
 import pytest
-from conftest import COPY_ENTRY, write_models_file
+from conftest import copy_baseline_settings
 
 from cultivar_assets.assets.graph import PIPELINE
 from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
-from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.resources import StoreResource, resources_from_settings
 from cultivar_assets.runner import run_pipeline
 from cultivar_assets.settings import Settings
@@ -57,12 +54,7 @@ def segment_counts(store: StoreResource) -> dg.MaterializeResult:
 @pytest.fixture
 def settings(tmp_path, monkeypatch, isolated_home) -> Settings:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    data = tmp_path / "data"
-    shutil.copytree(demo_dataset_dir(), data)
-    models = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
-    return Settings(database=str(tmp_path / "results.duckdb"), models_file=str(models),
-                    models=[MODEL_ID], data=DataConfig(kind="local", cultivar_path=str(data)),
-                    metrics=MetricConfig(bleu_tokenize="13a", bootstrap_replicates=50))
+    return copy_baseline_settings(tmp_path)
 
 
 def test_a_step_added_as_one_asset_runs_in_the_runner_and_in_dagster(settings, tmp_path):
