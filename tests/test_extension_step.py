@@ -26,8 +26,8 @@ from cultivar_assets.store.step_records import read_step_records
 pytestmark = pytest.mark.dagster_instances
 
 MODEL_ID = "copy-source-baseline"
-SIZES = Step("segment_counts", timing="segment counts",
-             title=lambda settings, _: f"segment counts -> {_counts_file(settings.database)}")
+COUNTS = Step("segment_counts", timing="segment counts",
+              title=lambda settings, _: f"segment counts -> {_counts_file(settings.database)}")
 
 
 def _counts_file(database: str | Path) -> Path:
@@ -39,8 +39,8 @@ def _output(ctx: StepContext) -> Path:
 
 
 # the one definition the new step needs: its asset, declaring the step and its inputs
-@step_inputs(StepInputs(SIZES, settings=("data",), other={"counts file": lambda c: str(_output(c))},
-                        outputs=(_output,)))
+@step_inputs(StepInputs(COUNTS, settings=("data",),
+                        other={"counts file": lambda c: str(_output(c))}, outputs=(_output,)))
 @dg.asset(deps=["test_sets"], group_name="extension")
 @recording_step
 def segment_counts(store: StoreResource) -> dg.MaterializeResult:
