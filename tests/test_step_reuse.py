@@ -536,3 +536,38 @@ def test_a_launched_runs_write_during_a_runners_step_is_seen(tmp_path):
                        timeout=120, cwd=REPO)
         assert book.finished(step, decision, 0.5) is None
     assert read_step_records(store) == {}
+
+
+# The groups and labels of each step's inputs as the hand-written plan (steps/plan.py before the
+# steps were derived from the asset graph) gave them for these settings: stored records name
+# changed inputs by these labels, so the derived plan keeps them.
+HAND_WRITTEN_LABELS = {
+    "selection": (["construction.selection", "construction.source", "database"],
+                  ["corrections file", "selection file", "source benchmark files"],
+                  ["review folder"], False),
+    "build:hin_Deva_US": (["construction.annotation", "construction.localisation", "database"],
+                          ["annotation file {}", "prompts file",
+                           "the localiser's recorded answers"],
+                          ["annotation folder", "tool pages folder"], False),
+    "dataset": (["construction.dataset", "construction.localisation", "database"], [],
+                ["dataset folder"], False),
+    "test_sets": (["data", "database"], ["Cultivar data files", "FLORES files"], [], False),
+    "model:copy-source-baseline": (["database", "engine", "metrics", "models_file"],
+                                   ["SentencePiece model of spBLEU"], [], True),
+    "results": (["database", "engine", "error_analysis", "metrics", "models", "publish", "site"],
+                ["error-annotation files", "model registry file"],
+                ["models registered in the Dagster instance", "output folders",
+                 "whether the site gets its Query page"], False),
+}
+
+
+def test_the_derived_steps_inputs_have_the_hand_written_plans_groups_and_labels(tmp_path):
+    settings = _demo(tmp_path)
+    (annotation,) = Path(settings.construction.annotation.folder).glob("hin_Deva_US-*.json")
+    for key, (sections, files, other, entry) in HAND_WRITTEN_LABELS.items():
+        inputs = _step(settings, key, ("copy-source-baseline",)).inputs
+        assert sorted(inputs) == sorted(["code", "environment", "settings", "files", "other",
+                                         *(["entry"] if entry else [])]), key
+        assert sorted(inputs["settings"]) == sections, key
+        assert sorted(inputs["files"]) == [f.format(annotation.name) for f in files], key
+        assert sorted(inputs["other"]) == other, key
