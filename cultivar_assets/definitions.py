@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from cultivar_assets.assets.graph import ASSETS, JOBS
+from cultivar_assets.assets.graph import ASSETS, JOBS, PIPELINE, Pipeline
 from cultivar_assets.automation import (
     automated_assets,
     build_automation_sensor,
@@ -24,13 +24,16 @@ register_environment()  # every process that loads the definitions redacts secre
 install_log_redaction()
 
 
-def build_definitions() -> dg.Definitions:
+def build_definitions(pipeline: Pipeline = PIPELINE) -> dg.Definitions:
+    """The project's definitions, with the settings of :func:`load_settings`; ``pipeline``: the
+    asset graph and jobs (``PIPELINE.with_assets(...)`` adds assets, each declaring its step:
+    :mod:`cultivar_assets.assets.graph`)."""
     settings = load_settings()
     registry_sensor = build_model_registry_sensor(
         settings.automation.registry_sensor_interval_seconds)
     return dg.Definitions(
-        assets=automated_assets(ASSETS, settings.publish),
-        jobs=JOBS,
+        assets=automated_assets(list(pipeline.assets), settings.publish),
+        jobs=list(pipeline.jobs),
         sensors=[registry_sensor,
                  build_automation_sensor(settings.automation.automation_sensor_interval_seconds),
                  build_run_failure_sensor(settings.automation)],
@@ -40,3 +43,4 @@ def build_definitions() -> dg.Definitions:
 
 
 defs = build_definitions()
+__all__ = ["ASSETS", "JOBS", "build_definitions", "defs"]  # ASSETS, JOBS: as the graph has them

@@ -167,3 +167,21 @@ def homes(tmp_path, monkeypatch, isolated_home):
     dagster_home.mkdir()
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
     return isolated_home, dagster_home
+
+
+def copy_baseline_settings(tmp_path: Path):
+    """Settings of a pipeline run of the copy baseline on a copy of the demo data (data kind
+    local; BLEU 13a, 50 bootstrap replicates), its database and models file in ``tmp_path``."""
+    import shutil
+
+    from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
+    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.settings import Settings
+
+    data = tmp_path / "data"
+    shutil.copytree(demo_dataset_dir(), data)
+    models = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
+    return Settings(database=str(tmp_path / "results.duckdb"), models_file=str(models),
+                    models=[COPY_ENTRY["id"]],
+                    data=DataConfig(kind="local", cultivar_path=str(data)),
+                    metrics=MetricConfig(bleu_tokenize="13a", bootstrap_replicates=50))

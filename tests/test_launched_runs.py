@@ -11,11 +11,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from conftest import COPY_ENTRY, write_models_file
+from conftest import COPY_ENTRY, copy_baseline_settings, write_models_file
 
 from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.construction.config import demo_construction
-from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
+from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.runner import run_pipeline
@@ -33,12 +33,7 @@ MODEL, RESULTS = f"model {MODEL_ID}", "results, dataset folder and site"
 @pytest.fixture
 def settings(tmp_path, monkeypatch, isolated_home) -> Settings:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    data = tmp_path / "data"
-    shutil.copytree(demo_dataset_dir(), data)
-    models = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
-    return Settings(database=str(tmp_path / "results.duckdb"), models_file=str(models),
-                    models=[MODEL_ID], data=DataConfig(kind="local", cultivar_path=str(data)),
-                    metrics=MetricConfig(bleu_tokenize="13a", bootstrap_replicates=50))
+    return copy_baseline_settings(tmp_path)
 
 
 def _pipeline(settings: Settings) -> tuple[list[str], list[str]]:

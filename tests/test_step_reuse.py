@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 from pydantic import BaseModel
 
+from cultivar_assets.assets.graph import STEP_GRAPH
 from cultivar_assets.construction.config import demo_construction
 from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
 from cultivar_assets.evaluation.error_config import demo_error_analysis
@@ -147,6 +148,12 @@ def test_every_settings_field_naming_a_file_or_folder_is_classified():
     assert set(steps.PATH_FIELDS.values()) == {"input", "output", "cache", "database"}
 
 
+def _step(settings: Settings, key: str, registered: tuple[str, ...] = (), specs=None
+          ) -> steps.PlannedStep:
+    """The step ``key`` of the settings' pipeline, planned from the project's asset graph."""
+    return steps.planned_step(STEP_GRAPH, settings, key, registered, specs)
+
+
 def _demo(tmp_path: Path, **update) -> Settings:
     """The demo's settings, with its annotation and error-annotation folders copied to tmp."""
     construction = demo_construction()
@@ -165,9 +172,9 @@ def _demo(tmp_path: Path, **update) -> Settings:
 
 def _fingerprints(settings: Settings) -> dict[str, str]:
     model = load_models().get("copy-source-baseline")
-    planned = [steps.selection_step(settings), steps.build_step(settings, "hin_Deva_US"),
-               steps.dataset_step(settings, ["hin_Deva_US"]), steps.test_sets_step(settings),
-               steps.model_step(settings, model), steps.results_step(settings, [], [model.id])]
+    planned = [_step(settings, "selection"), _step(settings, "build:hin_Deva_US"),
+               _step(settings, "dataset"), _step(settings, "test_sets"),
+               _step(settings, f"model:{model.id}"), _step(settings, "results", (model.id,))]
     return {step.key: step.fingerprint({}) for step in planned}
 
 
@@ -217,34 +224,34 @@ def test_a_model_entry_and_the_data_files_are_inputs(tmp_path):
     shutil.copytree(demo_dataset_dir(), data)
     settings = _demo(tmp_path, data=DataConfig(kind="local", cultivar_path=str(data)))
     model = load_models().get("copy-source-baseline")
-    before = steps.model_step(settings, model).fingerprint({})
+    before = _step(settings, f"model:{model.id}").fingerprint({})
     other = model.model_copy(update={"family": "Another"})
-    assert steps.model_step(settings, other).fingerprint({}) != before
-    assert steps.model_step(settings, model).fingerprint({"test_sets": "t2"}) != before
+    assert _step(settings, f"model:{model.id}", specs={model.id: other}).fingerprint({}) != before
+    assert _step(settings, f"model:{model.id}").fingerprint({"test_sets": "t2"}) != before
 
-    test_sets = steps.test_sets_step(settings).fingerprint({})
+    test_sets = _step(settings, "test_sets").fingerprint({})
     (data / "hin_Deva_US.jsonl").write_text(
         (data / "hin_Deva_US.jsonl").read_text("utf-8") + "\n", "utf-8")
-    assert steps.test_sets_step(settings).fingerprint({}) != test_sets
+    assert _step(settings, "test_sets").fingerprint({}) != test_sets
 
 
 def test_unpinned_hub_data_and_a_configured_push_always_run(tmp_path, monkeypatch):
     settings = _demo(tmp_path, data=DataConfig(kind="hub"))
-    assert "no pinned revision" in steps.test_sets_step(settings).always_runs
+    assert "no pinned revision" in _step(settings, "test_sets").always_runs
     pinned = settings.model_copy(update={"data": DataConfig(
         kind="hub", cultivar_revision="abc", flores="hub", flores_revision="def")})
-    assert steps.test_sets_step(pinned).always_runs is None
+    assert _step(pinned, "test_sets").always_runs is None
     publish = settings.publish.model_copy(update={"repo_id": "me/cultivar"})
     pushing = settings.model_copy(update={"publish": publish})
-    assert steps.results_step(pushing, [], []).always_runs is None  # no token: a dry run
+    assert _step(pushing, "results").always_runs is None  # no token: a dry run
     monkeypatch.setenv("HF_TOKEN", "hf_test_token_value")
-    assert "pushes the dataset to me/cultivar" in steps.results_step(pushing, [], []).always_runs
+    assert "pushes the dataset to me/cultivar" in _step(pushing, "results").always_runs
 
 
 def test_the_book_reuses_only_an_equal_fingerprint_with_unchanged_outputs(tmp_path):
     settings = _demo(tmp_path)
     store = Store(settings.database_path)
-    step = steps.dataset_step(settings, ["hin_Deva_US"])
+    step = _step(settings, "dataset")
     assert step.outputs == (settings.construction.dataset.folder_path(),)
     with recording_steps():
         book = StepBook(store)
@@ -309,7 +316,7 @@ def _other_writer(store: Store, kind: str) -> None:
 
 def _recorded_dataset_step(tmp_path: Path) -> tuple[Store, steps.PlannedStep]:
     settings = _demo(tmp_path)
-    step = steps.dataset_step(settings, ["hin_Deva_US"])
+    step = _step(settings, "dataset")
     step.outputs[0].mkdir(parents=True)
     (step.outputs[0] / "hin_Deva_US.jsonl").write_text("{}\n")
     return Store(settings.database_path), step
@@ -368,7 +375,7 @@ def test_a_step_during_which_another_process_wrote_records_nothing(tmp_path):
 def test_a_changed_input_is_named_with_its_old_and_new_value(tmp_path):
     settings = _demo(tmp_path)
     store = Store(settings.database_path)
-    step = steps.build_step(settings, "hin_Deva_US")
+    step = _step(settings, "build:hin_Deva_US")
     with recording_steps():
         book = StepBook(store)
         book.finished(step, book.decide(step), 0.5)
@@ -377,8 +384,8 @@ def test_a_changed_input_is_named_with_its_old_and_new_value(tmp_path):
     localisation = settings.construction.localisation.model_copy(
         update={"max_new_tokens": 64})
     construction = settings.construction.model_copy(update={"localisation": localisation})
-    changed = steps.build_step(settings.model_copy(update={"construction": construction}),
-                               "hin_Deva_US")
+    changed = _step(settings.model_copy(update={"construction": construction}),
+                    "build:hin_Deva_US")
     reason = StepBook(store).decide(changed).reason
     assert reason.startswith("runs again since its run of ")
     assert reason.endswith(f" UTC: annotation file {annotation.name} changed; setting "
@@ -408,21 +415,21 @@ def test_each_changed_input_kind_has_its_words_and_long_lists_are_cut():
 def test_one_locales_annotation_file_is_an_input_of_its_build_step_only(tmp_path):
     settings = _demo(tmp_path)
     locales = ["hin_Deva_US", "spa_Latn_Spain"]
-    before = {locale: steps.build_step(settings, locale).fingerprint({}) for locale in locales}
+    before = {locale: _step(settings, f"build:{locale}").fingerprint({}) for locale in locales}
     (annotation,) = Path(settings.construction.annotation.folder).glob("spa_Latn_Spain-*.json")
     annotation.write_bytes(annotation.read_bytes() + b"\n")
-    after = {locale: steps.build_step(settings, locale).fingerprint({}) for locale in locales}
+    after = {locale: _step(settings, f"build:{locale}").fingerprint({}) for locale in locales}
     assert after["hin_Deva_US"] == before["hin_Deva_US"]
     assert after["spa_Latn_Spain"] != before["spa_Latn_Spain"]
     extra = Path(settings.construction.annotation.folder) / "notes.txt"  # no locale's file
     extra.write_text("x")
-    assert steps.build_step(settings, "hin_Deva_US").fingerprint({}) == before["hin_Deva_US"]
+    assert _step(settings, "build:hin_Deva_US").fingerprint({}) == before["hin_Deva_US"]
 
 
 def test_a_record_of_an_older_release_is_read_and_gets_the_general_reason(tmp_path):
     settings = _demo(tmp_path)
     path = settings.database_path
-    step = steps.dataset_step(settings, [])
+    step = _step(settings, "dataset")
     with duckdb.connect(str(path)) as con:  # the table as the previous release created it
         con.execute("CREATE SCHEMA raw; CREATE TABLE raw.step_records (step VARCHAR PRIMARY "
                     "KEY, inputs VARCHAR NOT NULL, outputs VARCHAR NOT NULL, token VARCHAR NOT "
@@ -529,3 +536,38 @@ def test_a_launched_runs_write_during_a_runners_step_is_seen(tmp_path):
                        timeout=120, cwd=REPO)
         assert book.finished(step, decision, 0.5) is None
     assert read_step_records(store) == {}
+
+
+# The groups and labels of each step's inputs as the hand-written plan (steps/plan.py before the
+# steps were derived from the asset graph) gave them for these settings: stored records name
+# changed inputs by these labels, so the derived plan keeps them.
+HAND_WRITTEN_LABELS = {
+    "selection": (["construction.selection", "construction.source", "database"],
+                  ["corrections file", "selection file", "source benchmark files"],
+                  ["review folder"], False),
+    "build:hin_Deva_US": (["construction.annotation", "construction.localisation", "database"],
+                          ["annotation file {}", "prompts file",
+                           "the localiser's recorded answers"],
+                          ["annotation folder", "tool pages folder"], False),
+    "dataset": (["construction.dataset", "construction.localisation", "database"], [],
+                ["dataset folder"], False),
+    "test_sets": (["data", "database"], ["Cultivar data files", "FLORES files"], [], False),
+    "model:copy-source-baseline": (["database", "engine", "metrics", "models_file"],
+                                   ["SentencePiece model of spBLEU"], [], True),
+    "results": (["database", "engine", "error_analysis", "metrics", "models", "publish", "site"],
+                ["error-annotation files", "model registry file"],
+                ["models registered in the Dagster instance", "output folders",
+                 "whether the site gets its Query page"], False),
+}
+
+
+def test_the_derived_steps_inputs_have_the_hand_written_plans_groups_and_labels(tmp_path):
+    settings = _demo(tmp_path)
+    (annotation,) = Path(settings.construction.annotation.folder).glob("hin_Deva_US-*.json")
+    for key, (sections, files, other, entry) in HAND_WRITTEN_LABELS.items():
+        inputs = _step(settings, key, ("copy-source-baseline",)).inputs
+        assert sorted(inputs) == sorted(["code", "environment", "settings", "files", "other",
+                                         *(["entry"] if entry else [])]), key
+        assert sorted(inputs["settings"]) == sections, key
+        assert sorted(inputs["files"]) == [f.format(annotation.name) for f in files], key
+        assert sorted(inputs["other"]) == other, key

@@ -6,6 +6,7 @@ import dagster as dg
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.evaluation.contamination import write_reported_flags
@@ -13,6 +14,8 @@ from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.specs import REPORTED_SOURCE
+from cultivar_assets.steps.declarations import StepInputs
+from cultivar_assets.steps.inputs import RESULTS, registered_models
 from cultivar_assets.store.records import write_reported_results
 from cultivar_assets.tables import format_interval, leaderboard_markdown, markdown_table
 
@@ -28,6 +31,9 @@ def rules_markdown(rules: list[RuleResult]) -> str:
          ("fired_for", "fired for"), ("note", "note")])
 
 
+@step_inputs(StepInputs(
+    RESULTS, settings=("metrics",),
+    other={"models registered in the Dagster instance": registered_models}))
 @dg.asset(
     group_name="results",
     deps=[scores],
@@ -94,6 +100,8 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
     })
 
 
+@step_inputs(StepInputs(RESULTS, settings=("engine", "models", "metrics"),
+                        files={"model registry file": "models_file"}))
 @dg.asset(group_name="results", kinds={"duckdb"})
 @recording_step
 @redacting

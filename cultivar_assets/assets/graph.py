@@ -1,4 +1,18 @@
-"""The asset graph and its jobs, without settings: imported by the definitions and the CLI."""
+"""The asset graph and its jobs, without settings: imported by the definitions and the CLI; the
+one description of the pipeline. Its steps (:data:`STEP_GRAPH`) are derived from it
+(:mod:`cultivar_assets.assets.step_graph`); jobs that run whole steps select them by step.
+
+:class:`Pipeline` is the extension point: ``PIPELINE.with_assets(extra, ...)`` is the project's
+graph with more assets, each declaring its step (``@step_inputs(StepInputs(Step("name"), ...))``
+above ``@dg.asset``); :func:`cultivar_assets.runner.pipeline.run_pipeline` and
+:func:`cultivar_assets.definitions.build_definitions` take such a pipeline, and a step of new
+assets is planned, run, reused and recorded as the project's own are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
 
 import dagster as dg
 
@@ -16,10 +30,26 @@ from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.model_assets import scores, translations
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
 from cultivar_assets.assets.site_assets import charts, site
+from cultivar_assets.assets.step_graph import step_graph
+from cultivar_assets.steps.declarations import Step
+from cultivar_assets.steps.inputs import BUILD, DATASET, MODEL, SELECTION, TEST_SETS
+from cultivar_assets.steps.plan import StepGraph
+
+ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
+          test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
+          error_analysis, charts, hf_dataset_folder, hf_dataset_push, site, run_failures]
+STEP_GRAPH = step_graph(ASSETS)
+
+
+def steps_selection(*steps: Step) -> dg.AssetSelection:
+    """The assets of ``steps`` (of the project's graph)."""
+    return dg.AssetSelection.assets(*(asset for step in steps
+                                      for asset in STEP_GRAPH.node(step.name).assets))
+
 
 evaluate_model_job = dg.define_asset_job(
     "evaluate_model",
-    selection=dg.AssetSelection.assets(translations, scores),
+    selection=steps_selection(MODEL),
     description="Translate every test set with one model and score it (one partition = one model).",
 )
 
@@ -37,8 +67,7 @@ publish_job = dg.define_asset_job(
 
 build_benchmark_job = dg.define_asset_job(
     "build_benchmark",
-    selection=dg.AssetSelection.assets(selected_instances, localised_drafts, postedit_tools,
-                                       annotations),
+    selection=steps_selection(SELECTION, BUILD),
     description="Build Cultivar from the source benchmark: the named-entity-rich selection, then "
                 "for one locale (one partition = one locale) the LLM drafts, the post-editing "
                 "tool and the ingest of its returned annotation file.",
@@ -46,7 +75,7 @@ build_benchmark_job = dg.define_asset_job(
 
 build_dataset_job = dg.define_asset_job(
     "build_dataset",
-    selection=dg.AssetSelection.assets(cultivar_dataset, test_sets),
+    selection=steps_selection(DATASET, TEST_SETS),
     description="The Cultivar dataset from the ingested annotations of every configured locale, "
                 "then the test sets (evaluated when the data kind is built).",
 )
@@ -58,8 +87,24 @@ error_analysis_job = dg.define_asset_job(
                 "Table 5 from the returned files.",
 )
 
-ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
-          test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
-          error_analysis, charts, hf_dataset_folder, hf_dataset_push, site, run_failures]
 JOBS = [evaluate_model_job, refresh_results_job, publish_job, build_benchmark_job,
         build_dataset_job, error_analysis_job]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """An asset graph with its jobs, and the steps derived from it (module docstring)."""
+
+    assets: tuple[dg.AssetsDefinition, ...]
+    jobs: tuple = ()
+
+    @cached_property
+    def steps(self) -> StepGraph:
+        return step_graph(self.assets)
+
+    def with_assets(self, *assets: dg.AssetsDefinition) -> Pipeline:
+        """This pipeline with ``assets`` added (each declaring its step)."""
+        return Pipeline((*self.assets, *assets), self.jobs)
+
+
+PIPELINE = Pipeline(tuple(ASSETS), tuple(JOBS))

@@ -6,9 +6,12 @@ from collections import Counter
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import score_model
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
+from cultivar_assets.steps.declarations import StepInputs
+from cultivar_assets.steps.inputs import MODEL, model_files, spm_model_file
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
 from cultivar_assets.tables import markdown_table
 from cultivar_assets.translation import translate
@@ -16,6 +19,8 @@ from cultivar_assets.translation import translate
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
 
 
+@step_inputs(StepInputs(MODEL, settings=("engine", "models_file"), file_groups=(model_files,),
+                        entry=True))
 @dg.asset(
     group_name="models",
     partitions_def=models_partitions,
@@ -68,6 +73,8 @@ def translations(context: dg.AssetExecutionContext, engine: EngineResource, stor
     )
 
 
+@step_inputs(StepInputs(MODEL, settings=("metrics",),
+                        files={"SentencePiece model of spBLEU": spm_model_file}))
 @dg.asset(
     group_name="models",
     partitions_def=models_partitions,

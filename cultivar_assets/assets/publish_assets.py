@@ -5,11 +5,14 @@ import dagster as dg
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.safety import redacting
+from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.publish.dataset_folder import FileEntry, build_dataset_folder
 from cultivar_assets.publish.push import push_dataset
 from cultivar_assets.publish.records import read_dataset_info, read_publish_data
 from cultivar_assets.resources import HubPublishResource, StoreResource
+from cultivar_assets.steps.declarations import StepInputs
+from cultivar_assets.steps.inputs import RESULTS, folder, pushes_to_hub
 from cultivar_assets.tables import markdown_table
 
 
@@ -19,6 +22,8 @@ def _files_table(files: list[FileEntry]) -> dg.MetadataValue:
 
 
 # follows the data it holds (test_sets), not model results: the folder holds no scores
+@step_inputs(StepInputs(RESULTS, settings=("publish",),
+                        outputs=(folder("publish.folder_path"),)))
 @dg.asset(group_name="publish", deps=[test_sets], kinds={"parquet", "huggingface"},
           automation_condition=AFTER_NEW_RESULTS)
 @recording_step
@@ -46,6 +51,7 @@ def hf_dataset_folder(
     )
 
 
+@step_inputs(StepInputs(RESULTS, settings=("publish",), always_runs=pushes_to_hub))
 @dg.asset(group_name="publish", deps=[hf_dataset_folder], kinds={"huggingface"})
 @recording_step
 @redacting

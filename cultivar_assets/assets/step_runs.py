@@ -2,15 +2,16 @@
 schedule): :func:`recording_step` wraps every asset.
 
 Inside a pipeline run (``cultivar run``, ``cultivar demo``: :func:`cultivar_assets.store.
-database.in_pipeline_run`) it does nothing: the runner keeps the records itself. Elsewhere it
-calls the core (:mod:`cultivar_assets.steps.launched_runs`) before and after the asset, with its
-writes made for the asset's step: the settings are rebuilt from the run's resources as the run
-configured them (the definitions' resources with the run config's ``resources`` section,
-:func:`cultivar_assets.resources.settings_from_resources`), the registered models are the
-instance's ``models`` partitions. A run whose config sets an asset's own config to other than
-its defaults (``localised_drafts``' ``redraft``) records no step: the runner never sets it. An
-asset that fails records nothing (its step's record is already forgotten). An asset that starts
-before the database file exists records nothing and writes nothing before it computes (our
+database.in_pipeline_run`) it does nothing: the runner keeps the records itself. Elsewhere it calls
+the core (:mod:`cultivar_assets.steps.launched_runs`) before and after the asset, with its writes
+made for the asset's step (a step of the run's asset graph,
+:func:`cultivar_assets.assets.step_graph.run_step_graph`): the settings are rebuilt from the run's
+resources as the run configured them (the definitions' resources with the run config's
+``resources`` section, :func:`cultivar_assets.resources.settings_from_resources`), the registered
+models are the instance's ``models`` partitions. A run whose config sets an asset's own config to
+other than its defaults (``localised_drafts``' ``redraft``) records no step: the runner never sets
+it. An asset that fails records nothing (its step's record is already forgotten). An asset that
+starts before the database file exists records nothing and writes nothing before it computes (our
 choice: a failed asset then leaves no file behind).
 """
 
@@ -24,6 +25,7 @@ from typing import Any, TypeVar
 
 import dagster as dg
 
+from cultivar_assets.assets.step_graph import run_step_graph
 from cultivar_assets.resources import RESOURCE_KEYS, settings_from_resources
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps.launched_runs import asset_run, asset_starting, asset_succeeded
@@ -80,7 +82,7 @@ def _recorded(kwargs: dict[str, Any]) -> Iterator[None]:
         store.write([])  # a write for no step: it forgets every record, as the asset's do
         yield
         return
-    run = asset_run(settings, context.asset_key.to_user_string(),
+    run = asset_run(run_step_graph(context), settings, context.asset_key.to_user_string(),
                     context.partition_key if partitioned else None, context.run.run_id,
                     context.instance.get_dynamic_partitions(MODELS_PARTITIONS),
                     _own_config(kwargs))

@@ -1,17 +1,18 @@
 """Running the whole pipeline in one process: the asset graph materialised in a local Dagster
 instance, model after model (``cultivar demo`` and ``cultivar run``).
 
-Steps (:mod:`cultivar_assets.steps.plan`): register the selected models as partitions,
-materialise ``selected_instances`` (the named-entity-rich selection over the source benchmark's
-English side: for the demo, its own original sentences, every candidate kept); when the data is
-the project's own build (data kind ``built``, the demo's), then for each configured locale
-``localised_drafts``, ``postedit_tools`` and ``annotations`` (one run per locale; the
-localiser's model is loaded once for all of them,
-:func:`cultivar_assets.construction.localisation.shared_engines`) and ``cultivar_dataset``; then
-``test_sets``, ``translations`` and ``scores`` for each model (one run per model, as a cluster
-would), then the leaderboard, the error analysis, charts, the dataset folder and the site. The
-Dagster instance lives in ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so
-``cultivar ui`` shows these runs afterwards.
+Steps (derived from the asset graph, :mod:`cultivar_assets.assets.step_graph`; in order in
+``docs/pipeline.md``): register the selected models as partitions, then run each step of the
+settings' pipeline in order, one Dagster run per step (per partition of a partitioned step):
+the named-entity-rich selection; when the data is the project's own build (data kind
+``built``, the demo's), each configured locale's drafts, tool page and ingest (the localiser's
+model loaded once for all of them, :func:`cultivar_assets.construction.localisation.
+shared_engines`; every locale tried, the problems listed at once) and the dataset; the test
+sets; each model's translations and scores (one run per model, as a cluster would, with its
+run tags); the results (leaderboard to site). A pipeline with more assets
+(``PIPELINE.with_assets``) runs their steps in their place. The Dagster instance lives in
+``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so ``cultivar ui`` shows these
+runs afterwards.
 
 A step whose inputs and output files are unchanged since its last successful run is *reused*
 instead (:mod:`cultivar_assets.steps.reuse`): it is not run, the runner says so ("unchanged since
@@ -29,11 +30,12 @@ instead of going on to the next step, and says which run and with what status it
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cultivar_assets.models import load_models, select_models
 from cultivar_assets.paths import dagster_home
@@ -42,6 +44,9 @@ from cultivar_assets.settings import Settings
 from cultivar_assets.steps import plan
 from cultivar_assets.steps.reuse import Decision, StepBook
 from cultivar_assets.store.database import Store, recording_steps, seen_generation
+
+if TYPE_CHECKING:
+    from cultivar_assets.assets.graph import Pipeline
 
 # an asset's metadata entry that the runner prints (kept drafts, kept flagged pairs)
 NOTICE = "notice"
@@ -113,25 +118,23 @@ class _Steps:
     """Runs or reuses the steps of one pipeline run in one Dagster instance."""
 
     def __init__(self, settings: Settings, instance, book: StepBook,
-                 say: Callable[[str], None], signals: Interruptions) -> None:
+                 say: Callable[[str], None], signals: Interruptions, assets: tuple) -> None:
         self.settings, self.instance, self.book, self.say = settings, instance, book, say
-        self.signals = signals
-        self._definitions: tuple[list, dict] | None = None
+        self.signals, self.assets = signals, list(assets)
+        self._resources: dict | None = None
 
     def _assets_and_resources(self) -> tuple[list, dict]:
-        """The asset graph and the resources, imported on the first step that runs."""
-        if self._definitions is None:
-            from cultivar_assets.assets.graph import ASSETS
+        """The asset graph and the resources (made on the first step that runs)."""
+        if self._resources is None:
             from cultivar_assets.resources import resources_from_settings
 
-            self._definitions = (ASSETS, resources_from_settings(self.settings))
-        return self._definitions
+            self._resources = resources_from_settings(self.settings)
+        return self.assets, self._resources
 
     def run(self, step: plan.PlannedStep, tags: Callable[[], dict[str, str]] | None = None,
-            indent: str = "  ") -> bool:
+            indent: str = "  ", label: str = "") -> bool:
         """Reuse ``step`` or run it; True when it was reused. A failed run raises RuntimeError."""
         decision = self.book.decide(step)
-        label = f"{step.partition}: " if step.partition and step.key.startswith("build:") else ""
         if decision.reuse:
             self.say(f"{indent}{label}{decision.reason}")
             self._observe(step, decision)
@@ -201,12 +204,17 @@ class _Steps:
         return result
 
 
-def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> PipelineResult:
+def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
+                 pipeline: Pipeline | None = None) -> PipelineResult:
     """Materialise every asset for the models selected in ``settings``, reusing the steps that
-    are unchanged since their last run (module docstring)."""
+    are unchanged since their last run (module docstring); ``pipeline``: the asset graph whose
+    steps are run (default: the project's, :data:`cultivar_assets.assets.graph.PIPELINE`; one
+    with more assets: ``PIPELINE.with_assets(...)``)."""
     import dagster as dg
 
-    from cultivar_assets.construction.localisation import shared_engines
+    from cultivar_assets.assets.graph import PIPELINE
+
+    pipeline = pipeline or PIPELINE
 
     started = time.perf_counter()
     timings: list[tuple[str, float]] = []
@@ -220,73 +228,42 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
         new = [m.id for m in models if m.id not in known]
         if new:
             instance.add_dynamic_partitions("models", new)
-        runner = _Steps(settings, instance, StepBook(store), say, signals)
-        done: list[str] = []  # keys of the steps so far
+        registered = sorted(known | set(new))
+        runner = _Steps(settings, instance, StepBook(store), say, signals, pipeline.assets)
+        specs = {model.id: model for model in models}
 
-        built = settings.data.kind == "built"
-        construction = settings.construction
-        total = 6 if built else 4
-        number = [0]
-
-        def timed(title: str) -> float:
-            number[0] += 1
-            say(f"[{number[0]}/{total}] {title}")
-            return time.perf_counter()
+        def planned(key: str) -> plan.PlannedStep:
+            return plan.planned_step(pipeline.steps, settings, key, registered, specs)
 
         def finish(name: str, since: float, all_reused: bool) -> None:
             timings.append((name, time.perf_counter() - since))
             if all_reused:
                 reused.append(name)
 
-        since = timed(f"selection of named-entity-rich instances ({construction.source.name}"
-                      f" source benchmark, spaCy NER) -> {settings.database_path}")
-        step = plan.selection_step(settings)
-        finish("selection", since, runner.run(step))
-        done.append(step.key)
-        if built:
-            locales = construction.localisation.locale_keys()
-            since = timed(
-                f"for {len(locales)} locale(s): LLM drafts ({_localiser_label(settings)}), the "
-                "post-editing tool, the returned annotation file "
-                f"({construction.annotation.folder_path()})")
-            failures, outcomes = [], []
-            with shared_engines():
-                for locale in locales:  # every locale is tried; the problems are listed at once
-                    step = plan.build_step(settings, locale)
-                    try:
-                        outcomes.append(runner.run(step))
-                    except RuntimeError as error:
-                        failures.append(str(error))
-                    done.append(step.key)
-            finish("localisation, tools and ingest", since, all(outcomes) and not failures)
-            if failures:
-                raise RuntimeError(
-                    f"building {len(failures)} of {len(locales)} locale(s) failed (tool pages are "
-                    f"in {construction.annotation.tools_path()}):\n" + "\n".join(failures))
-            since = timed(f"the dataset -> {construction.dataset.folder_path()}")
-            step = plan.dataset_step(settings, locales)
-            finish("dataset", since, runner.run(step))
-            done.append(step.key)
-        since = timed(f"test sets ({settings.data.kind} data) -> {settings.database_path}")
-        step = plan.test_sets_step(settings)
-        finish("test sets", since, runner.run(step))
-        done.append(step.key)
-        timed(f"{len(models)} model(s), one run each")
-        for index, model in enumerate(models, 1):
-            say(f"  model {index}/{len(models)}: {model.id} ({model.type}, "
-                f"engine {model.engine}, prompt style {model.prompt_style})")
+        steps = pipeline.steps.pipeline(settings)
+        for number, (node, keys) in enumerate(steps, 1):
+            step = node.step
+            partitions = [key.split(":", 1)[1] for key in keys] if step.partitions else []
+            say(f"[{number}/{len(steps)}] {step.heading(settings, partitions)}")
             since = time.perf_counter()
-            step = plan.model_step(settings, model)
-            finish(f"model {model.id}", since,
-                   runner.run(step, lambda model=model: _model_tags(model), indent="    "))
-            done.append(step.key)
-        since = timed("leaderboard, per-locale ∆, rank agreement, reported figures, "
-                      "the error analysis, charts, the dataset folder (push: dry run "
-                      "unless configured) and the site")
-        registered = sorted(known | set(new))
-        results = plan.planned_step(settings, "results", registered)
-        assert results.upstream == tuple(done), (results.upstream, done)  # one plan for both
-        finish("results, dataset folder and site", since, runner.run(results))
+            if step.partitions is None:
+                finish(step.timing_name(), since, runner.run(planned(keys[0])))
+            elif step.kind == "locale":
+                _run_together(runner, settings, [planned(key) for key in keys], finish, since,
+                              step.timing_name())
+            else:  # each partition on its own (a model: with its run tags)
+                for index, (key, partition) in enumerate(zip(keys, partitions, strict=True), 1):
+                    tags = None
+                    if step.kind == "model":
+                        model = specs[partition]
+                        say(f"  model {index}/{len(keys)}: {model.id} ({model.type}, "
+                            f"engine {model.engine}, prompt style {model.prompt_style})")
+                        tags = functools.partial(_model_tags, model)
+                    else:
+                        say(f"  {step.name} {index}/{len(keys)}: {partition}")
+                    since = time.perf_counter()
+                    finish(step.timing_name(partition), since,
+                           runner.run(planned(key), tags, indent="    "))
         rows = _verified_leaderboard(store)
     summary = None
     if settings.data.kind == "built":
@@ -301,6 +278,27 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
                           time.perf_counter() - started, str(settings.site.site_path()),
                           timings, summary, reused)
+
+
+def _run_together(runner: _Steps, settings: Settings, planned: list[plan.PlannedStep],
+                  finish: Callable[[str, float, bool], None], since: float, name: str) -> None:
+    """The locales' steps: the localiser's model loaded once for all of them
+    (:func:`cultivar_assets.construction.localisation.shared_engines`), every locale tried, the
+    problems listed at once, one timing."""
+    from cultivar_assets.construction.localisation import shared_engines
+
+    failures, outcomes = [], []
+    with shared_engines():
+        for step in planned:
+            try:
+                outcomes.append(runner.run(step, label=f"{step.partition}: "))
+            except RuntimeError as error:
+                failures.append(str(error))
+    finish(name, since, all(outcomes) and not failures)
+    if failures:
+        raise RuntimeError(
+            f"building {len(failures)} of {len(planned)} locale(s) failed (tool pages are in "
+            f"{settings.construction.annotation.tools_path()}):\n" + "\n".join(failures))
 
 
 def _verified_leaderboard(store: Store) -> list[dict]:
@@ -327,8 +325,3 @@ def _model_tags(model) -> dict[str, str]:
     return run_tags(model)
 
 
-def _localiser_label(settings: Settings) -> str:
-    from cultivar_assets.construction.drafts import configured_localiser
-
-    config = settings.construction.localisation
-    return f"{configured_localiser(config)}, prompt {config.prompt}"

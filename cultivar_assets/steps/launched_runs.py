@@ -6,7 +6,8 @@ step_runs`), calls :func:`asset_starting` before it computes and :func:`asset_su
 its writes in between, and these two, are made for its step
 (:func:`cultivar_assets.store.database.writing_for_steps`: they forget that step's record and
 no other). The step is the one of the settings' pipeline (:func:`cultivar_assets.steps.plan.
-planned_step`) that holds the asset and its partition, with the settings that the run's
+planned_step`, over the steps of the run's asset graph) that holds the asset and its partition,
+with the settings that the run's
 resources were configured with; its fingerprint is computed as the runner computes it, with the
 upstream tokens of the records the file holds at the time.
 
@@ -32,7 +33,13 @@ from dataclasses import dataclass
 
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps.changes import input_values
-from cultivar_assets.steps.plan import PlannedStep, StepPlanError, planned_step, step_key
+from cultivar_assets.steps.plan import (
+    PlannedStep,
+    StepGraph,
+    StepPlanError,
+    planned_step,
+    step_key,
+)
 from cultivar_assets.steps.reuse import upstream_tokens
 from cultivar_assets.store.database import Store
 from cultivar_assets.store.step_records import (
@@ -60,14 +67,15 @@ class AssetRun:
         return None if self.step is None else (self.key,)
 
 
-def asset_run(settings: Settings, asset: str, partition: str | None, run_id: str,
-              registered_models: list[str], unrecorded: str | None = None) -> AssetRun:
-    """``asset`` of ``partition`` in the run ``run_id`` with ``settings`` (module docstring);
-    ``unrecorded``: a reason of the caller's why the step may not be recorded (run config that
-    the runner never sets)."""
-    key = step_key(asset, partition)
+def asset_run(graph: StepGraph, settings: Settings, asset: str, partition: str | None,
+              run_id: str, registered_models: list[str], unrecorded: str | None = None
+              ) -> AssetRun:
+    """``asset`` of ``partition`` in the run ``run_id`` with ``settings``, its step one of
+    ``graph``'s (the steps of the run's asset graph; module docstring); ``unrecorded``: a reason
+    of the caller's why the step may not be recorded (run config that the runner never sets)."""
+    key = step_key(graph, asset, partition)
     try:
-        step = planned_step(settings, key, registered_models)
+        step = planned_step(graph, settings, key, registered_models)
     except StepPlanError as error:
         return AssetRun(asset, run_id, key, None, str(error))
     why = unrecorded or (f"it always runs: {step.always_runs}" if step.always_runs else None)
