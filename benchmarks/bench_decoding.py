@@ -83,7 +83,6 @@ def run_transformers(model_id: str, decoding: str, batch_size: int | None) -> di
 def ctranslate2_model() -> tuple[Path, float]:
     """The demo model converted for CTranslate2 (cached next to the safetensors), and seconds."""
     from cultivar_assets.engines.weights import GEMMA_DIR_NAME
-
     from cultivar_assets.paths import models_dir
 
     source = models_dir() / GEMMA_DIR_NAME
@@ -99,10 +98,10 @@ def ctranslate2_model() -> tuple[Path, float]:
 
 def run_ctranslate2(model_id: str, compute_type: str, batch_size: int) -> dict:
     import ctranslate2
-    from cultivar_assets.engines.weights import GEMMA_DIR_NAME, resolve_weights
     from transformers import AutoTokenizer
 
     from cultivar_assets.engines.shared_prefix import shared_prefix_length
+    from cultivar_assets.engines.weights import GEMMA_DIR_NAME, resolve_weights
     from cultivar_assets.paths import models_dir
 
     spec, jobs = demo_jobs(model_id)
@@ -139,7 +138,6 @@ def run_vllm(model_id: str, python: str, dtype: str) -> dict:
     from dataclasses import asdict
 
     from cultivar_assets.engines.weights import GEMMA_DIR_NAME, resolve_weights
-
     from cultivar_assets.paths import models_dir
 
     spec, jobs = demo_jobs(model_id)
