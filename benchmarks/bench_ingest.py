@@ -3,7 +3,7 @@
 Builds a post-editing task of ``--items`` drafts (default 200, the paper's n) whose texts are
 ``--draft-chars`` characters long (default 500: the longest FLORES-200 dev/devtest sentence in
 the paper's 21 source languages and English has 479), then the file that costs the ingest most
-within the limits (``construction/annotation_file.py`` ``IngestLimits``; default 20 MB per
+within the limits (``construction/annotation/file.py`` ``IngestLimits``; default 20 MB per
 file, ``--max-text-chars`` per text, default the ingest's own): every item edited on both
 sides, each final text exactly at the per-text limit and made of the draft's own tokens in a
 shuffled order, so that the diff (Myers, ``text_edits.py``) finds many short matches and the
@@ -36,15 +36,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from annotation_helpers import PROMPT_HASH, annotation_document
 
-from cultivar_assets.construction.annotation_file import (
+from cultivar_assets.construction.annotation.file import (
     AnnotationFileError,
     IngestLimits,
     read_annotation_file,
 )
-from cultivar_assets.construction.annotation_store import ingest_annotation_file
-from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.drafts import Draft
-from cultivar_assets.construction.text_edits import token_texts
+from cultivar_assets.construction.annotation.store import ingest_annotation_file
+from cultivar_assets.construction.annotation.task import AnnotationTask
+from cultivar_assets.construction.annotation.text_edits import token_texts
+from cultivar_assets.construction.localisation.drafts import Draft
 from cultivar_assets.store.database import Store
 
 LOCALE = "cmn_Hans_China"

@@ -63,7 +63,7 @@ def _run(settings: Settings) -> int:
     console = _console()
     built = settings.data.kind == "built"
     if settings.data.kind == "demo" or (built and settings.construction.source.kind == "demo"):
-        from cultivar_assets.construction.drafts import configured_localiser
+        from cultivar_assets.construction.localisation.drafts import configured_localiser
 
         localiser = configured_localiser(settings.construction.localisation)
         how = (f"built here from its original sentences (selection, drafts: {localiser}, the "
@@ -469,7 +469,7 @@ def cmd_build_localise(args: argparse.Namespace) -> int:
     """LLM drafts of the configured locales (or ``--locale``), from the stored selection; the
     drafts of locales with tool pages or annotation files are kept unless ``--redraft``."""
     from cultivar_assets.construction.build import build_localisation
-    from cultivar_assets.construction.drafts import CHECKS
+    from cultivar_assets.construction.localisation.drafts import CHECKS
     from cultivar_assets.store.database import Store
 
     settings = _settings(args)
@@ -500,7 +500,7 @@ def cmd_build_localise(args: argparse.Namespace) -> int:
 
 def cmd_build_tools(args: argparse.Namespace) -> int:
     """The post-editing tool pages of the configured locales (or ``--locale``)."""
-    from cultivar_assets.construction.postedit_build import build_tools
+    from cultivar_assets.construction.annotation.postedit_build import build_tools
     from cultivar_assets.store.database import Store
 
     settings = _settings(args)
@@ -522,13 +522,13 @@ def _hand_in_line(settings: Settings) -> str:
 
 def cmd_build_ingest(args: argparse.Namespace) -> int:
     """Validate returned annotation files against the current drafts, then ingest them all."""
-    from cultivar_assets.construction.annotation_stats import table1_row
-    from cultivar_assets.construction.postedit_build import (
+    from cultivar_assets.construction.annotation.postedit_build import (
         ingest_files,
         is_demo_folder,
         kept_flagged,
         kept_flagged_warning,
     )
+    from cultivar_assets.construction.annotation.stats import table1_row
     from cultivar_assets.files import keep_file_copy
     from cultivar_assets.store.database import Store
 
@@ -585,7 +585,7 @@ def cmd_build_dataset(args: argparse.Namespace) -> int:
     folder = Path(args.folder) if args.folder else construction.dataset.folder_path()
     built = build_dataset(Store(settings.database_path), folder,
                           construction.localisation.locale_keys())
-    from cultivar_assets.construction.postedit_build import kept_flagged
+    from cultivar_assets.construction.annotation.postedit_build import kept_flagged
 
     for locale, actions in built.actions().items():
         kept = len(kept_flagged(Store(settings.database_path), locale))

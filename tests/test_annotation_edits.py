@@ -1,4 +1,4 @@
-"""Tokens and edit counts (construction/text_edits.py) on hand-made cases, and the tool's
+"""Tokens and edit counts (construction/annotation/text_edits.py) on hand-made cases, and the tool's
 JavaScript twin (site/static/postedit-textdiff.js) run through node on the same cases."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from conftest import REPO_ROOT
 
-from cultivar_assets.construction.text_edits import (
+from cultivar_assets.construction.annotation.text_edits import (
     JOINERS,
     WHITESPACE,
     _encode,

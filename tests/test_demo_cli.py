@@ -15,8 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from cultivar_assets.construction.annotation.demo import describe, environment
 from cultivar_assets.construction.config import DEMO_LOCALISER_ANSWERS
-from cultivar_assets.construction.demo_annotations import describe, environment
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.engines.replay import recording_path
 

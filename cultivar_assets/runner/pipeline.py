@@ -7,7 +7,8 @@ English side: for the demo, its own original sentences, every candidate kept); w
 the project's own build (data kind ``built``, the demo's), then for each configured locale
 ``localised_drafts``, ``postedit_tools`` and ``annotations`` (one run per locale; the
 localiser's model is loaded once for all of them,
-:func:`cultivar_assets.construction.localisation.shared_engines`) and ``cultivar_dataset``; then
+:func:`cultivar_assets.construction.localisation.localiser.shared_engines`) and
+``cultivar_dataset``; then
 ``test_sets``, ``translations`` and ``scores`` for each model (one run per model, as a cluster
 would), then the leaderboard, the error analysis, charts, the dataset folder and the site. The
 Dagster instance lives in ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so
@@ -206,7 +207,7 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print) -> Pipe
     are unchanged since their last run (module docstring)."""
     import dagster as dg
 
-    from cultivar_assets.construction.localisation import shared_engines
+    from cultivar_assets.construction.localisation.localiser import shared_engines
 
     started = time.perf_counter()
     timings: list[tuple[str, float]] = []
@@ -328,7 +329,7 @@ def _model_tags(model) -> dict[str, str]:
 
 
 def _localiser_label(settings: Settings) -> str:
-    from cultivar_assets.construction.drafts import configured_localiser
+    from cultivar_assets.construction.localisation.drafts import configured_localiser
 
     config = settings.construction.localisation
     return f"{configured_localiser(config)}, prompt {config.prompt}"

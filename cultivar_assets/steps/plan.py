@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from cultivar_assets.config_files import ConfigFileError
-from cultivar_assets.construction.annotation_file import locale_annotation_files
-from cultivar_assets.construction.selection_page import default_review_dir
+from cultivar_assets.construction.annotation.file import locale_annotation_files
+from cultivar_assets.construction.selection.page import default_review_dir
 from cultivar_assets.metrics.sacrebleu_metrics import SPM_TOKENIZERS, spm_model_location
 from cultivar_assets.models import ModelRegistryError, load_models
 from cultivar_assets.registry import UnknownEntryError

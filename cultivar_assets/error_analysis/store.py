@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig
-from cultivar_assets.evaluation.error_file import (
+from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
+from cultivar_assets.error_analysis.file import (
     ErrorFile,
     ErrorFileError,
     find_error_files,
     read_error_file,
 )
-from cultivar_assets.evaluation.error_sample import ErrorSample
+from cultivar_assets.error_analysis.sample import ErrorSample
 from cultivar_assets.site.tool_files import Problem
 from cultivar_assets.store.database import Step, Store
 

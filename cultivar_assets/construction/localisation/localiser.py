@@ -4,7 +4,7 @@ For each locale and each selected instance (original source in the locale's lang
 original English), the prompt template (``localisation_prompts.py``) is filled with the names from
 the locale registry and sent to the configured engine (any registered engine: ``openai`` for
 hosted or served models, ``vllm``, ``transformers``). The answer is read by
-:func:`~cultivar_assets.construction.localisation_answer.parse_answer`; a malformed answer is
+:func:`~cultivar_assets.construction.localisation.answer.parse_answer`; a malformed answer is
 tried again up to ``max_attempts`` times (chat templates send the answer back with the template's
 retry message), then kept as a *flagged* draft with its raw answer and the reason: never dropped,
 never replaced by the original.
@@ -64,15 +64,15 @@ from pathlib import Path
 from tqdm import tqdm
 
 from cultivar_assets.construction.config import LocalisationConfig
-from cultivar_assets.construction.drafts import (
+from cultivar_assets.construction.errors import ConstructionError
+from cultivar_assets.construction.localisation.answer import MalformedAnswer, parse_answer
+from cultivar_assets.construction.localisation.drafts import (
     Draft,
     configured_localiser,
     drafts_hash,
     task_id,
 )
-from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.localisation_answer import MalformedAnswer, parse_answer
-from cultivar_assets.construction.localisation_prompts import (
+from cultivar_assets.construction.localisation.prompts import (
     LocalisationPrompt,
     get_prompt,
     prompt_values,

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 
 from cultivar_assets.data.locales import cultivar_test_set_name, get_locale
-from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig
+from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
 from cultivar_assets.store.database import Store
 
 

@@ -56,14 +56,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cultivar_assets.construction.annotation_task import (
+from cultivar_assets.construction.annotation.task import (
     Action,
     AnnotationTask,
     classify_action,
     starting_pair,
 )
-from cultivar_assets.construction.drafts import Draft
-from cultivar_assets.construction.text_edits import Mode, count_edits
+from cultivar_assets.construction.annotation.text_edits import Mode, count_edits
+from cultivar_assets.construction.localisation.drafts import Draft
 from cultivar_assets.site.tool_files import (
     ByteLimit,
     Problem,
@@ -119,7 +119,7 @@ class IngestLimits:
 @cache
 def annotation_schema() -> dict[str, Any]:
     """The JSON Schema of annotation files (version :data:`SCHEMA_VERSION`)."""
-    text = resources.files("cultivar_assets.construction").joinpath(
+    text = resources.files("cultivar_assets.construction.annotation").joinpath(
         "annotation.schema.json").read_text("utf-8")
     return json.loads(text)
 

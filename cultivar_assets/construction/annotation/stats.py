@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from cultivar_assets.construction.annotation_file import Annotation
+from cultivar_assets.construction.annotation.file import Annotation
 
 TABLE1_FIELDS = ("kept_llm_paraphrase", "reverted_to_flores", "edited_source_only",
                  "edited_target_only", "edited_both", "avg_edits_source", "avg_edits_english")

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cultivar_assets.construction.drafts import Draft, drafts_hash, task_id
-from cultivar_assets.construction.text_edits import Mode, mode_for_locale
+from cultivar_assets.construction.annotation.text_edits import Mode, mode_for_locale
+from cultivar_assets.construction.localisation.drafts import Draft, drafts_hash, task_id
 
 Action = Literal["kept", "edited", "reverted"]
 ACTIONS: tuple[Action, ...] = ("kept", "edited", "reverted")

@@ -29,9 +29,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cultivar_assets import __version__
-from cultivar_assets.construction.annotation_file import SCHEMA_VERSION
-from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.drafts import DRAFTS_FILE, Draft, check_text, drafts_jsonl
+from cultivar_assets.construction.annotation.file import SCHEMA_VERSION
+from cultivar_assets.construction.annotation.task import AnnotationTask
+from cultivar_assets.construction.localisation.drafts import (
+    DRAFTS_FILE,
+    Draft,
+    check_text,
+    drafts_jsonl,
+)
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.site.tool_pages import build_tool_folder
 

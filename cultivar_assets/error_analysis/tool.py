@@ -37,9 +37,9 @@ from typing import Any
 
 from cultivar_assets import __version__
 from cultivar_assets.data.locales import get_locale
-from cultivar_assets.evaluation.error_file import FILE_SUFFIX, SCHEMA_VERSION
-from cultivar_assets.evaluation.error_sample import ErrorSample, ErrorTask
-from cultivar_assets.evaluation.error_types import CODES, ERROR_TYPES, GROUPS
+from cultivar_assets.error_analysis.file import FILE_SUFFIX, SCHEMA_VERSION
+from cultivar_assets.error_analysis.sample import ErrorSample, ErrorTask
+from cultivar_assets.error_analysis.types import CODES, ERROR_TYPES, GROUPS
 from cultivar_assets.files import replace_folder
 from cultivar_assets.site.diff import Span, word_diff
 from cultivar_assets.site.pages import PageWriter
