@@ -11,7 +11,7 @@ most work (of the adversarial texts tried: disjoint, same alphabet, small alphab
 shuffled repetitions, this was the slowest). The source side is a character-mode locale
 (``cmn_Hans_China``: every character a token), the English side word mode with one-character
 tokens (letters between punctuation). It then ingests the file into a fresh DuckDB
-(``annotation_store.ingest_annotation_file``: read, validate, count edits, write) and prints
+(``annotation.store.ingest_annotation_file``: read, validate, count edits, write) and prints
 the time of each part, and the time two refused files take: one over the file-size limit
 (a sparse file of 50 MB) and one at 20 MB whose last final text holds the padding.
 

@@ -230,7 +230,7 @@ class AnnotationConfig(BaseModel):
     the tool pages, ``<tools_dir>/<locale>/index.html`` (default
     ``$CULTIVAR_HOME/construction/postedit``); ``max_file_mb`` (default 20, MB of 1,000,000
     bytes) and ``max_text_chars`` (default 1,000): the largest annotation file the ingest reads
-    and the longest string in it (``annotation_file.IngestLimits`` says why these defaults).
+    and the longest string in it (``annotation.file.IngestLimits`` says why these defaults).
     """
 
     model_config = ConfigDict(extra="forbid")

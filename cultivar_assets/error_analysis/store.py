@@ -1,7 +1,7 @@
 """Ingesting the returned error-annotation files into the store (paper §5, Table 5).
 
 :func:`ingest_error_files` validates every file of the configured folder against the sample's
-tasks (``error_file.read_error_file``), and only when all of them are usable replaces the error
+tasks (``file.read_error_file``), and only when all of them are usable replaces the error
 analysis in the store in one transaction: the files, one row per annotated translation, and the
 settings the correlations need (the outlier model). A folder with any bad file raises one
 :class:`ErrorIngestError` with one message per bad file, and nothing is written (the store keeps

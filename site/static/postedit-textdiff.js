@@ -1,5 +1,5 @@
 // Tokens, token diffs and edit counts for the post-editing tool.
-// The JavaScript twin of cultivar_assets/construction/annotation/text_edits.py (whose docstring defines the
+// The JavaScript twin of cultivar_assets/construction/text_edits.py (whose docstring defines the
 // rules): the same tokenisation, the same diff (diff-match-patch, no time limit, no semantic
 // cleanup), the same edit count. tests/test_annotation_edits.py runs both on the same cases.
 // Works as a classic browser script (global CultivarTextDiff, needs the global diff_match_patch)

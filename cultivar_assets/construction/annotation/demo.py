@@ -11,7 +11,7 @@ demo data only: regenerating them from unchanged drafts gives the same bytes.
 :func:`demo_annotation_document` is one locale's file; :func:`write_demo_annotations` writes every
 locale's into the shipped folder (``scripts/regenerate_demo_annotations.py`` calls it after
 localising with the demo's settings). An item's ``action`` follows the shared rule
-(``annotation_task.classify_action``): ``kept`` only where a draft is exactly the demo pair.
+(``task.classify_action``): ``kept`` only where a draft is exactly the demo pair.
 """
 
 from __future__ import annotations

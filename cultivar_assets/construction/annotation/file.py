@@ -35,7 +35,7 @@ with any problem (checks 1-3 are those of every tool file, ``site/tool_files.py`
 5. the items: no duplicate ids, no id the task lacks, every task id present; each item's locale
    is the task's; its original pair equals the task's (and the source benchmark's, when given);
    its draft equals the task's draft (hash, texts, flag, prompt hash); the final source and English
-   are not blank; ``action`` agrees with the texts (``annotation_task.classify_action``); every
+   are not blank; ``action`` agrees with the texts (``task.classify_action``); every
    item is confirmed (unless ``allow_unconfirmed``) and a confirmed item has ``confirmed_at``.
 
 Only then are the edits counted, once per text (``text_edits.count_edits``).
@@ -171,7 +171,7 @@ class Annotation:
     english_edits: int
 
     @property
-    def _from_original(self) -> bool:  # the rule of annotation_task.starting_pair
+    def _from_original(self) -> bool:  # the rule of task.starting_pair
         return self.flagged or self.source_draft is None or self.english_draft is None
 
     @property

@@ -20,7 +20,7 @@ the template (Jinja2 autoescaping) and set with ``textContent`` by the script.
 
 What the annotator sees and does is described in the page's instructions
 (``site/templates/postedit_instructions.html.j2``); the annotation file it downloads is described
-in ``annotation_file.py``.
+in ``file.py``.
 """
 
 from __future__ import annotations

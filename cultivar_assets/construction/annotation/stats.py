@@ -1,6 +1,6 @@
 """Table 1 of the paper (summary of human edits per locale), computed from annotation files.
 
-Per locale, over its confirmed annotations (``annotation_file.Annotation``):
+Per locale, over its confirmed annotations (``file.Annotation``):
 
 - ``kept_llm_paraphrase``: action ``kept`` (final pair = the LLM paraphrase);
 - ``reverted_to_flores``: action ``reverted`` (final pair = the original FLORES pair);

@@ -1,7 +1,7 @@
 """LLM localisation (paper §2.2): one request per selected instance and locale, through an engine.
 
 For each locale and each selected instance (original source in the locale's language and the
-original English), the prompt template (``localisation_prompts.py``) is filled with the names from
+original English), the prompt template (``prompts.py``) is filled with the names from
 the locale registry and sent to the configured engine (any registered engine: ``openai`` for
 hosted or served models, ``vllm``, ``transformers``). The answer is read by
 :func:`~cultivar_assets.construction.localisation.answer.parse_answer`; a malformed answer is
@@ -410,7 +410,7 @@ def shared_engines() -> Iterator[EnginePool]:
 
 def localisation_inputs(selected: Mapping[int, Mapping], locales: Sequence[str]
                         ) -> dict[str, list[SourcePair]]:
-    """Each locale's pairs from the selection (``selection_store.read_selected_sources``)."""
+    """Each locale's pairs from the selection (``selection.store.read_selected_sources``)."""
     if not selected:
         raise ConstructionError("no instances are selected; materialise selected_instances "
                                 "(cultivar build select) first")
