@@ -3,7 +3,7 @@
 Builds a post-editing task of ``--items`` drafts (default 200, the paper's n) whose texts are
 ``--draft-chars`` characters long (default 500: the longest FLORES-200 dev/devtest sentence in
 the paper's 21 source languages and English has 479), then the file that costs the ingest most
-within the limits (``construction/annotation_file.py`` ``IngestLimits``; default 20 MB per
+within the limits (``construction/annotation/file.py`` ``IngestLimits``; default 20 MB per
 file, ``--max-text-chars`` per text, default the ingest's own): every item edited on both
 sides, each final text exactly at the per-text limit and made of the draft's own tokens in a
 shuffled order, so that the diff (Myers, ``text_edits.py``) finds many short matches and the
@@ -11,7 +11,7 @@ most work (of the adversarial texts tried: disjoint, same alphabet, small alphab
 shuffled repetitions, this was the slowest). The source side is a character-mode locale
 (``cmn_Hans_China``: every character a token), the English side word mode with one-character
 tokens (letters between punctuation). It then ingests the file into a fresh DuckDB
-(``annotation_store.ingest_annotation_file``: read, validate, count edits, write) and prints
+(``annotation.store.ingest_annotation_file``: read, validate, count edits, write) and prints
 the time of each part, and the time two refused files take: one over the file-size limit
 (a sparse file of 50 MB) and one at 20 MB whose last final text holds the padding.
 
@@ -36,14 +36,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from annotation_helpers import PROMPT_HASH, annotation_document
 
-from cultivar_assets.construction.annotation_file import (
+from cultivar_assets.construction.annotation.file import (
     AnnotationFileError,
     IngestLimits,
     read_annotation_file,
 )
-from cultivar_assets.construction.annotation_store import ingest_annotation_file
-from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.drafts import Draft
+from cultivar_assets.construction.annotation.store import ingest_annotation_file
+from cultivar_assets.construction.annotation.task import AnnotationTask
+from cultivar_assets.construction.localisation.drafts import Draft
 from cultivar_assets.store.database import Store
 from cultivar_assets.textdiff import token_texts
 

@@ -47,16 +47,16 @@ import time
 import urllib.request
 from pathlib import Path
 
+from cultivar_assets.construction.annotation.demo import environment
 from cultivar_assets.construction.build import build_selection
 from cultivar_assets.construction.config import demo_annotations_dir, demo_construction
-from cultivar_assets.construction.demo_annotations import environment
-from cultivar_assets.construction.localisation import (
+from cultivar_assets.construction.localisation.localiser import (
     localisation_inputs,
     localise,
     make_localiser,
     shared_engines,
 )
-from cultivar_assets.construction.selection_store import read_selected_sources
+from cultivar_assets.construction.selection.store import read_selected_sources
 from cultivar_assets.store.database import Store
 
 
@@ -73,7 +73,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def server_pairs(n: int) -> dict[str, list]:
     """The first ``n`` demo pairs, locale by locale (the shipped demo dataset)."""
-    from cultivar_assets.construction.localisation import SourcePair
+    from cultivar_assets.construction.localisation.localiser import SourcePair
     from cultivar_assets.data.sources import demo_dataset_dir
 
     inputs: dict[str, list] = {}
@@ -91,7 +91,10 @@ def server_pairs(n: int) -> dict[str, list]:
 
 def localise_once(inputs, config, stream: bool, cache: Path) -> float:
     """Seconds to localise ``inputs``; ``stream`` False: the fixed-chunk path."""
-    from cultivar_assets.construction.localisation import LocalisationFailuresError, localise
+    from cultivar_assets.construction.localisation.localiser import (
+        LocalisationFailuresError,
+        localise,
+    )
     from cultivar_assets.engines.openai_engine import OpenAIEngine
 
     saved = OpenAIEngine.answers_alone
@@ -200,7 +203,7 @@ def stop_group(server: subprocess.Popen) -> None:
 
 def server_main(args: argparse.Namespace) -> None:
     from cultivar_assets.construction.config import LocalisationConfig
-    from cultivar_assets.construction.localisation_prompts import get_prompt, prompt_values
+    from cultivar_assets.construction.localisation.prompts import get_prompt, prompt_values
 
     inputs = server_pairs(args.requests)
     options = {"batch_size": args.batch_size, "max_concurrency": args.concurrency,

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from annotation_helpers import demo_drafts
 
-from cultivar_assets.construction.postedit_tool import build_postedit_tool
+from cultivar_assets.construction.annotation.postedit_tool import build_postedit_tool
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cultivar_assets.construction.build import build_selection
 from cultivar_assets.construction.config import SelectionConfig
-from cultivar_assets.construction.entities import SpacyRecogniser
+from cultivar_assets.construction.selection.entities import SpacyRecogniser
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig, load_source_benchmark
 from cultivar_assets.store.database import Store
 

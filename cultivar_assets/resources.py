@@ -22,7 +22,7 @@ from cultivar_assets.construction.config import (
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
-from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig
+from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.publish.config import PublishConfig

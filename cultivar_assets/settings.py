@@ -30,7 +30,7 @@ source benchmark is the demo's, ``cultivar-built.duckdb`` otherwise. The embedde
 (``cultivar demo``) is this closed loop on the demo data.
 
 The ``error_analysis`` section configures the error analysis of §5 (Table 5): the sample, the
-folder of returned files and the outlier model (:mod:`cultivar_assets.evaluation.error_config`;
+folder of returned files and the outlier model (:mod:`cultivar_assets.error_analysis.config`;
 without it the paper's three Chinese locales, no files yet). The demo uses its own sample and
 the bundled demo files.
 """
@@ -46,7 +46,7 @@ from cultivar_assets.config_files import ConfigFileError, read_yaml_file, valida
 from cultivar_assets.construction.config import ConstructionConfig, demo_construction
 from cultivar_assets.data.sources import DEMO_NAME, DataConfig
 from cultivar_assets.engines.base import EngineSettings
-from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig, demo_error_analysis
+from cultivar_assets.error_analysis.config import ErrorAnalysisConfig, demo_error_analysis
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.paths import default_database
 from cultivar_assets.publish.config import PublishConfig

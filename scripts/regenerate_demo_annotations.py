@@ -11,7 +11,7 @@ from the localisation cache under ``$CULTIVAR_HOME`` when they are there. Then w
 recording that ``cultivar demo`` plays back (``cultivar_assets/construction/
 demo_localiser_answers.json``, engine ``replay``) and
 ``cultivar_assets/data/demo/annotations/<task_id>.annotations.json`` for each demo locale: the
-drafts as they are, the bundled demo data as the final pairs (``construction/demo_annotations.py``),
+drafts as they are, the bundled demo data as the final pairs (``construction/annotation/demo.py``),
 and prints how far the drafts are from those pairs. Review the difference (``git diff``) and
 commit the files with the change that moved the drafts.
 """
@@ -26,20 +26,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from cultivar_assets.construction.build import build_localisation, build_selection
-from cultivar_assets.construction.config import (
-    DEMO_LOCALISER_ANSWERS,
-    demo_annotations_dir,
-    demo_construction,
-)
-from cultivar_assets.construction.demo_annotations import (
+from cultivar_assets.construction.annotation.demo import (
     demo_annotation_document,
     demo_finals,
     environment,
     record_localiser_answers,
     write_demo_annotations,
 )
-from cultivar_assets.construction.postedit_build import stored_task
+from cultivar_assets.construction.annotation.postedit_build import stored_task
+from cultivar_assets.construction.build import build_localisation, build_selection
+from cultivar_assets.construction.config import (
+    DEMO_LOCALISER_ANSWERS,
+    demo_annotations_dir,
+    demo_construction,
+)
 from cultivar_assets.engines.replay import recording_path
 from cultivar_assets.store.database import Store
 

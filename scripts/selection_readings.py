@@ -2,11 +2,11 @@
 
 Runs spaCy NER once over the English side of FLORES dev (``../shared/data/flores200``, or
 ``--flores``) with the default selection, then evaluates the exclusion rules again under each
-reading of :data:`READINGS` (the rule code of ``construction/rules.py``, other settings
+reading of :data:`READINGS` (the rule code of ``construction/selection/rules.py``, other settings
 overridden) and prints, per reading, the sentences with ≥ 1 and ≥ 2 counted entities, the
 candidates, and which of the instances shown in the paper's Figure 1 are not candidates; then
 which of those the defaults' choice (n = 200, hash order) picks. The table in
-``construction/rules.py``'s docstring (and the README's figures) come from it.
+``construction/selection/rules.py``'s docstring (and the README's figures) come from it.
 
     python scripts/selection_readings.py [--flores DIR]
 """
@@ -23,14 +23,14 @@ from cultivar_assets.construction.config import (
     NUMERIC_LABELS,
     SelectionConfig,
 )
-from cultivar_assets.construction.entities import SpacyRecogniser
-from cultivar_assets.construction.rules import PAPER_FIGURE_1_IDS, evaluate_rules
-from cultivar_assets.construction.selection import (
+from cultivar_assets.construction.selection.choice import (
     SelectionResult,
     counted_labels,
     order_key,
     select_instances,
 )
+from cultivar_assets.construction.selection.entities import SpacyRecogniser
+from cultivar_assets.construction.selection.rules import PAPER_FIGURE_1_IDS, evaluate_rules
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig, load_source_benchmark
 
 DEFAULT_FLORES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "flores200"

@@ -1,4 +1,4 @@
--- Named statements of the error analysis (cultivar_assets/evaluation/error_sample.py and
+-- Named statements of the error analysis (cultivar_assets/error_analysis/sample.py and
 -- error_store.py). Blocks that insert read from a relation named "staging", registered by the
 -- caller; the whole analysis is replaced in one transaction (Store.write).
 

@@ -1,4 +1,4 @@
--- Named statements of the localisation step (cultivar_assets/construction/localisation_store.py).
+-- Named statements of the localisation step (cultivar_assets/construction/localisation/store.py).
 -- Blocks that insert read from a relation named "staging", registered by the caller; a locale's
 -- drafts are replaced in one transaction.
 

@@ -342,7 +342,7 @@ CREATE TABLE raw.reported_results (
 );
 
 -- Returned annotation files (post-editing, paper §2.3): one per locale, the last one ingested
--- (cultivar_assets/construction/annotation_file.py; its JSON Schema annotation.schema.json).
+-- (cultivar_assets/construction/annotation/file.py; its JSON Schema annotation.schema.json).
 CREATE TABLE raw.annotation_files (
     locale         VARCHAR PRIMARY KEY,
     task_id        VARCHAR NOT NULL,
@@ -359,7 +359,7 @@ CREATE TABLE raw.annotation_files (
 
 -- One row per annotated instance. *_changed: the final text differs from the starting text (the
 -- LLM paraphrase; the original for a flagged draft); *_edits: maximal runs of changed tokens
--- from the starting text to the final text (construction/text_edits.py).
+-- from the starting text to the final text (construction/annotation/text_edits.py).
 CREATE TABLE raw.annotations (
     locale           VARCHAR NOT NULL,
     instance_id      INTEGER NOT NULL,
@@ -416,7 +416,7 @@ CREATE TABLE raw.selection_instances (
     english         VARCHAR NOT NULL,
     domain          VARCHAR,
     topic           VARCHAR,             -- as the source spells it
-    topic_terms     VARCHAR[] NOT NULL,  -- normalised (cultivar_assets/construction/rules.py)
+    topic_terms     VARCHAR[] NOT NULL,  -- normalised (cultivar_assets/construction/selection/rules.py)
     n_entities      INTEGER NOT NULL,    -- counted entities after corrections
     enough_entities BOOLEAN NOT NULL,    -- n_entities >= min_entities
     excluded_by     VARCHAR[] NOT NULL,  -- rules that exclude it
@@ -457,7 +457,7 @@ CREATE TABLE raw.selection_sources (
 );
 
 -- Building Cultivar, LLM localisation (paper §2.2; asset localised_drafts): one row per locale,
--- the run that wrote its drafts (cultivar_assets/construction/localisation.py). No secret is
+-- the run that wrote its drafts (cultivar_assets/construction/localisation/localiser.py). No secret is
 -- stored: engine_options holds only the options that change answers (no server address, no key).
 CREATE TABLE raw.localisation_runs (
     locale                   VARCHAR PRIMARY KEY,
@@ -492,7 +492,7 @@ CREATE TABLE raw.localisation_runs (
     seconds                  DOUBLE NOT NULL,    -- the localisation call that wrote the row
     n_locales_in_run         INTEGER NOT NULL,   -- locales that call localised
     created_at               TIMESTAMP NOT NULL,
-    -- added later (NULL in older files): how many drafts fail each check (construction/drafts.py:
+    -- added later (NULL in older files): how many drafts fail each check (construction/localisation/drafts.py:
     -- draft_checks) and, for the engine replay, what the recording says it was recorded from (JSON)
     n_source_not_in_script   INTEGER,
     n_source_equals_english  INTEGER,
@@ -500,7 +500,7 @@ CREATE TABLE raw.localisation_runs (
     recorded_from            VARCHAR
 );
 
--- One LLM draft per locale and selected instance (construction/drafts.py: draft_hash).
+-- One LLM draft per locale and selected instance (construction/localisation/drafts.py: draft_hash).
 CREATE TABLE raw.localised_drafts (
     locale            VARCHAR NOT NULL,
     instance_id       INTEGER NOT NULL,
@@ -572,7 +572,7 @@ CREATE TABLE raw.built_table1 (
 );
 
 -- Error analysis (paper §5, Table 5): the returned error-annotation files, one per locale, and
--- one row per annotated translation (cultivar_assets/evaluation/error_file.py; its JSON Schema
+-- one row per annotated translation (cultivar_assets/error_analysis/file.py; its JSON Schema
 -- error_annotation.schema.json). Replaced as a whole by the error_analysis asset.
 CREATE TABLE raw.error_files (
     locale                VARCHAR PRIMARY KEY,
@@ -595,7 +595,7 @@ CREATE TABLE raw.error_annotations (
     model_id            VARCHAR NOT NULL,
     item_key            VARCHAR NOT NULL,
     system              VARCHAR NOT NULL,   -- what the page called the model ('system 2' when blind)
-    errors              VARCHAR[] NOT NULL, -- error type codes (evaluation/error_types.py), each once
+    errors              VARCHAR[] NOT NULL, -- error type codes (error_analysis/types.py), each once
     note                VARCHAR NOT NULL,
     done                BOOLEAN NOT NULL,
     hypothesis_sha256   VARCHAR NOT NULL,   -- of the translation annotated

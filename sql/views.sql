@@ -161,7 +161,7 @@ CREATE OR REPLACE VIEW annotations AS
 SELECT a.*, f.annotator, f.task_id
 FROM raw.annotations a JOIN raw.annotation_files f USING (locale);
 
--- Paper, Table 1, computed from the annotation files (definitions: construction/annotation_stats.py).
+-- Paper, Table 1, computed from the annotation files (definitions: construction/annotation/stats.py).
 -- Edits are averaged over the revised instances (edited or reverted) whose side changed.
 CREATE OR REPLACE VIEW annotation_summary AS
 SELECT locale,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from cultivar_assets.construction.drafts import Draft
+from cultivar_assets.construction.localisation.drafts import Draft
 from cultivar_assets.data.sources import demo_dataset_dir
 
 PROMPT_HASH = "0" * 63 + "1"
@@ -49,7 +49,7 @@ def annotation_document(task, finals: dict[int, tuple[str, str]] | None = None, 
     """An annotation file as the tool writes it: every item at its starting pair unless
     ``finals`` gives its final (source, English); actions from the shared rule."""
     from cultivar_assets import __version__
-    from cultivar_assets.construction.annotation_task import classify_action, starting_pair
+    from cultivar_assets.construction.annotation.task import classify_action, starting_pair
 
     finals = finals or {}
     stamp = "2026-12-01T10:00:00.000Z"

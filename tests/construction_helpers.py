@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from cultivar_assets.construction.entities import Entity, NerInfo
+from cultivar_assets.construction.selection.entities import Entity, NerInfo
 from cultivar_assets.data.source_benchmark import SourceBenchmark, SourceInstance
 
 _MARK = re.compile(r"\[([^\[\]|]+)\|([A-Z_]+)\]")

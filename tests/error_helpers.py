@@ -10,11 +10,11 @@ from pathlib import Path
 from statistics_helpers import build_statistics_store
 
 from cultivar_assets import __version__
+from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
+from cultivar_assets.error_analysis.file import FORMAT, SCHEMA_VERSION
+from cultivar_assets.error_analysis.sample import ErrorTask
+from cultivar_assets.error_analysis.types import CODES
 from cultivar_assets.evaluation import aggregate
-from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig
-from cultivar_assets.evaluation.error_file import FORMAT, SCHEMA_VERSION
-from cultivar_assets.evaluation.error_sample import ErrorTask
-from cultivar_assets.evaluation.error_types import CODES
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.store.database import Store
 

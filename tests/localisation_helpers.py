@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from cultivar_assets.construction.localisation import SourcePair
+from cultivar_assets.construction.localisation.localiser import SourcePair
 from cultivar_assets.data.sources import demo_dataset_dir
 
 SWAPS = {"Toronto": "Bern", "Ottawa": "Basel", "Flamengo": "FC Basel", "Lyon": "Luzern"}

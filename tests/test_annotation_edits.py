@@ -1,5 +1,5 @@
-"""Tokens (textdiff.py) and edit counts (construction/text_edits.py) on hand-made cases, and
-their JavaScript twin (site/static/textdiff.js) run through node on the same cases."""
+"""Tokens (textdiff.py) and edit counts (construction/annotation/text_edits.py) on hand-made
+cases, and their JavaScript twin (site/static/textdiff.js) run through node on the same cases."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from conftest import REPO_ROOT
 
-from cultivar_assets.construction.text_edits import (
+from cultivar_assets.construction.annotation.text_edits import (
     count_changed_tokens,
     count_edits,
     mode_for_locale,

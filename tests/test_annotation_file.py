@@ -13,15 +13,15 @@ import jsonschema
 import pytest
 from annotation_helpers import annotation_document, demo_drafts
 
-from cultivar_assets.construction.annotation_file import (
+from cultivar_assets.construction.annotation.file import (
     AnnotationFileError,
     IngestLimits,
     annotation_schema,
     find_annotation_file,
     read_annotation_file,
 )
-from cultivar_assets.construction.annotation_store import ingest_annotation_file
-from cultivar_assets.construction.annotation_task import AnnotationTask
+from cultivar_assets.construction.annotation.store import ingest_annotation_file
+from cultivar_assets.construction.annotation.task import AnnotationTask
 from cultivar_assets.store.database import Store
 
 

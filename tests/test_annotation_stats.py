@@ -1,4 +1,4 @@
-"""Table 1 (construction/annotation_stats.py) on hand-made tasks whose counts are worked out by
+"""Table 1 (construction/annotation/stats.py) on hand-made tasks whose counts are worked out by
 hand, in Python and in the store's ``annotation_summary`` view."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import json
 import pytest
 from annotation_helpers import PROMPT_HASH, annotation_document
 
-from cultivar_assets.construction.annotation_file import read_annotation_file
-from cultivar_assets.construction.annotation_stats import TABLE1_FIELDS, table1_row
-from cultivar_assets.construction.annotation_store import ingest_annotation_file
-from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.drafts import Draft
+from cultivar_assets.construction.annotation.file import read_annotation_file
+from cultivar_assets.construction.annotation.stats import TABLE1_FIELDS, table1_row
+from cultivar_assets.construction.annotation.store import ingest_annotation_file
+from cultivar_assets.construction.annotation.task import AnnotationTask
+from cultivar_assets.construction.localisation.drafts import Draft
 from cultivar_assets.store.database import Store
 
 

@@ -12,10 +12,10 @@ import pytest
 from annotation_helpers import annotation_document
 from build_helpers import build_drafts
 
+from cultivar_assets.construction.annotation.postedit_build import ingest_files, stored_task
 from cultivar_assets.construction.build import build_localisation, build_selection
 from cultivar_assets.construction.config import demo_annotations_dir, demo_construction
 from cultivar_assets.construction.dataset import build_dataset
-from cultivar_assets.construction.postedit_build import ingest_files, stored_task
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.site.build import build_site

@@ -16,10 +16,10 @@ from build_helpers import build_drafts
 
 from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.cli import main
+from cultivar_assets.construction.annotation.postedit_build import ingest_files, stored_task
 from cultivar_assets.construction.config import DatasetConfig
 from cultivar_assets.construction.dataset import PROVENANCE_COLUMNS, build_dataset
 from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.postedit_build import ingest_files, stored_task
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.data.testsets import DataError
 from cultivar_assets.publish.card import card_for_store

@@ -14,9 +14,9 @@ from annotation_helpers import annotation_document
 from build_helpers import build_drafts
 from data_helpers import make_flores_dir, shared_flores_dir
 
+from cultivar_assets.construction.annotation.postedit_build import ingest_files, stored_task
 from cultivar_assets.construction.config import SelectionConfig
 from cultivar_assets.construction.dataset import build_dataset
-from cultivar_assets.construction.postedit_build import ingest_files, stored_task
 from cultivar_assets.data.flores import LocalFlores
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import DataConfig, demo_dataset_dir, load_benchmark

@@ -17,8 +17,8 @@ import duckdb
 import pytest
 from database_state import differences, portable_state, read_reference
 
+from cultivar_assets.construction.annotation.demo import describe, environment
 from cultivar_assets.construction.config import DEMO_LOCALISER_ANSWERS
-from cultivar_assets.construction.demo_annotations import describe, environment
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.engines.replay import recording_path
 

@@ -14,15 +14,15 @@ import pytest
 from build_helpers import build_drafts
 from conftest import COPY_ENTRY, write_models_file
 
-from cultivar_assets.construction import postedit_build
-from cultivar_assets.construction.annotation_file import read_annotation_document
-from cultivar_assets.construction.config import DEMO_LOCALES, demo_annotations_dir
-from cultivar_assets.construction.demo_annotations import (
+from cultivar_assets.construction.annotation import postedit_build
+from cultivar_assets.construction.annotation.demo import (
     DEMO_ANNOTATOR,
     demo_finals,
     write_demo_annotations,
 )
-from cultivar_assets.construction.postedit_build import stored_task
+from cultivar_assets.construction.annotation.file import read_annotation_document
+from cultivar_assets.construction.annotation.postedit_build import stored_task
+from cultivar_assets.construction.config import DEMO_LOCALES, demo_annotations_dir
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.runner import run_pipeline

@@ -75,7 +75,7 @@ def test_the_translation_cache_on_a_full_disk_keeps_what_it_held(tmp_path):
 
 def test_the_localisation_cache_on_a_full_disk_says_so_and_never_advises_deleting_it(tmp_path):
     from cultivar_assets.construction.config import demo_construction
-    from cultivar_assets.construction.localisation import cache_info, make_localiser
+    from cultivar_assets.construction.localisation.localiser import cache_info, make_localiser
 
     localiser = make_localiser(demo_construction().localisation)
     with small_disk(tmp_path / "disk", 1) as disk:

@@ -20,17 +20,17 @@ from error_helpers import (
     write_document,
 )
 
-from cultivar_assets.evaluation.error_analysis import read_table5
-from cultivar_assets.evaluation.error_file import ErrorFileError, parse_error_file
-from cultivar_assets.evaluation.error_sample import (
+from cultivar_assets.error_analysis.file import ErrorFileError, parse_error_file
+from cultivar_assets.error_analysis.sample import (
     ErrorItem,
     ErrorTask,
     build_error_sample,
     text_sha256,
 )
-from cultivar_assets.evaluation.error_store import ErrorIngestError, ingest_error_files
-from cultivar_assets.evaluation.error_tool import build_error_tools, highlights
-from cultivar_assets.evaluation.error_types import CODES, GENERAL, LOCALE_SPECIFIC
+from cultivar_assets.error_analysis.store import ErrorIngestError, ingest_error_files
+from cultivar_assets.error_analysis.table import read_table5
+from cultivar_assets.error_analysis.tool import build_error_tools, highlights
+from cultivar_assets.error_analysis.types import CODES, GENERAL, LOCALE_SPECIFIC
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,12 @@ import json
 import pytest
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
+from cultivar_assets.error_analysis.config import demo_annotations_dir, demo_error_analysis
+from cultivar_assets.error_analysis.file import find_error_files
+from cultivar_assets.error_analysis.sample import build_error_sample
+from cultivar_assets.error_analysis.store import ingest_error_files
+from cultivar_assets.error_analysis.table import read_table5
 from cultivar_assets.evaluation import aggregate, score_model
-from cultivar_assets.evaluation.error_analysis import read_table5
-from cultivar_assets.evaluation.error_config import demo_annotations_dir, demo_error_analysis
-from cultivar_assets.evaluation.error_file import find_error_files
-from cultivar_assets.evaluation.error_sample import build_error_sample
-from cultivar_assets.evaluation.error_store import ingest_error_files
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.store.database import Store

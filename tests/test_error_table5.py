@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from cultivar_assets.data.locales import all_locales, get_locale
-from cultivar_assets.evaluation.error_analysis import read_table5
+from cultivar_assets.error_analysis.table import read_table5
 from cultivar_assets.store.database import Step, Store
 
 OUTLIER = "Seed-X-PPO-7B"

@@ -18,13 +18,13 @@ from playwright.sync_api import expect
 from statistics_helpers import build_statistics_store
 
 from cultivar_assets.engines.base import EngineInfo
+from cultivar_assets.error_analysis.file import read_error_file
+from cultivar_assets.error_analysis.sample import build_error_sample
+from cultivar_assets.error_analysis.store import ingest_error_files
+from cultivar_assets.error_analysis.table import read_table5
+from cultivar_assets.error_analysis.tool import build_error_tools
+from cultivar_assets.error_analysis.types import CODES
 from cultivar_assets.evaluation import aggregate, score_model
-from cultivar_assets.evaluation.error_analysis import read_table5
-from cultivar_assets.evaluation.error_file import read_error_file
-from cultivar_assets.evaluation.error_sample import build_error_sample
-from cultivar_assets.evaluation.error_store import ingest_error_files
-from cultivar_assets.evaluation.error_tool import build_error_tools
-from cultivar_assets.evaluation.error_types import CODES
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.site.diff import word_diff

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cultivar_assets.construction.localisation_answer import (
+from cultivar_assets.construction.localisation.answer import (
     MalformedAnswer,
     ParsedAnswer,
     parse_answer,

@@ -20,22 +20,22 @@ from localisation_helpers import localising_answer
 from openai_server import FakeOpenAIServer
 
 from cultivar_assets.cli import main
-from cultivar_assets.construction.build import build_localisation, build_selection
-from cultivar_assets.construction.drafts import (
-    DRAFTS_FILE,
-    draft_checks,
-    read_drafts_file,
-    script_share,
-)
-from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.localisation_prompts import parse_prompts
-from cultivar_assets.construction.localisation_store import read_drafts
-from cultivar_assets.construction.postedit_build import (
+from cultivar_assets.construction.annotation.postedit_build import (
     build_tools,
     ingest_files,
     kept_flagged,
     stored_task,
 )
+from cultivar_assets.construction.build import build_localisation, build_selection
+from cultivar_assets.construction.errors import ConstructionError
+from cultivar_assets.construction.localisation.drafts import (
+    DRAFTS_FILE,
+    draft_checks,
+    read_drafts_file,
+    script_share,
+)
+from cultivar_assets.construction.localisation.prompts import parse_prompts
+from cultivar_assets.construction.localisation.store import read_drafts
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
 
@@ -213,8 +213,8 @@ def test_kept_flagged_pairs_are_named_at_ingest_and_counted_by_the_dataset(
 # -- 3. drafts are stored beside their tool page and kept ---------------------------------------
 
 def test_the_drafts_file_beside_the_tool_page_holds_the_drafts_and_their_hashes(tmp_path):
-    from cultivar_assets.construction.drafts import task_id
-    from cultivar_assets.construction.postedit_tool import build_postedit_tool
+    from cultivar_assets.construction.annotation.postedit_tool import build_postedit_tool
+    from cultivar_assets.construction.localisation.drafts import task_id
 
     drafts = demo_drafts(flagged=True)
     page = build_postedit_tool(drafts, tmp_path / "tool")
@@ -344,7 +344,7 @@ def test_a_rerun_with_other_localiser_settings_keeps_the_drafts_and_says_so(
     from build_helpers import build_drafts
     from conftest import COPY_ENTRY, write_models_file
 
-    from cultivar_assets.construction.demo_annotations import write_demo_annotations
+    from cultivar_assets.construction.annotation.demo import write_demo_annotations
     from cultivar_assets.data.sources import DataConfig
     from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
     from cultivar_assets.runner import run_pipeline
@@ -382,7 +382,7 @@ def test_a_rerun_with_other_localiser_settings_keeps_the_drafts_and_says_so(
 def test_the_tool_page_flags_a_copied_draft_in_chromium(tmp_path, browser):
     """In Chromium: the item whose Hindi side is the English line is marked flagged, says why,
     and the "flagged drafts" filter shows it (and only it)."""
-    from cultivar_assets.construction.postedit_tool import build_postedit_tool
+    from cultivar_assets.construction.annotation.postedit_tool import build_postedit_tool
 
     drafts = demo_drafts(HINDI)
     drafts[3] = replace(drafts[3], source_draft=drafts[3].english_draft)

@@ -12,11 +12,11 @@ from openai_server import FakeOpenAIServer, fast_client
 
 from cultivar_assets.construction.build import build_localisation, build_selection
 from cultivar_assets.construction.config import LocalisationConfig, demo_construction
-from cultivar_assets.construction.localisation import (
+from cultivar_assets.construction.localisation.localiser import (
     LocalisationFailuresError,
     localise,
 )
-from cultivar_assets.construction.localisation_store import read_drafts
+from cultivar_assets.construction.localisation.store import read_drafts
 from cultivar_assets.secrets import install_log_redaction
 from cultivar_assets.store.database import Store
 

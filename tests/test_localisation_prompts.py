@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.localisation_prompts import (
+from cultivar_assets.construction.localisation.prompts import (
     get_prompt,
     prompt_registry,
     prompt_values,

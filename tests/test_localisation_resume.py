@@ -23,7 +23,7 @@ from localisation_helpers import demo_pairs, localising_answer
 from openai_server import FakeOpenAIServer
 
 from cultivar_assets.construction.config import LocalisationConfig
-from cultivar_assets.construction.localisation import localise
+from cultivar_assets.construction.localisation.localiser import localise
 
 LOCALE = "hin_Deva_US"
 WORKER = """
@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from localisation_helpers import demo_pairs
 from cultivar_assets.construction.config import LocalisationConfig
-from cultivar_assets.construction.localisation import localise
+from cultivar_assets.construction.localisation.localiser import localise
 config = LocalisationConfig.model_validate(json.loads(sys.argv[1]))
 localise({"hin_Deva_US": demo_pairs("hin_Deva_US")}, config, cache_dir=Path(sys.argv[2]),
          show_bar=False)

@@ -213,7 +213,7 @@ def test_the_sensor_interval_is_a_setting_that_models_add_names(tmp_path, capsys
 
 
 def test_the_next_tick_is_the_last_one_plus_the_interval():
-    from cultivar_assets.cli import tick_note
+    from cultivar_assets.cli.models import tick_note
 
     last = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
     note = tick_note(True, last, 300, now=last + 100)

@@ -17,12 +17,12 @@ from annotation_helpers import HOSTILE, annotation_document, demo_drafts
 from browser_helpers import NEEDS_CHROMIUM, ToolPage, serve
 from playwright.sync_api import expect
 
-from cultivar_assets.construction.annotation_file import read_annotation_file
-from cultivar_assets.construction.annotation_stats import table1_row
-from cultivar_assets.construction.annotation_store import ingest_annotation_file
-from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.postedit_tool import build_postedit_tool
-from cultivar_assets.construction.text_edits import count_edits
+from cultivar_assets.construction.annotation.file import read_annotation_file
+from cultivar_assets.construction.annotation.postedit_tool import build_postedit_tool
+from cultivar_assets.construction.annotation.stats import table1_row
+from cultivar_assets.construction.annotation.store import ingest_annotation_file
+from cultivar_assets.construction.annotation.task import AnnotationTask
+from cultivar_assets.construction.annotation.text_edits import count_edits
 from cultivar_assets.store.database import Store
 
 pytestmark = NEEDS_CHROMIUM

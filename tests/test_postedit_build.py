@@ -15,15 +15,15 @@ from build_helpers import build_drafts
 
 from cultivar_assets.assets.graph import ASSETS
 from cultivar_assets.cli import main
-from cultivar_assets.construction import postedit_build
-from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.config import AnnotationConfig
-from cultivar_assets.construction.postedit_build import (
+from cultivar_assets.construction.annotation import postedit_build
+from cultivar_assets.construction.annotation.postedit_build import (
     DemoDriftError,
     build_tools,
     ingest_folder_locale,
     stored_task,
 )
+from cultivar_assets.construction.annotation.task import AnnotationTask
+from cultivar_assets.construction.config import AnnotationConfig
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store

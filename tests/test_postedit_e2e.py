@@ -13,9 +13,9 @@ from build_helpers import build_drafts
 from test_postedit_browser import Tool
 
 from cultivar_assets.cli import main
+from cultivar_assets.construction.annotation.postedit_build import build_tools, stored_task
+from cultivar_assets.construction.annotation.text_edits import count_edits
 from cultivar_assets.construction.dataset import build_dataset
-from cultivar_assets.construction.postedit_build import build_tools, stored_task
-from cultivar_assets.construction.text_edits import count_edits
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
 

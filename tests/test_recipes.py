@@ -141,7 +141,7 @@ def test_recipe_new_source_benchmark(tmp_path, monkeypatch):
 
 def test_recipe_new_prompt_template(tmp_path):
     from cultivar_assets.construction.config import ConstructionConfig
-    from cultivar_assets.construction.localisation_prompts import get_prompt, prompt_values
+    from cultivar_assets.construction.localisation.prompts import get_prompt, prompt_values
 
     # 1. the template file and 2. the settings naming it, as the page writes them
     (tmp_path / "my_prompts.yaml").write_text(

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from cultivar_assets.construction.annotation.demo import demo_annotation_document
+from cultivar_assets.construction.annotation.postedit_build import stored_task
 from cultivar_assets.construction.build import build_localisation, build_selection
 from cultivar_assets.construction.config import demo_annotations_dir, demo_construction
-from cultivar_assets.construction.demo_annotations import demo_annotation_document
-from cultivar_assets.construction.postedit_build import stored_task
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings, Generation
 from cultivar_assets.engines.prompts import GenerationRequest

@@ -9,18 +9,18 @@ import pytest
 from construction_helpers import FakeRecogniser, benchmark_of, unmark
 
 from cultivar_assets.construction.config import SelectionConfig
-from cultivar_assets.construction.entities import (
-    SpacyRecogniser,
-    apply_corrections,
-    load_corrections,
-)
 from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.rules import RULES, has_numeral, topic_terms
-from cultivar_assets.construction.selection import (
+from cultivar_assets.construction.selection.choice import (
     load_manual_selection,
     order_key,
     select_instances,
 )
+from cultivar_assets.construction.selection.entities import (
+    SpacyRecogniser,
+    apply_corrections,
+    load_corrections,
+)
+from cultivar_assets.construction.selection.rules import RULES, has_numeral, topic_terms
 
 RICH = "[Ada Lovelace|PERSON] met [Charles Babbage|PERSON] in [London|GPE]."
 PAIR = "[Turin|GPE] welcomed [Juventus|ORG] fans."

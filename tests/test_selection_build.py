@@ -17,9 +17,9 @@ from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.cli import main
 from cultivar_assets.construction.build import build_selection
 from cultivar_assets.construction.config import ConstructionConfig, SelectionConfig
-from cultivar_assets.construction.entities import SpacyRecogniser
 from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.selection_store import read_selected_sources, read_selection_run
+from cultivar_assets.construction.selection.entities import SpacyRecogniser
+from cultivar_assets.construction.selection.store import read_selected_sources, read_selection_run
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.testsets import DataError
 from cultivar_assets.resources import resources_from_settings

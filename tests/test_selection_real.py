@@ -17,7 +17,7 @@ from doc_helpers import doc_text
 
 from cultivar_assets.construction.build import build_selection
 from cultivar_assets.construction.config import NUMERIC_LABELS, SelectionConfig
-from cultivar_assets.construction.rules import PAPER_FIGURE_1_IDS, evaluate_rules
+from cultivar_assets.construction.selection.rules import PAPER_FIGURE_1_IDS, evaluate_rules
 from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.store.database import Store
 
@@ -95,7 +95,8 @@ def test_selection_over_flores_devtest_a_second_source(tmp_path):
 def test_the_instances_of_the_papers_figure_1_are_candidates(tmp_path):
     """The paper's Figure 1 shows FLORES dev 0, 2, 3 and 5 in Cultivar (as deu_Latn_Germany_<id>):
     the default selection keeps each of them as a candidate, with the counts of sentences with
-    ≥ 1 and ≥ 2 entities unchanged (issue 16 §2; the readings tried: construction/rules.py)."""
+    ≥ 1 and ≥ 2 entities unchanged (issue 16 §2; the readings tried:
+    construction/selection/rules.py)."""
     source = SourceBenchmarkConfig(kind="flores", path=str(shared_flores_dir()))
     build = build_selection(source, SelectionConfig(review_dir=str(tmp_path / "review")),
                             Store(tmp_path / "figure.duckdb"), show_bar=False)

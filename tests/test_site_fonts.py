@@ -13,8 +13,8 @@ import pytest
 from annotation_helpers import demo_drafts
 from browser_helpers import NEEDS_CHROMIUM, ToolPage, chromium, font_setup, serve
 
-from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.postedit_tool import build_postedit_tool
+from cultivar_assets.construction.annotation.postedit_tool import build_postedit_tool
+from cultivar_assets.construction.annotation.task import AnnotationTask
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.paths import resource_dir
 from cultivar_assets.site.fonts import SCRIPT_FONTS, font_advice, script_fonts

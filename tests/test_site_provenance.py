@@ -11,8 +11,8 @@ import pytest
 from annotation_helpers import annotation_document, demo_drafts
 from site_helpers import hostile_store
 
-from cultivar_assets.construction.annotation_store import ingest_annotation_file
-from cultivar_assets.construction.annotation_task import AnnotationTask
+from cultivar_assets.construction.annotation.store import ingest_annotation_file
+from cultivar_assets.construction.annotation.task import AnnotationTask
 from cultivar_assets.site.build import build_site
 
 LOCALE = "deu_Latn_Germany"

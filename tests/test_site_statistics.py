@@ -9,9 +9,9 @@ import re
 import pytest
 from error_helpers import error_document, evaluated_store, sample_config, write_document
 
+from cultivar_assets.error_analysis.sample import build_error_sample
+from cultivar_assets.error_analysis.store import ingest_error_files
 from cultivar_assets.evaluation.contamination import write_reported_flags
-from cultivar_assets.evaluation.error_sample import build_error_sample
-from cultivar_assets.evaluation.error_store import ingest_error_files
 from cultivar_assets.models import load_models
 from cultivar_assets.site.build import build_site
 from cultivar_assets.store.records import write_reported_results

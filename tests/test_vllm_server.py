@@ -44,9 +44,9 @@ from vllm_helpers import VLLM_PYTHON, needs_vllm, run_worker, vllm_env
 
 from cultivar_assets.construction.build import build_localisation, build_selection
 from cultivar_assets.construction.config import LocalisationConfig, demo_construction
-from cultivar_assets.construction.localisation import localisation_inputs
-from cultivar_assets.construction.localisation_prompts import get_prompt, prompt_values
-from cultivar_assets.construction.selection_store import read_selected_sources
+from cultivar_assets.construction.localisation.localiser import localisation_inputs
+from cultivar_assets.construction.localisation.prompts import get_prompt, prompt_values
+from cultivar_assets.construction.selection.store import read_selected_sources
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings, Generation
 from cultivar_assets.engines.cleaning import clean_output

@@ -8,10 +8,10 @@ from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
-from cultivar_assets.evaluation.error_analysis import read_table5
-from cultivar_assets.evaluation.error_sample import build_error_sample
-from cultivar_assets.evaluation.error_store import ingest_error_files
-from cultivar_assets.evaluation.error_tool import build_error_tools
+from cultivar_assets.error_analysis.sample import build_error_sample
+from cultivar_assets.error_analysis.store import ingest_error_files
+from cultivar_assets.error_analysis.table import read_table5
+from cultivar_assets.error_analysis.tool import build_error_tools
 from cultivar_assets.resources import ErrorAnalysisResource, StoreResource
 from cultivar_assets.steps.declarations import StepInputs
 from cultivar_assets.steps.inputs import RESULTS, folder

@@ -14,17 +14,17 @@ import dagster as dg
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
-from cultivar_assets.construction.annotation_stats import table1_row
-from cultivar_assets.construction.build import build_localisation, build_selection
-from cultivar_assets.construction.dataset import build_dataset
-from cultivar_assets.construction.drafts import CHECKS
-from cultivar_assets.construction.localisation_store import read_drafts
-from cultivar_assets.construction.postedit_build import (
+from cultivar_assets.construction.annotation.postedit_build import (
     build_tools,
     ingest_folder_locale,
     kept_flagged,
     kept_flagged_warning,
 )
+from cultivar_assets.construction.annotation.stats import table1_row
+from cultivar_assets.construction.build import build_localisation, build_selection
+from cultivar_assets.construction.dataset import build_dataset
+from cultivar_assets.construction.localisation.drafts import CHECKS
+from cultivar_assets.construction.localisation.store import read_drafts
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.publish.card import TABLE1_COLUMNS
 from cultivar_assets.resources import (

@@ -1,14 +1,14 @@
 """Building Cultivar (paper §2): the steps of the ``build_benchmark`` job and ``cultivar build``.
 
 ``build_selection``: read the source benchmark, read and check the corrections and manual selection
-files against it, run NER and the selection (:mod:`cultivar_assets.construction.selection`), then
-write the review page and the DuckDB records. Every input is checked before anything is written: a
-bad file stops the step with a message naming the file and the item, and the database and the
-review page stay as they were.
+files against it, run NER and the selection
+(:mod:`cultivar_assets.construction.selection.choice`), then write the review page and the DuckDB
+records. Every input is checked before anything is written: a bad file stops the step with a
+message naming the file and the item, and the database and the review page stay as they were.
 
 ``build_localisation``: the LLM drafts of some locales (paper §2.2,
-:mod:`cultivar_assets.construction.localisation`) from the stored selection, written to DuckDB
-when every request has an answer (a failed request writes nothing; the answers are cached).
+:mod:`cultivar_assets.construction.localisation.localiser`) from the stored selection, written to
+DuckDB when every request has an answer (a failed request writes nothing; the answers are cached).
 
 **Drafts that annotators hold are kept** (ours). A server's greedy decoding need not be
 reproducible, so drafts localised again can differ from the ones a tool page shows, and then the
@@ -33,33 +33,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cultivar_assets.construction.annotation.postedit_build import is_demo_folder
 from cultivar_assets.construction.config import (
     AnnotationConfig,
     LocalisationConfig,
     SelectionConfig,
 )
-from cultivar_assets.construction.entities import (
-    EntityRecogniser,
-    SpacyRecogniser,
-    load_corrections,
-)
-from cultivar_assets.construction.localisation import (
+from cultivar_assets.construction.localisation.localiser import (
     LocalisationRun,
     localisation_inputs,
     localise,
 )
-from cultivar_assets.construction.localisation_store import (
+from cultivar_assets.construction.localisation.store import (
     read_localisation_run,
     write_localisation,
 )
-from cultivar_assets.construction.postedit_build import is_demo_folder
-from cultivar_assets.construction.selection import (
+from cultivar_assets.construction.selection.choice import (
     SelectionResult,
     load_manual_selection,
     select_instances,
 )
-from cultivar_assets.construction.selection_page import write_selection_review
-from cultivar_assets.construction.selection_store import (
+from cultivar_assets.construction.selection.entities import (
+    EntityRecogniser,
+    SpacyRecogniser,
+    load_corrections,
+)
+from cultivar_assets.construction.selection.page import write_selection_review
+from cultivar_assets.construction.selection.store import (
     read_selected_sources,
     read_selection_run,
     write_selection,

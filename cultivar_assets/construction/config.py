@@ -23,7 +23,7 @@ Defaults of the selection (``SelectionConfig``) and which of them the paper stat
   of the normalised FLORES topic is one of ``excluded_topics`` (not "health": the paper's
   Figure 1 keeps FLORES dev instance 0, whose topic is "health"). Both definitions, the threshold
   and the topic words are ours; the readings tried, and which of them the paper's Figure 1 rules
-  out, are in :mod:`cultivar_assets.construction.rules`.
+  out, are in :mod:`cultivar_assets.construction.selection.rules`.
 - ``n: 200`` (the paper), chosen in ``order: hash`` (ours: candidates sorted by
   sha256(``"<seed>:<id>"``), a fixed pseudo-random sample that does not favour long sentences or
   one part of the set); ``most_entities`` and ``id`` are the alternatives. A manual selection
@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cultivar_assets.construction.annotation_file import (
+from cultivar_assets.construction.annotation.file import (
     DEFAULT_MAX_FILE_MB,
     DEFAULT_MAX_TEXT_CHARS,
     IngestLimits,
@@ -230,7 +230,7 @@ class AnnotationConfig(BaseModel):
     the tool pages, ``<tools_dir>/<locale>/index.html`` (default
     ``$CULTIVAR_HOME/construction/postedit``); ``max_file_mb`` (default 20, MB of 1,000,000
     bytes) and ``max_text_chars`` (default 1,000): the largest annotation file the ingest reads
-    and the longest string in it (``annotation_file.IngestLimits`` says why these defaults).
+    and the longest string in it (``annotation.file.IngestLimits`` says why these defaults).
     """
 
     model_config = ConfigDict(extra="forbid")

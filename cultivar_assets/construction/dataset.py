@@ -34,9 +34,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cultivar_assets.construction.demo_annotations import DEMO_ANNOTATOR
+from cultivar_assets.construction.annotation.demo import DEMO_ANNOTATOR
 from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.selection_store import read_selection_run
+from cultivar_assets.construction.selection.store import read_selection_run
 from cultivar_assets.data.sources import BUILT_KIND
 from cultivar_assets.engines.replay import recording_path
 from cultivar_assets.files import file_sha256, replace_folder

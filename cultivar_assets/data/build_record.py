@@ -221,7 +221,7 @@ def _localisation_section(runs: Mapping[str, Mapping[str, Any]] | None) -> Secti
 
 def is_demo_annotation(entry: Mapping[str, Any]) -> bool:
     """An annotation file of the demo's shipped set: the record's ``demo_file`` (its annotator
-    label is the demo's, ``construction.demo_annotations.DEMO_ANNOTATOR``)."""
+    label is the demo's, ``construction.annotation.demo.DEMO_ANNOTATOR``)."""
     return entry.get("demo_file") is True
 
 

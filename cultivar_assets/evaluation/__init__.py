@@ -1,17 +1,15 @@
-"""Evaluating models (paper §3-5): scoring, the cross-model tables and their statistics, and the
-human error analysis.
+"""Evaluating models (paper §3-4): scoring, the cross-model tables and their statistics. The human
+error analysis of §5 is the sibling package :mod:`cultivar_assets.error_analysis`.
 
 - :mod:`~cultivar_assets.evaluation.model_scores`: one model's BLEU/chrF per test set, with
   per-segment statistics and word-recall counts (``score_model``);
 - :mod:`~cultivar_assets.evaluation.aggregates` and :mod:`~cultivar_assets.evaluation.statistics`:
   Tables 2-4 with intervals, ranks and contamination flags (``aggregate``);
 - :mod:`~cultivar_assets.evaluation.contamination`: the same rules on the paper's reported
-  Table 3;
-- ``error_*`` modules: the error analysis of §5 (Table 5): the configuration, the sample, the
-  annotation page, the returned files, the ingest and the table (``error_analysis``).
+  Table 3.
 
-The names below are imported on first use, so that reading the settings (which import
-``error_config``) does not import the scoring code.
+The names below are imported on first use, so that importing this package does not import the
+scoring code.
 """
 
 from __future__ import annotations

@@ -348,7 +348,7 @@ def _computed_annotation_section(rows: Sequence[dict[str, Any]],
         "words (characters for Chinese and Japanese) between the LLM "
         "paraphrase and the final text; the averages are over the edited or reverted instances "
         "whose side changed (our reading of the paper's definition; see "
-        "`cultivar_assets/construction/annotation_stats.py`).\n\n"
+        "`cultivar_assets/construction/annotation/stats.py`).\n\n"
         + md_table(cells, [header for _, header in TABLE1_COLUMNS] + ["Instances"])
     )
 

@@ -6,7 +6,7 @@ Steps (derived from the asset graph, :mod:`cultivar_assets.assets.step_graph`; i
 settings' pipeline in order, one Dagster run per step (per partition of a partitioned step):
 the named-entity-rich selection; when the data is the project's own build (data kind
 ``built``, the demo's), each configured locale's drafts, tool page and ingest (the localiser's
-model loaded once for all of them, :func:`cultivar_assets.construction.localisation.
+model loaded once for all of them, :func:`cultivar_assets.construction.localisation.localiser.
 shared_engines`; every locale tried, the problems listed at once) and the dataset; the test
 sets; each model's translations and scores (one run per model, as a cluster would, with its
 run tags); the results (leaderboard to site). A pipeline with more assets
@@ -283,9 +283,9 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
 def _run_together(runner: _Steps, settings: Settings, planned: list[plan.PlannedStep],
                   finish: Callable[[str, float, bool], None], since: float, name: str) -> None:
     """The locales' steps: the localiser's model loaded once for all of them
-    (:func:`cultivar_assets.construction.localisation.shared_engines`), every locale tried, the
-    problems listed at once, one timing."""
-    from cultivar_assets.construction.localisation import shared_engines
+    (:func:`cultivar_assets.construction.localisation.localiser.shared_engines`), every locale
+    tried, the problems listed at once, one timing."""
+    from cultivar_assets.construction.localisation.localiser import shared_engines
 
     failures, outcomes = [], []
     with shared_engines():

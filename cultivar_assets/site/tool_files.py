@@ -1,7 +1,7 @@
 """Reading the JSON files the annotation tools download: the checks every such file gets.
 
-The post-editing tool's annotation files (``construction/annotation_file.py``) and the error
-analysis files (``evaluation/error_file.py``) are validated the same way, with these pieces:
+The post-editing tool's annotation files (``construction/annotation/file.py``) and the error
+analysis files (``error_analysis/file.py``) are validated the same way, with these pieces:
 
 - :class:`Problem` (file, instance, field, what is wrong) and :class:`ToolFileError`, which
   carries *every* problem found in one file and says that nothing was read from it;

@@ -1,7 +1,7 @@
 """Building an annotation tool's folder: one page, its static files, a manifest.
 
-The post-editing tool (``construction/postedit_tool.py``) and the error-annotation tool
-(``evaluation/error_tool.py``) are built the same way: the page is rendered by
+The post-editing tool (``construction/annotation/postedit_tool.py``) and the error-annotation tool
+(``error_analysis/tool.py``) are built the same way: the page is rendered by
 :class:`~cultivar_assets.site.pages.PageWriter` (autoescaping; the task is embedded as JSON with
 ``tojson``), the static files it names are copied from ``site/static`` (and checked to be all
 there), and the folder is swapped in as a whole by :func:`cultivar_assets.files.replace_folder`

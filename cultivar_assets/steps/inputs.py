@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cultivar_assets.construction.annotation_file import locale_annotation_files
-from cultivar_assets.construction.selection_page import default_review_dir
+from cultivar_assets.construction.annotation.file import locale_annotation_files
+from cultivar_assets.construction.selection.page import default_review_dir
 from cultivar_assets.metrics.sacrebleu_metrics import SPM_TOKENIZERS, spm_model_location
 from cultivar_assets.settings import Settings
 from cultivar_assets.site.query_engine import cached_query_engine, npm_executable
@@ -44,7 +44,7 @@ def builds_data(settings: Settings) -> bool:
 # --- the steps ----------------------------------------------------------------------------------
 
 def _localiser_label(settings: Settings) -> str:
-    from cultivar_assets.construction.drafts import configured_localiser
+    from cultivar_assets.construction.localisation.drafts import configured_localiser
 
     config = settings.construction.localisation
     return f"{configured_localiser(config)}, prompt {config.prompt}"

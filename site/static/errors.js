@@ -7,7 +7,7 @@
 // types; Alt+Down / Alt+Up and Ctrl+Enter from anywhere. Moves focus a translation's first
 // checkbox, never its note. A done instance keeps its ticks in full view (its checkboxes are
 // aria-disabled, not disabled, so they are not greyed out) and says how to change it.
-// The file's layout: error_annotation.schema.json (version 1), read by error_file.py.
+// The file's layout: error_annotation.schema.json (version 1), read by cultivar_assets/error_analysis/file.py.
 (function () {
   "use strict";
 

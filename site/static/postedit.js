@@ -1,7 +1,7 @@
 // Cultivar post-editing tool: live highlights, confirmation, autosave, JSON download and load.
 // The task (drafts, originals, hashes) is embedded in the page as JSON; nothing is fetched and
 // nothing is sent. Every text is set with textContent, never as HTML.
-// Rules shared with Python: the action of a final pair (annotation_task.py, classifyAction
+// Rules shared with Python: the action of a final pair (construction/annotation/task.py, classifyAction
 // below), tokens and edit counts (textdiff.js = textdiff.py and text_edits.py), the file's layout
 // (annotation.schema.json, version 1). Messages, autosave, download/load, reset and keyboard
 // moves come from tool-common.js (window.CultivarTool), shared with the error-annotation tool.

@@ -2,7 +2,7 @@
 // post-editing tool. The JavaScript twin of cultivar_assets/textdiff.py (whose docstring defines
 // the rules: the same tokenisation, the same diff, diff-match-patch with no time limit and no
 // semantic cleanup), of the display rule of cultivar_assets/site/diff.py (spans, wordDiff) and of
-// the edit count of cultivar_assets/construction/text_edits.py. tests/test_annotation_edits.py
+// the edit count of cultivar_assets/construction/annotation/text_edits.py. tests/test_annotation_edits.py
 // and tests/test_site_js.py run both on the same cases.
 // Works as a classic browser script (global CultivarTextDiff, needs the global diff_match_patch:
 // pages load module-shim.js and vendor/diff-match-patch/diff_match_patch.js first) and under

@@ -15,13 +15,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from cultivar_assets.construction.drafts import (
+from cultivar_assets.construction.localisation.drafts import (
     CHECKS,
     Draft,
     localiser_description,
     recorded_from,
 )
-from cultivar_assets.construction.localisation import LocalisationRun
+from cultivar_assets.construction.localisation.localiser import LocalisationRun
 from cultivar_assets.store.database import Step, Store
 
 DRAFT_SCHEMA = pa.schema([

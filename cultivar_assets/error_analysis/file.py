@@ -42,8 +42,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cultivar_assets.evaluation.error_sample import ErrorItem, ErrorTask
-from cultivar_assets.evaluation.error_types import CODES
+from cultivar_assets.error_analysis.sample import ErrorItem, ErrorTask
+from cultivar_assets.error_analysis.types import CODES
 from cultivar_assets.files import file_sha256
 from cultivar_assets.site.tool_files import (
     ProblemCollector,
@@ -67,7 +67,7 @@ class ErrorFileError(ToolFileError):
 @cache
 def error_schema() -> dict[str, Any]:
     """The JSON Schema of error-annotation files (version :data:`SCHEMA_VERSION`)."""
-    text = resources.files("cultivar_assets.evaluation").joinpath(
+    text = resources.files("cultivar_assets.error_analysis").joinpath(
         "error_annotation.schema.json").read_text("utf-8")
     return json.loads(text)
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from cultivar_assets.construction.selection import SelectionResult
+from cultivar_assets.construction.selection.choice import SelectionResult
 from cultivar_assets.data.source_benchmark import SourceBenchmark
 from cultivar_assets.store.database import Step, Store
 

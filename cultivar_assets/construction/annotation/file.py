@@ -35,7 +35,7 @@ with any problem (checks 1-3 are those of every tool file, ``site/tool_files.py`
 5. the items: no duplicate ids, no id the task lacks, every task id present; each item's locale
    is the task's; its original pair equals the task's (and the source benchmark's, when given);
    its draft equals the task's draft (hash, texts, flag, prompt hash); the final source and English
-   are not blank; ``action`` agrees with the texts (``annotation_task.classify_action``); every
+   are not blank; ``action`` agrees with the texts (``task.classify_action``); every
    item is confirmed (unless ``allow_unconfirmed``) and a confirmed item has ``confirmed_at``.
 
 Only then are the edits counted, once per text (``text_edits.count_edits``).
@@ -56,14 +56,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cultivar_assets.construction.annotation_task import (
+from cultivar_assets.construction.annotation.task import (
     Action,
     AnnotationTask,
     classify_action,
     starting_pair,
 )
-from cultivar_assets.construction.drafts import Draft
-from cultivar_assets.construction.text_edits import Mode, count_edits
+from cultivar_assets.construction.annotation.text_edits import Mode, count_edits
+from cultivar_assets.construction.localisation.drafts import Draft
 from cultivar_assets.site.tool_files import (
     ByteLimit,
     Problem,
@@ -119,7 +119,7 @@ class IngestLimits:
 @cache
 def annotation_schema() -> dict[str, Any]:
     """The JSON Schema of annotation files (version :data:`SCHEMA_VERSION`)."""
-    text = resources.files("cultivar_assets.construction").joinpath(
+    text = resources.files("cultivar_assets.construction.annotation").joinpath(
         "annotation.schema.json").read_text("utf-8")
     return json.loads(text)
 
@@ -171,7 +171,7 @@ class Annotation:
     english_edits: int
 
     @property
-    def _from_original(self) -> bool:  # the rule of annotation_task.starting_pair
+    def _from_original(self) -> bool:  # the rule of task.starting_pair
         return self.flagged or self.source_draft is None or self.english_draft is None
 
     @property

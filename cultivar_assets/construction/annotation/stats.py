@@ -1,6 +1,6 @@
 """Table 1 of the paper (summary of human edits per locale), computed from annotation files.
 
-Per locale, over its confirmed annotations (``annotation_file.Annotation``):
+Per locale, over its confirmed annotations (``file.Annotation``):
 
 - ``kept_llm_paraphrase``: action ``kept`` (final pair = the LLM paraphrase);
 - ``reverted_to_flores``: action ``reverted`` (final pair = the original FLORES pair);
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from cultivar_assets.construction.annotation_file import Annotation
+from cultivar_assets.construction.annotation.file import Annotation
 
 TABLE1_FIELDS = ("kept_llm_paraphrase", "reverted_to_flores", "edited_source_only",
                  "edited_target_only", "edited_both", "avg_edits_source", "avg_edits_english")

@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cultivar_assets.construction.annotation_file import (
+from cultivar_assets.construction.annotation.demo import GENERATED_WITH, describe, environment
+from cultivar_assets.construction.annotation.file import (
     AnnotationFile,
     AnnotationFileError,
     IngestLimits,
@@ -38,13 +39,12 @@ from cultivar_assets.construction.annotation_file import (
     load_annotation_document,
     read_annotation_file,
 )
-from cultivar_assets.construction.annotation_store import write_annotation_files
-from cultivar_assets.construction.annotation_task import AnnotationTask
+from cultivar_assets.construction.annotation.postedit_tool import build_postedit_tool
+from cultivar_assets.construction.annotation.store import write_annotation_files
+from cultivar_assets.construction.annotation.task import AnnotationTask
 from cultivar_assets.construction.config import demo_annotations_dir
-from cultivar_assets.construction.demo_annotations import GENERATED_WITH, describe, environment
-from cultivar_assets.construction.localisation_store import read_drafts
-from cultivar_assets.construction.postedit_tool import build_postedit_tool
-from cultivar_assets.construction.selection_store import read_selected_sources
+from cultivar_assets.construction.localisation.store import read_drafts
+from cultivar_assets.construction.selection.store import read_selected_sources
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.store.database import Store
 

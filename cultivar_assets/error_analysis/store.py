@@ -1,7 +1,7 @@
 """Ingesting the returned error-annotation files into the store (paper §5, Table 5).
 
 :func:`ingest_error_files` validates every file of the configured folder against the sample's
-tasks (``error_file.read_error_file``), and only when all of them are usable replaces the error
+tasks (``file.read_error_file``), and only when all of them are usable replaces the error
 analysis in the store in one transaction: the files, one row per annotated translation, and the
 settings the correlations need (the outlier model). A folder with any bad file raises one
 :class:`ErrorIngestError` with one message per bad file, and nothing is written (the store keeps
@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig
-from cultivar_assets.evaluation.error_file import (
+from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
+from cultivar_assets.error_analysis.file import (
     ErrorFile,
     ErrorFileError,
     find_error_files,
     read_error_file,
 )
-from cultivar_assets.evaluation.error_sample import ErrorSample
+from cultivar_assets.error_analysis.sample import ErrorSample
 from cultivar_assets.site.tool_files import Problem
 from cultivar_assets.store.database import Step, Store
 

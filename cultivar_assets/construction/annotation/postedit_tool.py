@@ -22,7 +22,7 @@ the template (Jinja2 autoescaping) and set with ``textContent`` by the script.
 
 What the annotator sees and does is described in the page's instructions
 (``site/templates/postedit_instructions.html.j2``); the annotation file it downloads is described
-in ``annotation_file.py``.
+in ``file.py``.
 """
 
 from __future__ import annotations
@@ -31,9 +31,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cultivar_assets import __version__
-from cultivar_assets.construction.annotation_file import SCHEMA_VERSION
-from cultivar_assets.construction.annotation_task import AnnotationTask
-from cultivar_assets.construction.drafts import DRAFTS_FILE, Draft, check_text, drafts_jsonl
+from cultivar_assets.construction.annotation.file import SCHEMA_VERSION
+from cultivar_assets.construction.annotation.task import AnnotationTask
+from cultivar_assets.construction.localisation.drafts import (
+    DRAFTS_FILE,
+    Draft,
+    check_text,
+    drafts_jsonl,
+)
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.site.pages import TEXTDIFF_STATIC
 from cultivar_assets.site.tool_pages import build_tool_folder

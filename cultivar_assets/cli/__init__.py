@@ -7,16 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+from cultivar_assets.cli.build import _hand_in_line, add_build_parser, print_table1
+from cultivar_assets.cli.common import _console, _settings
+from cultivar_assets.cli.models import add_models_parser
 from cultivar_assets.settings import Settings, demo_settings, load_settings, settings_file
-
-
-def _console():
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    if not console.is_terminal and not os.environ.get("COLUMNS"):
-        console = Console(highlight=False, width=160)  # pipes and logs: room for the leaderboard
-    return console
 
 
 def _print_leaderboard(rows: list[dict]) -> None:
@@ -37,16 +31,6 @@ def _print_leaderboard(rows: list[dict]) -> None:
         console.print(f"BLEU signature: {bleu}{model}\nchrF signature: {chrf}")
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    settings = (demo_settings(live_localiser=args.live_localiser) if args.command == "demo"
-                else load_settings(args.config))
-    if getattr(args, "bleu_tokenize", None):
-        settings.metrics = settings.metrics.model_copy(update={"bleu_tokenize": args.bleu_tokenize})
-    if getattr(args, "database", None):
-        settings.database = args.database
-    return settings
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     """The embedded default (ignores cultivar.yaml): demo data, demo models, local DuckDB."""
     return _run(_settings(args))
@@ -63,7 +47,7 @@ def _run(settings: Settings) -> int:
     console = _console()
     built = settings.data.kind == "built"
     if settings.data.kind == "demo" or (built and settings.construction.source.kind == "demo"):
-        from cultivar_assets.construction.drafts import configured_localiser
+        from cultivar_assets.construction.localisation.drafts import configured_localiser
 
         localiser = configured_localiser(settings.construction.localisation)
         how = (f"built here from its original sentences (selection, drafts: {localiser}, the "
@@ -196,7 +180,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
           f"\nModels file: {Path(settings.models_file or default_models_file()).resolve()}; "
           f"watched by the sensor and schedule: {', '.join(settings.models)}"
           f"\nDatabase: {settings.database_path}", flush=True)
-    workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
+    workspace = Path(__file__).resolve().parents[2] / "workspace.yaml"
     command = [sys.executable, "-m", "dagster", "dev"]  # this environment's dagster
     if workspace.is_file():
         command += ["-w", str(workspace)]
@@ -272,131 +256,6 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
     return run_process_group(command)
 
 
-def cmd_models(args: argparse.Namespace) -> int:
-    from cultivar_assets.models import load_models, select_models
-
-    settings = _settings(args)
-    registry = load_models(settings.models_file)
-    if args.ids:
-        print(",".join(spec.id for spec in select_models(registry, args.ids.split(","))))
-        return 0
-    for name in registry:
-        spec = registry.get(name)
-        print(f"{spec.id:40s} {spec.type:9s} {spec.engine:14s} {spec.prompt_style:22s} "
-              f"{','.join(spec.suites)}")
-    print(f"{len(registry)} models, registry valid", file=sys.stderr)
-    return 0
-
-
-DEFAULT_STYLES = {"seq2seq": "source", "copy-source": "source"}
-
-
-def cmd_models_add(args: argparse.Namespace) -> int:
-    import yaml
-
-    from cultivar_assets.models import add_model_entry, default_models_file
-
-    settings = _settings(args)
-    path = Path(args.file or settings.models_file or default_models_file())
-    options = {}
-    for item in args.option or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--option {item!r}: expected key=value")
-        options[key] = yaml.safe_load(value)
-    style = args.prompt_style or DEFAULT_STYLES.get(args.engine, "chat-instruction")
-    entry = {
-        "id": args.id or args.hf_id.rstrip("/").split("/")[-1],
-        "hf_id": args.hf_id,
-        "revision": args.revision,
-        "type": args.type,
-        "family": args.family,
-        "params_total_b": args.params_total,
-        "params_active_b": args.params_active,
-        "engine": args.engine,
-        "prompt_style": style,
-        "engine_options": options,
-        "suites": args.suite or [],
-    }
-    entry = {k: v for k, v in entry.items() if v not in (None, {}, [])}
-    spec = add_model_entry(path, entry)
-    print(f"added {spec.id} to {path}")
-    if spec.params_active_b is None:
-        print("  active parameters: not given, stored as unknown (--params-active)")
-    if not args.prompt_style:
-        print(f"  prompt style: {style} (the default for engine {args.engine}; --prompt-style)")
-    if not args.revision:
-        print("  revision: not pinned; pin it (--revision) before a run you publish")
-    print("  " + _sensor_note(spec.id, path, settings))
-    return 0
-
-
-def _sensor_note(model_id: str, path: Path, settings: Settings) -> str:
-    """Whether the registry sensor will pick up ``model_id``: it watches ``settings.models``."""
-    from cultivar_assets.models import ModelRegistryError, load_models, select_models
-
-    watched = Path(settings.models_file) if settings.models_file else None
-    from cultivar_assets.models import default_models_file
-
-    if path.resolve() != (watched or default_models_file()).resolve():
-        return (f"the registry sensor reads {watched or default_models_file()}, not {path}: it "
-                "will not see this entry (set models_file in the settings)")
-    try:
-        selected = {spec.id for spec in select_models(load_models(path), settings.models)}
-    except ModelRegistryError as error:
-        return f"the sensor's selection {settings.models} cannot be resolved: {error}"
-    if model_id in selected:
-        return "the registry sensor " + _next_tick(settings)
-    return (f"the registry sensor watches {', '.join(settings.models)}, which does not include "
-            f"{model_id}: it will not run it; add it to `models` in the settings (or join a "
-            "watched suite with --suite), or run it with `cultivar run`")
-
-
-def _next_tick(settings: Settings, now: float | None = None) -> str:
-    """When the registry sensor of the local Dagster instance (``cultivar ui``) will see a new
-    entry (see :func:`tick_note`). Reads the instance's sensor state and last tick; starts and
-    creates nothing."""
-    import time
-
-    from cultivar_assets.paths import dagster_home
-
-    interval = settings.automation.registry_sensor_interval_seconds
-    now = time.time() if now is None else now
-    home = Path(os.environ.get("DAGSTER_HOME") or dagster_home())
-    if not (home / "storage").is_dir():  # no instance has run here: nothing was switched on
-        return tick_note(False, None, interval, now)
-    import dagster as dg
-    from dagster._core.definitions.run_request import InstigatorType
-    from dagster._core.scheduler.instigation import InstigatorStatus
-
-    from cultivar_assets.automation import REGISTRY_SENSOR
-
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        running = [state for state in instance.all_instigator_state(
-            instigator_type=InstigatorType.SENSOR)
-            if state.name == REGISTRY_SENSOR and state.status == InstigatorStatus.RUNNING]
-        ticks = instance.get_ticks(running[0].instigator_origin_id, running[0].selector_id,
-                                   limit=1) if running else []
-    return tick_note(bool(running), ticks[0].timestamp if ticks else None, interval, now)
-
-
-def tick_note(running: bool, last_tick: float | None, interval: int, now: float) -> str:
-    """What the registry sensor will do about a new entry: off (say how to switch it on), on
-    without a tick yet, or on with its next tick due at ``last_tick + interval`` (now, when that
-    has passed: the daemon ticks as soon as it can)."""
-    import time
-
-    every = f"(it ticks every {interval} s: automation.registry_sensor_interval_seconds)"
-    if not running:
-        return f"is off: switch it on in `cultivar ui` (Automation) to run it {every}"
-    if last_tick is None:
-        return f"is on and will run it on its first tick, while `cultivar ui` runs {every}"
-    due = max(last_tick + interval, now)
-    at = time.strftime("%H:%M:%S UTC", time.gmtime(due))
-    return (f"is on: its next tick is due at {at} (in {due - now:.0f} s), while `cultivar ui` "
-            f"runs {every}")
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the built site until SIGINT (Ctrl-C) or SIGTERM, however it was started (both stop
     it cleanly)."""
@@ -439,164 +298,6 @@ def cmd_fetch_query_engine(args: argparse.Namespace) -> int:
         engine = fetch_query_engine(cache, say=print)
     print(f"DuckDB-Wasm {engine.version}: {engine.folder} (the next site build includes the "
           "Query page)")
-    return 0
-
-
-def cmd_build_select(args: argparse.Namespace) -> int:
-    """Named-entity-rich selection of the configured source benchmark (construction settings)."""
-    from cultivar_assets.construction.build import build_selection
-    from cultivar_assets.store.database import Store
-
-    settings = _settings(args)
-    selection = settings.construction.selection
-    if args.review_dir:
-        selection = selection.model_copy(update={"review_dir": args.review_dir})
-    build = build_selection(settings.construction.source, selection,
-                            Store(settings.database_path), say=print)
-    print("; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in build.result.counts().items()))
-    for note in build.result.notes:
-        print(f"note: {note}")
-    print(f"Database: {build.database} (views selection_candidates, selected_instances, ...)\n"
-          f"Review page: {build.review_page}\nFinished in {build.seconds:.0f} s")
-    return 0
-
-
-def _money(value: float | None, currency: str | None) -> str:
-    return "no prices configured" if value is None else f"{value:.4f} {currency}"
-
-
-def cmd_build_localise(args: argparse.Namespace) -> int:
-    """LLM drafts of the configured locales (or ``--locale``), from the stored selection; the
-    drafts of locales with tool pages or annotation files are kept unless ``--redraft``."""
-    from cultivar_assets.construction.build import build_localisation
-    from cultivar_assets.construction.drafts import CHECKS
-    from cultivar_assets.store.database import Store
-
-    settings = _settings(args)
-    construction = settings.construction
-    build = build_localisation(construction.localisation, Store(settings.database_path),
-                               args.locale or None, annotation=construction.annotation,
-                               redraft=args.redraft,
-                               cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-                               say=print)
-    for locale, t in build.summary.items():  # as stored: the run that wrote the drafts
-        tokens = ("tokens not reported" if t["prompt_tokens"] is None else
-                  f"{t['prompt_tokens']} + {t['completion_tokens']} tokens")
-        checks = ", ".join(f"{t[f'n_{code}']} {code}" for code in CHECKS
-                           if t.get(f"n_{code}") is not None)
-        now = ("kept, not localised again" if locale in build.kept else
-               f"{t['n_generated']} generated now")
-        print(f"{locale}: {t['n_drafts']} drafts, {t['n_flagged']} flagged, {t['n_retried']} "
-              f"retried, {t['n_unchanged']} unchanged; checks failed: {checks or 'not recorded'}"
-              f"; by {t['localiser']} (prompt {t['prompt_name']} {t['prompt_hash'][:12]}, "
-              f"{t['engine_version']}); {now}; {tokens}; estimated cost "
-              f"{_money(t['estimated_cost'], t['currency'])} (this run "
-              f"{_money(t['estimated_cost_this_run'], t['currency'])}); task {t['task_id']}")
-    print(f"Database: {settings.database_path} (views localised_drafts, localisation_summary)")
-    if build.run is not None:
-        print(f"Finished in {build.run.seconds:.0f} s")
-    return 0
-
-
-def cmd_build_tools(args: argparse.Namespace) -> int:
-    """The post-editing tool pages of the configured locales (or ``--locale``)."""
-    from cultivar_assets.construction.postedit_build import build_tools
-    from cultivar_assets.store.database import Store
-
-    settings = _settings(args)
-    construction = settings.construction
-    folder = Path(args.tools_dir) if args.tools_dir else construction.annotation.tools_path()
-    locales = args.locale or construction.localisation.locale_keys()
-    for tool in build_tools(Store(settings.database_path), folder, locales):
-        print(f"{tool.locale}: {tool.page} ({len(tool.task.drafts)} items, {tool.n_flagged} "
-              f"flagged; task {tool.task.task_id})")
-    print(_hand_in_line(settings))
-    return 0
-
-
-def _hand_in_line(settings: Settings) -> str:
-    folder = settings.construction.annotation.folder_path()
-    return ("Hand in an edited file: cultivar build ingest FILE (or put it in "
-            f"{folder} and materialise `annotations`).")
-
-
-def cmd_build_ingest(args: argparse.Namespace) -> int:
-    """Validate returned annotation files against the current drafts, then ingest them all."""
-    from cultivar_assets.construction.annotation_stats import table1_row
-    from cultivar_assets.construction.postedit_build import (
-        ingest_files,
-        is_demo_folder,
-        kept_flagged,
-        kept_flagged_warning,
-    )
-    from cultivar_assets.files import keep_file_copy
-    from cultivar_assets.store.database import Store
-
-    settings = _settings(args)
-    store = Store(settings.database_path)
-    files = ingest_files(store, [Path(p) for p in args.files],
-                         settings.construction.annotation.limits())
-    folder = settings.construction.annotation.folder_path()
-    for file in files:
-        row = table1_row(file.locale, file.annotations)
-        print(f"{file.locale}: ingested {Path(file.path).name} ({row.n_instances} instances: "
-              f"{row.kept_llm_paraphrase} kept, {row.reverted_to_flores} reverted, "
-              f"{row.edited_source_only + row.edited_target_only + row.edited_both} edited; "
-              f"annotator {file.annotator})")
-        warning = kept_flagged_warning(file.locale, kept_flagged(store, file.locale))
-        if warning:
-            print(f"warning: {warning}")
-        if is_demo_folder(folder):
-            print("  the demo's annotation folder holds the shipped demo files and is left as it "
-                  "is: `cultivar demo` ingests those again; to keep this file, configure "
-                  "construction.annotation.folder")
-        else:
-            kept = keep_file_copy(Path(file.path), folder, f"{file.task_id}.annotations.json",
-                                  replaces=f"{file.locale}-*.json")
-            print(f"  kept as {kept} (the `annotations` asset reads it from there)")
-    print(f"Database: {settings.database_path} (views annotations, annotation_summary); next: "
-          "cultivar build dataset")
-    return 0
-
-
-def print_table1(rows: list[dict], title: str) -> None:
-    """Table 1 (annotation statistics) as computed from the annotation files."""
-    from rich.table import Table
-
-    from cultivar_assets.publish.card import TABLE1_COLUMNS
-    from cultivar_assets.tables import format_value
-
-    table = Table(title=title)
-    for key, header in [*TABLE1_COLUMNS, ("n_instances", "Instances")]:
-        table.add_column(header, justify="left" if key == "locale" else "right")
-    for row in rows:
-        table.add_row(*(format_value(row.get(key), key) for key, _ in
-                        [*TABLE1_COLUMNS, ("n_instances", "")]))
-    _console().print(table)
-
-
-def cmd_build_dataset(args: argparse.Namespace) -> int:
-    """The Cultivar dataset from the ingested annotations of the configured locales."""
-    from cultivar_assets.construction.dataset import build_dataset
-    from cultivar_assets.store.database import Store
-
-    settings = _settings(args)
-    construction = settings.construction
-    folder = Path(args.folder) if args.folder else construction.dataset.folder_path()
-    built = build_dataset(Store(settings.database_path), folder,
-                          construction.localisation.locale_keys())
-    from cultivar_assets.construction.postedit_build import kept_flagged
-
-    for locale, actions in built.actions().items():
-        kept = len(kept_flagged(Store(settings.database_path), locale))
-        print(f"{locale}: {sum(actions.values())} instances ("
-              + ", ".join(f"{n} {a}" for a, n in actions.items())
-              + f"); {kept} flagged draft(s) kept unchanged")
-    print_table1(built.table1, "Table 1, computed from the annotation files"
-                 + (" (DEMO annotation files)" if built.is_demo else ""))
-    print(f"Dataset: {built.folder} ({'demo data' if built.is_demo else built.source}; "
-          f"fingerprint {built.fingerprint[:12]})\nEvaluate it with data: {{kind: built}} "
-          "(cultivar run); views dataset_build, instance_provenance")
     return 0
 
 
@@ -679,68 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve_model.add_argument("--models-file", help="registry file (default: settings' "
                              "models_file or the bundled models.yaml)")
     serve_model.set_defaults(func=cmd_serve_model, vllm_args=[])
-    models = sub.add_parser("models", help="list and validate the model registry")
-    models.add_argument("--ids", metavar="SELECTION",
-                        help="print the ids of a selection (ids or suite:<name>, comma-separated)")
-    models.set_defaults(func=cmd_models)
-    models_sub = models.add_subparsers(dest="models_command")
-    add = models_sub.add_parser("add", help="add a model to the registry (validated first)")
-    add.add_argument("hf_id", help="Hugging Face repository, e.g. Qwen/Qwen3.5-4B")
-    add.add_argument("--type", required=True, choices=["LLM", "MT", "LLM+MT", "baseline"])
-    add.add_argument("--engine", required=True, help="vllm, transformers, seq2seq, openai, ...")
-    add.add_argument("--family", required=True, help="model family, e.g. 'Qwen 3.5'")
-    add.add_argument("--id", help="model id (default: the repository name)")
-    add.add_argument("--revision", help="commit or tag to pin")
-    add.add_argument("--prompt-style", help="default: chat-instruction (source for seq2seq)")
-    add.add_argument("--params-total", type=float, help="total parameters, billions")
-    add.add_argument("--params-active", type=float, help="active parameters, billions")
-    add.add_argument("--suite", action="append", help="suite to join (repeatable)")
-    add.add_argument("--option", action="append", help="engine option key=value (repeatable)")
-    add.add_argument("--file", help="registry file (default: settings' models_file or the "
-                     "bundled models.yaml)")
-    add.set_defaults(func=cmd_models_add)
+    add_models_parser(sub)
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
 
-    build = sub.add_parser("build", help="build Cultivar from a source benchmark, without Dagster "
-                           "(settings: construction)")
-    build_sub = build.add_subparsers(dest="build_command", required=True)
-    select = build_sub.add_parser("select", help="named-entity-rich selection (paper §2.1): "
-                                  "DuckDB records and a review page")
-    select.add_argument("--database", help="DuckDB file to write")
-    select.add_argument("--review-dir", help="folder of the review page (default: "
-                        "$CULTIVAR_HOME/construction/selection)")
-    select.set_defaults(func=cmd_build_select)
-    localise = build_sub.add_parser("localise", help="LLM drafts of the selected instances "
-                                    "(paper §2.2), one request per instance and locale, cached")
-    localise.add_argument("--locale", action="append", help="a locale to localise (repeatable; "
-                          "default: construction.localisation.locales)")
-    localise.add_argument("--database", help="DuckDB file to write")
-    localise.add_argument("--cache-dir", help="answer cache (default: "
-                          "$CULTIVAR_HOME/cache/localisation)")
-    localise.add_argument("--redraft", action="store_true", help="localise again and replace "
-                          "drafts that tool pages or annotation files were made from (by "
-                          "default those are kept: a server's answers can change)")
-    localise.set_defaults(func=cmd_build_localise)
-    tools = build_sub.add_parser("tools", help="the post-editing tool pages (paper §2.3) from the "
-                                 "current drafts")
-    tools.add_argument("--locale", action="append", help="a locale (repeatable; default: "
-                       "construction.localisation.locales)")
-    tools.add_argument("--database", help="DuckDB file to read")
-    tools.add_argument("--tools-dir", help="output folder (default: "
-                       "construction.annotation.tools_dir, else $CULTIVAR_HOME/construction/"
-                       "postedit)")
-    tools.set_defaults(func=cmd_build_tools)
-    ingest = build_sub.add_parser("ingest", help="validate returned annotation files and ingest "
-                                  "them (each replaces its locale's annotations)")
-    ingest.add_argument("files", nargs="+", metavar="FILE", help="files downloaded from the tool")
-    ingest.add_argument("--database", help="DuckDB file to write")
-    ingest.set_defaults(func=cmd_build_ingest)
-    dataset = build_sub.add_parser("dataset", help="the Cultivar dataset (paper §2.4) from the "
-                                   "ingested annotations, with per-instance provenance")
-    dataset.add_argument("--database", help="DuckDB file to read and write")
-    dataset.add_argument("--folder", help="output folder (default: construction.dataset.folder, "
-                         "else $CULTIVAR_HOME/construction/dataset)")
-    dataset.set_defaults(func=cmd_build_dataset)
+    add_build_parser(sub)
 
     serve = sub.add_parser("serve", help="serve the built site on localhost")
     serve.add_argument("--directory", help="site folder (default: the settings' site.output_dir, "

@@ -11,7 +11,7 @@ demo data only: regenerating them from unchanged drafts gives the same bytes.
 :func:`demo_annotation_document` is one locale's file; :func:`write_demo_annotations` writes every
 locale's into the shipped folder (``scripts/regenerate_demo_annotations.py`` calls it after
 localising with the demo's settings). An item's ``action`` follows the shared rule
-(``annotation_task.classify_action``): ``kept`` only where a draft is exactly the demo pair.
+(``task.classify_action``): ``kept`` only where a draft is exactly the demo pair.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from cultivar_assets import __version__
-from cultivar_assets.construction.annotation_file import FILE_SUFFIX, FORMAT, SCHEMA_VERSION
-from cultivar_assets.construction.annotation_task import AnnotationTask, classify_action
+from cultivar_assets.construction.annotation.file import FILE_SUFFIX, FORMAT, SCHEMA_VERSION
+from cultivar_assets.construction.annotation.task import AnnotationTask, classify_action
 from cultivar_assets.construction.config import LocalisationConfig
 from cultivar_assets.data.sources import demo_dataset_dir
 from cultivar_assets.store.database import Store
@@ -137,8 +137,8 @@ def record_localiser_answers(store: Store, config: LocalisationConfig, path: Pat
     localiser gave for the drafts in ``store`` (one attempt per instance, as the demo localiser
     makes); returns how many. The request of each answer is rebuilt exactly as
     :func:`localisation.localise` builds it."""
-    from cultivar_assets.construction.localisation import make_localiser
-    from cultivar_assets.construction.localisation_prompts import prompt_values
+    from cultivar_assets.construction.localisation.localiser import make_localiser
+    from cultivar_assets.construction.localisation.prompts import prompt_values
     from cultivar_assets.engines.base import Generation
     from cultivar_assets.engines.replay import write_recording
 

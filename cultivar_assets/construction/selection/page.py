@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cultivar_assets import __version__
-from cultivar_assets.construction.selection import InstanceOutcome, SelectionResult
+from cultivar_assets.construction.selection.choice import InstanceOutcome, SelectionResult
 from cultivar_assets.files import replace_folder
 from cultivar_assets.paths import cultivar_home
 from cultivar_assets.site.pages import PageWriter

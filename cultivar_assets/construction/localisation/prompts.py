@@ -230,7 +230,8 @@ def parse_prompts(text: str, where: str) -> dict[str, LocalisationPrompt]:
 
 @cache
 def _bundled() -> dict[str, LocalisationPrompt]:
-    text = resources.files("cultivar_assets.construction").joinpath(BUNDLED).read_text("utf-8")
+    text = resources.files("cultivar_assets.construction.localisation").joinpath(
+        BUNDLED).read_text("utf-8")
     return parse_prompts(text, BUNDLED)
 
 

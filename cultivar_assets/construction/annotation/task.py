@@ -1,7 +1,7 @@
 """A post-editing task (one locale's drafts) and the rules that classify an annotator's answer.
 
-The tool (``postedit_tool.py``), the annotation file validator (``annotation_file.py``) and
-Table 1 (``annotation_stats.py``) all use these definitions; the tool's JavaScript
+The tool (``postedit_tool.py``), the annotation file validator (``file.py``) and
+Table 1 (``stats.py``) all use these definitions; the tool's JavaScript
 (``site/static/postedit.js``) repeats :func:`classify_action` and :func:`starting_pair`.
 
 **Starting pair** (what the edit boxes hold at first, and what "kept" and the edit counts refer
@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cultivar_assets.construction.drafts import Draft, drafts_hash, task_id
-from cultivar_assets.construction.text_edits import Mode, mode_for_locale
+from cultivar_assets.construction.annotation.text_edits import Mode, mode_for_locale
+from cultivar_assets.construction.localisation.drafts import Draft, drafts_hash, task_id
 
 Action = Literal["kept", "edited", "reverted"]
 ACTIONS: tuple[Action, ...] = ("kept", "edited", "reverted")

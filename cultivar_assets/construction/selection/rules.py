@@ -73,7 +73,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cultivar_assets.construction.config import SelectionConfig
-from cultivar_assets.construction.entities import Entity
+from cultivar_assets.construction.selection.entities import Entity
 
 # English number words (ours): cardinals, the scales and their plurals, ordinals, dozen, half.
 _UNITS = (

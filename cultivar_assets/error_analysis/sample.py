@@ -1,6 +1,6 @@
 """The error-analysis sample (paper §5): one annotation task per locale, models × instances.
 
-For each configured locale (``error_config.ErrorAnalysisConfig``) with data, the task holds, for
+For each configured locale (``config.ErrorAnalysisConfig``) with data, the task holds, for
 the sampled instances and every sampled model, the localised source, the localised English
 reference, the original English reference and the model's translation of the localised source
 (its ``cultivar_<locale>`` hypothesis, as stored). Instances: those every sampled model
@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 
 from cultivar_assets.data.locales import cultivar_test_set_name, get_locale
-from cultivar_assets.evaluation.error_config import ErrorAnalysisConfig
+from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
 from cultivar_assets.store.database import Store
 
 

@@ -14,7 +14,7 @@ annotation tool, ``site/tool_pages.py``)::
 The page works offline from ``file://`` (no network, no server; a Content-Security-Policy allows
 only its own scripts and styles and no connections). Work is autosaved in the browser
 (``localStorage``, keyed by task id and translations hash); "Download JSON" writes
-``<task_id>.errors.json`` (``error_file.py``); "Load JSON" continues from such a file and refuses
+``<task_id>.errors.json`` (``error_analysis/file.py``); "Load JSON" continues from such a file and refuses
 one made for another task. Keyboard: Alt+↓ / Alt+↑ (or j / k) next / previous instance,
 n / N next / previous translation (system), Enter into the current instance, Ctrl+Enter done,
 1–9 toggle the error types of the current translation; single-key shortcuts act only outside a
@@ -38,9 +38,9 @@ from typing import Any
 
 from cultivar_assets import __version__
 from cultivar_assets.data.locales import get_locale
-from cultivar_assets.evaluation.error_file import FILE_SUFFIX, SCHEMA_VERSION
-from cultivar_assets.evaluation.error_sample import ErrorSample, ErrorTask
-from cultivar_assets.evaluation.error_types import CODES, ERROR_TYPES, GROUPS
+from cultivar_assets.error_analysis.file import FILE_SUFFIX, SCHEMA_VERSION
+from cultivar_assets.error_analysis.sample import ErrorSample, ErrorTask
+from cultivar_assets.error_analysis.types import CODES, ERROR_TYPES, GROUPS
 from cultivar_assets.files import replace_folder
 from cultivar_assets.site.diff import Span, word_diff
 from cultivar_assets.site.pages import PageWriter

@@ -2,12 +2,13 @@
 
 For every instance of the source benchmark:
 
-1. NER over the English side (:mod:`cultivar_assets.construction.entities`);
+1. NER over the English side (:mod:`cultivar_assets.construction.selection.entities`);
 2. the corrections file, when given, adds and removes entities;
 3. *counted entities* = entities that stay whose label is counted (``counted_labels``; default:
    every label of the pipeline); the instance has *enough entities* when
    ``counted >= min_entities``;
-4. every enabled exclusion rule (:mod:`cultivar_assets.construction.rules`) gives its outcome;
+4. every enabled exclusion rule (:mod:`cultivar_assets.construction.selection.rules`) gives its
+   outcome;
 5. *candidate* = enough entities and no rule excludes it.
 
 The selection is then either the ids of a *manual selection file* (it wins when given: a
@@ -35,7 +36,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cultivar_assets.construction.config import SelectionConfig
-from cultivar_assets.construction.entities import (
+from cultivar_assets.construction.errors import ConstructionError
+from cultivar_assets.construction.selection.entities import (
     Corrections,
     Entity,
     EntityRecogniser,
@@ -44,8 +46,7 @@ from cultivar_assets.construction.entities import (
     read_yaml_file,
     validation_message,
 )
-from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.rules import RuleOutcome, evaluate_rules, topic_terms
+from cultivar_assets.construction.selection.rules import RuleOutcome, evaluate_rules, topic_terms
 from cultivar_assets.data.source_benchmark import SourceBenchmark
 
 

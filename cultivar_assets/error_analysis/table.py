@@ -1,15 +1,15 @@
 """The error analysis of paper §5 (Table 5): definitions, and what the asset reports.
 
-Pipeline: :mod:`~cultivar_assets.evaluation.error_sample` (the seeded sample, one task per
-locale) → :mod:`~cultivar_assets.evaluation.error_tool` (the static annotation page) → the
-annotator's downloaded file → :mod:`~cultivar_assets.evaluation.error_file` (validation) →
-:mod:`~cultivar_assets.evaluation.error_store` (ingest) → the views ``error_table5`` and
+Pipeline: :mod:`~cultivar_assets.error_analysis.sample` (the seeded sample, one task per
+locale) → :mod:`~cultivar_assets.error_analysis.tool` (the static annotation page) → the
+annotator's downloaded file → :mod:`~cultivar_assets.error_analysis.file` (validation) →
+:mod:`~cultivar_assets.error_analysis.store` (ingest) → the views ``error_table5`` and
 ``error_correlations``.
 
 Definitions (the SQL of the views implements them):
 
 - an annotation marks, per translation, the *set* of error types it shows
-  (:mod:`~cultivar_assets.evaluation.error_types`): repeated errors of one type in an instance
+  (:mod:`~cultivar_assets.error_analysis.types`): repeated errors of one type in an instance
   count once, different types separately (the paper);
 - Table 5, per model m and locale l: NE, PY, IC, NU = how many of m's annotated translations of l
   show that type; locale-specific total = NE + PY + IC + NU; general total = the same sum over

@@ -1,10 +1,10 @@
 """LLM localisation (paper §2.2): one request per selected instance and locale, through an engine.
 
 For each locale and each selected instance (original source in the locale's language and the
-original English), the prompt template (``localisation_prompts.py``) is filled with the names from
+original English), the prompt template (``prompts.py``) is filled with the names from
 the locale registry and sent to the configured engine (any registered engine: ``openai`` for
 hosted or served models, ``vllm``, ``transformers``). The answer is read by
-:func:`~cultivar_assets.construction.localisation_answer.parse_answer`; a malformed answer is
+:func:`~cultivar_assets.construction.localisation.answer.parse_answer`; a malformed answer is
 tried again up to ``max_attempts`` times (chat templates send the answer back with the template's
 retry message), then kept as a *flagged* draft with its raw answer and the reason: never dropped,
 never replaced by the original.
@@ -64,15 +64,15 @@ from pathlib import Path
 from tqdm import tqdm
 
 from cultivar_assets.construction.config import LocalisationConfig
-from cultivar_assets.construction.drafts import (
+from cultivar_assets.construction.errors import ConstructionError
+from cultivar_assets.construction.localisation.answer import MalformedAnswer, parse_answer
+from cultivar_assets.construction.localisation.drafts import (
     Draft,
     configured_localiser,
     drafts_hash,
     task_id,
 )
-from cultivar_assets.construction.errors import ConstructionError
-from cultivar_assets.construction.localisation_answer import MalformedAnswer, parse_answer
-from cultivar_assets.construction.localisation_prompts import (
+from cultivar_assets.construction.localisation.prompts import (
     LocalisationPrompt,
     get_prompt,
     prompt_values,
@@ -410,7 +410,7 @@ def shared_engines() -> Iterator[EnginePool]:
 
 def localisation_inputs(selected: Mapping[int, Mapping], locales: Sequence[str]
                         ) -> dict[str, list[SourcePair]]:
-    """Each locale's pairs from the selection (``selection_store.read_selected_sources``)."""
+    """Each locale's pairs from the selection (``selection.store.read_selected_sources``)."""
     if not selected:
         raise ConstructionError("no instances are selected; materialise selected_instances "
                                 "(cultivar build select) first")

@@ -1,7 +1,7 @@
 """Storing validated annotation files: one locale's rows replaced in one transaction.
 
 Views: ``annotations`` (one row per locale and instance) and ``annotation_summary`` (the paper's
-Table 1 computed from the files; definitions in ``construction/annotation_stats.py``).
+Table 1 computed from the files; definitions in ``construction/annotation/stats.py``).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cultivar_assets.construction.annotation_file import (
+from cultivar_assets.construction.annotation.file import (
     AnnotationFile,
     IngestLimits,
     read_annotation_file,
 )
-from cultivar_assets.construction.annotation_task import AnnotationTask
+from cultivar_assets.construction.annotation.task import AnnotationTask
 from cultivar_assets.store.database import Step, Store
 
 

@@ -14,7 +14,7 @@ removed plus the tokens added (the per-item "diff" figure of the paper's Figure 
 
 **Cost**: that of the diff (:mod:`cultivar_assets.textdiff`: linear for a text with few edits,
 quadratic only when two long texts share almost nothing); the annotation file's per-text limit
-(``annotation_file.IngestLimits``) bounds it.
+(``annotation.file.IngestLimits``) bounds it.
 """
 
 from __future__ import annotations
