@@ -14,8 +14,8 @@ annotation tool, ``site/tool_pages.py``)::
 The page works offline from ``file://`` (no network, no server; a Content-Security-Policy allows
 only its own scripts and styles and no connections). Work is autosaved in the browser
 (``localStorage``, keyed by task id and translations hash); "Download JSON" writes
-``<task_id>.errors.json`` (``error_analysis/file.py``); "Load JSON" continues from such a file and refuses
-one made for another task. Keyboard: Alt+↓ / Alt+↑ (or j / k) next / previous instance,
+``<task_id>.errors.json`` (``error_analysis/file.py``); "Load JSON" continues from such a file
+and refuses one made for another task. Keyboard: Alt+↓ / Alt+↑ (or j / k) next / previous instance,
 n / N next / previous translation (system), Enter into the current instance, Ctrl+Enter done,
 1–9 toggle the error types of the current translation; single-key shortcuts act only outside a
 text field. Loading a file over work not yet downloaded asks first. The localised source, both
