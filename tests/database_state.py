@@ -46,11 +46,13 @@ _TIMES = ("built_at", "ingested_at", "created_at", "loaded_at", "finished_at", "
 _TIME_IN_JSON = re.compile(rf'"({"|".join(_TIMES)})": "[^"]*"')
 _BUILT = re.compile(r"\bbuilt \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the dataset's description
 REFERENCE = Path(__file__).parent / "fixtures" / "demo_database.json.gz"
+REPOSITORY = str(Path(__file__).resolve().parents[1])  # the checkout: the demo's recorded answers
 
 
 def _portable(value, home: str):
     if isinstance(value, str):
-        value = _BUILT.sub("built <time>", value.replace(home, "<home>"))
+        value = value.replace(home, "<home>").replace(REPOSITORY, "<repository>")
+        value = _BUILT.sub("built <time>", value)
         return _TIME_IN_JSON.sub(r'"\1": "<time>"', value)
     if isinstance(value, (list, tuple)):
         return [_portable(item, home) for item in value]
@@ -61,7 +63,8 @@ def _portable(value, home: str):
 
 def portable_state(path: Path, home: Path) -> dict[str, list]:
     """:func:`state` of a demo database as JSON data that another machine's run can equal: the
-    results only (:data:`NOT_RESULTS` left out), the run's home folder written ``<home>``, times
+    results only (:data:`NOT_RESULTS` left out), the run's home folder written ``<home>`` and the
+    checkout's folder ``<repository>`` (the demo's recorded answers are read from it), times
     (:data:`_TIMES`, as columns or inside JSON texts) left out, every value as JSON has it."""
     con = duckdb.connect(str(path), read_only=True)
     try:
