@@ -11,6 +11,8 @@ import io
 import sys
 import tomllib
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -33,32 +35,41 @@ from cultivar_assets.translation import translate
 PAGE = "extending"
 
 
-def test_recipe_new_engine(tmp_path, monkeypatch):
-    # 1. the engine class, as the page writes it, in a module of its own (the package's)
-    (tmp_path / "shout_engine.py").write_text(
-        code_block_after(PAGE, "## A new engine", "python"), "utf-8")
+@contextmanager
+def recipe_package(tmp_path, monkeypatch, heading: str, module: str, distribution: str,
+                   registry) -> Iterator[None]:
+    """Steps 1 and 2 of a registry recipe: the page's Python block after ``heading`` as the
+    package's module ``module``, its pyproject.toml entry points installed as ``distribution``
+    and ``registry`` rebuilt with them; afterwards the registry is the package's own again."""
+    # 1. the code, as the page writes it, in a module of its own (the package's)
+    (tmp_path / f"{module}.py").write_text(code_block_after(PAGE, heading, "python"), "utf-8")
     # 2. the package's entry point, from the page's pyproject.toml block, installed
-    declared = tomllib.loads(code_block_after(PAGE, "## A new engine", "toml"))
-    install_metadata(tmp_path, "shout-engine", declared["project"]["entry-points"])
-    engine_registry.cache_clear()
+    declared = tomllib.loads(code_block_after(PAGE, heading, "toml"))
+    install_metadata(tmp_path, distribution, declared["project"]["entry-points"])
+    registry.cache_clear()
     try:
         with monkeypatch.context() as patch:
             patch.syspath_prepend(str(tmp_path))
-            assert "shout" in engine_registry()
-            # 3. the model entry, as the page writes it
-            entries = yaml.safe_load(code_block_after(PAGE, "## A new engine", "yaml"))
-            models = load_models(write_models_file(tmp_path / "models.yaml", entries))
-            spec = models.get("shout-baseline")
-            assert spec.engine == "shout"
-            # 4. a run: the demo's test sets translated through the new engine
-            store = Store(tmp_path / "db.duckdb")
-            write_dataset(store, load_benchmark(DataConfig()))
-            test_sets = read_test_sets(store)
-            run = translate(spec, test_sets, cache_dir=tmp_path / "cache",
-                            show_progress_bar=False)
+            yield
     finally:
-        engine_registry.cache_clear()  # the next test's registry is the package's own
-        sys.modules.pop("shout_engine", None)
+        registry.cache_clear()  # the next test's registry is the package's own
+        sys.modules.pop(module, None)
+
+
+def test_recipe_new_engine(tmp_path, monkeypatch):
+    with recipe_package(tmp_path, monkeypatch, "## A new engine", "shout_engine", "shout-engine",
+                        engine_registry):
+        assert "shout" in engine_registry()
+        # 3. the model entry, as the page writes it
+        entries = yaml.safe_load(code_block_after(PAGE, "## A new engine", "yaml"))
+        models = load_models(write_models_file(tmp_path / "models.yaml", entries))
+        spec = models.get("shout-baseline")
+        assert spec.engine == "shout"
+        # 4. a run: the demo's test sets translated through the new engine
+        store = Store(tmp_path / "db.duckdb")
+        write_dataset(store, load_benchmark(DataConfig()))
+        test_sets = read_test_sets(store)
+        run = translate(spec, test_sets, cache_dir=tmp_path / "cache", show_progress_bar=False)
     assert len(run.rows) == sum(len(t.segments) for t in test_sets) > 0
     assert all(row.raw_output == row.source.upper() for row in run.rows)
     assert run.info.engine == "shout"
@@ -82,26 +93,15 @@ def test_an_engine_entry_point_may_not_take_a_built_in_name(tmp_path, monkeypatc
 
 
 def test_recipe_new_metric(tmp_path, monkeypatch, capsys):
-    # 1. the entry, as the page writes it, in a module of its own (the package's)
-    (tmp_path / "length_ratio_metric.py").write_text(
-        code_block_after(PAGE, "## A new metric", "python"), "utf-8")
-    # 2. the package's entry point, from the page's pyproject.toml block, installed
-    declared = tomllib.loads(code_block_after(PAGE, "## A new metric", "toml"))
-    install_metadata(tmp_path, "length-ratio-metric", declared["project"]["entry-points"])
-    metric_registry.cache_clear()
-    try:
-        with monkeypatch.context() as patch:
-            patch.syspath_prepend(str(tmp_path))
-            # 3. a test set scored through the registry, with the page's own code
-            exec(code_block_after(PAGE, "3. Score a test set with it", "python"), {})
-            assert capsys.readouterr().out == "0.75 [0.5 1. ] length-ratio|v:1\n"
-            references = ["Der Hund", "", "ein Haus"]
-            result = score_corpus("length-ratio", references, ["Der Hund bellt", "", "Haus"])
-            assert result.segments.tolist() == [8 / 14, 1.0, 4 / 8]
-            assert metric_registry().get("length-ratio").higher_is_better
-    finally:
-        metric_registry.cache_clear()  # the next test's registry is the package's own
-        sys.modules.pop("length_ratio_metric", None)
+    with recipe_package(tmp_path, monkeypatch, "## A new metric", "length_ratio_metric",
+                        "length-ratio-metric", metric_registry):
+        # 3. a test set scored through the registry, with the page's own code
+        exec(code_block_after(PAGE, "3. Score a test set with it", "python"), {})
+        assert capsys.readouterr().out == "0.75 [0.5 1. ] length-ratio|v:1\n"
+        references = ["Der Hund", "", "ein Haus"]
+        result = score_corpus("length-ratio", references, ["Der Hund bellt", "", "Haus"])
+        assert result.segments.tolist() == [8 / 14, 1.0, 4 / 8]
+        assert metric_registry().get("length-ratio").higher_is_better
     assert "length-ratio" not in metric_registry()
 
 
