@@ -185,3 +185,15 @@ def copy_baseline_settings(tmp_path: Path):
                     models=[COPY_ENTRY["id"]],
                     data=DataConfig(kind="local", cultivar_path=str(data)),
                     metrics=MetricConfig(bleu_tokenize="13a", bootstrap_replicates=50))
+
+
+def install_metadata(folder: Path, name: str, entry_points: dict[str, dict[str, str]]) -> None:
+    """What ``pip install`` leaves for a distribution's entry points: ``<name>-0.1.dist-info``
+    with its ``METADATA`` and ``entry_points.txt`` (the packaging spec's format) in ``folder``,
+    a folder on ``sys.path``."""
+    info = folder / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
+        for group, points in entry_points.items()))

@@ -290,7 +290,7 @@ def test_config_and_input_errors():
         BootstrapConfig(replicates=10)
     _, _, _, stats, _ = make_input()
     with pytest.raises(BootstrapError, match="unknown metrics"):
-        paired_bootstrap({"ter": {}}, MODELS, LOCALES)
+        paired_bootstrap({"meteor": {}}, MODELS, LOCALES)
     with pytest.raises(BootstrapError, match="no statistics"):
         paired_bootstrap(stats, ("nobody",), LOCALES)
     with pytest.raises(UnknownEntryError):

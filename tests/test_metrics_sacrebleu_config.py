@@ -12,10 +12,10 @@ from metrics_helpers import SPM_WORDS, english_lines, train_tiny_spm
 from pydantic import ValidationError
 
 from cultivar_assets.metrics import sacrebleu_metrics
+from cultivar_assets.metrics.registry import build_metrics
 from cultivar_assets.metrics.sacrebleu_metrics import (
     MetricConfig,
     MetricUnavailableError,
-    build_metrics,
     sacrebleu_dir,
     spm_model_location,
 )

@@ -83,4 +83,4 @@ def test_seed_is_restored_and_bad_input_is_refused(monkeypatch):
     with pytest.raises(ValueError, match="3 hypotheses for 20"):
         paired_test(refs, {"a": refs, "b": refs[:3]}, CONFIG)
     with pytest.raises(ValueError, match="unknown metrics"):
-        paired_test(refs, systems, CONFIG, metrics=("ter",))
+        paired_test(refs, systems, CONFIG, metrics=("meteor",))

@@ -1,8 +1,7 @@
 """docs/extending.md's recipes, followed step by step with the page's own code and YAML blocks.
 
 Each test takes its blocks from the page (doc_helpers.code_block_after), so the page and the test
-cannot drift, and runs the function or command the recipe names. The metric recipe is pending a
-metric registry and has no test (the page says so).
+cannot drift, and runs the function or command the recipe names.
 """
 
 from __future__ import annotations
@@ -11,18 +10,22 @@ import csv
 import io
 import sys
 import tomllib
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 import pytest
 import yaml
-from conftest import write_models_file
+from conftest import install_metadata, write_models_file
 from doc_helpers import code_block_after
 
 from cultivar_assets.cli import main
 from cultivar_assets.data import locales as locales_module
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.engines import engine_registry
+from cultivar_assets.metrics.registry import metric_registry, score_corpus
 from cultivar_assets.models import load_models
 from cultivar_assets.settings import load_settings
 from cultivar_assets.store.database import Store
@@ -32,44 +35,41 @@ from cultivar_assets.translation import translate
 PAGE = "extending"
 
 
-def install_metadata(folder: Path, name: str, entry_points: dict[str, dict[str, str]]) -> None:
-    """What ``pip install`` leaves for a distribution's entry points: ``<name>-0.1.dist-info``
-    with its ``METADATA`` and ``entry_points.txt`` (the packaging spec's format) in ``folder``,
-    a folder on ``sys.path``."""
-    info = folder / f"{name}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("".join(
-        f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
-        for group, points in entry_points.items()))
-
-
-def test_recipe_new_engine(tmp_path, monkeypatch):
-    # 1. the engine class, as the page writes it, in a module of its own (the package's)
-    (tmp_path / "shout_engine.py").write_text(
-        code_block_after(PAGE, "## A new engine", "python"), "utf-8")
+@contextmanager
+def recipe_package(tmp_path, monkeypatch, heading: str, module: str, distribution: str,
+                   registry) -> Iterator[None]:
+    """Steps 1 and 2 of a registry recipe: the page's Python block after ``heading`` as the
+    package's module ``module``, its pyproject.toml entry points installed as ``distribution``
+    and ``registry`` rebuilt with them; afterwards the registry is the package's own again."""
+    # 1. the code, as the page writes it, in a module of its own (the package's)
+    (tmp_path / f"{module}.py").write_text(code_block_after(PAGE, heading, "python"), "utf-8")
     # 2. the package's entry point, from the page's pyproject.toml block, installed
-    declared = tomllib.loads(code_block_after(PAGE, "## A new engine", "toml"))
-    install_metadata(tmp_path, "shout-engine", declared["project"]["entry-points"])
-    engine_registry.cache_clear()
+    declared = tomllib.loads(code_block_after(PAGE, heading, "toml"))
+    install_metadata(tmp_path, distribution, declared["project"]["entry-points"])
+    registry.cache_clear()
     try:
         with monkeypatch.context() as patch:
             patch.syspath_prepend(str(tmp_path))
-            assert "shout" in engine_registry()
-            # 3. the model entry, as the page writes it
-            entries = yaml.safe_load(code_block_after(PAGE, "## A new engine", "yaml"))
-            models = load_models(write_models_file(tmp_path / "models.yaml", entries))
-            spec = models.get("shout-baseline")
-            assert spec.engine == "shout"
-            # 4. a run: the demo's test sets translated through the new engine
-            store = Store(tmp_path / "db.duckdb")
-            write_dataset(store, load_benchmark(DataConfig()))
-            test_sets = read_test_sets(store)
-            run = translate(spec, test_sets, cache_dir=tmp_path / "cache",
-                            show_progress_bar=False)
+            yield
     finally:
-        engine_registry.cache_clear()  # the next test's registry is the package's own
-        sys.modules.pop("shout_engine", None)
+        registry.cache_clear()  # the next test's registry is the package's own
+        sys.modules.pop(module, None)
+
+
+def test_recipe_new_engine(tmp_path, monkeypatch):
+    with recipe_package(tmp_path, monkeypatch, "## A new engine", "shout_engine", "shout-engine",
+                        engine_registry):
+        assert "shout" in engine_registry()
+        # 3. the model entry, as the page writes it
+        entries = yaml.safe_load(code_block_after(PAGE, "## A new engine", "yaml"))
+        models = load_models(write_models_file(tmp_path / "models.yaml", entries))
+        spec = models.get("shout-baseline")
+        assert spec.engine == "shout"
+        # 4. a run: the demo's test sets translated through the new engine
+        store = Store(tmp_path / "db.duckdb")
+        write_dataset(store, load_benchmark(DataConfig()))
+        test_sets = read_test_sets(store)
+        run = translate(spec, test_sets, cache_dir=tmp_path / "cache", show_progress_bar=False)
     assert len(run.rows) == sum(len(t.segments) for t in test_sets) > 0
     assert all(row.raw_output == row.source.upper() for row in run.rows)
     assert run.info.engine == "shout"
@@ -90,6 +90,45 @@ def test_an_engine_entry_point_may_not_take_a_built_in_name(tmp_path, monkeypatc
     finally:
         engine_registry.cache_clear()
     assert engine_registry().get("vllm").__name__ == "VLLMEngine"  # without the distribution
+
+
+def test_recipe_new_metric(tmp_path, monkeypatch, capsys):
+    with recipe_package(tmp_path, monkeypatch, "## A new metric", "length_ratio_metric",
+                        "length-ratio-metric", metric_registry):
+        # 3. a test set scored through the registry, with the page's own code
+        exec(code_block_after(PAGE, "3. Score a test set with it", "python"), {})
+        assert capsys.readouterr().out == "0.75 [0.5 1. ] length-ratio|v:1\n"
+        references = ["Der Hund", "", "ein Haus"]
+        result = score_corpus("length-ratio", references, ["Der Hund bellt", "", "Haus"])
+        assert result.segments.tolist() == [8 / 14, 1.0, 4 / 8]
+        assert metric_registry().get("length-ratio").higher_is_better
+    assert "length-ratio" not in metric_registry()
+
+
+def test_recipe_comet_wrapper_with_a_stand_in_comet(monkeypatch):
+    """The COMET block, run against a stand-in ``comet`` module (no weights here): the wrapper
+    passes src/mt/ref triples and returns COMET's per-segment scores."""
+    calls = []
+
+    class Model:
+        def predict(self, data, **options):
+            calls.append((data, options))
+            return types.SimpleNamespace(scores=[0.5 + 0.1 * i for i in range(len(data))])
+
+    fake = types.ModuleType("comet")
+    fake.load_from_checkpoint = lambda path: Model()
+    monkeypatch.setitem(sys.modules, "comet", fake)
+    namespace: dict = {}
+    exec(code_block_after(PAGE, "### COMET as a segment-score metric", "python"), namespace)
+    comet = namespace["COMET"]
+    assert (comet.name, comet.kind, comet.signature.startswith("comet|model:")) == (
+        "comet", "segment scores", True)
+    scores = comet.segment_scores(["r1", "r2"], ["h1", "h2"], sources=["s1", "s2"])
+    assert scores.tolist() == [0.5, 0.6] and comet.corpus_score(scores) == 0.55
+    assert calls[0][0] == [{"src": "s1", "mt": "h1", "ref": "r1"},
+                           {"src": "s2", "mt": "h2", "ref": "r2"}]
+    with pytest.raises(ValueError, match="needs the source sentences"):
+        comet.segment_scores(["r"], ["h"])
 
 
 def test_recipe_new_locale(tmp_path, monkeypatch, capsys):

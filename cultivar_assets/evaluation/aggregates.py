@@ -20,7 +20,8 @@ from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_t
 from cultivar_assets.metrics.bootstrap import paired_bootstrap
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.ranks import rank_sentence
-from cultivar_assets.metrics.sacrebleu_metrics import METRIC_NAMES, MetricConfig
+from cultivar_assets.metrics.registry import METRIC_NAMES
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.metrics.segment_stats import recall_from_table, stats_from_table
 from cultivar_assets.metrics.word_recall import rates_from_sums
 from cultivar_assets.store.database import Step, Store

@@ -49,7 +49,7 @@ replicates, BLEU and chrF).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,7 +58,6 @@ from tqdm import tqdm
 
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name, get_locale
 from cultivar_assets.metrics.delta import PairingError, paired_delta, paired_ids
-from cultivar_assets.metrics.score_arrays import SCORE_FUNCTIONS, scores_from_stats
 from cultivar_assets.metrics.segment_stats import RecallCounts, StatsTable
 
 SACREBLEU_DEFAULT_SEED = 12345  # sacreBLEU's default SACREBLEU_SEED
@@ -322,6 +321,22 @@ def _nan_mean(values: np.ndarray) -> np.ndarray:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
+def _score_functions(metrics: Sequence[str]) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """metric -> its registry entry's vectorised corpus score of summed statistics."""
+    # imported here: the registry imports the settings module, which imports this one
+    from cultivar_assets.metrics.registry import StatisticsMetric, metric_registry
+
+    registry = metric_registry()
+    unknown = [m for m in metrics if m not in registry]
+    if unknown:
+        raise BootstrapError(f"unknown metrics {unknown}; known: {', '.join(registry)}")
+    entries = {m: registry.get(m) for m in metrics}
+    wrong = [m for m, entry in entries.items() if not isinstance(entry, StatisticsMetric)]
+    if wrong:
+        raise BootstrapError(f"metrics {wrong} have no per-segment statistics to resample")
+    return {m: entry.score_from_stats for m, entry in entries.items()}
+
+
 def paired_bootstrap(
     stats: Mapping[str, StatsTable],
     models: Sequence[str],
@@ -341,9 +356,7 @@ def paired_bootstrap(
     metrics = tuple(stats)
     if not metrics:
         raise BootstrapError("no metric statistics given")
-    unknown = [m for m in metrics if m not in SCORE_FUNCTIONS]
-    if unknown:
-        raise BootstrapError(f"unknown metrics {unknown}; known: {', '.join(SCORE_FUNCTIONS)}")
+    score_functions = _score_functions(metrics)
     models = tuple(dict.fromkeys(models))
     locales = tuple(dict.fromkeys(locales))
     language_of = {loc: get_locale(loc).source_language for loc in locales}
@@ -410,7 +423,7 @@ def paired_bootstrap(
         n, n_models, k = rows.shape
         sums = _weighted_sums(weights, np.searchsorted(universe, ids),
                               rows.reshape(n, n_models * k))
-        block = scores_from_stats(metric, sums.reshape(-1, n_models, k))  # (B + 1, M)
+        block = score_functions[metric](sums.reshape(-1, n_models, k))  # (B + 1, M)
         for j, model in enumerate(block_models):
             scores[(metric, test_set, ids_key, model)] = block[:, j]
 

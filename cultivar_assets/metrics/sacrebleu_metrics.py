@@ -1,4 +1,4 @@
-"""The paper's two metrics as sacreBLEU objects, with their signatures (paper §3.2).
+"""How the paper's two metrics are configured as sacreBLEU objects (paper §3.2).
 
 - **spBLEU**: ``sacrebleu.metrics.BLEU(tokenize="flores200")``: corpus BLEU (Papineni et al., 2002)
   over SentencePiece pieces of the FLORES-200 model,
@@ -7,6 +7,9 @@
 - **chrF**: ``sacrebleu.metrics.CHRF(word_order=0)``: character n-gram F-score (Popović, 2015),
   n = 1..6, whitespace removed, ``chrF = 100 * (1 + β²) P R / (β² P + R)`` with β = 2, where
   P and R are the averages over n of corpus-level n-gram precision and recall.
+
+The metric objects are built by the entries of :mod:`cultivar_assets.metrics.registry` (which
+also holds chrF++ and TER) from the settings here (:class:`MetricConfig`).
 
 The flores200 SentencePiece model is never downloaded here: it is looked for where sacreBLEU
 caches it (``$SACREBLEU/models/flores200sacrebleuspm``, ``$SACREBLEU`` defaulting to
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -39,7 +42,6 @@ from cultivar_assets.metrics.flags import FlagConfig
 
 SPM_TOKENIZERS = ("flores200", "flores101", "spBLEU-1K")
 OTHER_TOKENIZERS = ("13a", "intl", "char", "zh", "none", "ja-mecab", "ko-mecab")
-METRIC_NAMES = ("bleu", "chrf")
 
 
 class MetricUnavailableError(RuntimeError):
@@ -113,7 +115,7 @@ def spm_model_location(config: MetricConfig) -> Path:
     return sacrebleu_dir() / "models" / os.path.basename(SPM_MODELS[config.bleu_tokenize]["url"])
 
 
-def _spm_tokenizer(config: MetricConfig):
+def spm_tokenizer(config: MetricConfig):
     """sacreBLEU's SentencePiece tokenizer, loaded from a file we checked, never downloaded."""
     import sentencepiece
     from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
@@ -132,32 +134,3 @@ def _spm_tokenizer(config: MetricConfig):
     tokenizer.sp = sentencepiece.SentencePieceProcessor()
     tokenizer.sp.Load(str(path))
     return tokenizer, file_sha256(path)
-
-
-class BuiltMetrics(NamedTuple):
-    """sacreBLEU metric objects, their signatures and tokenizer model hashes, by metric name."""
-
-    metrics: dict[str, object]
-    signatures: dict[str, str]  # exactly as sacreBLEU formats them
-    tokenizer_sha256: dict[str, str | None]  # sha256 of a SentencePiece model; None: no model
-
-
-def build_metrics(config: MetricConfig) -> BuiltMetrics:
-    """sacreBLEU metric objects for 'bleu' and 'chrf', with signatures and tokenizer hashes."""
-    from sacrebleu.metrics import BLEU, CHRF
-
-    digest = None
-    if config.bleu_tokenize in SPM_TOKENIZERS:
-        tokenizer, digest = _spm_tokenizer(config)
-        bleu = BLEU(tokenize="none", lowercase=config.lowercase)
-        bleu.tokenizer = tokenizer
-        bleu.tokenizer_signature = tokenizer.signature()
-    else:
-        bleu = BLEU(tokenize=config.bleu_tokenize, lowercase=config.lowercase)
-    chrf = CHRF(word_order=config.chrf_word_order, lowercase=config.lowercase)
-    signatures = {}
-    for name, metric in (("bleu", bleu), ("chrf", chrf)):
-        metric.num_refs = 1  # Cultivar has one reference per segment
-        signatures[name] = metric.get_signature().format()
-    return BuiltMetrics({"bleu": bleu, "chrf": chrf}, signatures,
-                        {"bleu": digest, "chrf": None})

@@ -1,10 +1,10 @@
 """Corpus scores from per-segment sufficient statistics (after sacreBLEU's ``metrics/base.py``).
 
-For each test set and system, :class:`Scorer` computes the per-segment statistics of BLEU
-(``[hyp_len, ref_len, match_1..4, hyp_count_1..4]``) and chrF (``[hyp_count_n, ref_count_n,
-match_n]`` for n = 1..6, then word orders for chrF++) exactly as sacreBLEU does, sums them over the
-segments and turns the sums into the corpus score with sacreBLEU's own
-``_compute_score_from_stats``.
+For each test set and system, :class:`Scorer` computes the per-segment statistics of each chosen
+metric entry of :mod:`cultivar_assets.metrics.registry` (default: BLEU, ``[hyp_len, ref_len,
+match_1..4, hyp_count_1..4]``, and chrF, ``[hyp_count_n, ref_count_n, match_n]`` for n = 1..6,
+then word orders for chrF++) exactly as sacreBLEU does, sums them over the segments and turns the
+sums into the corpus score with sacreBLEU's own ``_compute_score_from_stats``.
 Stored per-segment statistics let later analyses (e.g. paired bootstrap over instances) resample
 without re-scoring.
 
@@ -22,10 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cultivar_assets.metrics.ngram_stats import char_unit_ids, match_statistics, token_unit_ids
-from cultivar_assets.metrics.sacrebleu_metrics import METRIC_NAMES, MetricConfig, build_metrics
-
-BLEU_ORDER = 4
+from cultivar_assets.metrics.registry import METRIC_NAMES, build_statistics
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 
 
 class HypothesisCountError(ValueError):
@@ -45,48 +43,17 @@ class TestSetScore:
     segment_stats: np.ndarray  # (n_segments, k) int64
 
 
-def _interleave(*columns: np.ndarray) -> np.ndarray:
-    """[a1, b1, c1, a2, b2, c2, ...] from per-order columns a, b, c of shape (rows, orders)."""
-    stacked = np.stack(columns, axis=2)
-    return stacked.reshape(stacked.shape[0], -1)
-
-
 class Scorer:
-    """Scores many systems on many test sets with one set of metric objects."""
+    """Scores many systems on many test sets with one set of configured metrics (registry
+    entries of per-segment statistics; default: the paper's BLEU and chrF)."""
 
-    def __init__(self, config: MetricConfig | None = None) -> None:
+    def __init__(self, config: MetricConfig | None = None,
+                 metrics: Sequence[str] = METRIC_NAMES) -> None:
         self.config = config or MetricConfig()
-        self.metrics, self.signatures, self.tokenizer_sha256 = build_metrics(self.config)
-
-    def _bleu_stats(self, refs: Sequence[str], hyp_rows: Sequence[str], segs: np.ndarray):
-        bleu = self.metrics["bleu"]
-        preprocess = bleu._preprocess_segment
-        tokens = [preprocess(text).split() for text in (*refs, *hyp_rows)]
-        ids, lengths, vocabulary = token_unit_ids(tokens)
-        hyp_count, _, match = match_statistics(
-            ids, lengths, vocabulary, len(refs), segs, BLEU_ORDER
-        )
-        hyp_len = lengths[len(refs):]
-        ref_len = lengths[: len(refs)][segs]
-        return np.column_stack([hyp_len, ref_len, match, hyp_count])
-
-    def _chrf_stats(self, refs: Sequence[str], hyp_rows: Sequence[str], segs: np.ndarray):
-        chrf = self.metrics["chrf"]
-        texts = [chrf._preprocess_segment(text) for text in (*refs, *hyp_rows)]
-        chars = texts if chrf.whitespace else ["".join(text.split()) for text in texts]
-        ids, lengths, alphabet = char_unit_ids(chars)
-        parts = [match_statistics(ids, lengths, alphabet, len(refs), segs, chrf.char_order)]
-        if chrf.word_order > 0:
-            words = [chrf._remove_punctuation(text) for text in texts]
-            ids, lengths, vocabulary = token_unit_ids(words)
-            parts.append(
-                match_statistics(ids, lengths, vocabulary, len(refs), segs, chrf.word_order)
-            )
-        columns = []
-        for hyp_count, ref_count, match in parts:
-            # sacreBLEU counts no hypothesis n-grams of an order the reference does not have
-            columns.append(_interleave(np.where(ref_count > 0, hyp_count, 0), ref_count, match))
-        return np.concatenate(columns, axis=1)
+        self.built = build_statistics(self.config, metrics)
+        self.metrics = {name: b.metric for name, b in self.built.items()}
+        self.signatures = {name: b.signature for name, b in self.built.items()}
+        self.tokenizer_sha256 = {name: b.tokenizer_sha256 for name, b in self.built.items()}
 
     def segment_statistics(
         self, references: Sequence[str], systems: Mapping[str, Sequence[str]]
@@ -107,17 +74,14 @@ class Scorer:
         rows = [h for name in names for h in systems[name]]
         segs = np.tile(np.arange(n, dtype=np.int64), len(names))
         result: dict[str, dict[str, np.ndarray]] = {}
-        for metric, stats in (
-            ("bleu", self._bleu_stats(references, rows, segs)),
-            ("chrf", self._chrf_stats(references, rows, segs)),
-        ):
+        for metric, built in self.built.items():
+            stats = built.segment_statistics(references, rows, segs)
             result[metric] = {name: stats[i * n:(i + 1) * n] for i, name in enumerate(names)}
         return result
 
     def corpus_score(self, metric: str, stats: np.ndarray) -> float:
         """The corpus score of summed per-segment statistics (sacreBLEU's formula)."""
-        totals = [int(x) for x in np.asarray(stats).sum(axis=0)]
-        return float(self.metrics[metric]._compute_score_from_stats(totals).score)
+        return self.built[metric].corpus_score(stats)
 
     def score_test_set(
         self, test_set: str, references: Sequence[str], systems: Mapping[str, Sequence[str]]
@@ -128,7 +92,7 @@ class Scorer:
                          self.signatures[metric], self.tokenizer_sha256[metric],
                          stats[metric][system])
             for system in systems
-            for metric in METRIC_NAMES
+            for metric in self.built
         ]
 
 

@@ -3,9 +3,9 @@
 :func:`paired_test` runs ``sacrebleu.significance.PairedTest`` — paired bootstrap resampling
 (``"bs"``, Koehn 2004, as Moses' ``bootstrap-hypothesis-difference-significance.pl``) or
 approximate randomisation (``"ar"``, Riezler and Maxwell 2005) — on the metric objects this
-project scores with (``sacrebleu_metrics.build_metrics``), so that a test between, say, two
-adjacent models on one locale is sacreBLEU's and not a re-implementation. The first system is the
-baseline; every other system is compared with it.
+project scores with (the entries of :mod:`cultivar_assets.metrics.registry`), so that a test
+between, say, two adjacent models on one locale is sacreBLEU's and not a re-implementation. The
+first system is the baseline; every other system is compared with it.
 
 sacreBLEU reads its seed from the environment variable ``SACREBLEU_SEED`` (default 12345) when
 the test is built and again inside its bootstrap; :func:`paired_test` sets it for the duration of
@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED
-from cultivar_assets.metrics.sacrebleu_metrics import METRIC_NAMES, MetricConfig, build_metrics
+from cultivar_assets.metrics.registry import METRIC_NAMES, build_statistics, metric_registry
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 
 
 @dataclass(frozen=True)
 class PairedTestResult:
     system: str
-    metric: str  # 'bleu' | 'chrf'
+    metric: str  # a registered metric of statistics: 'bleu', 'chrf', 'chrf++', 'ter'
     score: float
     p_value: float | None  # None for the baseline
     mean: float | None  # bootstrap mean (bs; ar with confidence resamples)
@@ -79,11 +80,10 @@ def paired_test(
     for name, hyps in systems.items():
         if len(hyps) != n:
             raise ValueError(f"{name}: {len(hyps)} hypotheses for {n} references")
-    unknown = [m for m in metrics if m not in METRIC_NAMES]
+    unknown = [m for m in metrics if m not in metric_registry()]
     if unknown:
-        raise ValueError(f"unknown metrics {unknown}; known: {', '.join(METRIC_NAMES)}")
-    objects = build_metrics(config or MetricConfig()).metrics
-    chosen = {m: objects[m] for m in metrics}
+        raise ValueError(f"unknown metrics {unknown}; known: {', '.join(metric_registry())}")
+    chosen = {m: built.metric for m, built in build_statistics(config, metrics).items()}
     with _sacrebleu_seed(seed):
         test = PairedTest([(name, list(hyps)) for name, hyps in systems.items()], chosen,
                           references=[list(references)], test_type=test_type,
