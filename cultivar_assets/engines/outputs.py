@@ -26,7 +26,8 @@ from cultivar_assets.engines.submission import (
 )
 from cultivar_assets.specs import ModelSpec
 
-SUBMITTED_PREFIX = "submitted outputs"
+SUBMITTED_PREFIX = "outputs submitted, produced with "
+NOT_RUN_HERE = ", not run here"
 
 
 def submission_of(spec: ModelSpec) -> Path:
@@ -36,12 +37,13 @@ def submission_of(spec: ModelSpec) -> Path:
     return Path(spec.path)
 
 
-def produced_with(engine_version: str) -> str | None:
-    """The "<system> <version>" an outputs run's engine version names (None: not one)."""
-    prefix = f"{SUBMITTED_PREFIX}, produced with "
-    if not engine_version.startswith(prefix):
+def submitted_note(engine: str | None, engine_version: str | None) -> str | None:
+    """"outputs submitted, produced with <system> <version>, not run here" for a stored run of
+    the outputs engine (its ``engine_version``, :meth:`OutputsEngine.info`); None for any other
+    run."""
+    if engine != "outputs" or not (engine_version or "").startswith(SUBMITTED_PREFIX):
         return None
-    return engine_version.removeprefix(prefix).split("; ", 1)[0]
+    return engine_version.split("; ", 1)[0]
 
 
 class OutputsEngine(Engine):
@@ -68,9 +70,9 @@ class OutputsEngine(Engine):
     def info(self) -> EngineInfo:
         submission = self._submission()
         produced = submission.produced
-        version = (f"{SUBMITTED_PREFIX}, produced with {produced['system']} "
-                   f"{produced['version']}; on {produced['date']}; submission sha256 "
-                   f"{submission.sha256[:16]}")
+        # the production fields, as the run record stores them (model card, leaderboard)
+        version = (f"{SUBMITTED_PREFIX}{produced['system']} {produced['version']}{NOT_RUN_HERE}"
+                   f"; dated {produced['date']}; submission sha256 {submission.sha256[:16]}")
         return EngineInfo(self.name, version, self.spec.revision, None)
 
     def outputs(self, test_sets: Sequence[TestSet]) -> dict[tuple[str, int], str]:
