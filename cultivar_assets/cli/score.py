@@ -50,16 +50,11 @@ def _registered(settings, submission) -> str | None:
 def cmd_score(args: argparse.Namespace) -> int:
     from cultivar_assets.cli import _run
     from cultivar_assets.data.sources import load_benchmark
-    from cultivar_assets.engines.submission import (
-        SubmissionError,
-        check_coverage,
-        read_submission,
-    )
+    from cultivar_assets.engines.submission import SubmissionError, read_submission
 
     settings = _settings(args)
     try:
-        submission = read_submission(args.submission)
-        check_coverage(submission, load_benchmark(settings.data).test_sets())
+        submission = read_submission(args.submission, load_benchmark(settings.data).test_sets())
     except SubmissionError as error:
         print(f"cultivar score: {error}\nNothing was written.", file=sys.stderr)
         return 1

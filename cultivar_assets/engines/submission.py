@@ -253,11 +253,12 @@ def _read_outputs(path: Path, where: str) -> tuple[dict, dict, list[str]]:
     return hypotheses, lines, problems
 
 
-def read_submission(path: str | Path) -> Submission:
-    """The submission at ``path`` (a folder or its manifest), read and checked on its own:
-    every problem of the manifest and of each line of the outputs file, at once, in one
-    :class:`SubmissionError`. The outputs file is the manifest's ``outputs`` (relative to the
-    manifest's folder), else ``outputs.jsonl`` beside it."""
+def read_submission(path: str | Path, test_sets: Sequence[TestSet] | None = None) -> Submission:
+    """The submission at ``path`` (a folder or its manifest), read and checked: every problem of
+    the manifest, of each line of the outputs file and, given ``test_sets``, of its coverage
+    (:func:`coverage_problems`), at once, in one :class:`SubmissionError`. The outputs file is
+    the manifest's ``outputs`` (relative to the manifest's folder), else ``outputs.jsonl``
+    beside it."""
     manifest = manifest_path(path)
     problems: list[str] = []
     document: Any = None
@@ -286,6 +287,8 @@ def read_submission(path: str | Path) -> Submission:
     problems += found
     if not problems and not lines:
         problems.append(f"{outputs}: holds no hypotheses")
+    if test_sets is not None and lines:
+        problems += coverage_problems(str(outputs), lines, test_sets)
     if problems:
         raise SubmissionError(problems)
     return Submission(manifest, outputs, document, hypotheses, lines, content_sha256(manifest))
@@ -294,15 +297,23 @@ def read_submission(path: str | Path) -> Submission:
 def check_coverage(submission: Submission, test_sets: Sequence[TestSet]) -> None:
     """Every segment of every test set has exactly one hypothesis, and nothing else is there
     (an extra test set or id): every problem in one :class:`SubmissionError`."""
-    where = str(submission.outputs_path)
+    problems = coverage_problems(str(submission.outputs_path), submission.lines, test_sets)
+    if problems:
+        raise SubmissionError(problems)
+
+
+def coverage_problems(where: str, lines: dict[tuple[str, int], int],
+                      test_sets: Sequence[TestSet]) -> list[str]:
+    """The test sets, ids missing from ``lines`` (where each (test set, id) is in the file
+    ``where``) and the test sets and ids there that the benchmark does not have."""
     expected = {test_set.name: {s.segment_id for s in test_set.segments}
                 for test_set in test_sets}
     problems = []
     given: dict[str, set[int]] = {}
-    for name, segment_id in submission.lines:
+    for name, segment_id in lines:
         given.setdefault(name, set()).add(segment_id)
     for name in sorted(set(given) - set(expected)):
-        first = min(submission.lines[(name, i)] for i in given[name])
+        first = min(lines[(name, i)] for i in given[name])
         problems.append(f"{where}:{first}: extra test set {name!r} (the benchmark's: "
                         f"{', '.join(sorted(expected))})")
     for name in sorted(expected):
@@ -315,7 +326,6 @@ def check_coverage(submission: Submission, test_sets: Sequence[TestSet]) -> None
             listing = ", ".join(map(str, missing[:20])) + (" ..." if len(missing) > 20 else "")
             problems.append(f"{where}: {name}: {len(missing)} missing id(s): {listing}")
         for segment_id in sorted(given[name] - expected[name]):
-            problems.append(f"{where}:{submission.lines[(name, segment_id)]}: {name} has no id "
+            problems.append(f"{where}:{lines[(name, segment_id)]}: {name} has no id "
                             f"{segment_id} (extra id)")
-    if problems:
-        raise SubmissionError(problems)
+    return problems
