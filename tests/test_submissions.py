@@ -241,3 +241,48 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes
     assert f"{bad / 'outputs.jsonl'}: {rows[0]['test_set']}: 1 missing id(s)" in err
     assert "Nothing was written." in err
     assert _tree(tmp_path) == before
+
+
+@pytest.mark.dagster_instances
+def test_the_registry_sensor_picks_up_new_and_changed_submissions(tmp_path, test_sets):
+    import dagster as dg
+
+    from cultivar_assets.assets.graph import ASSETS, JOBS
+    from cultivar_assets.automation import model_registry_sensor
+    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.models import add_model_entry
+    from cultivar_assets.resources import resources_from_settings
+    from cultivar_assets.settings import Settings
+
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"models": [
+        {"id": "copy-source-baseline", "type": "baseline", "family": "Baseline",
+         "engine": "copy-source", "prompt_style": "source", "suites": ["watched"]}]}), "utf-8")
+    settings = Settings(database=str(tmp_path / "db.duckdb"), models_file=str(models),
+                        models=["suite:watched"],
+                        metrics=MetricConfig(bleu_tokenize="13a"))
+    defs = dg.Definitions(assets=ASSETS, jobs=JOBS, sensors=[model_registry_sensor],
+                          resources=resources_from_settings(settings))
+
+    def tick(instance, cursor):
+        context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                                          resources=defs.resources)
+        result = model_registry_sensor(context)
+        for request in result.dynamic_partitions_requests or []:
+            instance.add_dynamic_partitions(request.partitions_def_name,
+                                            list(request.partition_keys))
+        return result
+
+    with dg.instance_for_test() as instance:
+        first = tick(instance, None)
+        folder = write_submission(tmp_path / "submission", _rows(test_sets))
+        add_model_entry(models, {**read_submission(folder).registry_entry(),
+                                 "suites": ["watched"]})
+        added = tick(instance, first.cursor)
+        assert [(r.partition_key, r.tags["cultivar/reason"]) for r in added.run_requests] == [
+            ("copied-sources", "new in registry")]
+        assert tick(instance, added.cursor).run_requests == []  # unchanged: not run again
+        write_submission(folder, _rows(test_sets, lambda s: s.reference))
+        changed = tick(instance, added.cursor)
+        assert [(r.partition_key, r.tags["cultivar/reason"]) for r in changed.run_requests] == [
+            ("copied-sources", "changed in registry")]
