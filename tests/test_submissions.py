@@ -242,6 +242,34 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes
     assert "Nothing was written." in err
     assert _tree(tmp_path) == before
 
+    # an id the registry gives another model, a manifest that no longer matches its entry
+    taken = write_submission(tmp_path / "taken", rows, {**MANIFEST, "id": "copy-source-baseline"})
+    assert main(["--config", str(config), "score", str(taken)]) == 1
+    assert "the id 'copy-source-baseline' is already the registry's entry of another model" in (
+        capsys.readouterr().err)
+    write_submission(folder, rows, {**MANIFEST, "type": "MT"})
+    before = _tree(tmp_path)
+    assert main(["--config", str(config), "score", str(folder)]) == 1
+    assert "the entry 'copied-sources' differs from the submission's manifest in type" in (
+        capsys.readouterr().err)
+    assert _tree(tmp_path) == before
+
+
+def test_without_a_models_file_the_entry_goes_to_a_copy_of_the_bundled_registry(
+        tmp_path, homes, test_sets):
+    from cultivar_assets.models import load_models
+
+    config = _config(tmp_path)
+    settings = yaml.safe_load(config.read_text("utf-8"))
+    del settings["models_file"]
+    config.write_text(yaml.safe_dump(settings), "utf-8")
+    folder = write_submission(tmp_path / "submission", _rows(test_sets))
+    assert main(["--config", str(config), "score", str(folder)]) == 0
+    registry = load_models(homes[0] / "submitted-models.yaml")
+    assert registry.get("copied-sources").path == str(folder / "manifest.yaml")
+    assert set(load_models()) < set(registry)
+    assert len(_scores(tmp_path / "results.duckdb", "copied-sources")) > 0
+
 
 @pytest.mark.dagster_instances
 def test_the_registry_sensor_picks_up_new_and_changed_submissions(tmp_path, test_sets):

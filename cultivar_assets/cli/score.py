@@ -36,6 +36,13 @@ def _registered(settings, submission) -> str | None:
             return (f"{registry.where}: the id {model_id!r} is already the registry's entry of "
                     f"another model (engine {spec.engine}, path {spec.path}); give the "
                     "submission another id")
+        entry = submission.registry_entry()
+        differ = [key for key in ("type", "family", "params_total_b", "params_active_b",
+                                  "license") if getattr(spec, key) != entry.get(key)]
+        if differ:
+            return (f"{registry.where}: the entry {model_id!r} differs from the submission's "
+                    f"manifest in {', '.join(differ)}; edit the entry (or remove it, and "
+                    "cultivar score adds it again)")
     else:
         if not registry_file.exists():
             registry_file.parent.mkdir(parents=True, exist_ok=True)
