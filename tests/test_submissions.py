@@ -72,6 +72,11 @@ def test_a_good_submission_reads_in_either_form(tmp_path, test_sets):
     by_locale = read_submission(write_submission(tmp_path / "b", locale_rows))
     check_coverage(by_locale, test_sets)
     assert by_locale.hypotheses == by_name.hypotheses
+    # a JSON manifest
+    as_json = write_submission(tmp_path / "c", rows)
+    (as_json / "manifest.yaml").rename(as_json / "manifest.json")
+    (as_json / "manifest.json").write_text(json.dumps(MANIFEST), "utf-8")
+    assert read_submission(as_json).manifest == MANIFEST
     assert by_name.registry_entry()["engine"] == "outputs"
 
 

@@ -168,8 +168,7 @@ def _manifest_problems(where: str, document: Any) -> list[str]:
     return problems
 
 
-def _test_set_of(row: dict[str, Any], languages: dict[str, str] | None) -> tuple[str | None,
-                                                                                  str | None]:
+def _test_set_of(row: dict[str, Any]) -> tuple[str | None, str | None]:
     """(test set name, problem) of a line's ``test_set`` or ``locale`` + ``side``."""
     if "test_set" in row:
         if "locale" in row or "side" in row:
@@ -185,7 +184,7 @@ def _test_set_of(row: dict[str, Any], languages: dict[str, str] | None) -> tuple
     from cultivar_assets.data.locales import get_locale
 
     try:
-        language = (languages or {}).get(locale) or get_locale(locale).source_language
+        language = get_locale(locale).source_language
     except UnknownEntryError:
         return None, f"unknown locale {locale!r}"
     return f"flores_{language}", None
@@ -222,7 +221,7 @@ def _read_outputs(path: Path, where: str) -> tuple[dict, dict, list[str]]:
         unknown = sorted(set(row) - {"test_set", "locale", "side", "id", "hypothesis"})
         if unknown:
             problems.append(f"{at}: unknown field(s) {', '.join(map(repr, unknown))}")
-        name, problem = _test_set_of(row, None)
+        name, problem = _test_set_of(row)
         if problem:
             problems.append(f"{at}: {problem}")
         segment_id = row.get("id")
