@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
@@ -198,10 +198,19 @@ def _read_outputs(path: Path, where: str) -> tuple[dict, dict, list[str]]:
     if size > MAX_OUTPUTS_BYTES:
         return {}, {}, [f"{where}: {size} bytes, over the limit of {MAX_OUTPUTS_BYTES} bytes "
                         "per outputs file"]
+    return parse_outputs(path.read_bytes().split(b"\n"), where)
+
+
+def parse_outputs(raw_lines: Iterable[bytes], where: str) -> tuple[
+        dict[tuple[str, int], str], dict[tuple[str, int], int], list[str]]:
+    """The lines of an outputs file (bytes, without their newline; ``where`` names the file in
+    problems): (hypothesis by (test set, id), line number by (test set, id), every problem).
+    For callers that make a submission from other files (another harness's logs) and check it
+    as :func:`read_submission` checks a file."""
     hypotheses: dict[tuple[str, int], str] = {}
     lines: dict[tuple[str, int], int] = {}
     problems: list[str] = []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+    for number, raw in enumerate(raw_lines, 1):
         if not raw.strip():
             continue
         at = f"{where}:{number}"
