@@ -58,8 +58,12 @@ def _check_entry(spec: ModelSpec) -> list[str]:
         problems.append(
             f"unknown weights provider {spec.weights!r} (known: {', '.join(weights_providers())})"
         )
-    if spec.weights == "hub" and not spec.hf_id and spec.type != "baseline":
+    if (spec.weights == "hub" and not spec.hf_id and spec.type != "baseline"
+            and spec.engine != "outputs"):
         problems.append("weights from the hub need hf_id")
+    if (spec.engine == "outputs") != bool(spec.path):
+        problems.append("path (a submission's folder or manifest) goes with engine 'outputs', "
+                        "and engine 'outputs' needs it")
     if spec.params_active_b and spec.params_total_b and spec.params_active_b > spec.params_total_b:
         problems.append("params_active_b is larger than params_total_b")
     return problems

@@ -60,6 +60,7 @@ class ModelSpec(BaseModel):
     engine_options: dict[str, Any] = {}
     suites: list[str] = []
     notes: str | None = None
+    path: str | None = None  # engine outputs: the submission's folder or manifest
     license: str | None = None  # the weights' licence as its holder names it (None: not recorded)
     reported: ReportedResults | None = None  # the paper's Table 3 figures, kept apart
 

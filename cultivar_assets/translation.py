@@ -201,6 +201,10 @@ def translate(
     style = get_prompt_style(spec.prompt_style)
     max_new_tokens = int(spec.engine_options.get("max_new_tokens", settings.max_new_tokens))
     fingerprint = run_fingerprint(spec, settings)
+    engine_class = engine_registry().get(spec.engine)
+    if getattr(engine_class, "submitted", False):
+        return _submitted(engine_class(spec, settings), test_sets, fingerprint,
+                          style.template_hash, started)
     jobs = [
         (test_set, segment, style.request(segment.source, test_set.language, max_new_tokens))
         for test_set in test_sets
@@ -226,6 +230,19 @@ def translate(
                                    segment.reference, cleaned.text, outputs[key], cleaned.rules))
     return TranslationRun(spec, fingerprint, info, style.template_hash, rows,
                           len(keys) - n_cached, n_cached, time.perf_counter() - started)
+
+
+def _submitted(engine, test_sets: Sequence[TestSet], fingerprint: str, template_hash: str,
+               started: float) -> TranslationRun:
+    """The run of an engine whose outputs were submitted (``outputs``): each segment's
+    hypothesis as submitted, uncleaned and uncached (nothing is generated)."""
+    outputs = engine.outputs(test_sets)
+    rows = [TranslationRow(engine.spec.id, test_set.name, segment.segment_id, segment.source,
+                           segment.reference, outputs[(test_set.name, segment.segment_id)],
+                           outputs[(test_set.name, segment.segment_id)], ())
+            for test_set in test_sets for segment in test_set.segments]
+    return TranslationRun(engine.spec, fingerprint, engine.info(), template_hash, rows, 0, 0,
+                          time.perf_counter() - started)
 
 
 def _translate_locked(spec, settings, jobs, keys, fingerprint, folder, progress, show_bar):

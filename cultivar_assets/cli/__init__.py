@@ -10,6 +10,7 @@ from pathlib import Path
 from cultivar_assets.cli.build import _hand_in_line, add_build_parser, print_table1
 from cultivar_assets.cli.common import _console, _settings
 from cultivar_assets.cli.models import add_models_parser
+from cultivar_assets.cli.score import add_score_parser
 from cultivar_assets.settings import Settings, demo_settings, load_settings, settings_file
 
 
@@ -65,6 +66,7 @@ def _run(settings: Settings) -> int:
         console.print(notice[0].upper() + notice[1:], markup=False)
     result = run_pipeline(settings, say=console.print)
     _print_leaderboard(result.leaderboard)
+    _print_submitted(result.database, {row["model_id"] for row in result.leaderboard})
     _print_missing(result.database)
     if result.build is not None:
         demo = " (DEMO annotation files: the final pairs are the bundled demo data)" if (
@@ -91,6 +93,18 @@ def _run(settings: Settings) -> int:
     console.print(f"Finished in {result.seconds:.0f} s. Query it: cultivar query "
                   "\"SELECT * FROM locale_deltas\"; browse the runs: cultivar ui")
     return 0
+
+
+def _print_submitted(database: Path | str, shown: set[str]) -> None:
+    """For each model of the leaderboard whose outputs were submitted: "<id>: outputs
+    submitted, produced with <system> <version>, not run here" (from its stored run record)."""
+    from cultivar_assets.engines.outputs import submitted_note
+    from cultivar_assets.store.database import Store
+
+    for row in Store(Path(database)).query("site_models"):
+        note = submitted_note(row["engine"], row["engine_version"])
+        if note and row["model_id"] in shown:
+            _console().print(f"{row['model_id']}: {note}", markup=False)
 
 
 def _print_missing(database: Path | str) -> None:
@@ -381,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "models_file or the bundled models.yaml)")
     serve_model.set_defaults(func=cmd_serve_model, vllm_args=[])
     add_models_parser(sub)
+    add_score_parser(sub)
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
 
     add_build_parser(sub)

@@ -27,6 +27,7 @@ _ENGINES = {
     "openai": "cultivar_assets.engines.openai_engine:OpenAIEngine",
     "copy-source": "cultivar_assets.engines.copy_source:CopySourceEngine",
     "replay": "cultivar_assets.engines.replay:ReplayEngine",
+    "outputs": "cultivar_assets.engines.outputs:OutputsEngine",
 }
 
 

@@ -9,7 +9,9 @@ the registry sensor and the nightly schedule all use :func:`run_fingerprint`.
 - the prompt style's template hash (its wording, examples and stop strings);
 - the run-wide settings that the engine declares as output settings (``Engine.output_settings``,
   e.g. ``dtype`` and ``device`` for local engines), a model's own option overriding the run-wide
-  value; ``auto`` is hashed as ``auto``.
+  value; ``auto`` is hashed as ``auto``;
+- for an engine whose outputs are files (``content_fingerprint``: the ``outputs`` engine, a
+  submission's content hash), that hash, in place of the file's path.
 
 ``engine_fingerprint(spec, settings)`` is the same hash without the prompt style: what an engine's
 answer to a given request depends on, for callers that build their own requests (the localisation
@@ -29,7 +31,7 @@ from cultivar_assets.specs import ModelSpec
 
 def _engine_payload(spec: ModelSpec, settings: EngineSettings) -> dict:
     engine = engine_registry().get(spec.engine)
-    return {
+    payload = {
         "hf_id": spec.hf_id,
         "revision": spec.revision,
         "weights": spec.weights,
@@ -39,6 +41,10 @@ def _engine_payload(spec: ModelSpec, settings: EngineSettings) -> dict:
         "output_settings": {name: spec.engine_options.get(name, getattr(settings, name))
                             for name in engine.output_settings},
     }
+    content = getattr(engine, "content_fingerprint", None)
+    if content is not None:  # the files' bytes, not where they are
+        payload["content_sha256"] = content(spec)
+    return payload
 
 
 def _sha256(payload: dict) -> str:

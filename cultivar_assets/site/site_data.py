@@ -16,6 +16,7 @@ from importlib import resources
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cultivar_assets.engines.outputs import submitted_note
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.failures import failure_rows
 from cultivar_assets.store.database import Reader, Store
@@ -67,11 +68,16 @@ def reported_csv(name: str) -> list[dict[str, str]]:
 def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """:func:`chart_inputs` from an open reader."""
     locale_info = {row["locale"]: row for row in reader.rows("site_locales")}
-    styles = {row["model_id"]: row["prompt_style"] for row in reader.rows("site_models")}
+    models = reader.rows("site_models")
+    styles = {row["model_id"]: row["prompt_style"] for row in models}
+    # "outputs submitted, produced with ..., not run here": from the stored run record
+    submitted = {row["model_id"]: submitted_note(row["engine"], row["engine_version"])
+                 for row in models}
     locale_deltas = [{**row, "location_short": locale_info[row["locale"]]["location_short"],
                       "language_name": locale_info[row["locale"]]["language_name"]}
                      for row in reader.rows("site_locale_deltas")]
-    leaderboard = [{**row, "prompt_style": styles.get(row["model_id"])}
+    leaderboard = [{**row, "prompt_style": styles.get(row["model_id"]),
+                    "submitted": submitted.get(row["model_id"])}
                    for row in reader.rows("leaderboard")]
     return (leaderboard, reader.rows("site_reported_leaderboard"),
             reader.rows("site_model_locale_deltas"), locale_deltas)

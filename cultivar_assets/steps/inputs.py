@@ -153,10 +153,16 @@ def spm_model_file(ctx: StepContext) -> str | None:
 
 
 def model_files(ctx: StepContext) -> dict[str, Any]:
-    """the model's recorded answers or local weights folder"""
+    """the model's recorded answers, local weights folder or submitted outputs"""
     spec = ctx.model
     location = spec.hf_id if spec.weights == "hub" else None
-    return engine_files(spec.engine, location, spec.engine_options, "the model")
+    files = engine_files(spec.engine, location, spec.engine_options, "the model")
+    if spec.engine == "outputs" and spec.path:
+        from cultivar_assets.engines.submission import content_sha256
+
+        files["the model's submitted outputs (manifest and outputs file)"] = (
+            content_sha256(spec.path))
+    return files
 
 
 def registered_models(ctx: StepContext) -> list[str]:
