@@ -130,7 +130,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     tables = statistics_tables(result, config.flag_config(), signatures,
                                consistent.get("bleu", ("", None))[1])
 
-    recall_table = [  # per (model, locale): word_recall.locale_rates from the summed counts
+    recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
         {"model_id": model, "locale": locale,
          **asdict(rates_from_sums(*(int(x) for x in counts.counts.sum(axis=0)),
                                   len(counts.ids)))}

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 TERM_PATTERN = re.compile(r"\w+")
@@ -70,17 +69,3 @@ def rates_from_sums(n_removed: int, n_removed_recalled: int, n_introduced: int,
     return LocaleRates(n_removed_recalled / n_removed if n_removed else None,
                        n_introduced_missed / n_introduced if n_introduced else None,
                        n_removed, n_introduced, n_instances)
-
-
-def locale_rates(instances: Iterable[InstanceRecall]) -> dict[str, LocaleRates]:
-    """Σ-ratio rates per locale (the one definition: the ``word_recall`` view stores these)."""
-    sums: dict[str, list[int]] = {}
-    for item in instances:
-        s = sums.setdefault(item.locale, [0, 0, 0, 0, 0])
-        s[0] += item.n_removed
-        s[1] += item.n_removed_recalled
-        s[2] += item.n_introduced
-        s[3] += item.n_introduced_missed
-        s[4] += 1
-    return {locale: rates_from_sums(*s) for locale, s in sums.items()}
-
