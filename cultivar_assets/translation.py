@@ -202,7 +202,7 @@ def translate(
     max_new_tokens = int(spec.engine_options.get("max_new_tokens", settings.max_new_tokens))
     fingerprint = run_fingerprint(spec, settings)
     engine_class = engine_registry().get(spec.engine)
-    if getattr(engine_class, "submitted", False):
+    if engine_class.submitted:
         return _submitted(engine_class(spec, settings), test_sets, fingerprint,
                           style.template_hash, started)
     jobs = [

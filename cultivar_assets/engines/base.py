@@ -96,6 +96,9 @@ class Engine(ABC):
     # itself): callers may then submit requests continuously (generate_as_completed) instead of
     # in fixed batches, whose answers can depend on the other rows for local engines
     answers_alone: ClassVar[bool] = False
+    # generates nothing: its translations were submitted (``outputs``); translation.translate
+    # takes them from :meth:`outputs` instead of sending requests
+    submitted: ClassVar[bool] = False
 
     def __init__(self, spec: ModelSpec, settings: EngineSettings) -> None:
         self.spec = spec
@@ -126,6 +129,18 @@ class Engine(ABC):
         """``(index in requests, result)`` as each request finishes (default: the whole batch,
         in order); engines with ``answers_alone`` yield each answer as soon as it arrives."""
         yield from enumerate(self.generate_detailed(requests))
+
+    @classmethod
+    def content_fingerprint(cls, spec: ModelSpec) -> str | None:
+        """A hash of the files the outputs are read from, for engines whose outputs are files
+        (part of :func:`~cultivar_assets.engines.fingerprint.run_fingerprint`; default: None,
+        no such files)."""
+        return None
+
+    def outputs(self, test_sets: Sequence[Any]) -> dict[tuple[str, int], str]:
+        """The submitted hypothesis of every (test set, segment id), for ``submitted``
+        engines."""
+        raise NotImplementedError(f"the {self.name} engine generates; it has no submitted outputs")
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model (GPU memory, worker processes)."""

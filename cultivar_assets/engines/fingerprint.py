@@ -41,9 +41,9 @@ def _engine_payload(spec: ModelSpec, settings: EngineSettings) -> dict:
         "output_settings": {name: spec.engine_options.get(name, getattr(settings, name))
                             for name in engine.output_settings},
     }
-    content = getattr(engine, "content_fingerprint", None)
+    content = engine.content_fingerprint(spec)
     if content is not None:  # the files' bytes, not where they are
-        payload["content_sha256"] = content(spec)
+        payload["content_sha256"] = content
     return payload
 
 

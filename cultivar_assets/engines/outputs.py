@@ -12,6 +12,7 @@ leaderboard show ("outputs submitted, produced with ..., not run here").
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 
 from cultivar_assets.data.testsets import TestSet
@@ -57,7 +58,9 @@ class OutputsEngine(Engine):
         """What the outputs depend on besides the entry: the submission's bytes."""
         return content_sha256(submission_of(spec))
 
+    @cached_property
     def _submission(self) -> Submission:
+        """The submission, read and checked once per engine (its run record and its outputs)."""
         try:
             submission = read_submission(submission_of(self.spec))
         except SubmissionError as error:
@@ -68,7 +71,7 @@ class OutputsEngine(Engine):
         return submission
 
     def info(self) -> EngineInfo:
-        submission = self._submission()
+        submission = self._submission
         produced = submission.produced
         # the production fields, as the run record stores them (model card, leaderboard)
         version = (f"{SUBMITTED_PREFIX}{produced['system']} {produced['version']}{NOT_RUN_HERE}"
@@ -78,7 +81,7 @@ class OutputsEngine(Engine):
     def outputs(self, test_sets: Sequence[TestSet]) -> dict[tuple[str, int], str]:
         """The hypothesis of every segment of ``test_sets`` (EngineLoadError listing every
         problem when the submission does not cover them exactly)."""
-        submission = self._submission()
+        submission = self._submission
         try:
             check_coverage(submission, test_sets)
         except SubmissionError as error:
