@@ -319,3 +319,22 @@ def test_the_registry_sensor_picks_up_new_and_changed_submissions(tmp_path, test
         changed = tick(instance, added.cursor)
         assert [(r.partition_key, r.tags["cultivar/reason"]) for r in changed.run_requests] == [
             ("copied-sources", "changed in registry")]
+
+
+def test_scoring_against_a_dataset_not_yet_built_says_how_to_build_it(tmp_path, homes, test_sets,
+                                                                      capsys):
+    """``data: built`` before ``cultivar build dataset``: exit 1 with the way to build it, and
+    nothing written (no database, no registry copy, no run)."""
+    folder = write_submission(tmp_path / "submission", _rows(test_sets))
+    missing = tmp_path / "not-built"
+    config = tmp_path / "settings.yaml"
+    config.write_text(yaml.safe_dump({"data": {"kind": "built", "cultivar_path": str(missing)},
+                                      "database": str(tmp_path / "results.duckdb")}), "utf-8")
+    before = _tree(tmp_path)
+    home_before = _tree(homes[0])
+    assert main(["--config", str(config), "score", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"no built Cultivar dataset in {missing} (the folder does not exist)" in err
+    assert "cultivar build dataset" in err
+    assert _tree(tmp_path) == before
+    assert _tree(homes[0]) == home_before
