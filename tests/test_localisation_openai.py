@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 import pytest
 from localisation_helpers import demo_pairs, localising_answer, swap
@@ -305,3 +306,34 @@ def test_requests_are_submitted_as_others_finish(tmp_path):
     assert len(fake.requests) == 12
     assert max(r.at for r in fake.requests) - hung.at < 0.75  # all sent while it hung
     assert fake.max_in_flight == 4
+
+
+def test_only_the_newest_failure_files_of_a_localiser_are_kept(tmp_path):
+    """Each failed run writes its failure file; the folder keeps the newest KEEP_FAILURE_FILES of
+    that localiser (older ones removed), and never touches another localiser's files."""
+    from cultivar_assets.construction.localisation.localiser import KEEP_FAILURE_FILES
+
+    fake = FakeOpenAIServer(answer=localising_answer, context=2048).start()
+    try:
+        with pytest.raises(LocalisationFailuresError) as first:
+            localise({LOCALE: demo_pairs()}, config(fake, max_new_tokens=4096),
+                     cache_dir=tmp_path, show_bar=False)
+        folder = first.value.failures_file.parent
+        own = failure_record(first.value)["localiser"]
+        first.value.failures_file.unlink()
+        old = [folder / f"{own}-2020010{i // 10}T0000{i % 10}0Z.json"
+               for i in range(KEEP_FAILURE_FILES + 3)]
+        other = folder / f"{own}-other-20200101T000000Z.json"
+        for i, path in enumerate([*old, other]):
+            path.write_text("{}", "utf-8")
+            os.utime(path, ns=(10**18 + i * 10**9,) * 2)
+        with pytest.raises(LocalisationFailuresError) as second:
+            localise({LOCALE: demo_pairs()}, config(fake, max_new_tokens=4096),
+                     cache_dir=tmp_path, show_bar=False)
+    finally:
+        fake.stop()
+    kept = {p.name for p in folder.iterdir()}
+    assert second.value.failures_file.name in kept
+    assert other.name in kept
+    assert {p.name for p in old} & kept == {p.name for p in old[-(KEEP_FAILURE_FILES - 1):]}
+    assert len(kept) == KEEP_FAILURE_FILES + 1

@@ -318,10 +318,15 @@ def _spend_line(spend: RunSpend, prices: Prices | None) -> str:
     return f"This run spent {tokens}; {money}."
 
 
+KEEP_FAILURE_FILES = 20  # ours: failure files kept per localiser, the newest
+
+
 def write_failures(folder: Path, localiser: Localiser, failures: Sequence[RequestFailure],
                    spend: RunSpend, stopped: str | None) -> Path:
     """The complete list of a failed run's failures: ``<cache folder>/failures/<localiser
-    id>-<UTC time>.json`` (written aside, then renamed: never half-written)."""
+    id>-<UTC time>.json`` (written aside, then renamed: never half-written). Only the newest
+    :data:`KEEP_FAILURE_FILES` of one localiser are kept: older ones are removed once the new
+    one is in place."""
     target_dir = folder / "failures"
     target_dir.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
@@ -341,7 +346,18 @@ def write_failures(folder: Path, localiser: Localiser, failures: Sequence[Reques
     partial = path.with_name(path.name + ".partial")
     partial.write_text(redact(json.dumps(record, ensure_ascii=False, indent=1)), "utf-8")
     os.replace(partial, path)
+    _prune_failures(target_dir, localiser.spec.id)
     return path
+
+
+def _prune_failures(target_dir: Path, localiser_id: str) -> None:
+    """Remove all but the newest :data:`KEEP_FAILURE_FILES` failure files of ``localiser_id``
+    (newest by modification time, then name)."""
+    pattern = re.compile(re.escape(localiser_id) + r"-\d{8}T\d{6}Z(-\d+)?\.json")
+    own = [p for p in target_dir.iterdir() if pattern.fullmatch(p.name)]
+    own.sort(key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
+    for old in own[KEEP_FAILURE_FILES:]:
+        old.unlink(missing_ok=True)
 
 
 def _spec_id(model: str) -> str:
