@@ -96,6 +96,13 @@ def test_a_launched_run_of_a_whole_step_is_reused_and_a_partial_or_failed_one_is
     assert key not in _tokens(settings)
     assert _pipeline(settings)[0] == [SELECTION, TEST_SETS]
 
+    # refresh_results is the whole results step: recorded, and the next run redoes nothing
+    assert _pipeline(settings)[0] == [SELECTION, TEST_SETS, MODEL, RESULTS]
+    result = _launch(settings, tmp_path, "refresh_results")
+    assert result.success
+    assert read_step_records(Store(settings.database_path))["results"].run_id == result.run_id
+    assert _pipeline(settings)[0] == [SELECTION, TEST_SETS, MODEL, RESULTS]
+
     # a setting that changed is named, with its old and new value
     changed = settings.model_copy(update={"metrics": settings.metrics.model_copy(
         update={"bootstrap_replicates": 60})})

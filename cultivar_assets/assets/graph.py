@@ -32,7 +32,7 @@ from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_
 from cultivar_assets.assets.site_assets import charts, site
 from cultivar_assets.assets.step_graph import step_graph
 from cultivar_assets.steps.declarations import Step
-from cultivar_assets.steps.inputs import BUILD, DATASET, MODEL, SELECTION, TEST_SETS
+from cultivar_assets.steps.inputs import BUILD, DATASET, MODEL, RESULTS, SELECTION, TEST_SETS
 from cultivar_assets.steps.plan import StepGraph
 
 ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
@@ -55,8 +55,10 @@ evaluate_model_job = dg.define_asset_job(
 
 refresh_results_job = dg.define_asset_job(
     "refresh_results",
-    selection=dg.AssetSelection.assets(leaderboard, reported_results, charts, site),
-    description="Recompute the cross-model tables, the charts and the site from stored scores.",
+    selection=steps_selection(RESULTS),
+    description="Recompute the cross-model tables, the error analysis, the charts, the dataset "
+                "folder (and its push, where configured) and the site from stored scores: the "
+                "whole results step, so the run records it and `cultivar run` reuses it.",
 )
 
 publish_job = dg.define_asset_job(
