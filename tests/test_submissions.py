@@ -223,6 +223,9 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes
     with duckdb.connect(str(database), read_only=True) as con:
         assert con.execute("SELECT engine_version FROM models WHERE model_id = "
                            "'copied-sources'").fetchone()[0].startswith(note + "; dated 2026-12-01")
+        version, = con.execute("SELECT engine_version FROM models WHERE model_id = "
+                               "'copied-sources'").fetchone()
+        assert version.endswith("; prompt: none (sources copied)")  # the manifest's prompt
     assert f"copied-sources: {note}" in out
 
     # unchanged: the model's step is reused; a changed hypothesis: scored again

@@ -74,8 +74,10 @@ class OutputsEngine(Engine):
         submission = self._submission
         produced = submission.produced
         # the production fields, as the run record stores them (model card, leaderboard)
+        # the prompt last: it is free text (it may hold "; ")
         version = (f"{SUBMITTED_PREFIX}{produced['system']} {produced['version']}{NOT_RUN_HERE}"
-                   f"; dated {produced['date']}; submission sha256 {submission.sha256[:16]}")
+                   f"; dated {produced['date']}; submission sha256 {submission.sha256[:16]}"
+                   f"; prompt: {produced['prompt']}")
         return EngineInfo(self.name, version, self.spec.revision, None)
 
     def outputs(self, test_sets: Sequence[TestSet]) -> dict[tuple[str, int], str]:
