@@ -36,7 +36,7 @@ from cultivar_assets.data.locales import (
 from cultivar_assets.evaluation.statistics import statistics_tables
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
 from cultivar_assets.metrics.flags import FlagConfig
-from cultivar_assets.metrics.score_arrays import scores_from_stats
+from cultivar_assets.metrics.registry import metric_registry
 from cultivar_assets.metrics.segment_stats import RECALL_COLUMNS, RecallCounts, SegmentStats
 
 
@@ -107,7 +107,8 @@ def synthetic_store(path, models, locales, stats, recall):
     for metric, table in stats.items():
         for (model, test_set), s in table.items():
             scores.append({"model_id": model, "test_set": test_set, "metric": metric,
-                           "score": float(scores_from_stats(metric, s.stats.sum(axis=0))),
+                           "score": float(metric_registry().get(metric).score_from_stats(
+                               s.stats.sum(axis=0))),
                            "signature": signature[metric], "n_segments": len(s.ids),
                            "dataset_fingerprint": fingerprint, "tokenizer_sha256": None})
             columns["model_id"] += [model] * len(s.ids)

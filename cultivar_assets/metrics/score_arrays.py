@@ -154,16 +154,3 @@ def python_sum(values: np.ndarray, compensated: bool | None = None) -> np.ndarra
         total = t
     keep = (compensation != 0) & np.isfinite(compensation)
     return np.where(keep, total + compensation, total)
-
-
-SCORE_FUNCTIONS = {"bleu": bleu_from_stats, "chrf": chrf_from_stats}
-
-
-def scores_from_stats(metric: str, stats: np.ndarray) -> np.ndarray:
-    """``bleu_from_stats`` or ``chrf_from_stats`` by metric name ('bleu', 'chrf')."""
-    try:
-        function = SCORE_FUNCTIONS[metric]
-    except KeyError:
-        known = ", ".join(SCORE_FUNCTIONS)
-        raise ValueError(f"unknown metric {metric!r}; known: {known}") from None
-    return function(stats)
