@@ -67,3 +67,9 @@ SET enable_progress_bar = false;
 
 -- name: failed_models
 SELECT * FROM failed_models ORDER BY model_id;
+
+-- The references and hypotheses of one model, for sacreBLEU's paired tests
+-- (evaluation/paired_tests.py, cultivar significance).
+-- name: model_references_and_hypotheses
+SELECT test_set, segment_id, reference, hypothesis FROM raw.translations
+WHERE model_id = $model_id ORDER BY test_set, segment_id;

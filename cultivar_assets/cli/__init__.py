@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from cultivar_assets.cli.build import _hand_in_line, add_build_parser, print_table1
-from cultivar_assets.cli.common import _console, _settings
+from cultivar_assets.cli.common import RECORD_FORMATS, _console, _settings, print_records
 from cultivar_assets.cli.models import add_models_parser
 from cultivar_assets.cli.score import add_score_parser
+from cultivar_assets.cli.significance import add_significance_parser
 from cultivar_assets.settings import Settings, demo_settings, load_settings, settings_file
 
 
@@ -130,37 +131,17 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-QUERY_FORMATS = ("table", "csv", "json", "markdown")
-
-
 def cmd_query(args: argparse.Namespace) -> int:
-    """Run SQL read-only and print every value in full: ``table`` wraps long cells instead of
-    cutting them; ``csv`` (RFC 4180, cells that would start a spreadsheet formula defused),
-    ``json`` (an array of objects) and ``markdown`` are for other programs and documents."""
+    """Run SQL read-only and print every value in full, in ``--format``
+    (:func:`~cultivar_assets.cli.common.print_records`)."""
     from cultivar_assets.store.database import Store
-    from cultivar_assets.tables import csv_text, json_text, md_table, md_text
 
     store = Store(_settings(args).database_path)
     with store.connect(read_only=True) as con:
         cursor = con.execute(args.sql)
         columns = [d[0] for d in cursor.description] if cursor.description else []
         records = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-    if args.format == "csv":
-        sys.stdout.write(csv_text(records, columns))
-    elif args.format == "json":
-        print(json_text(records, columns))
-    elif args.format == "markdown":
-        print(md_table([[md_text("NULL" if r[c] is None else r[c]) for c in columns]
-                        for r in records], [md_text(c) for c in columns]))
-    else:
-        from rich.table import Table
-
-        table = Table(*columns)
-        for column in table.columns:
-            column.overflow = "fold"  # wrap long values; never "deu_Latn…"
-        for record in records:
-            table.add_row(*("NULL" if record[c] is None else str(record[c]) for c in columns))
-        _console().print(table)
+    print_records(records, columns, args.format)
     return 0
 
 
@@ -370,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", help="run SQL against the database (read-only)")
     query.add_argument("sql")
     query.add_argument("--database")
-    query.add_argument("--format", choices=QUERY_FORMATS, default="table",
+    query.add_argument("--format", choices=RECORD_FORMATS, default="table",
                        help="table (wraps long values), csv, json or markdown (default: table)")
     query.set_defaults(func=cmd_query)
 
@@ -396,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_model.set_defaults(func=cmd_serve_model, vllm_args=[])
     add_models_parser(sub)
     add_score_parser(sub)
+    add_significance_parser(sub)
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
 
     add_build_parser(sub)

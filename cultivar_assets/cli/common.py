@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from cultivar_assets.settings import Settings, demo_settings, load_settings
 
@@ -29,3 +30,30 @@ def _settings(args: argparse.Namespace) -> Settings:
     if getattr(args, "database", None):
         settings.database = args.database
     return settings
+
+
+RECORD_FORMATS = ("table", "csv", "json", "markdown")
+
+
+def print_records(records: list[dict], columns: list[str], fmt: str) -> None:
+    """Print every value in full: ``table`` wraps long cells instead of cutting them; ``csv``
+    (RFC 4180, cells that would start a spreadsheet formula defused), ``json`` (an array of
+    objects) and ``markdown`` are for other programs and documents. NULL for None."""
+    from cultivar_assets.tables import csv_text, json_text, md_table, md_text
+
+    if fmt == "csv":
+        sys.stdout.write(csv_text(records, columns))
+    elif fmt == "json":
+        print(json_text(records, columns))
+    elif fmt == "markdown":
+        print(md_table([[md_text("NULL" if r[c] is None else r[c]) for c in columns]
+                        for r in records], [md_text(c) for c in columns]))
+    else:
+        from rich.table import Table
+
+        table = Table(*columns)
+        for column in table.columns:
+            column.overflow = "fold"  # wrap long values; never "deu_Latn…"
+        for record in records:
+            table.add_row(*("NULL" if record[c] is None else str(record[c]) for c in columns))
+        _console().print(table)

@@ -57,6 +57,11 @@ def _sacrebleu_seed(seed: int) -> Iterator[None]:
             os.environ["SACREBLEU_SEED"] = previous
 
 
+def _number(value) -> float | None:
+    """sacreBLEU's NumPy float32 figures as Python floats (the same values), None kept."""
+    return None if value is None else float(value)
+
+
 def paired_test(
     references: Sequence[str],
     systems: Mapping[str, Sequence[str]],
@@ -94,7 +99,7 @@ def paired_test(
     results = []
     for metric, name in zip(metrics, names, strict=True):
         for system, result in zip(table["System"], table[name], strict=True):
-            results.append(PairedTestResult(system, metric, float(result.score), result.p_value,
-                                            result.mean, result.ci,
-                                            signatures[name].format()))
+            results.append(PairedTestResult(system, metric, float(result.score),
+                                            _number(result.p_value), _number(result.mean),
+                                            _number(result.ci), signatures[name].format()))
     return results

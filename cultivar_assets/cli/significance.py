@@ -1,0 +1,53 @@
+"""``cultivar significance BASELINE MODEL [MODEL ...]``: sacreBLEU's paired tests between stored
+models, per test set (:mod:`cultivar_assets.evaluation.paired_tests`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cultivar_assets.cli.common import RECORD_FORMATS, _settings, print_records
+
+COLUMNS = ["test_set", "metric", "system", "score", "p_value", "mean", "ci", "signature"]
+
+
+def cmd_significance(args: argparse.Namespace) -> int:
+    from cultivar_assets.evaluation.paired_tests import PairedTestError, paired_tests
+    from cultivar_assets.store.database import Store
+
+    settings = _settings(args)
+    try:
+        tests = paired_tests(Store(settings.database_path), [args.baseline, *args.models],
+                             settings.metrics, args.metric or ("bleu", "chrf"),
+                             args.test_set or None, args.test, args.samples, args.seed)
+    except (PairedTestError, ValueError) as error:
+        print(f"cultivar significance: {error}", file=sys.stderr)
+        return 1
+    for test_set, lacking in tests.left_out.items():
+        print(f"left out {test_set}: not translated by {', '.join(lacking)}", file=sys.stderr)
+    print_records(tests.rows, COLUMNS, args.format)
+    return 0
+
+
+def add_significance_parser(sub) -> None:
+    parser = sub.add_parser(
+        "significance", help="sacreBLEU's paired tests of stored models against a baseline, per "
+        "test set (docs/metrics.md, Paired tests)")
+    parser.add_argument("baseline", help="the baseline model id")
+    parser.add_argument("models", nargs="+", help="the model ids compared with it")
+    parser.add_argument("--test-set", action="append",
+                        help="a test set (repeat; default: every one all models translated)")
+    parser.add_argument("--metric", action="append",
+                        help="a metric of the registry's statistics kind (repeat; default: bleu "
+                             "and chrf)")
+    parser.add_argument("--test", choices=("bs", "ar"), default="bs",
+                        help="paired bootstrap resampling (bs, default) or approximate "
+                             "randomisation (ar)")
+    parser.add_argument("--samples", type=int, default=0,
+                        help="resamples (bs) or trials (ar); 0: sacreBLEU's default (1,000 / "
+                             "10,000)")
+    parser.add_argument("--seed", type=int, default=12345, help="sacreBLEU's seed (12345)")
+    parser.add_argument("--database")
+    parser.add_argument("--format", choices=RECORD_FORMATS, default="table",
+                        help="table, csv, json or markdown (default: table)")
+    parser.set_defaults(func=cmd_significance)

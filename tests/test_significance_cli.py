@@ -1,0 +1,133 @@
+"""``cultivar significance``: sacreBLEU's paired tests between stored models, per test set. Two
+real pipeline runs (the copy baseline, then a submission that is the reference on half the
+segments); the command's figures are checked against sacreBLEU's ``PairedTest`` run here on the
+same texts, and its scores against the stored ones."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import duckdb
+import pytest
+import yaml
+from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.significance import PairedTest
+
+from cultivar_assets.cli import main
+from cultivar_assets.data.sources import DataConfig, load_benchmark
+
+MANIFEST = {"id": "half-references", "type": "LLM", "family": "Test", "params_total_b": None,
+            "license": "MIT",
+            "produced": {"system": "a test", "version": "1", "prompt": "none",
+                         "date": "2026-12-02"}}
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("significance")
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"models": [
+        {"id": "copy-source-baseline", "type": "baseline", "family": "Baseline",
+         "engine": "copy-source", "prompt_style": "source"}]}), "utf-8")
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(yaml.safe_dump({
+        "database": str(tmp_path / "results.duckdb"), "models_file": str(models),
+        "models": ["copy-source-baseline"], "data": {"kind": "demo"},
+        "metrics": {"bleu_tokenize": "13a", "bootstrap_replicates": 20},
+        "site": {"output_dir": str(tmp_path / "site"), "charts_dir": str(tmp_path / "charts"),
+                 "query_page": "off"},
+        "publish": {"folder": str(tmp_path / "hub")}}), "utf-8")
+    home = os.environ.get("CULTIVAR_HOME")
+    os.environ["CULTIVAR_HOME"] = str(tmp_path / "home")
+    try:
+        assert main(["--config", str(config), "run"]) == 0
+        folder = tmp_path / "submission"
+        folder.mkdir()
+        (folder / "manifest.yaml").write_text(yaml.safe_dump(MANIFEST), "utf-8")
+        rows = [{"test_set": t.name, "id": s.segment_id,
+                 "hypothesis": s.reference if s.segment_id % 2 else s.source}
+                for t in load_benchmark(DataConfig(kind="demo")).test_sets() for s in t.segments]
+        (folder / "outputs.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+        assert main(["--config", str(config), "score", str(folder)]) == 0
+    finally:
+        if home is None:
+            os.environ.pop("CULTIVAR_HOME", None)
+        else:
+            os.environ["CULTIVAR_HOME"] = home
+    return config, tmp_path / "results.duckdb"
+
+
+def _float(value):
+    return None if value is None else float(value)
+
+
+def _texts(database, model, test_set):
+    with duckdb.connect(str(database), read_only=True) as con:
+        rows = con.execute("SELECT reference, hypothesis FROM raw.translations WHERE model_id = ? "
+                           "AND test_set = ? ORDER BY segment_id", [model, test_set]).fetchall()
+    return [r for r, _ in rows], [h for _, h in rows]
+
+
+def test_significance_is_sacrebleus_paired_test_on_the_stored_texts(scored, capsys):
+    config, database = scored
+    test_set = "cultivar_deu_Latn_Germany"
+    assert main(["--config", str(config), "significance", "copy-source-baseline",
+                 "half-references", "--test-set", test_set, "--samples", "200", "--seed", "7",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    refs, base = _texts(database, "copy-source-baseline", test_set)
+    _, other = _texts(database, "half-references", test_set)
+    previous = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = "7"
+    try:
+        bleu, chrf = BLEU(tokenize="13a"), CHRF()
+        signatures, table = PairedTest(
+            [("copy-source-baseline", base), ("half-references", other)],
+            {"bleu": bleu, "chrf": chrf}, references=[refs], test_type="bs", n_samples=200)()
+    finally:
+        if previous is None:
+            os.environ.pop("SACREBLEU_SEED")
+        else:
+            os.environ["SACREBLEU_SEED"] = previous
+    names = [k for k in table if k != "System"]
+    expected = [(metric, system, r.score, r.p_value, _float(r.mean), _float(r.ci))
+                for metric, name in zip(("bleu", "chrf"), names, strict=True)
+                for system, r in zip(table["System"], table[name], strict=True)]
+    assert [(r["metric"], r["system"], r["score"], r["p_value"], r["mean"], r["ci"])
+            for r in rows] == expected
+    assert {r["test_set"] for r in rows} == {test_set}
+    assert [r["signature"] for r in rows] == [signatures[name].format() for name in names
+                                              for _ in table["System"]]
+    assert all("bs:200" in r["signature"] and "seed:7" in r["signature"] for r in rows)
+    # the half-reference system is better, and significantly so
+    half = [r for r in rows if r["system"] == "half-references"]
+    assert all(r["p_value"] < 0.05 for r in half)
+    # its scores are the stored ones (same metric settings)
+    with duckdb.connect(str(database), read_only=True) as con:
+        stored = dict(con.execute("SELECT metric, score FROM raw.scores WHERE model_id = "
+                                  "'half-references' AND test_set = ?", [test_set]).fetchall())
+    assert {r["metric"]: r["score"] for r in half} == stored
+
+
+def test_every_common_test_set_by_default_and_clear_refusals(scored, capsys):
+    config, _ = scored
+    assert main(["--config", str(config), "significance", "copy-source-baseline",
+                 "half-references", "--metric", "chrf", "--samples", "20",
+                 "--format", "csv"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "test_set,metric,system,score,p_value,mean,ci,signature"
+    test_sets = {t.name for t in load_benchmark(DataConfig(kind="demo")).test_sets()}
+    assert {line.split(",")[0] for line in out[1:]} == test_sets
+    assert len(out) - 1 == 2 * len(test_sets)
+
+    assert main(["--config", str(config), "significance", "copy-source-baseline",
+                 "nobody"]) == 1
+    assert "no stored translations of nobody; translate them first" in capsys.readouterr().err
+    assert main(["--config", str(config), "significance", "copy-source-baseline",
+                 "copy-source-baseline"]) == 1
+    assert "each once" in capsys.readouterr().err
+    assert main(["--config", str(config), "significance", "copy-source-baseline",
+                 "half-references", "--test-set", "cultivar_xxx"]) == 1
+    assert "no model translated cultivar_xxx" in capsys.readouterr().err
