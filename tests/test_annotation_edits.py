@@ -12,7 +12,6 @@ import pytest
 from conftest import REPO_ROOT
 
 from cultivar_assets.construction.annotation.text_edits import (
-    count_changed_tokens,
     count_edits,
     mode_for_locale,
 )
@@ -20,6 +19,7 @@ from cultivar_assets.textdiff import (
     JOINERS,
     WHITESPACE,
     _encode,
+    changed_flags,
     diff_ops,
     token_texts,
     tokenize,
@@ -65,6 +65,13 @@ TOKEN_CASES = [
     ("北京 2025年", "char", ["北", "京", "2", "0", "2", "5", "年"]),
     ("东京\u3000タワー", "char", ["东", "京", "タ", "ワ", "ー"]),
 ]
+
+
+def count_changed_tokens(before: str, after: str, mode: str) -> int:
+    """Tokens removed from ``before`` plus tokens added in ``after`` (the tool's "changed"
+    count, from the highlighting flags)."""
+    flags_a, flags_b = changed_flags(before, after, mode)
+    return sum(flags_a) + sum(flags_b)
 
 
 @pytest.mark.parametrize(("before", "after", "mode", "edits", "changed"), EDIT_CASES)

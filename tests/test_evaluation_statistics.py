@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Iterable, Mapping
 from statistics import fmean
 
 import duckdb
@@ -22,6 +23,7 @@ from statistics_helpers import DROPPED_IDS, MODELS, SHORT_LOCALE, build_statisti
 from cultivar_assets.evaluation import AggregationError, aggregate, score_model
 from cultivar_assets.evaluation.contamination import write_reported_flags
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.segment_stats import RECALL_COLUMNS, RecallCounts, SegmentStats
 from cultivar_assets.models import load_models
 from cultivar_assets.store.database import Store
 
@@ -337,15 +339,46 @@ def test_mixed_signatures_are_refused_and_leave_the_tables_unchanged(aggregated,
     assert rows(store, "SELECT * FROM leaderboard") == before
 
 
+def stats_from_rows(rows: Iterable[Mapping]) -> dict[str, dict[tuple[str, str], SegmentStats]]:
+    """The row-by-row reference reader: metric -> (model, test set) -> statistics, from
+    ``segment_stats`` rows.
+
+    Each row has ``model_id, test_set, segment_id, metric, stats`` (a list of integers).
+    """
+    grouped: dict[tuple[str, str, str], tuple[list[int], list]] = {}
+    for row in rows:
+        key = (row["metric"], row["model_id"], row["test_set"])
+        ids, stats = grouped.setdefault(key, ([], []))
+        ids.append(row["segment_id"])
+        stats.append(row["stats"])
+    result: dict[str, dict[tuple[str, str], SegmentStats]] = {}
+    for (metric, model, test_set), (ids, stats) in grouped.items():
+        result.setdefault(metric, {})[(model, test_set)] = SegmentStats.build(
+            ids, stats, f"{metric} statistics of {model} on {test_set}"
+        )
+    return result
+
+
+
+
+def recall_from_rows(rows: Iterable[Mapping]) -> dict[tuple[str, str], RecallCounts]:
+    """(model, locale) -> counts, from ``word_recall`` rows (``model_id, locale, segment_id`` and
+    the four ``RECALL_COLUMNS``)."""
+    grouped: dict[tuple[str, str], tuple[list[int], list]] = {}
+    for row in rows:
+        ids, counts = grouped.setdefault((row["model_id"], row["locale"]), ([], []))
+        ids.append(row["segment_id"])
+        counts.append([row[c] for c in RECALL_COLUMNS])
+    return {
+        key: RecallCounts.build(ids, counts, f"word recall of {key[0]} on {key[1]}")
+        for key, (ids, counts) in grouped.items()
+    }
+
+
 def test_the_arrow_readers_equal_the_row_readers(aggregated):
     """The aggregation reads statistics and recall counts as Arrow tables; the result is the
     same as the row-by-row readers'."""
-    from cultivar_assets.metrics.segment_stats import (
-        recall_from_rows,
-        recall_from_table,
-        stats_from_rows,
-        stats_from_table,
-    )
+    from cultivar_assets.metrics.segment_stats import recall_from_table, stats_from_table
 
     store = aggregated[0]
     by_rows = stats_from_rows(store.query("all_segment_stats"))

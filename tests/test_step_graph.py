@@ -18,7 +18,12 @@ from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps.declarations import Step, StepInputs
-from cultivar_assets.steps.plan import pipeline_keys, planned_step, step_key, step_table
+from cultivar_assets.steps.plan import StepGraph, planned_step, step_key, step_table
+
+
+def pipeline_keys(graph: StepGraph, settings: Settings) -> list[str]:
+    """The keys of the steps that the runner runs for ``settings``, in order."""
+    return [key for _, keys in graph.pipeline(settings) for key in keys]
 
 
 def test_the_documented_step_table_is_the_derived_one():

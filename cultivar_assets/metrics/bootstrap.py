@@ -348,8 +348,8 @@ def paired_bootstrap(
     """Paired bootstrap of every quantity in the module docstring.
 
     ``stats``: metric ('bleu', 'chrf') -> (model, test set) -> per-segment statistics
-    (``segment_stats.stats_from_rows``); ``recall``: (model, locale) -> word-recall counts
-    (``segment_stats.recall_from_rows``), optional. Test sets are ``flores_<language>`` and
+    (``segment_stats.stats_from_table``); ``recall``: (model, locale) -> word-recall counts
+    (``segment_stats.recall_from_table``), optional. Test sets are ``flores_<language>`` and
     ``cultivar_<locale>``; statistics of other models or test sets are ignored.
     """
     config = config or BootstrapConfig()

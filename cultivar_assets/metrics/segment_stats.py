@@ -15,7 +15,7 @@ same columns as one Arrow table (the fast path for every statistic of a leaderbo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,25 +89,6 @@ class RecallCounts:
 StatsTable = Mapping[tuple[str, str], SegmentStats]  # (model, test set) -> statistics
 
 
-def stats_from_rows(rows: Iterable[Mapping]) -> dict[str, dict[tuple[str, str], SegmentStats]]:
-    """metric -> (model, test set) -> statistics, from ``segment_stats`` rows.
-
-    Each row has ``model_id, test_set, segment_id, metric, stats`` (a list of integers).
-    """
-    grouped: dict[tuple[str, str, str], tuple[list[int], list]] = {}
-    for row in rows:
-        key = (row["metric"], row["model_id"], row["test_set"])
-        ids, stats = grouped.setdefault(key, ([], []))
-        ids.append(row["segment_id"])
-        stats.append(row["stats"])
-    result: dict[str, dict[tuple[str, str], SegmentStats]] = {}
-    for (metric, model, test_set), (ids, stats) in grouped.items():
-        result.setdefault(metric, {})[(model, test_set)] = SegmentStats.build(
-            ids, stats, f"{metric} statistics of {model} on {test_set}"
-        )
-    return result
-
-
 def _groups(table, columns: tuple[str, ...]):
     """(key values, row positions) per distinct combination of ``columns`` of an Arrow table."""
     import pyarrow.compute as pc
@@ -125,7 +106,8 @@ def _groups(table, columns: tuple[str, ...]):
 
 
 def recall_from_table(table) -> dict[tuple[str, str], RecallCounts]:
-    """Like :func:`recall_from_rows`, from a ``pyarrow.Table`` with the same columns."""
+    """(model, locale) -> counts, from a ``pyarrow.Table`` of ``word_recall`` rows
+    (``model_id, locale, segment_id`` and the four ``RECALL_COLUMNS``)."""
     if table.num_rows == 0:
         return {}
     ids = table.column("segment_id").to_numpy()
@@ -136,8 +118,9 @@ def recall_from_table(table) -> dict[tuple[str, str], RecallCounts]:
 
 
 def stats_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
-    """Like :func:`stats_from_rows`, from a ``pyarrow.Table`` with the same columns
-    (``model_id, test_set, segment_id, metric, stats``; ``stats`` a list of integers)."""
+    """metric -> (model, test set) -> statistics, from a ``pyarrow.Table`` of
+    ``segment_stats`` rows (``model_id, test_set, segment_id, metric, stats``; ``stats`` a list
+    of integers)."""
     import pyarrow as pa
 
     if table.num_rows == 0:
@@ -159,17 +142,3 @@ def stats_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
         result.setdefault(metric, {})[(model, test_set)] = SegmentStats.build(
             ids[rows], values[at], name)
     return result
-
-
-def recall_from_rows(rows: Iterable[Mapping]) -> dict[tuple[str, str], RecallCounts]:
-    """(model, locale) -> counts, from ``word_recall`` rows (``model_id, locale, segment_id`` and
-    the four ``RECALL_COLUMNS``)."""
-    grouped: dict[tuple[str, str], tuple[list[int], list]] = {}
-    for row in rows:
-        ids, counts = grouped.setdefault((row["model_id"], row["locale"]), ([], []))
-        ids.append(row["segment_id"])
-        counts.append([row[c] for c in RECALL_COLUMNS])
-    return {
-        key: RecallCounts.build(ids, counts, f"word recall of {key[0]} on {key[1]}")
-        for key, (ids, counts) in grouped.items()
-    }

@@ -145,12 +145,6 @@ class StepGraph:
         return [(node, keys) for node, keys in found if keys]
 
 
-def pipeline_keys(graph: StepGraph, settings: Settings) -> list[str]:
-    """The keys of the steps that :func:`cultivar_assets.runner.pipeline.run_pipeline` runs for
-    ``settings``, in order."""
-    return [key for _, keys in graph.pipeline(settings) for key in keys]
-
-
 def step_key(graph: StepGraph, asset: str, partition: str | None) -> str:
     """The key of the step that materialises ``asset`` (of ``partition``)."""
     node = graph.step_of(asset)
@@ -216,7 +210,7 @@ def step_inputs(node: StepNode, context: StepContext
 def planned_step(graph: StepGraph, settings: Settings, key: str,
                  registered_models: list[str] | tuple[str, ...] = (),
                  specs: Mapping[str, ModelSpec] | None = None) -> PlannedStep:
-    """The step ``key`` of the settings' pipeline (:func:`pipeline_keys`), its inputs read now
+    """The step ``key`` of the settings' pipeline (:meth:`StepGraph.pipeline`), its inputs read now
     (``specs``: registry entries to plan with instead of the models file's);
     :class:`StepPlanError` when the pipeline has no such step (a locale that is not configured,
     a model that is not selected) or cannot be planned (the model registry cannot be read, or

@@ -9,8 +9,10 @@ script (:func:`mode_for_locale`), the English side in word mode.
 
 **Edit** (paper: "a modified continuous string surrounded by original strings"): a maximal run of
 changed tokens — deletions, insertions or replacements — between two unchanged tokens (or the
-text's ends). :func:`count_edits` counts them; :func:`count_changed_tokens` counts the tokens
-removed plus the tokens added (the per-item "diff" figure of the paper's Figure 1).
+text's ends). :func:`count_edits` counts them. The per-item "diff" figure of the paper's
+Figure 1, the tokens removed plus the tokens added, is the post-editing tool's
+(``site/static/textdiff.js``), from the same flags as :func:`cultivar_assets.textdiff.
+changed_flags`.
 
 **Cost**: that of the diff (:mod:`cultivar_assets.textdiff`: linear for a text with few edits,
 quadratic only when two long texts share almost nothing); the annotation file's per-text limit
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from cultivar_assets.textdiff import Mode, changed_flags, diff_ops, mode_for_script, token_texts
+from cultivar_assets.textdiff import Mode, diff_ops, mode_for_script, token_texts
 
 _LOCALE_SCRIPT = re.compile(r"^[a-z]{3}_([A-Z][a-z]{3})(?:_|$)")
 
@@ -43,9 +45,3 @@ def count_edits(before: str, after: str, mode: Mode) -> int:
             edits += 1
         in_run = op != 0
     return edits
-
-
-def count_changed_tokens(before: str, after: str, mode: Mode) -> int:
-    """Tokens removed from ``before`` plus tokens added in ``after``."""
-    flags_a, flags_b = changed_flags(before, after, mode)
-    return sum(flags_a) + sum(flags_b)
