@@ -187,6 +187,25 @@ def copy_baseline_settings(tmp_path: Path):
                     metrics=MetricConfig(bleu_tokenize="13a", bootstrap_replicates=50))
 
 
+def copy_baseline_config_file(tmp_path: Path, bootstrap_replicates: int = 50) -> Path:
+    """A settings file (``tmp_path/cultivar.yaml``) for ``cultivar`` commands: the copy baseline
+    on the demo data (BLEU 13a), with its models file, database, site (no Query page), charts
+    and dataset folder in ``tmp_path``."""
+    import yaml
+
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"models": [COPY_ENTRY]}), "utf-8")
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(yaml.safe_dump({
+        "database": str(tmp_path / "results.duckdb"), "models_file": str(models),
+        "models": [COPY_ENTRY["id"]], "data": {"kind": "demo"},
+        "metrics": {"bleu_tokenize": "13a", "bootstrap_replicates": bootstrap_replicates},
+        "site": {"output_dir": str(tmp_path / "site"), "charts_dir": str(tmp_path / "charts"),
+                 "query_page": "off"},
+        "publish": {"folder": str(tmp_path / "hub")}}), "utf-8")
+    return config
+
+
 def install_metadata(folder: Path, name: str, entry_points: dict[str, dict[str, str]]) -> None:
     """What ``pip install`` leaves for a distribution's entry points: ``<name>-0.1.dist-info``
     with its ``METADATA`` and ``entry_points.txt`` (the packaging spec's format) in ``folder``,

@@ -11,6 +11,7 @@ import os
 import duckdb
 import pytest
 import yaml
+from conftest import copy_baseline_config_file
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
@@ -26,18 +27,7 @@ MANIFEST = {"id": "half-references", "type": "LLM", "family": "Test", "params_to
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("significance")
-    models = tmp_path / "models.yaml"
-    models.write_text(yaml.safe_dump({"models": [
-        {"id": "copy-source-baseline", "type": "baseline", "family": "Baseline",
-         "engine": "copy-source", "prompt_style": "source"}]}), "utf-8")
-    config = tmp_path / "cultivar.yaml"
-    config.write_text(yaml.safe_dump({
-        "database": str(tmp_path / "results.duckdb"), "models_file": str(models),
-        "models": ["copy-source-baseline"], "data": {"kind": "demo"},
-        "metrics": {"bleu_tokenize": "13a", "bootstrap_replicates": 20},
-        "site": {"output_dir": str(tmp_path / "site"), "charts_dir": str(tmp_path / "charts"),
-                 "query_page": "off"},
-        "publish": {"folder": str(tmp_path / "hub")}}), "utf-8")
+    config = copy_baseline_config_file(tmp_path, bootstrap_replicates=20)
     home = os.environ.get("CULTIVAR_HOME")
     os.environ["CULTIVAR_HOME"] = str(tmp_path / "home")
     try:

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
+from conftest import copy_baseline_config_file
 
 from cultivar_assets.cli import main
 from cultivar_assets.data.sources import DataConfig, load_benchmark
@@ -180,19 +181,7 @@ def test_path_goes_with_the_outputs_engine_only():
 
 
 def _config(tmp_path: Path) -> Path:
-    models = tmp_path / "models.yaml"
-    models.write_text(yaml.safe_dump({"models": [
-        {"id": "copy-source-baseline", "type": "baseline", "family": "Baseline",
-         "engine": "copy-source", "prompt_style": "source"}]}), "utf-8")
-    config = tmp_path / "cultivar.yaml"
-    config.write_text(yaml.safe_dump({
-        "database": str(tmp_path / "results.duckdb"), "models_file": str(models),
-        "models": ["copy-source-baseline"], "data": {"kind": "demo"},
-        "metrics": {"bleu_tokenize": "13a", "bootstrap_replicates": 50},
-        "site": {"output_dir": str(tmp_path / "site"), "charts_dir": str(tmp_path / "charts"),
-                 "query_page": "off"},
-        "publish": {"folder": str(tmp_path / "hub")}}), "utf-8")
-    return config
+    return copy_baseline_config_file(tmp_path)
 
 
 def _scores(database: Path, model_id: str) -> list[tuple]:
