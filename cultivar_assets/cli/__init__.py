@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cultivar_assets.cli.build import _hand_in_line, add_build_parser, print_table1
 from cultivar_assets.cli.common import _console, _settings
+from cultivar_assets.cli.lm_eval import add_lm_eval_parsers
 from cultivar_assets.cli.models import add_models_parser
 from cultivar_assets.cli.score import add_score_parser
 from cultivar_assets.settings import Settings, demo_settings, load_settings, settings_file
@@ -396,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_model.set_defaults(func=cmd_serve_model, vllm_args=[])
     add_models_parser(sub)
     add_score_parser(sub)
+    add_lm_eval_parsers(sub)
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
 
     add_build_parser(sub)
