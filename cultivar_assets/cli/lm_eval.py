@@ -41,6 +41,7 @@ def cmd_export_lm_eval(args: argparse.Namespace) -> int:
     from cultivar_assets.publish.lm_eval_tasks import (
         TASK_FOLDER,
         LmEvalExportError,
+        LmEvalTasks,
         write_lm_eval_tasks,
     )
     from cultivar_assets.registry import UnknownEntryError
@@ -52,8 +53,8 @@ def cmd_export_lm_eval(args: argparse.Namespace) -> int:
         names: list[str] = []
 
         def write(work: Path) -> None:
-            names.extend(write_lm_eval_tasks(work, benchmark.test_sets(), style,
-                                             settings.metrics, settings.engine.max_new_tokens))
+            names.extend(write_lm_eval_tasks(work, benchmark.test_sets(), LmEvalTasks(
+                style, settings.metrics, settings.engine.max_new_tokens)))
 
         replace_folder(Path(args.dir), write, {"kind": "lm_eval_tasks",
                                                "fingerprint": benchmark.fingerprint()})

@@ -40,7 +40,7 @@ def task_name(test_set: TestSet) -> str:
     return test_set.name if test_set.kind == "cultivar" else f"{GROUP}_{test_set.name}"
 
 
-def test_set_of_task(task: str) -> str | None:
+def task_test_set(task: str) -> str | None:
     """The name of the test set of a task that :func:`task_name` names (None: the task is no
     Cultivar locale's or language's)."""
     if task.startswith(f"{GROUP}_flores_"):
@@ -147,7 +147,7 @@ def read_lm_eval_samples(folder: str | Path, filter_name: str | None = None) -> 
     for path in samples_files(folder):
         match = SAMPLES_FILE.match(path.name)
         task = match["task"]
-        test_set = test_set_of_task(task)
+        test_set = task_test_set(task)
         if test_set is None:
             if task.startswith(f"{GROUP}_"):
                 problems.append(f"{path}: the task {task!r} is no Cultivar test set's "

@@ -48,6 +48,16 @@ _SOURCE = "\x00source\x00"  # stands for the source while the style's template i
 _JINJA_MARKS = ("{{", "}}", "{%", "%}", "{#", "#}")
 
 
+@dataclass(frozen=True)
+class LmEvalTasks:
+    """How the tasks are written: the prompt style, the sacreBLEU settings, the most new
+    tokens per generation."""
+
+    style: PromptStyle
+    metrics: MetricConfig
+    max_gen_toks: int
+
+
 class LmEvalExportError(ValueError):
     """The tasks cannot be written as asked (e.g. a prompt style lm-eval cannot express)."""
 
@@ -130,8 +140,8 @@ def utils_source(metrics: MetricConfig) -> str:
     return text[:start] + f"SETTINGS = {settings!r}\n" + text[end:]
 
 
-def task_config(test_set: TestSet, style: PromptStyle, metrics: MetricConfig,
-                max_gen_toks: int, signature: dict[str, str]) -> dict[str, Any]:
+def task_config(test_set: TestSet, style: PromptStyle, max_gen_toks: int,
+                signature: dict[str, str]) -> dict[str, Any]:
     """The task YAML of one test set (as a mapping; ``Function`` for ``!function`` values)."""
     name = task_name(test_set)
     try:
@@ -174,18 +184,18 @@ def dump_yaml(document: dict[str, Any]) -> str:
     return yaml.dump(document, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=100)
 
 
-def write_lm_eval_tasks(folder: Path, test_sets: list[TestSet], style: PromptStyle,
-                        metrics: MetricConfig, max_gen_toks: int) -> list[str]:
+def write_lm_eval_tasks(folder: Path, test_sets: list[TestSet], tasks: LmEvalTasks) -> list[str]:
     """Write the task folder (module docstring) under ``folder``; the task names, in the test
     sets' order. ``folder`` is written into, not replaced (callers swap whole folders)."""
     if not test_sets:
         raise LmEvalExportError("the benchmark has no test sets to export")
+    style, metrics = tasks.style, tasks.metrics
     signature = signatures(metrics)
     root = Path(folder) / TASK_FOLDER
     (root / "docs").mkdir(parents=True, exist_ok=True)
     names = []
     for test_set in test_sets:
-        config = task_config(test_set, style, metrics, max_gen_toks, signature)
+        config = task_config(test_set, style, tasks.max_gen_toks, signature)
         name = config["task"]
         (root / f"{name}.yaml").write_text(dump_yaml(config), encoding="utf-8")
         (root / "docs" / f"{name}.json").write_text(
