@@ -33,6 +33,12 @@ def _data_config(settings, dataset: str | None):
     return settings.data.model_copy(update=update)
 
 
+def _refused(command: str, error: Exception) -> int:
+    """Say why ``cultivar <command> lm-eval`` wrote nothing; exit status 1."""
+    print(f"cultivar {command} lm-eval: {error}\nNothing was written.", file=sys.stderr)
+    return 1
+
+
 def cmd_export_lm_eval(args: argparse.Namespace) -> int:
     from cultivar_assets.data.sources import load_benchmark
     from cultivar_assets.data.testsets import DataError
@@ -59,8 +65,7 @@ def cmd_export_lm_eval(args: argparse.Namespace) -> int:
         replace_folder(Path(args.dir), write, {"kind": "lm_eval_tasks",
                                                "fingerprint": benchmark.fingerprint()})
     except (DataError, LmEvalExportError, UnknownEntryError, UnsafeOutputError) as error:
-        print(f"cultivar export lm-eval: {error}\nNothing was written.", file=sys.stderr)
-        return 1
+        return _refused("export", error)
     console = _console()
     console.print(f"{len(names)} lm-eval tasks (group cultivar, prompt style {style.name}) in "
                   f"{Path(args.dir) / TASK_FOLDER}, from {benchmark.source}", markup=False)
@@ -106,8 +111,7 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
 
         replace_folder(Path(args.out), write, {"kind": "lm_eval_submission"})
     except (SubmissionError, ConfigFileError, UnsafeOutputError) as error:
-        print(f"cultivar import lm-eval: {error}\nNothing was written.", file=sys.stderr)
-        return 1
+        return _refused("import", error)
     console = _console()
     console.print(f"Submission {document['id']}: {len(samples.lines)} hypotheses from "
                   f"{len(samples.files)} lm-eval task(s), in {args.out}", markup=False)
