@@ -371,6 +371,9 @@ def test_lm_eval_runs_the_exported_tasks_and_its_samples_import(tmp_path, test_s
         logged = [json.loads(line) for line in samples.files[name].read_text().splitlines()]
         assert {(test_set, s["doc"]["id"]): s["filtered_resps"][0] for s in logged} == {
             key: value for key, value in imported.items() if key[0] == test_set}
+        style = get_prompt_style("base-fewshot")  # what lm-eval sent is the project's prompt
+        assert [s["arguments"]["gen_args_0"]["arg_0"] for s in logged] == [
+            style.request(s["doc"]["source"], s["doc"]["language"], 1).prompt for s in logged]
         references = [s["doc"]["reference"] for s in logged]
         hypotheses = [s["filtered_resps"][0] for s in logged]
         scores = results["results"][name]
