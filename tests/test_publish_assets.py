@@ -49,8 +49,12 @@ def test_folder_and_dry_run(tmp_path, isolated_home):
     assert folder["path"] == str(path)
     assert folder["demo_data"] is True and folder["include_originals"] is True
     assert folder["rows_per_locale"] == dict.fromkeys(DEMO_LOCALES, 12)
-    assert [f["path"] for f in folder["files"]] == ["README.md"] + [
+    paths = [f["path"] for f in folder["files"]]
+    assert [p for p in paths if not p.startswith("lm_eval_tasks/")] == ["README.md"] + [
         f"data/{key}/test.parquet" for key in DEMO_LOCALES]
+    # the test sets as lm-eval tasks: 6 locales, 4 languages (tests/test_lm_eval.py)
+    tasks = [p for p in paths if p.startswith("lm_eval_tasks/cultivar/cultivar_")]
+    assert len(tasks) == 10 and "lm_eval_tasks/cultivar/_cultivar.yaml" in paths
     assert folder["card_preview"].startswith("# Cultivar toolkit demo data\n")
     assert "**Demo data, not Cultivar.**" in folder["card_preview"]
     assert [c["config_name"] for c in folder["front_matter"]["configs"]] == DEMO_LOCALES
@@ -97,14 +101,15 @@ def test_push_through_dagster_never_records_the_token(tmp_path, isolated_home, m
         assert TOKEN.encode() not in f"{request.path} {request.query} {others}".encode()
         assert TOKEN.encode() not in request.body
     assert files == []  # database, folder, Dagster storage and logs
-    assert any(f"pushed 7 files to {REPO}" in text for text in events)  # the asset's log
+    # the asset's log: README, 6 parquet files, 22 files of lm_eval_tasks/
+    assert any(f"pushed 29 files to {REPO}" in text for text in events)
     assert not any(TOKEN in text for text in events)
     for node in ("test_sets", "hf_dataset_folder", "hf_dataset_push"):
         assert TOKEN not in str(result.asset_materializations_for_node(node))
     assert "/api/repos/create" in caplog.text  # huggingface_hub's and httpx's debug logs
     assert TOKEN not in caplog.text
     out, err = capfd.readouterr()
-    assert f"pushed 7 files to {REPO}" in err  # Dagster's console log
+    assert f"pushed 29 files to {REPO}" in err  # Dagster's console log
     assert TOKEN not in out + err
 
 

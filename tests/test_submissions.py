@@ -123,6 +123,52 @@ def test_encoding_problems_are_reported_with_their_lines(tmp_path, test_sets):
     assert len(problems) == 4
 
 
+def write_tsv(folder: Path, rows: list[dict], raw_lines: list[bytes] = (),
+              header: bytes = b"test_set\tid\thypothesis") -> Path:
+    """A submission folder with ``outputs.tsv`` (the header, ``rows``, then ``raw_lines``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.yaml").write_text(yaml.safe_dump(MANIFEST), "utf-8")
+    lines = [f"{r['test_set']}\t{r['id']}\t{r['hypothesis']}".encode() for r in rows]
+    (folder / "outputs.tsv").write_bytes(b"\n".join([header, *lines, *raw_lines]) + b"\n")
+    return folder
+
+
+def test_a_tsv_submission_reads_as_its_jsonl_twin(tmp_path, test_sets):
+    rows = _rows(test_sets)
+    as_tsv = read_submission(write_tsv(tmp_path / "tsv", rows), test_sets)
+    assert as_tsv.outputs_path.name == "outputs.tsv"
+    assert as_tsv.hypotheses == read_submission(write_submission(tmp_path / "jsonl", rows)
+                                                ).hypotheses
+    assert as_tsv.lines[(rows[0]["test_set"], rows[0]["id"])] == 2  # line 1 is the header
+    # named by the manifest, with Windows line ends
+    named = write_tsv(tmp_path / "named", rows)
+    (named / "outputs.tsv").rename(named / "mine.tsv")
+    (named / "mine.tsv").write_bytes((named / "mine.tsv").read_bytes().replace(b"\n", b"\r\n"))
+    (named / "manifest.yaml").write_text(yaml.safe_dump({**MANIFEST, "outputs": "mine.tsv"}))
+    assert read_submission(named, test_sets).hypotheses == as_tsv.hypotheses
+
+
+def test_tsv_problems_are_reported_with_their_lines(tmp_path, test_sets):
+    rows = _rows(test_sets)
+    bad = [b"cultivar_deu_Latn_Germany\t1", b"cultivar_deu_Latn_Germany\tone\tx",
+           b"cultivar_deu_Latn_Germany\t2\ta\ttab", b"cultivar_deu_Latn_Germany\t3\tcaf\xe9",
+           f"{rows[0]['test_set']}\t{rows[0]['id']}\tagain".encode()]
+    folder = write_tsv(tmp_path / "s", rows, bad, header=b"test_set,id,hypothesis")
+    with pytest.raises(SubmissionError) as caught:
+        read_submission(folder)
+    outputs = folder / "outputs.tsv"
+    n = len(rows) + 1
+    assert caught.value.problems == [
+        f"{outputs}:1: the header must be test_set<TAB>id<TAB>hypothesis (one tab between names)",
+        f"{outputs}:{n + 1}: 2 tab-separated field(s), not 3 (test_set, id, hypothesis; a "
+        "hypothesis holds no tab)",
+        f"{outputs}:{n + 3}: 4 tab-separated field(s), not 3 (test_set, id, hypothesis; a "
+        "hypothesis holds no tab)",
+        f"{outputs}:{n + 4}: not UTF-8 (byte 32 of the line)",
+        f"{outputs}:{n + 2}: id must be an integer (the instance id)",
+        f"{outputs}:{n + 5}: duplicate {rows[0]['test_set']} id {rows[0]['id']} (first on line 2)"]
+
+
 def test_oversized_hypotheses_and_files_are_refused(tmp_path, test_sets, monkeypatch):
     rows = _rows(test_sets)
     rows[5]["hypothesis"] = "a" * (MAX_HYPOTHESIS_CHARS + 1)

@@ -7,10 +7,17 @@ from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
+from cultivar_assets.engines.prompts import get_prompt_style
 from cultivar_assets.publish.dataset_folder import FileEntry, build_dataset_folder
+from cultivar_assets.publish.lm_eval_tasks import DEFAULT_PROMPT_STYLE, LmEvalTasks
 from cultivar_assets.publish.push import push_dataset
 from cultivar_assets.publish.records import read_dataset_info, read_publish_data
-from cultivar_assets.resources import HubPublishResource, StoreResource
+from cultivar_assets.resources import (
+    EngineResource,
+    HubPublishResource,
+    MetricsResource,
+    StoreResource,
+)
 from cultivar_assets.steps.declarations import StepInputs
 from cultivar_assets.steps.inputs import RESULTS, folder, pushes_to_hub
 from cultivar_assets.tables import markdown_table
@@ -22,17 +29,22 @@ def _files_table(files: list[FileEntry]) -> dg.MetadataValue:
 
 
 # follows the data it holds (test_sets), not model results: the folder holds no scores
-@step_inputs(StepInputs(RESULTS, settings=("publish",),
+# the lm-eval tasks it holds follow the metrics' settings and engine.max_new_tokens
+@step_inputs(StepInputs(RESULTS, settings=("publish", "metrics", "engine"),
                         outputs=(folder("publish.folder_path"),)))
 @dg.asset(group_name="publish", deps=[test_sets], kinds={"parquet", "huggingface"},
           automation_condition=AFTER_NEW_RESULTS)
 @recording_step
 @redacting
 def hf_dataset_folder(
-    context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource
+    context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource,
+    metrics: MetricsResource, engine: EngineResource,
 ) -> dg.MaterializeResult:
-    """The dataset repository folder in the Hub's layout: data/<locale>/test.parquet, README.md."""
-    folder = build_dataset_folder(read_publish_data(store.store()), hf_publish.config())
+    """The dataset repository folder in the Hub's layout: data/<locale>/test.parquet, README.md,
+    lm_eval_tasks/ (the test sets as lm-evaluation-harness tasks, default prompt style)."""
+    tasks = LmEvalTasks(get_prompt_style(DEFAULT_PROMPT_STYLE), metrics.config(),
+                        engine.settings().max_new_tokens)
+    folder = build_dataset_folder(read_publish_data(store.store()), hf_publish.config(), tasks)
     context.log.info(f"wrote {len(folder.files)} files to {folder.path} (originals "
                      f"{'included' if folder.include_originals else 'left out'})")
     return dg.MaterializeResult(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cultivar_assets.cli.build import _hand_in_line, add_build_parser, print_table1
 from cultivar_assets.cli.common import RECORD_FORMATS, _console, _settings, print_records
+from cultivar_assets.cli.lm_eval import add_lm_eval_parsers
 from cultivar_assets.cli.models import add_models_parser
 from cultivar_assets.cli.score import add_score_parser
 from cultivar_assets.cli.significance import add_significance_parser
@@ -378,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_models_parser(sub)
     add_score_parser(sub)
     add_significance_parser(sub)
+    add_lm_eval_parsers(sub)
     sub.add_parser("locales", help="list the 27 Cultivar locales").set_defaults(func=cmd_locales)
 
     add_build_parser(sub)

@@ -5,6 +5,10 @@ A *submission* is a manifest (YAML or JSON) and one JSONL file of hypotheses
 object: ``{"test_set": "cultivar_deu_Latn_Germany", "id": 3, "hypothesis": "..."}``, or with
 ``locale`` and ``side`` (``cultivar``: the localised source; ``flores``: the original one) in
 place of ``test_set``: ``{"locale": "deu_Latn_Germany", "side": "flores", "id": 3, ...}``.
+Or one TSV file (its name ends in ``.tsv``: the manifest's ``outputs``, or ``outputs.tsv``
+beside a manifest that names none when there is no ``outputs.jsonl``): the header
+``test_set<TAB>id<TAB>hypothesis``, then one line of those three fields per hypothesis
+(:func:`tsv_lines`; no quoting or escapes, so a hypothesis holds no tab and no line break).
 
 :func:`read_submission` reads both files and checks everything it can before anything is
 written; :func:`check_coverage` checks the hypotheses against the benchmark's test sets. Both
@@ -34,6 +38,8 @@ MAX_MANIFEST_BYTES = 64 * 1024
 MAX_HYPOTHESIS_CHARS = 4000
 MANIFEST_NAMES = ("manifest.yaml", "manifest.yml", "manifest.json")
 DEFAULT_OUTPUTS = "outputs.jsonl"
+DEFAULT_TSV_OUTPUTS = "outputs.tsv"
+TSV_HEADER = ("test_set", "id", "hypothesis")
 SIDES = {"cultivar": "cultivar_{locale}", "flores": "flores_{language}"}
 MODEL_TYPES = get_args(ModelType)
 PRODUCED_FIELDS = ("system", "version", "prompt", "date")
@@ -116,7 +122,48 @@ def _raw_manifest(path: Path) -> Any:
 
 def _outputs_path(manifest: Path, document: Any) -> Path:
     name = document.get("outputs") if isinstance(document, dict) else None
-    return manifest.parent / (name if isinstance(name, str) and name else DEFAULT_OUTPUTS)
+    if isinstance(name, str) and name:
+        return manifest.parent / name
+    if not (manifest.parent / DEFAULT_OUTPUTS).exists() and (
+            manifest.parent / DEFAULT_TSV_OUTPUTS).exists():
+        return manifest.parent / DEFAULT_TSV_OUTPUTS
+    return manifest.parent / DEFAULT_OUTPUTS
+
+
+def tsv_lines(raw_lines: Sequence[bytes], where: str) -> tuple[list[bytes], list[str]]:
+    """The lines of a TSV outputs file as the JSON lines :func:`parse_outputs` reads, line for
+    line (the header and lines in error become empty ones, so that every problem keeps the
+    TSV file's line number), and the problems only a TSV file can have."""
+    converted: list[bytes] = []
+    problems: list[str] = []
+    for number, raw in enumerate(raw_lines, 1):
+        raw = raw.removesuffix(b"\r")
+        fields = raw.split(b"\t")
+        if number == 1:
+            if tuple(fields) != tuple(name.encode() for name in TSV_HEADER):
+                problems.append(f"{where}:1: the header must be "
+                                f"{'<TAB>'.join(TSV_HEADER)} (one tab between names)")
+            converted.append(b"")
+            continue
+        if not raw.strip():
+            converted.append(b"")
+            continue
+        if len(fields) != len(TSV_HEADER):
+            problems.append(f"{where}:{number}: {len(fields)} tab-separated field(s), not 3 "
+                            f"({', '.join(TSV_HEADER)}; a hypothesis holds no tab)")
+            converted.append(b"")
+            continue
+        try:
+            test_set, segment_id, hypothesis = raw.decode("utf-8").split("\t")
+        except UnicodeDecodeError as error:
+            problems.append(f"{where}:{number}: not UTF-8 (byte {error.start + 1} of the line)")
+            converted.append(b"")
+            continue
+        row = {"test_set": test_set,
+               "id": int(segment_id) if segment_id.isdigit() else segment_id,
+               "hypothesis": hypothesis}
+        converted.append(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+    return converted, problems
 
 
 def _text_problem(text: str) -> str | None:
@@ -198,7 +245,12 @@ def _read_outputs(path: Path, where: str) -> tuple[dict, dict, list[str]]:
     if size > MAX_OUTPUTS_BYTES:
         return {}, {}, [f"{where}: {size} bytes, over the limit of {MAX_OUTPUTS_BYTES} bytes "
                         "per outputs file"]
-    return parse_outputs(path.read_bytes().split(b"\n"), where)
+    raw_lines = path.read_bytes().split(b"\n")
+    if path.suffix == ".tsv":
+        converted, problems = tsv_lines(raw_lines, where)
+        hypotheses, lines, found = parse_outputs(converted, where)
+        return hypotheses, lines, problems + found
+    return parse_outputs(raw_lines, where)
 
 
 def parse_outputs(raw_lines: Iterable[bytes], where: str) -> tuple[

@@ -3,8 +3,11 @@
 ``data/<locale>/test.parquet`` (one configuration per locale, columns ``id``, ``locale``,
 ``source_localised``, ``english_localised`` and, when configured, ``source_original`` and
 ``english_original``; see :mod:`cultivar_assets.publish.config`; for a locale of the project's
-own build, the provenance columns ``action``, ``draft_hash``, ``prompt_hash``) and the dataset
-card ``README.md`` (with Table 1 as computed from the annotation files, for such locales). The
+own build, the provenance columns ``action``, ``draft_hash``, ``prompt_hash``), the dataset
+card ``README.md`` (with Table 1 as computed from the annotation files, for such locales) and,
+given an :class:`~cultivar_assets.publish.lm_eval_tasks.LmEvalTasks`, the folder's test sets as
+lm-evaluation-harness tasks under ``lm_eval_tasks/`` (``lm_eval --include_path
+lm_eval_tasks``; the FLORES tasks only when the originals are included). The
 folder is the project's published format, so the project's own reader
 (:mod:`cultivar_assets.data.cultivar_files`) and ``datasets.load_dataset`` both read it.
 
@@ -23,9 +26,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cultivar_assets.data.cultivar_files import CANONICAL_COLUMNS, ORIGINAL_COLUMNS
+from cultivar_assets.data.testsets import BenchmarkData, Instance, TestSet
 from cultivar_assets.files import MANIFEST, file_sha256, replace_folder
 from cultivar_assets.publish.card import SPLIT, Card, card_for
 from cultivar_assets.publish.config import PublishConfig
+from cultivar_assets.publish.lm_eval_tasks import HUB_FOLDER, LmEvalTasks, write_lm_eval_tasks
 from cultivar_assets.publish.records import DatasetInfo, PublishData
 
 _TYPES = {"id": pa.int64()}
@@ -88,8 +93,21 @@ def digest(files: list[FileEntry]) -> str:
     return hashlib.sha256("".join(f"{f.path}\0{f.sha256}\n" for f in files).encode()).hexdigest()
 
 
-def build_dataset_folder(data: PublishData, config: PublishConfig) -> DatasetFolder:
-    """Write the folder at ``config.folder_path``, replacing any previous one when complete."""
+def published_test_sets(data: PublishData, include_originals: bool) -> list[TestSet]:
+    """The test sets of the published instances (the FLORES ones only with the originals)."""
+    instances = {locale: [Instance(locale, row["instance_id"], row["source_localised"],
+                                   row["english_localised"],
+                                   row["source_original"] if include_originals else None,
+                                   row["english_original"] if include_originals else None)
+                          for row in rows]
+                 for locale, rows in data.instances.items()}
+    return BenchmarkData("published", data.info.is_demo, instances).test_sets()
+
+
+def build_dataset_folder(data: PublishData, config: PublishConfig,
+                         lm_eval: LmEvalTasks | None = None) -> DatasetFolder:
+    """Write the folder at ``config.folder_path``, replacing any previous one when complete;
+    with ``lm_eval``, its test sets as lm-eval tasks under ``lm_eval_tasks/``."""
     if not data.instances:
         raise LookupError("the stored dataset has no instances to publish")
     include = config.originals_included(data.info.is_demo)
@@ -104,6 +122,8 @@ def build_dataset_folder(data: PublishData, config: PublishConfig) -> DatasetFol
             path.parent.mkdir(parents=True)
             pq.write_table(locale_table(rows, include, provenance[locale]), path)
         (work / "README.md").write_text(card.to_readme(), encoding="utf-8")
+        if lm_eval is not None:
+            write_lm_eval_tasks(work / HUB_FOLDER, published_test_sets(data, include), lm_eval)
 
     replace_folder(target, write, {"kind": "hf_dataset", "fingerprint": data.info.fingerprint,
                                    "is_demo": data.info.is_demo})
