@@ -19,6 +19,7 @@ Not a test: run it by hand and record the figures in docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -29,12 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 from tqdm import tqdm
 
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Instance
 from cultivar_assets.engines.base import EngineInfo
 from cultivar_assets.evaluation import aggregate, score_model
+from cultivar_assets.metrics.registry import metric_registry
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.site.build import build_site
 from cultivar_assets.site.config import default_web_cache
@@ -70,14 +74,13 @@ def synthetic_benchmark(n_ids: int, rng: random.Random) -> BenchmarkData:
 
 
 METRICS = MetricConfig(bleu_tokenize="13a")
+POOL = 16  # models scored for real; the others are mixed from them (mix_models)
 
 
 def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Random) -> None:
     """Model ``m``: translations (perturbed references), scored for real (BLEU, chrF, the
     per-segment statistics that the bootstrap intervals need, word recall)."""
-    spec = ModelSpec(id=f"model-{m:03d}", hf_id=f"org/model-{m:03d}", type="LLM",
-                     family=f"family-{m % 8}", params_total_b=0.5 * (1 + m % 40),
-                     engine="copy-source", prompt_style="source")
+    spec = model_spec(m)
     rows = []
     for test_set in test_sets:
         for segment in test_set.segments:
@@ -94,13 +97,100 @@ def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Ran
     score_model(store, spec.id, METRICS, processes=2)
 
 
-def fill(store: Store, n_models: int, n_ids: int, seed: int = 7) -> None:
+def model_spec(m: int) -> ModelSpec:
+    return ModelSpec(id=f"model-{m:03d}", hf_id=f"org/model-{m:03d}", type="LLM",
+                     family=f"family-{m % 8}", params_total_b=0.5 * (1 + m % 40),
+                     engine="copy-source", prompt_style="source")
+
+
+def fill(store: Store, n_models: int, n_ids: int, seed: int = 7, pool: int = POOL) -> None:
+    """The first ``pool`` models scored for real (:func:`add_model`), the rest mixed from them
+    (:func:`mix_models`), then the aggregates."""
     rng = random.Random(seed)
     fingerprint = write_dataset(store, synthetic_benchmark(n_ids, rng))
     test_sets = read_test_sets(store)
-    for m in tqdm(range(n_models), desc=f"database of {n_models} models", unit="model"):
+    real = min(n_models, pool)
+    for m in tqdm(range(real), desc=f"{real} models scored", unit="model"):
         add_model(store, m, test_sets, fingerprint, rng)
+    if n_models > real:
+        mix_models(store, range(real, n_models), real, seed)
     aggregate(store)
+
+
+def mix_models(store: Store, models: range, pool: int, seed: int) -> None:
+    """Models ``models`` as mixtures of the ``pool`` scored models ``model-000``...: model ``m``
+    takes instance ``i`` from pool model ``p(m, i)`` (drawn at random) on every test set — its
+    translations, per-segment statistics and word-recall counts, so texts and statistics agree
+    — and its corpus scores are computed from the mixed statistics (the registry's
+    ``score_from_stats``). Seconds for 1,000 models, where scoring each takes seconds."""
+    rng = np.random.default_rng(seed)
+    pool_ids = [f"model-{p:03d}" for p in range(pool)]
+    specs = [model_spec(m) for m in models]
+    with store.connect() as con:
+        segment_ids = [r[0] for r in con.execute(
+            "SELECT DISTINCT segment_id FROM raw.translations ORDER BY 1").fetchall()]
+        drawn = rng.integers(0, pool, size=(len(specs), len(segment_ids)))
+        assign = pa.table({
+            "model_id": np.repeat([s.id for s in specs], len(segment_ids)),
+            "segment_id": np.tile(np.asarray(segment_ids, dtype=np.int32), len(specs)),
+            "pool_id": np.asarray(pool_ids)[drawn.ravel()]})
+        digests = pa.table({"model_id": [s.id for s in specs], "fingerprint": [
+            hashlib.sha256(f"{s.id}:{row.tobytes().hex()}".encode()).hexdigest()
+            for s, row in zip(specs, drawn, strict=True)]})
+        model_rows = pa.Table.from_pylist([{
+            "model_id": s.id, "hf_id": s.hf_id, "revision": s.revision, "weights": s.weights,
+            "type": s.type, "family": s.family, "params_total_b": s.params_total_b,
+            "params_active_b": s.params_active_b, "engine": s.engine,
+            "prompt_style": s.prompt_style, "engine_options": "{}", "license": s.license}
+            for s in specs])
+        con.register("assign", assign)
+        con.register("digests", digests)
+        con.register("model_rows", model_rows)
+        con.begin()
+        con.execute("INSERT INTO raw.models BY NAME SELECT * FROM model_rows")
+        con.execute("""INSERT INTO raw.model_runs BY NAME
+            SELECT r.* REPLACE (d.model_id AS model_id, d.fingerprint AS translations_fingerprint)
+            FROM digests d, raw.model_runs r WHERE r.model_id = 'model-000'""")
+        for table, key in (("translations", "segment_id"), ("segment_stats", "segment_id"),
+                           ("word_recall", "segment_id")):
+            con.execute(f"""INSERT INTO raw.{table} BY NAME
+                SELECT t.* REPLACE (a.model_id AS model_id) FROM assign a
+                JOIN raw.{table} t ON t.model_id = a.pool_id AND t.{key} = a.segment_id""")
+        stats = con.execute("""SELECT model_id, test_set, metric, segment_id, stats
+            FROM raw.segment_stats WHERE list_contains($pool, model_id)
+            ORDER BY metric, test_set, model_id, segment_id""", {"pool": pool_ids}
+                            ).to_arrow_table()
+        templates = {(r["test_set"], r["metric"]): r for r in con.execute(
+            "SELECT * FROM raw.scores WHERE model_id = 'model-000'").to_arrow_table(
+            ).to_pylist()}
+        position = {s: j for j, s in enumerate(segment_ids)}
+        registry = metric_registry()
+        fingerprints = digests["fingerprint"].to_pylist()
+        score_rows = []
+        columns = stats.to_pydict()
+        groups: dict[tuple[str, str], list[int]] = {}
+        for index, key in enumerate(zip(columns["test_set"], columns["metric"], strict=True)):
+            groups.setdefault(key, []).append(index)
+        for (test_set, metric), rows in groups.items():
+            width = len(columns["stats"][rows[0]])
+            table = np.zeros((pool, len(segment_ids), width), dtype=np.int64)
+            present = np.zeros((pool, len(segment_ids)), dtype=bool)
+            for index in rows:
+                p, j = pool_ids.index(columns["model_id"][index]), position[
+                    columns["segment_id"][index]]
+                table[p, j] = columns["stats"][index]
+                present[p, j] = True
+            cols = np.arange(len(segment_ids))[None, :]
+            summed = np.where(present[drawn, cols][..., None], table[drawn, cols], 0).sum(axis=1)
+            n_segments = present[drawn, cols].sum(axis=1)
+            scores = registry.get(metric).score_from_stats(summed.astype(np.float64))
+            template = templates[(test_set, metric)]
+            for s, score, n, fp in zip(specs, scores, n_segments, fingerprints, strict=True):
+                score_rows.append({**template, "model_id": s.id, "score": float(score),
+                                   "n_segments": int(n), "translations_fingerprint": fp})
+        con.register("score_rows", pa.Table.from_pylist(score_rows))
+        con.execute("INSERT INTO raw.scores BY NAME SELECT * FROM score_rows")
+        con.commit()
 
 
 def add_one(store: Store, m: int) -> None:
@@ -152,8 +242,16 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         kept = (args.workdir / f"bench-scored-{n_models}x{args.segments}.duckdb"
                 if args.workdir else None)
+        pool_db = (args.workdir / f"bench-scored-{POOL}x{args.segments}.duckdb"
+                   if args.workdir else None)
         if kept is not None and kept.is_file():
             shutil.copyfile(kept, store.path)
+        elif n_models > POOL and pool_db is not None and pool_db.is_file():
+            shutil.copyfile(pool_db, store.path)  # the scored pool, kept by an earlier run
+            mix_models(store, range(POOL, n_models), POOL, seed=7)
+            aggregate(store)
+            if kept is not None:
+                shutil.copyfile(store.path, kept)
         else:
             fill(store, n_models, args.segments)
             if kept is not None:

@@ -109,14 +109,20 @@ def test_locale_shard_hides_originals_but_keeps_the_highlights():
     assert "Flamengo" not in json.dumps(hidden)
 
 
-def test_hypothesis_shard_pairs_flores_and_cultivar_outputs():
+def test_hypothesis_shard_pairs_flores_and_cultivar_outputs_instance_major():
     rows = {("cultivar_x", 1): ("loc one", None, ["strip_prefix"]),
             ("flores_y", 1): ("orig one", "raw <b>", []),
-            ("cultivar_x", 2): ("loc two", None, [])}
-    payload = shards.hyp_payload("m", "x", [1, 2, 3], "flores_y", "cultivar_x", rows)
-    assert payload["items"] == [[1, "orig one", "raw <b>", None, "loc one", None,
-                                 ["strip_prefix"]],
-                                [2, None, None, None, "loc two", None, None]]
+            ("cultivar_x", 2): ("loc two", None, []),
+            ("cultivar_z", 1): ("z one", None, [])}
+    payload = shards.hyp_payload("m", [("x", [1, 2, 3], "flores_y", "cultivar_x"),
+                                       ("w", [1, 2], "flores_y", "cultivar_w"),  # no outputs
+                                       ("z", [1], "flores_y", "cultivar_z")], rows)
+    assert payload["locales"] == [["x", "flores_y", "cultivar_x"], ["z", "flores_y", "cultivar_z"]]
+    # one file for the model: each instance once, its outputs in every locale beside each other
+    assert payload["items"] == [
+        [1, [[0, "orig one", "raw <b>", None, "loc one", None, ["strip_prefix"]],
+             [1, "orig one", "raw <b>", None, "z one", None, None]]],
+        [2, [[0, None, None, None, "loc two", None, None]]]]
 
 
 @pytest.mark.parametrize(("hypothesis", "raw", "expected"), [

@@ -367,20 +367,19 @@ class _Build:
                                          "raw_output", pa.array(raws, pa.string()))
         by_key = dict(zip(keys, zip(hypotheses, raws, columns["cleaning_rules"], strict=True),
                           strict=True))
-        files, locales = [], []
+        sets = []
         for locale in self.data.present_locales:
             info = self.data.locale_info[locale]
-            cultivar = cultivar_test_set_name(locale)
-            flores = flores_test_set_name(info["flores_plus_code"])
-            ids = self.data.instance_ids[locale]
-            payload = shards.hyp_payload(model_id, locale, ids, flores, cultivar, by_key)
-            if not payload["items"]:
-                continue
-            path = shards.shard_path(f"hyp/{slug}/{locale}")
-            data, key = shards.shard_json(payload), f"hyp/{slug}/{locale}"
-            self._later(path, lambda key=key, data=data: shards.pack_shard(key, data))
+            sets.append((locale, self.data.instance_ids[locale],
+                         flores_test_set_name(info["flores_plus_code"]),
+                         cultivar_test_set_name(locale)))
+        payload = shards.hyp_payload(model_id, sets, by_key)
+        files, locales = [], [entry[0] for entry in payload["locales"]]
+        if locales:
+            key = f"hyp/{slug}"
+            path, data = shards.shard_path(key), shards.shard_json(payload)
+            self._later(path, lambda: shards.pack_shard(key, data))
             files.append(path)
-            locales.append(locale)
         parquet = f"downloads/translations/{slug}.parquet"
         published = dl.translations_table(table)
         self._later(parquet, lambda: dl.parquet_bytes(published))

@@ -91,7 +91,7 @@
     var missing = slugs.filter(function (s) { return self.models[s].locales.indexOf(locale) < 0; });
     C.say(self.status, "Loading " + locale + "…");
     var wanted = [C.load("locale/" + locale)].concat(slugs.filter(function (s) {
-      return missing.indexOf(s) < 0; }).map(function (s) { return C.load("hyp/" + s + "/" + locale); }));
+      return missing.indexOf(s) < 0; }).map(function (s) { return C.hyp(s, locale); }));
     Promise.all(wanted).then(function (shards) {
       if (f.model.value !== model || f.locale.value !== locale || f.vs.value !== vs) { return; }
       self.render(shards[0], shards.slice(1), missing.map(function (s) { return self.models[s].id; }));
