@@ -61,7 +61,7 @@ def shard_path(key: str) -> str:
     """Where the shard ``key`` lives in the site (``locale/x`` -> ``data/locales/x.js``)."""
     kind, _, rest = key.partition("/")
     folder = {"index": "", "locale": "locales/", "hyp": "hyp/", "model": "models/",
-              "chart": "charts/"}[kind]
+              "chart": "charts/", "bootstrap": "", "stats": "stats/"}[kind]
     return f"data/{folder}{rest or kind}.js"
 
 

@@ -26,7 +26,8 @@
   function pathOf(key) {
     var slash = key.indexOf("/"), kind = slash < 0 ? key : key.slice(0, slash);
     var rest = slash < 0 ? key : key.slice(slash + 1);
-    var folder = { index: "", locale: "locales/", hyp: "hyp/", model: "models/", chart: "charts/" }[kind];
+    var folder = { index: "", locale: "locales/", hyp: "hyp/", model: "models/", chart: "charts/",
+      bootstrap: "", stats: "stats/" }[kind];
     return "data/" + folder + rest + ".js";
   }
 
