@@ -103,7 +103,8 @@ def model_spec(m: int) -> ModelSpec:
                      engine="copy-source", prompt_style="source")
 
 
-def fill(store: Store, n_models: int, n_ids: int, seed: int = 7, pool: int = POOL) -> None:
+def fill(store: Store, n_models: int, n_ids: int, seed: int = 7, pool: int = POOL,
+         replicates: int = 1000) -> None:
     """The first ``pool`` models scored for real (:func:`add_model`), the rest mixed from them
     (:func:`mix_models`), then the aggregates."""
     rng = random.Random(seed)
@@ -114,7 +115,13 @@ def fill(store: Store, n_models: int, n_ids: int, seed: int = 7, pool: int = POO
         add_model(store, m, test_sets, fingerprint, rng)
     if n_models > real:
         mix_models(store, range(real, n_models), real, seed)
-    aggregate(store)
+    aggregate(store, config=aggregate_config(replicates))
+
+
+def aggregate_config(replicates: int) -> MetricConfig:
+    """The aggregates' settings: the bootstrap's replicates (1,000 by default; 1,000 models ×
+    1,000 replicates took more than the 24 GB of the development machine)."""
+    return MetricConfig(bleu_tokenize="13a", bootstrap_replicates=replicates)
 
 
 def mix_models(store: Store, models: range, pool: int, seed: int) -> None:
@@ -193,12 +200,71 @@ def mix_models(store: Store, models: range, pool: int, seed: int) -> None:
         con.commit()
 
 
-def add_one(store: Store, m: int) -> None:
+def add_one(store: Store, m: int, replicates: int = 1000) -> None:
     """One more model in a filled database, aggregates recomputed (not part of the timings)."""
     test_sets = read_test_sets(store)
     fingerprint = store.query("dataset")[0]["fingerprint"]
     add_model(store, m, test_sets, fingerprint, random.Random(m))
-    aggregate(store)
+    aggregate(store, config=aggregate_config(replicates))
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+_TIMED = """([selector, action]) => {
+  const t0 = performance.now();
+  if (action === "click") { document.querySelector(selector).click(); }
+  else { const input = document.querySelector(selector); input.value = action;
+         input.dispatchEvent(new Event("input", {bubbles: true})); }
+  document.body.getBoundingClientRect(); void document.body.offsetHeight;  // layout included
+  return new Promise(done => requestAnimationFrame(() => done(performance.now() - t0)));
+}"""
+
+
+def leaderboard_timings(site: Path) -> dict[str, float] | None:
+    """The leaderboard in Chromium from ``file://`` (Playwright, Debian's chromium): ms from
+    navigation to DOMContentLoaded (its scripts have run: the table sorts and filters) and to
+    the load event; a sort (∆chrF header, twice) and a name search ("model-9") and its
+    clearing, each up to the next frame with layout. The fastest of three page loads."""
+    if not CHROMIUM.is_file():
+        return None
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, list[float]] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            for _ in range(3):
+                page = browser.new_page()
+                page.goto((site / "index.html").as_uri(), wait_until="load")
+                nav = page.evaluate("JSON.stringify(performance.getEntriesByType('navigation')[0])")
+                nav = json.loads(nav)
+                out.setdefault("interactive_ms", []).append(nav["domContentLoadedEventEnd"])
+                out.setdefault("load_ms", []).append(nav["loadEventEnd"])
+                header = "#leaderboard thead th:nth-child(4) button"
+                search = "form[data-table=leaderboard] input[name=q]"
+                for name, args in (("sort_ms", [header, "click"]),
+                                   ("sort_again_ms", [header, "click"]),
+                                   ("search_ms", [search, "model-9"]),
+                                   ("search_clear_ms", [search, ""])):
+                    out.setdefault(name, []).append(page.evaluate(_TIMED, args))
+                page.close()
+        finally:
+            browser.close()
+    return {k: round(min(v), 1) for k, v in out.items()}
+
+
+def part_files(site: Path) -> dict[str, int]:
+    """Files per folder of the site (``data/hyp``, ``downloads/models``, ...; top level: ".")."""
+    counts: dict[str, int] = {}
+    for path in site.rglob("*"):
+        if path.is_file():
+            parts = path.relative_to(site).parts[:-1]
+            key = "/".join(parts[:2]) if parts[:1] in (("data",), ("downloads",)) else (
+                parts[0] if parts else ".")
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def timed_build(store: Store, site: Path, mode: str):
@@ -221,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fetch", action="store_true",
                         help="fetch DuckDB-Wasm with npm first if it is not in the web cache")
     parser.add_argument("--json", type=Path, help="write the figures to this file too")
+    parser.add_argument("--replicates", type=int, default=1000,
+                        help="bootstrap replicates of the aggregates (fewer for 1,000 models)")
+    parser.add_argument("--no-browser", action="store_true",
+                        help="leave out the leaderboard's timings in Chromium")
     parser.add_argument("--workdir", type=Path, help="keep each size's filled database here "
                         "and reuse it in later runs (filling 320 models takes minutes)")
     parser.add_argument("--fill-only", action="store_true",
@@ -240,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tempfile.mkdtemp(prefix=f"cultivar-site-{n_models}-"))
         store = Store(folder / "bench.duckdb")
         start = time.perf_counter()
-        kept = (args.workdir / f"bench-scored-{n_models}x{args.segments}.duckdb"
+        suffix = "" if args.replicates == 1000 else f"-r{args.replicates}"
+        kept = (args.workdir / f"bench-scored-{n_models}x{args.segments}{suffix}.duckdb"
                 if args.workdir else None)
         pool_db = (args.workdir / f"bench-scored-{POOL}x{args.segments}.duckdb"
                    if args.workdir else None)
@@ -249,11 +320,11 @@ def main(argv: list[str] | None = None) -> int:
         elif n_models > POOL and pool_db is not None and pool_db.is_file():
             shutil.copyfile(pool_db, store.path)  # the scored pool, kept by an earlier run
             mix_models(store, range(POOL, n_models), POOL, seed=7)
-            aggregate(store)
+            aggregate(store, config=aggregate_config(args.replicates))
             if kept is not None:
                 shutil.copyfile(store.path, kept)
         else:
-            fill(store, n_models, args.segments)
+            fill(store, n_models, args.segments, replicates=args.replicates)
             if kept is not None:
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(store.path, kept)
@@ -264,8 +335,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         site = folder / "site"
         full, full_cpu, full_load = timed_build(store, site, mode)
+        browser = None if args.no_browser else leaderboard_timings(site)
         again, again_cpu, again_load = timed_build(store, site, mode)
-        add_one(store, n_models)
+        add_one(store, n_models, args.replicates)
         plus, plus_cpu, plus_load = timed_build(store, site, mode)
         result = {"models": n_models, "database_s": round(filled, 1),
                   "full_s": round(full.seconds, 2), "unchanged_s": round(again.seconds, 2),
@@ -276,19 +348,22 @@ def main(argv: list[str] | None = None) -> int:
                   "pages": full.pages, "files": full.files, "mb": round(full.bytes / 1e6, 1),
                   "largest": [full.largest_file[0], round(full.largest_file[1] / 1e6, 2)],
                   "parts_mb": {k: round(v / 1e6, 2) for k, v in full.sizes.items()},
-                  "notes": list(full.notes)}
+                  "notes": list(full.notes), "leaderboard_browser": browser,
+                  "files_per_part": part_files(site)}
         results.append(result)
         print(json.dumps(result, indent=1), flush=True)
         if not args.keep:
             shutil.rmtree(folder)
     print("\n| models | pages | files | size (MB) | largest file (MB) | full build (s) | "
-          "unchanged (s) | one model added (s) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "unchanged (s) | one model added (s) | leaderboard: interactive / sort / search (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        cpu, load = r["cpu_s"], r["load_1min"]
+        cpu, load, web = r["cpu_s"], r["load_1min"], r["leaderboard_browser"] or {}
         print(f"| {r['models']} | {r['pages']} | {r['files']} | {r['mb']} | {r['largest'][1]} | "
               f"{r['full_s']} (CPU {cpu['full']}, load {load['full']}) | {r['unchanged_s']} | "
-              f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) |")
+              f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) | "
+              f"{web.get('interactive_ms', '–')} / {web.get('sort_ms', '–')} / "
+              f"{web.get('search_ms', '–')} |")
     if len(results) >= 2:
         r1, r2 = results[0], results[-1]
         growth = (r2["full_s"] / r1["full_s"]) / (r2["models"] / r1["models"])
