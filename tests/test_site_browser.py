@@ -509,3 +509,45 @@ def test_compare_difference_interval_is_the_paired_bootstrap_of_python(page, ser
             spread += python.low < python.high
     assert checked == 12  # 6 locales × 2 metrics
     assert spread >= 6  # intervals, not points (some are: both models score 0 on a locale)
+
+
+LONG_NAMES = [f"bulk-model-{m:03d}" for m in range(148)]
+
+
+@pytest.fixture(scope="module")
+def long_site(site_dir, tmp_path_factory):
+    """The demo site's database plus 148 copies (``widen_store``): a 150-model leaderboard."""
+    root = tmp_path_factory.mktemp("long_site")
+    shutil.copyfile(site_dir.parent / "site.duckdb", root / "site.duckdb")
+    store = widen_store(Store(root / "site.duckdb"), "copy-source-baseline", LONG_NAMES)
+    build_site(store, root / "site", query_page="off")
+    return root / "site"
+
+
+def test_long_leaderboard_renders_100_rows_and_sorts_and_searches_all(browser, long_site):
+    """Past 100 models the page lays out 100 rows at a time (the rest are parsed in a template,
+    never laid out); sorting and the search still cover every model, from ``file://``."""
+    html = (long_site / "index.html").read_text()
+    assert html.count('<template data-rows="more">') == 1
+    with watched_page(browser) as page:
+        page.goto((long_site / "index.html").as_uri())
+        rows = page.locator("#leaderboard tbody tr")
+        more = page.locator("button.more-rows")
+        assert rows.count() == 100
+        assert more.inner_text() == "Show 50 more (100 of 150 shown)"
+        page.locator("#leaderboard thead th", has_text="Model").locator("button").click()
+        names = column(page, "leaderboard", "Model")
+        everyone = sorted(["copy-source-baseline", HOSTILE_MODEL, *LONG_NAMES], key=str.lower)
+        assert names == everyone[:100]  # the first 100 of all 150, not of the shown ones
+        page.locator("#leaderboard thead th", has_text="Model").locator("button").click()
+        assert column(page, "leaderboard", "Model") == everyone[::-1][:100]
+        more.click()
+        assert rows.count() == 150 and more.is_hidden()
+        assert column(page, "leaderboard", "Model") == everyone[::-1]
+        page.fill("form[data-table=leaderboard] input[name=q]", "bulk-model-14")
+        assert sorted(column(page, "leaderboard", "Model")) == [
+            f"bulk-model-{m}" for m in range(140, 148)]
+        assert "8 of 150 models shown" in page.locator(
+            "form[data-table=leaderboard] output.count").inner_text()
+        page.fill("form[data-table=leaderboard] input[name=q]", "")
+        assert rows.count() == 100  # back to the first page of rows
