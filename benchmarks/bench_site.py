@@ -1,19 +1,26 @@
-"""Benchmark: building the site for 32 and 320 synthetic models × 48 test sets × 200 segments.
+"""Benchmark: building the site for 32 to 1,000 synthetic models × 48 test sets × 200 segments.
 
 A synthetic database (27 locales + 21 languages = 48 test sets of 200 segments; hypotheses are
-perturbed references; scores and word-recall counts are random) is written for each size, then
-``build_site`` is timed three times: a full build into an empty folder, a rebuild with nothing
-changed, and a rebuild after one more model was added to the database (translations, scores,
-aggregates: the incremental case). The site's size is measured per part and its largest file
-reported. Targets (issue 12): 32 models ≤ 60 MB and ≤ 10 s, 320 models ≤ 400 MB and ≤ 100 s, no
-file over 50 MB, adding one model to a 32-model site ≤ 2 s.
+perturbed references; scores and word-recall counts computed for real) is written for each
+size: the first 16 models (``POOL``) are translated and scored (seconds each), every further
+model is a mixture of them (``mix_models``: instance i of model m is pool model p(m, i)'s, its
+translations, statistics and word recall together, the corpus scores computed from the mixed
+statistics — equal to scoring the mixture, checked by hand), so 1,000 models fill in minutes.
+Then ``build_site`` is timed three times: a full build into an empty folder, a rebuild with
+nothing changed, and a rebuild after one more model was added (translated and scored for real,
+aggregates recomputed: the incremental case). The site's size is measured per part and per
+folder, its largest file reported, and the leaderboard page timed in Chromium from ``file://``
+(Playwright, Debian's /usr/bin/chromium: DOMContentLoaded, a sort, a name search). Targets
+(issue 20 §5): 1,000 models ≤ 1 GB, ≤ 20,000 files, no file over 50 MB, a full build ≤ 4 min,
+one model added ≤ 5 s, the leaderboard interactive within 1 s, sort and filter ≤ 100 ms; 32
+models ≤ 60 MB, ≤ 10 s, one model added ≤ 2 s.
 
 The Query page's DuckDB-Wasm is part of the site when it is in the web cache (the build fetches
 it with npm once; ``--fetch`` does that before the timings, so they never include npm).
 Not a test: run it by hand and record the figures in docs/performance.md.
 
     python benchmarks/bench_site.py                 # 32 and 320 models (a few GB in /tmp)
-    python benchmarks/bench_site.py --models 8 32   # other sizes
+    python benchmarks/bench_site.py --models 1000 --replicates 200 --workdir DIR
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ shows, the same way :mod:`cultivar_assets.metrics.bootstrap` does: equal weights
 (:func:`~cultivar_assets.metrics.bootstrap.instance_weights` with the stored seed), exact integer
 sums, the scores of :mod:`cultivar_assets.metrics.score_arrays`, the same percentile positions.
 So the interval the page shows is :func:`~cultivar_assets.metrics.bootstrap.difference_interval`
-for the pair. Size: one file per model (about a tenth of the model's translations shard) plus
+for the pair. Size: one file per model (about 140 KB on the benchmark's data) plus
 one file for the site, where intervals stored per model pair would grow with the square of the
 number of models.
 
