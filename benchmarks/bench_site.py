@@ -1,24 +1,32 @@
-"""Benchmark: building the site for 32 and 320 synthetic models × 48 test sets × 200 segments.
+"""Benchmark: building the site for 32 to 1,000 synthetic models × 48 test sets × 200 segments.
 
 A synthetic database (27 locales + 21 languages = 48 test sets of 200 segments; hypotheses are
-perturbed references; scores and word-recall counts are random) is written for each size, then
-``build_site`` is timed three times: a full build into an empty folder, a rebuild with nothing
-changed, and a rebuild after one more model was added to the database (translations, scores,
-aggregates: the incremental case). The site's size is measured per part and its largest file
-reported. Targets (issue 12): 32 models ≤ 60 MB and ≤ 10 s, 320 models ≤ 400 MB and ≤ 100 s, no
-file over 50 MB, adding one model to a 32-model site ≤ 2 s.
+perturbed references; scores and word-recall counts computed for real) is written for each
+size: the first 16 models (``POOL``) are translated and scored (seconds each), every further
+model is a mixture of them (``mix_models``: instance i of model m is pool model p(m, i)'s, its
+translations, statistics and word recall together, the corpus scores computed from the mixed
+statistics — equal to scoring the mixture, checked by hand), so 1,000 models fill in minutes.
+Then ``build_site`` is timed three times: a full build into an empty folder, a rebuild with
+nothing changed, and a rebuild after one more model was added (translated and scored for real,
+aggregates recomputed: the incremental case). The site's size is measured per part and per
+folder, its largest file reported, and the leaderboard page timed in Chromium from ``file://``
+(Playwright, Debian's /usr/bin/chromium: DOMContentLoaded, a sort, a name search). Targets
+(issue 20 §5): 1,000 models ≤ 1 GB, ≤ 20,000 files, no file over 50 MB, a full build ≤ 4 min,
+one model added ≤ 5 s, the leaderboard interactive within 1 s, sort and filter ≤ 100 ms; 32
+models ≤ 60 MB, ≤ 10 s, one model added ≤ 2 s.
 
 The Query page's DuckDB-Wasm is part of the site when it is in the web cache (the build fetches
 it with npm once; ``--fetch`` does that before the timings, so they never include npm).
 Not a test: run it by hand and record the figures in docs/performance.md.
 
     python benchmarks/bench_site.py                 # 32 and 320 models (a few GB in /tmp)
-    python benchmarks/bench_site.py --models 8 32   # other sizes
+    python benchmarks/bench_site.py --models 1000 --replicates 200 --workdir DIR
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -29,12 +37,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 from tqdm import tqdm
 
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Instance
 from cultivar_assets.engines.base import EngineInfo
 from cultivar_assets.evaluation import aggregate, score_model
+from cultivar_assets.metrics.registry import metric_registry
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.site.build import build_site
 from cultivar_assets.site.config import default_web_cache
@@ -70,14 +81,13 @@ def synthetic_benchmark(n_ids: int, rng: random.Random) -> BenchmarkData:
 
 
 METRICS = MetricConfig(bleu_tokenize="13a")
+POOL = 16  # models scored for real; the others are mixed from them (mix_models)
 
 
 def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Random) -> None:
     """Model ``m``: translations (perturbed references), scored for real (BLEU, chrF, the
     per-segment statistics that the bootstrap intervals need, word recall)."""
-    spec = ModelSpec(id=f"model-{m:03d}", hf_id=f"org/model-{m:03d}", type="LLM",
-                     family=f"family-{m % 8}", params_total_b=0.5 * (1 + m % 40),
-                     engine="copy-source", prompt_style="source")
+    spec = model_spec(m)
     rows = []
     for test_set in test_sets:
         for segment in test_set.segments:
@@ -94,21 +104,174 @@ def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Ran
     score_model(store, spec.id, METRICS, processes=2)
 
 
-def fill(store: Store, n_models: int, n_ids: int, seed: int = 7) -> None:
+def model_spec(m: int) -> ModelSpec:
+    return ModelSpec(id=f"model-{m:03d}", hf_id=f"org/model-{m:03d}", type="LLM",
+                     family=f"family-{m % 8}", params_total_b=0.5 * (1 + m % 40),
+                     engine="copy-source", prompt_style="source")
+
+
+def fill(store: Store, n_models: int, n_ids: int, seed: int = 7, pool: int = POOL,
+         replicates: int = 1000) -> None:
+    """The first ``pool`` models scored for real (:func:`add_model`), the rest mixed from them
+    (:func:`mix_models`), then the aggregates."""
     rng = random.Random(seed)
     fingerprint = write_dataset(store, synthetic_benchmark(n_ids, rng))
     test_sets = read_test_sets(store)
-    for m in tqdm(range(n_models), desc=f"database of {n_models} models", unit="model"):
+    real = min(n_models, pool)
+    for m in tqdm(range(real), desc=f"{real} models scored", unit="model"):
         add_model(store, m, test_sets, fingerprint, rng)
-    aggregate(store)
+    if n_models > real:
+        mix_models(store, range(real, n_models), real, seed)
+    aggregate(store, config=aggregate_config(replicates))
 
 
-def add_one(store: Store, m: int) -> None:
+def aggregate_config(replicates: int) -> MetricConfig:
+    """The aggregates' settings: the bootstrap's replicates (1,000 by default; 1,000 models ×
+    1,000 replicates took more than the 24 GB of the development machine)."""
+    return MetricConfig(bleu_tokenize="13a", bootstrap_replicates=replicates)
+
+
+def mix_models(store: Store, models: range, pool: int, seed: int) -> None:
+    """Models ``models`` as mixtures of the ``pool`` scored models ``model-000``...: model ``m``
+    takes instance ``i`` from pool model ``p(m, i)`` (drawn at random) on every test set — its
+    translations, per-segment statistics and word-recall counts, so texts and statistics agree
+    — and its corpus scores are computed from the mixed statistics (the registry's
+    ``score_from_stats``). Seconds for 1,000 models, where scoring each takes seconds."""
+    rng = np.random.default_rng(seed)
+    pool_ids = [f"model-{p:03d}" for p in range(pool)]
+    specs = [model_spec(m) for m in models]
+    with store.connect() as con:
+        segment_ids = [r[0] for r in con.execute(
+            "SELECT DISTINCT segment_id FROM raw.translations ORDER BY 1").fetchall()]
+        drawn = rng.integers(0, pool, size=(len(specs), len(segment_ids)))
+        assign = pa.table({
+            "model_id": np.repeat([s.id for s in specs], len(segment_ids)),
+            "segment_id": np.tile(np.asarray(segment_ids, dtype=np.int32), len(specs)),
+            "pool_id": np.asarray(pool_ids)[drawn.ravel()]})
+        digests = pa.table({"model_id": [s.id for s in specs], "fingerprint": [
+            hashlib.sha256(f"{s.id}:{row.tobytes().hex()}".encode()).hexdigest()
+            for s, row in zip(specs, drawn, strict=True)]})
+        model_rows = pa.Table.from_pylist([{
+            "model_id": s.id, "hf_id": s.hf_id, "revision": s.revision, "weights": s.weights,
+            "type": s.type, "family": s.family, "params_total_b": s.params_total_b,
+            "params_active_b": s.params_active_b, "engine": s.engine,
+            "prompt_style": s.prompt_style, "engine_options": "{}", "license": s.license}
+            for s in specs])
+        con.register("assign", assign)
+        con.register("digests", digests)
+        con.register("model_rows", model_rows)
+        con.begin()
+        con.execute("INSERT INTO raw.models BY NAME SELECT * FROM model_rows")
+        con.execute("""INSERT INTO raw.model_runs BY NAME
+            SELECT r.* REPLACE (d.model_id AS model_id, d.fingerprint AS translations_fingerprint)
+            FROM digests d, raw.model_runs r WHERE r.model_id = 'model-000'""")
+        for table, key in (("translations", "segment_id"), ("segment_stats", "segment_id"),
+                           ("word_recall", "segment_id")):
+            con.execute(f"""INSERT INTO raw.{table} BY NAME
+                SELECT t.* REPLACE (a.model_id AS model_id) FROM assign a
+                JOIN raw.{table} t ON t.model_id = a.pool_id AND t.{key} = a.segment_id""")
+        stats = con.execute("""SELECT model_id, test_set, metric, segment_id, stats
+            FROM raw.segment_stats WHERE list_contains($pool, model_id)
+            ORDER BY metric, test_set, model_id, segment_id""", {"pool": pool_ids}
+                            ).to_arrow_table()
+        templates = {(r["test_set"], r["metric"]): r for r in con.execute(
+            "SELECT * FROM raw.scores WHERE model_id = 'model-000'").to_arrow_table(
+            ).to_pylist()}
+        position = {s: j for j, s in enumerate(segment_ids)}
+        registry = metric_registry()
+        fingerprints = digests["fingerprint"].to_pylist()
+        score_rows = []
+        columns = stats.to_pydict()
+        groups: dict[tuple[str, str], list[int]] = {}
+        for index, key in enumerate(zip(columns["test_set"], columns["metric"], strict=True)):
+            groups.setdefault(key, []).append(index)
+        for (test_set, metric), rows in groups.items():
+            width = len(columns["stats"][rows[0]])
+            table = np.zeros((pool, len(segment_ids), width), dtype=np.int64)
+            present = np.zeros((pool, len(segment_ids)), dtype=bool)
+            for index in rows:
+                p, j = pool_ids.index(columns["model_id"][index]), position[
+                    columns["segment_id"][index]]
+                table[p, j] = columns["stats"][index]
+                present[p, j] = True
+            cols = np.arange(len(segment_ids))[None, :]
+            summed = np.where(present[drawn, cols][..., None], table[drawn, cols], 0).sum(axis=1)
+            n_segments = present[drawn, cols].sum(axis=1)
+            scores = registry.get(metric).score_from_stats(summed.astype(np.float64))
+            template = templates[(test_set, metric)]
+            for s, score, n, fp in zip(specs, scores, n_segments, fingerprints, strict=True):
+                score_rows.append({**template, "model_id": s.id, "score": float(score),
+                                   "n_segments": int(n), "translations_fingerprint": fp})
+        con.register("score_rows", pa.Table.from_pylist(score_rows))
+        con.execute("INSERT INTO raw.scores BY NAME SELECT * FROM score_rows")
+        con.commit()
+
+
+def add_one(store: Store, m: int, replicates: int = 1000) -> None:
     """One more model in a filled database, aggregates recomputed (not part of the timings)."""
     test_sets = read_test_sets(store)
     fingerprint = store.query("dataset")[0]["fingerprint"]
     add_model(store, m, test_sets, fingerprint, random.Random(m))
-    aggregate(store)
+    aggregate(store, config=aggregate_config(replicates))
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+_TIMED = """([selector, action]) => {
+  const t0 = performance.now();
+  if (action === "click") { document.querySelector(selector).click(); }
+  else { const input = document.querySelector(selector); input.value = action;
+         input.dispatchEvent(new Event("input", {bubbles: true})); }
+  document.body.getBoundingClientRect(); void document.body.offsetHeight;  // layout included
+  return new Promise(done => requestAnimationFrame(() => done(performance.now() - t0)));
+}"""
+
+
+def leaderboard_timings(site: Path) -> dict[str, float] | None:
+    """The leaderboard in Chromium from ``file://`` (Playwright, Debian's chromium): ms from
+    navigation to DOMContentLoaded (its scripts have run: the table sorts and filters) and to
+    the load event; a sort (∆chrF header, twice) and a name search ("model-9") and its
+    clearing, each up to the next frame with layout. The fastest of three page loads."""
+    if not CHROMIUM.is_file():
+        return None
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, list[float]] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            for _ in range(3):
+                page = browser.new_page()
+                page.goto((site / "index.html").as_uri(), wait_until="load")
+                nav = page.evaluate("JSON.stringify(performance.getEntriesByType('navigation')[0])")
+                nav = json.loads(nav)
+                out.setdefault("interactive_ms", []).append(nav["domContentLoadedEventEnd"])
+                out.setdefault("load_ms", []).append(nav["loadEventEnd"])
+                header = "#leaderboard thead th:nth-child(4) button"
+                search = "form[data-table=leaderboard] input[name=q]"
+                for name, args in (("sort_ms", [header, "click"]),
+                                   ("sort_again_ms", [header, "click"]),
+                                   ("search_ms", [search, "model-9"]),
+                                   ("search_clear_ms", [search, ""])):
+                    out.setdefault(name, []).append(page.evaluate(_TIMED, args))
+                page.close()
+        finally:
+            browser.close()
+    return {k: round(min(v), 1) for k, v in out.items()}
+
+
+def part_files(site: Path) -> dict[str, int]:
+    """Files per folder of the site (``data/hyp``, ``downloads/models``, ...; top level: ".")."""
+    counts: dict[str, int] = {}
+    for path in site.rglob("*"):
+        if path.is_file():
+            parts = path.relative_to(site).parts[:-1]
+            key = "/".join(parts[:2]) if parts[:1] in (("data",), ("downloads",)) else (
+                parts[0] if parts else ".")
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def timed_build(store: Store, site: Path, mode: str):
@@ -131,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fetch", action="store_true",
                         help="fetch DuckDB-Wasm with npm first if it is not in the web cache")
     parser.add_argument("--json", type=Path, help="write the figures to this file too")
+    parser.add_argument("--replicates", type=int, default=1000,
+                        help="bootstrap replicates of the aggregates (fewer for 1,000 models)")
+    parser.add_argument("--no-browser", action="store_true",
+                        help="leave out the leaderboard's timings in Chromium")
     parser.add_argument("--workdir", type=Path, help="keep each size's filled database here "
                         "and reuse it in later runs (filling 320 models takes minutes)")
     parser.add_argument("--fill-only", action="store_true",
@@ -150,12 +317,21 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tempfile.mkdtemp(prefix=f"cultivar-site-{n_models}-"))
         store = Store(folder / "bench.duckdb")
         start = time.perf_counter()
-        kept = (args.workdir / f"bench-scored-{n_models}x{args.segments}.duckdb"
+        suffix = "" if args.replicates == 1000 else f"-r{args.replicates}"
+        kept = (args.workdir / f"bench-scored-{n_models}x{args.segments}{suffix}.duckdb"
                 if args.workdir else None)
+        pool_db = (args.workdir / f"bench-scored-{POOL}x{args.segments}.duckdb"
+                   if args.workdir else None)
         if kept is not None and kept.is_file():
             shutil.copyfile(kept, store.path)
+        elif n_models > POOL and pool_db is not None and pool_db.is_file():
+            shutil.copyfile(pool_db, store.path)  # the scored pool, kept by an earlier run
+            mix_models(store, range(POOL, n_models), POOL, seed=7)
+            aggregate(store, config=aggregate_config(args.replicates))
+            if kept is not None:
+                shutil.copyfile(store.path, kept)
         else:
-            fill(store, n_models, args.segments)
+            fill(store, n_models, args.segments, replicates=args.replicates)
             if kept is not None:
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(store.path, kept)
@@ -166,8 +342,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         site = folder / "site"
         full, full_cpu, full_load = timed_build(store, site, mode)
+        browser = None if args.no_browser else leaderboard_timings(site)
         again, again_cpu, again_load = timed_build(store, site, mode)
-        add_one(store, n_models)
+        add_one(store, n_models, args.replicates)
         plus, plus_cpu, plus_load = timed_build(store, site, mode)
         result = {"models": n_models, "database_s": round(filled, 1),
                   "full_s": round(full.seconds, 2), "unchanged_s": round(again.seconds, 2),
@@ -178,19 +355,22 @@ def main(argv: list[str] | None = None) -> int:
                   "pages": full.pages, "files": full.files, "mb": round(full.bytes / 1e6, 1),
                   "largest": [full.largest_file[0], round(full.largest_file[1] / 1e6, 2)],
                   "parts_mb": {k: round(v / 1e6, 2) for k, v in full.sizes.items()},
-                  "notes": list(full.notes)}
+                  "notes": list(full.notes), "leaderboard_browser": browser,
+                  "files_per_part": part_files(site)}
         results.append(result)
         print(json.dumps(result, indent=1), flush=True)
         if not args.keep:
             shutil.rmtree(folder)
     print("\n| models | pages | files | size (MB) | largest file (MB) | full build (s) | "
-          "unchanged (s) | one model added (s) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "unchanged (s) | one model added (s) | leaderboard: interactive / sort / search (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        cpu, load = r["cpu_s"], r["load_1min"]
+        cpu, load, web = r["cpu_s"], r["load_1min"], r["leaderboard_browser"] or {}
         print(f"| {r['models']} | {r['pages']} | {r['files']} | {r['mb']} | {r['largest'][1]} | "
               f"{r['full_s']} (CPU {cpu['full']}, load {load['full']}) | {r['unchanged_s']} | "
-              f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) |")
+              f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) | "
+              f"{web.get('interactive_ms', '–')} / {web.get('sort_ms', '–')} / "
+              f"{web.get('search_ms', '–')} |")
     if len(results) >= 2:
         r1, r2 = results[0], results[-1]
         growth = (r2["full_s"] / r1["full_s"]) / (r2["models"] / r1["models"])

@@ -74,12 +74,18 @@ SELECT * FROM annotations ORDER BY locale, instance_id;
 SELECT test_set, kind, language, locale, segment_id, source, reference
 FROM raw.segments ORDER BY test_set, segment_id;
 
--- What each model's translations are, as one number per model (the builder reuses a model's
--- files from the previous build when it is unchanged): the sum of the rows' hashes (order-free).
+-- What each model's translations and per-segment statistics are, as one string per model (the
+-- builder reuses a model's files from the previous build when it is unchanged): the sums of the
+-- rows' hashes (order-free).
 -- name: site_translation_digests
-SELECT model_id, count(*) AS n_rows,
-       sum(hash(test_set, segment_id, hypothesis, raw_output, cleaning_rules))::VARCHAR AS digest
-FROM raw.translations GROUP BY model_id ORDER BY model_id;
+SELECT t.model_id, t.n_rows, t.digest || ':' || coalesce(s.digest, '') AS digest
+FROM (SELECT model_id, count(*) AS n_rows,
+             sum(hash(test_set, segment_id, hypothesis, raw_output, cleaning_rules))::VARCHAR
+                 AS digest
+      FROM raw.translations GROUP BY model_id) AS t
+LEFT JOIN (SELECT model_id, sum(hash(metric, test_set, segment_id, stats))::VARCHAR AS digest
+           FROM raw.segment_stats GROUP BY model_id) AS s USING (model_id)
+ORDER BY t.model_id;
 
 -- Translations of the given models, model by model; raw_output is NULL where it equals the
 -- hypothesis (cleaning changed nothing), which is most rows.
@@ -170,3 +176,18 @@ SELECT f.model_id, f.run_id, f.step, f.error, f.failed_at, f.last_success_at,
        m.type, m.family, m.params_total_b
 FROM failed_models f LEFT JOIN raw.models m USING (model_id)
 ORDER BY f.model_id;
+
+-- The compare view's statistics (site/compare_stats.py): BLEU and chrF per instance of the
+-- flores_* and cultivar_* test sets, for the given models.
+-- name: site_model_stats
+SELECT model_id, metric, test_set, segment_id, stats
+FROM raw.segment_stats
+WHERE list_contains($models, model_id) AND metric IN ('bleu', 'chrf')
+  AND (starts_with(test_set, 'flores_') OR starts_with(test_set, 'cultivar_'))
+ORDER BY model_id, metric, test_set, segment_id;
+
+-- The instance ids the bootstrap resamples (metrics/bootstrap.py: the pool U).
+-- name: site_stats_universe
+SELECT DISTINCT segment_id FROM raw.segment_stats
+WHERE starts_with(test_set, 'flores_') OR starts_with(test_set, 'cultivar_')
+ORDER BY segment_id;

@@ -26,6 +26,12 @@ from site_helpers import (
     widen_store,
 )
 
+from cultivar_assets.metrics.bootstrap import (
+    BootstrapConfig,
+    difference_interval,
+    paired_bootstrap,
+)
+from cultivar_assets.metrics.segment_stats import stats_from_table
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.shards import decode_shard
 from cultivar_assets.store.database import Store
@@ -468,3 +474,80 @@ def test_compare_follows_the_hash_has_an_overall_row_and_refuses_one_model(page,
     page.locator("#compare-table tfoot tr").wait_for()
     assert page.locator("#compare-table tfoot td").nth(0).inner_text().split()[0] == \
         f"{board[HOSTILE_MODEL]['delta_bleu']:.2f}"
+
+
+def test_compare_difference_interval_is_the_paired_bootstrap_of_python(page, server, site_dir):
+    """The difference column's interval, recomputed in the browser from the shipped resampling
+    and per-instance statistics, equals metrics/bootstrap.py's for the pair (both metrics,
+    every locale)."""
+    store = Store(site_dir.parent / "site.duckdb")
+    settings = store.query("site_statistics_settings")[0]
+    models = sorted({r["model_id"] for r in store.query("all_scores")})
+    locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
+    result = paired_bootstrap(
+        {m: t for m, t in stats_from_table(store.arrow("all_segment_stats")).items()
+         if m in ("bleu", "chrf")}, models, locales,
+        config=BootstrapConfig(n_replicates=settings["n_replicates"], seed=settings["seed"],
+                               confidence=settings["confidence"]))
+    assert result.n_instances == settings["n_instances"]
+    a_id, b_id = "copy-source-baseline", HOSTILE_MODEL
+    page.goto(f"{server}/compare.html#a={model_slug(a_id)}&b={model_slug(b_id)}")
+    page.wait_for_selector("#compare-table[data-intervals=done]")
+    checked = spread = 0
+    for row in page.locator("#compare-table tbody tr").all():
+        locale = row.locator("th").inner_text()
+        for metric in ("bleu", "chrf"):
+            cell = row.locator(f"td[data-difference=delta_{metric}]")
+            python = difference_interval(result.quantities[f"pair_delta_{metric}"],
+                                         (a_id, locale), (b_id, locale))
+            assert float(cell.get_attribute("data-value")) == pytest.approx(python.value,
+                                                                            abs=1e-9)
+            assert float(cell.get_attribute("data-low")) == pytest.approx(python.low, abs=1e-9)
+            assert float(cell.get_attribute("data-high")) == pytest.approx(python.high, abs=1e-9)
+            assert cell.inner_text() == f"{python.value:.2f} [{python.low:.2f}, {python.high:.2f}]"
+            checked += 1
+            spread += python.low < python.high
+    assert checked == 12  # 6 locales × 2 metrics
+    assert spread >= 6  # intervals, not points (some are: both models score 0 on a locale)
+
+
+LONG_NAMES = [f"bulk-model-{m:03d}" for m in range(148)]
+
+
+@pytest.fixture(scope="module")
+def long_site(site_dir, tmp_path_factory):
+    """The demo site's database plus 148 copies (``widen_store``): a 150-model leaderboard."""
+    root = tmp_path_factory.mktemp("long_site")
+    shutil.copyfile(site_dir.parent / "site.duckdb", root / "site.duckdb")
+    store = widen_store(Store(root / "site.duckdb"), "copy-source-baseline", LONG_NAMES)
+    build_site(store, root / "site", query_page="off")
+    return root / "site"
+
+
+def test_long_leaderboard_renders_100_rows_and_sorts_and_searches_all(browser, long_site):
+    """Past 100 models the page lays out 100 rows at a time (the rest are parsed in a template,
+    never laid out); sorting and the search still cover every model, from ``file://``."""
+    html = (long_site / "index.html").read_text()
+    assert html.count('<template data-rows="more">') == 1
+    with watched_page(browser) as page:
+        page.goto((long_site / "index.html").as_uri())
+        rows = page.locator("#leaderboard tbody tr")
+        more = page.locator("button.more-rows")
+        assert rows.count() == 100
+        assert more.inner_text() == "Show 50 more (100 of 150 shown)"
+        page.locator("#leaderboard thead th", has_text="Model").locator("button").click()
+        names = column(page, "leaderboard", "Model")
+        everyone = sorted(["copy-source-baseline", HOSTILE_MODEL, *LONG_NAMES], key=str.lower)
+        assert names == everyone[:100]  # the first 100 of all 150, not of the shown ones
+        page.locator("#leaderboard thead th", has_text="Model").locator("button").click()
+        assert column(page, "leaderboard", "Model") == everyone[::-1][:100]
+        more.click()
+        assert rows.count() == 150 and more.is_hidden()
+        assert column(page, "leaderboard", "Model") == everyone[::-1]
+        page.fill("form[data-table=leaderboard] input[name=q]", "bulk-model-14")
+        assert sorted(column(page, "leaderboard", "Model")) == [
+            f"bulk-model-{m}" for m in range(140, 148)]
+        assert "8 of 150 models shown" in page.locator(
+            "form[data-table=leaderboard] output.count").inner_text()
+        page.fill("form[data-table=leaderboard] input[name=q]", "")
+        assert rows.count() == 100  # back to the first page of rows

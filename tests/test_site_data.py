@@ -8,6 +8,8 @@ import csv
 import io
 import json
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from hostile_strings import ALL as HOSTILE
 
@@ -109,14 +111,20 @@ def test_locale_shard_hides_originals_but_keeps_the_highlights():
     assert "Flamengo" not in json.dumps(hidden)
 
 
-def test_hypothesis_shard_pairs_flores_and_cultivar_outputs():
+def test_hypothesis_shard_pairs_flores_and_cultivar_outputs_instance_major():
     rows = {("cultivar_x", 1): ("loc one", None, ["strip_prefix"]),
             ("flores_y", 1): ("orig one", "raw <b>", []),
-            ("cultivar_x", 2): ("loc two", None, [])}
-    payload = shards.hyp_payload("m", "x", [1, 2, 3], "flores_y", "cultivar_x", rows)
-    assert payload["items"] == [[1, "orig one", "raw <b>", None, "loc one", None,
-                                 ["strip_prefix"]],
-                                [2, None, None, None, "loc two", None, None]]
+            ("cultivar_x", 2): ("loc two", None, []),
+            ("cultivar_z", 1): ("z one", None, [])}
+    payload = shards.hyp_payload("m", [("x", [1, 2, 3], "flores_y", "cultivar_x"),
+                                       ("w", [1, 2], "flores_y", "cultivar_w"),  # no outputs
+                                       ("z", [1], "flores_y", "cultivar_z")], rows)
+    assert payload["locales"] == [["x", "flores_y", "cultivar_x"], ["z", "flores_y", "cultivar_z"]]
+    # one file for the model: each instance once, its outputs in every locale beside each other
+    assert payload["items"] == [
+        [1, [[0, "orig one", "raw <b>", None, "loc one", None, ["strip_prefix"]],
+             [1, "orig one", "raw <b>", None, "z one", None, None]]],
+        [2, [[0, None, None, None, "loc two", None, None]]]]
 
 
 @pytest.mark.parametrize(("hypothesis", "raw", "expected"), [
@@ -197,3 +205,27 @@ def test_query_engine_modes_say_why_the_page_is_left_out(tmp_path, monkeypatch):
     with pytest.raises(QueryEngineError, match="npm is not available"):
         fetch_query_engine(tmp_path)
     assert cached_query_engine(tmp_path) is None
+
+
+def test_compare_statistics_compact_form_gives_sacrebleus_statistics_back():
+    """The statistics shard's compact form (site/compare_stats.py) expands to sacreBLEU's own
+    per-segment statistics; a block the form cannot hold is shipped whole."""
+    from cultivar_assets.metrics.registry import build_statistics
+    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.site import compare_stats
+
+    refs = ["The cat sat on the mat in Rio.", "A b", "Ein Satz, mit Komma; und mehr."]
+    hyps = ["The cat sat on a mat in Rio de Janeiro.", "", "Ein Satz mit Komma und mehr!"]
+    built = build_statistics(MetricConfig(bleu_tokenize="13a"), ("bleu", "chrf"))
+    for metric in ("bleu", "chrf"):
+        stats = built[metric].segment_statistics(refs, hyps)
+        short = compare_stats.compact(metric, stats)
+        assert short is not None and short.shape[1] == {"bleu": 6, "chrf": 8}[metric]
+        assert np.array_equal(compare_stats.expand(metric, short), stats)
+    odd = built["bleu"].segment_statistics(refs, hyps).copy()
+    odd[0, -1] += 1  # a 4-gram total that does not follow from the length
+    assert compare_stats.compact("bleu", odd) is None
+    table = pa.table({"metric": ["bleu"] * 3, "test_set": ["flores_x"] * 3,
+                      "segment_id": [0, 1, 2], "stats": odd.tolist()})
+    payload = compare_stats.stats_payload("m", table, 2)
+    assert payload["blocks"] == [["bleu", "flores_x", [0, 1, 2], "x", odd.ravel().tolist()]]

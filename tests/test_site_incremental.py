@@ -53,24 +53,25 @@ def test_rebuilds_reuse_unchanged_models_and_equal_a_full_build(store, tmp_path)
     first = build(store, site)
     assert first.reused_models == 0 and first.models == 2
     hostile = model_slug(HOSTILE_MODEL)
-    before = inodes(site, f"data/hyp/{hostile}/")
-    assert len(before) == 6
+    before = inodes(site, f"data/hyp/{hostile}.js")
+    assert len(before) == 1  # one shard per model, every locale in it
     again = build(store, site)
     assert again.reused_models == 2
-    assert inodes(site, f"data/hyp/{hostile}/") == before  # the same files, linked
+    assert inodes(site, f"data/hyp/{hostile}.js") == before  # the same files, linked
 
     with duckdb.connect(str(store.path)) as con:  # the baseline's outputs change
         con.execute("UPDATE raw.translations SET hypothesis = hypothesis || ' (changed)' "
                     "WHERE model_id = 'copy-source-baseline' AND test_set = "
                     "'cultivar_deu_Latn_Germany' AND segment_id = 0")
-    baseline = inodes(site, "data/hyp/copy-source-baseline/")
+    baseline = inodes(site, "data/hyp/copy-source-baseline.js")
     third = build(store, site)
     assert third.reused_models == 1
-    assert inodes(site, f"data/hyp/{hostile}/") == before
-    assert inodes(site, "data/hyp/copy-source-baseline/") != baseline
-    shard = decode_shard((site / "data/hyp/copy-source-baseline/deu_Latn_Germany.js")
-                         .read_bytes())[1]
-    assert shard["items"][0][4].endswith(" (changed)")
+    assert inodes(site, f"data/hyp/{hostile}.js") == before
+    assert inodes(site, "data/hyp/copy-source-baseline.js") != baseline
+    shard = decode_shard((site / "data/hyp/copy-source-baseline.js").read_bytes())[1]
+    german = [entry[0] for entry in shard["locales"]].index("deu_Latn_Germany")
+    assert shard["items"][0][0] == 0
+    assert dict((out[0], out) for out in shard["items"][0][1])[german][4].endswith(" (changed)")
 
     full = tmp_path / "full"
     build(store, full, reuse=False)

@@ -173,6 +173,18 @@ class Estimate:
         return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
 
 
+def difference_interval(quantity: Quantity, a, b) -> Estimate:
+    """The paired-bootstrap estimate of ``a − b`` for two items of one quantity (e.g. two models'
+    ``pair_delta_bleu`` on one locale: keys ``(model, locale)``): the point estimates'
+    difference and the percentile interval of the replicates' differences, replicate by
+    replicate (both items were resampled with the same weights). n: the smaller n."""
+    i, j = quantity.index(a), quantity.index(b)
+    low, high = percentile_interval(quantity.replicates[:, i] - quantity.replicates[:, j],
+                                    quantity.confidence)
+    return Estimate(_num(quantity.point[i] - quantity.point[j]), _num(low), _num(high),
+                    int(min(quantity.n[i], quantity.n[j])))
+
+
 def _num(value) -> float | None:
     value = float(value)
     return None if math.isnan(value) else value

@@ -53,8 +53,8 @@ import pyarrow.compute as pc
 from cultivar_assets import __version__
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
 from cultivar_assets.files import MANIFEST, read_manifest, replace_folder
+from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
-from cultivar_assets.site import shards
 from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.incremental import SITE_FORMAT, Cache
@@ -147,7 +147,9 @@ def component_sizes(folder: Path) -> tuple[dict[str, int], tuple[str, int]]:
 
 def _component(rel: str) -> str:
     for prefix, name in (("data/hyp/", "translation shards"), ("data/locales/", "locale shards"),
-                         ("data/models/", "model shards"), ("data/charts/", "chart specs"),
+                         ("data/models/", "model shards"),
+                         ("data/stats/", "statistics shards (compare)"),
+                         ("data/charts/", "chart specs"),
                          ("data/query/", "query tables"),
                          ("downloads/translations/", "translation parquet"),
                          ("downloads/", "downloads (tables)"),
@@ -335,6 +337,15 @@ class _Build:
         for model_id, table in model_tables(self.reader, changed):
             entries[model_id] = self._model_files(model_id, table, sources)
             self.model_locales[model_id] = entries[model_id]["locales"]
+        for model_id, table in model_tables(self.reader, changed, "site_model_stats"):
+            if model_id not in entries:
+                continue
+            key = f"stats/{entries[model_id]['slug']}"
+            payload = compare_stats.stats_payload(model_id, table, shards.FORMAT)
+            self._later(shards.shard_path(key), lambda key=key, payload=payload:
+                        shards.pack_shard(key, shards.shard_json(payload)))
+            entries[model_id]["files"].append(shards.shard_path(key))
+        self._bootstrap_shard()
         self.models_done = len(entries)
         self._settle()
         if self.options["include_database"]:
@@ -344,6 +355,15 @@ class _Build:
             target = self.writer.root / "downloads" / "cultivar.duckdb"
             dl.export_database(self.writer.root / "downloads", files, target)
             self.writer.counted(target)
+
+    def _bootstrap_shard(self) -> None:
+        """The bootstrap's resampling for the compare view (:mod:`.compare_stats`)."""
+        settings = (self.reader.rows("site_statistics_settings") or [{}])[0]
+        universe = [r["segment_id"] for r in self.reader.rows("site_stats_universe")]
+        payload = compare_stats.bootstrap_payload(settings, universe, shards.FORMAT)
+        if payload is not None:
+            self.writer.data(shards.shard_path("bootstrap"),
+                             shards.encode_shard("bootstrap", payload))
 
     def _model_files(self, model_id: str, table: pa.Table, sources: dict) -> dict:
         slug = model_slug(model_id)
@@ -367,20 +387,19 @@ class _Build:
                                          "raw_output", pa.array(raws, pa.string()))
         by_key = dict(zip(keys, zip(hypotheses, raws, columns["cleaning_rules"], strict=True),
                           strict=True))
-        files, locales = [], []
+        sets = []
         for locale in self.data.present_locales:
             info = self.data.locale_info[locale]
-            cultivar = cultivar_test_set_name(locale)
-            flores = flores_test_set_name(info["flores_plus_code"])
-            ids = self.data.instance_ids[locale]
-            payload = shards.hyp_payload(model_id, locale, ids, flores, cultivar, by_key)
-            if not payload["items"]:
-                continue
-            path = shards.shard_path(f"hyp/{slug}/{locale}")
-            data, key = shards.shard_json(payload), f"hyp/{slug}/{locale}"
-            self._later(path, lambda key=key, data=data: shards.pack_shard(key, data))
+            sets.append((locale, self.data.instance_ids[locale],
+                         flores_test_set_name(info["flores_plus_code"]),
+                         cultivar_test_set_name(locale)))
+        payload = shards.hyp_payload(model_id, sets, by_key)
+        files, locales = [], [entry[0] for entry in payload["locales"]]
+        if locales:
+            key = f"hyp/{slug}"
+            path, data = shards.shard_path(key), shards.shard_json(payload)
+            self._later(path, lambda: shards.pack_shard(key, data))
             files.append(path)
-            locales.append(locale)
         parquet = f"downloads/translations/{slug}.parquet"
         published = dl.translations_table(table)
         self._later(parquet, lambda: dl.parquet_bytes(published))

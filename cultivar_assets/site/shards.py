@@ -20,13 +20,17 @@ Shards (``v`` is :data:`FORMAT`):
   "Rio" changed. The originals are ``null`` where the originals policy hides FLORES text (the
   localised side keeps its highlights) or where there is none. Stored once per locale, whatever
   the number of models.
-- ``data/hyp/<slug>/<locale>.js`` — key ``hyp/<slug>/<locale>``: ``{"v", "model", "locale",
-  "flores", "cultivar", "items": [[id, hyp_o, raw_o, rules_o, hyp_l, raw_l, rules_l]]}``, the
-  model's translations of the locale's instances, in the locale shard's order; ``_o`` is the
-  FLORES test set (``null`` when the model has no such row), ``_l`` the Cultivar one. ``raw`` is
-  ``null`` where the raw output equals the hypothesis; ``rules`` (cleaning rules that changed the
-  output) is ``null`` when empty. Pairs of near-identical sentences sit side by side, which is
-  what gzip compresses best.
+- ``data/hyp/<slug>.js`` — key ``hyp/<slug>``: ``{"v", "model", "locales": [[locale, flores,
+  cultivar]], "items": [[id, [[k, hyp_o, raw_o, rules_o, hyp_l, raw_l, rules_l], ...]]]}``: the
+  model's translations of every locale in one file (one file per model, not per model and
+  locale: at 1,000 models the site stays under static hosts' file limits), *instance-major*:
+  each instance id once, in id order, with its outputs in every locale (``k`` indexes
+  ``locales``). ``_o`` is the FLORES test set (``null`` when the model has no such row), ``_l``
+  the Cultivar one. ``raw`` is ``null`` where the raw output equals the hypothesis; ``rules``
+  (cleaning rules that changed the output) is ``null`` when empty. The outputs of one instance
+  are translations into English of the same sentence (from 27 locales, FLORES and Cultivar
+  sides), so they sit within gzip's 32 KB window of each other: 4× smaller than per-locale
+  files on the benchmark's data (docs/performance.md).
 - ``data/models/<slug>.js`` — key ``model/<slug>``: ``{"v", "model", "deltas": [...],
   "overall": {...}}``: the model's ∆ per locale, with interval columns where the store has them,
   and its leaderboard ∆BLEU / ∆chrF with their intervals (the compare view).
@@ -46,7 +50,7 @@ from typing import Any
 from cultivar_assets.site.diff import Span, word_diff
 from cultivar_assets.textdiff import Mode
 
-FORMAT = 1
+FORMAT = 2  # 2: one hypothesis shard per model (was: per model and locale)
 _KEY = re.compile(r"^[A-Za-z0-9._/-]+$")
 _SHARD = re.compile(r'^Cultivar\.shard\("([A-Za-z0-9._/-]+)","([A-Za-z0-9+/=]*)"\);\n$')
 # Level 4: 3 % larger than level 6 on the benchmark's shards, at a third of the time.
@@ -57,7 +61,7 @@ def shard_path(key: str) -> str:
     """Where the shard ``key`` lives in the site (``locale/x`` -> ``data/locales/x.js``)."""
     kind, _, rest = key.partition("/")
     folder = {"index": "", "locale": "locales/", "hyp": "hyp/", "model": "models/",
-              "chart": "charts/"}[kind]
+              "chart": "charts/", "bootstrap": "", "stats": "stats/"}[kind]
     return f"data/{folder}{rest or kind}.js"
 
 
@@ -117,19 +121,30 @@ def locale_payload(locale: str, instances: Sequence[dict], show_originals: bool,
     return {"v": FORMAT, "locale": locale, "originals": show_originals, "items": items}
 
 
-def hyp_payload(model_id: str, locale: str, instance_ids: Sequence[int], flores: str | None,
-                cultivar: str, rows: dict[tuple[str, int], tuple[str, str | None, list]]) -> dict:
-    """The hypothesis shard of one model and locale (``rows``: (test set, id) -> output)."""
-    items = []
-    for instance_id in instance_ids:
-        local = rows.get((cultivar, instance_id))
-        if local is None:
-            continue
-        original = rows.get((flores, instance_id)) if flores else None
-        items.append([instance_id, *(_output(original) if original else (None, None, None)),
-                      *_output(local)])
-    return {"v": FORMAT, "model": model_id, "locale": locale, "flores": flores,
-            "cultivar": cultivar, "items": items}
+def hyp_payload(model_id: str,
+                locales: Sequence[tuple[str, Sequence[int], str | None, str]],
+                rows: dict[tuple[str, int], tuple[str, str | None, list]]) -> dict:
+    """The hypothesis shard of one model, every locale in one file, instance-major (the module
+    docstring). ``locales``: (locale, its instance ids, FLORES test set or None, Cultivar test
+    set); ``rows``: (test set, id) -> output. Locales without any Cultivar output are left out.
+    """
+    by_id: dict[int, list] = {}
+    kept: list[list] = []
+    for locale, instance_ids, flores, cultivar in locales:
+        index, found = len(kept), False
+        for instance_id in instance_ids:
+            local = rows.get((cultivar, instance_id))
+            if local is None:
+                continue
+            found = True
+            original = rows.get((flores, instance_id)) if flores else None
+            by_id.setdefault(instance_id, []).append(
+                [index, *(_output(original) if original else (None, None, None)),
+                 *_output(local)])
+        if found:
+            kept.append([locale, flores, cultivar])
+    return {"v": FORMAT, "model": model_id, "locales": kept,
+            "items": [[instance_id, by_id[instance_id]] for instance_id in sorted(by_id)]}
 
 
 def _output(row: tuple[str, str | None, list]) -> tuple[str, str | None, list | None]:

@@ -53,7 +53,7 @@ class SiteData:
     segments: pa.Table
     board: dict[str, dict]  # the leaderboard by model
     failed: list[dict]
-    digests: dict[str, str]  # model -> "<rows>:<digest>" of its translations
+    digests: dict[str, str]  # model -> "<rows>:<digest>:<digest>" of its translations, statistics
 
 
 def reported_csv(name: str) -> list[dict[str, str]]:
@@ -146,12 +146,14 @@ def provenance(row: dict, show_originals: bool) -> dict:
     return out
 
 
-def model_tables(reader: Reader, models: list[str]) -> Iterator[tuple[str, pa.Table]]:
-    """(model, its translations as Arrow) for ``models``, one model at a time."""
+def model_tables(reader: Reader, models: list[str], query: str = "site_model_translations"
+                 ) -> Iterator[tuple[str, pa.Table]]:
+    """(model, its rows as Arrow) for ``models``, one model at a time: its translations, or the
+    rows of another named query ordered by model (``site_model_stats``)."""
     if not models:
         return
     current, pieces = None, []
-    for batch in reader.batches("site_model_translations", models=models):
+    for batch in reader.batches(query, models=models):
         runs = pc.run_end_encode(batch["model_id"])
         start = 0
         for model_id, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(),

@@ -16,6 +16,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
+from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site import shards
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
@@ -218,7 +219,10 @@ class SitePages:
                             for m in data.board if m in slugs],
                  "locales": [{"locale": loc, "language": data.locale_info[loc]["language"],
                               "language_name": data.locale_info[loc]["language_name"],
-                              "location": data.locale_info[loc]["location"]}
+                              "location": data.locale_info[loc]["location"],
+                              "flores": flores_test_set_name(
+                                  data.locale_info[loc]["flores_plus_code"]),
+                              "cultivar": cultivar_test_set_name(loc)}
                              for loc in data.present_locales]}
         self.writer.data(shards.shard_path("index"), shards.encode_shard("index", index))
         self.cache.page("browse.html", "browse.html.j2")

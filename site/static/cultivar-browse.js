@@ -91,7 +91,7 @@
     var missing = slugs.filter(function (s) { return self.models[s].locales.indexOf(locale) < 0; });
     C.say(self.status, "Loading " + locale + "…");
     var wanted = [C.load("locale/" + locale)].concat(slugs.filter(function (s) {
-      return missing.indexOf(s) < 0; }).map(function (s) { return C.load("hyp/" + s + "/" + locale); }));
+      return missing.indexOf(s) < 0; }).map(function (s) { return C.hyp(s, locale); }));
     Promise.all(wanted).then(function (shards) {
       if (f.model.value !== model || f.locale.value !== locale || f.vs.value !== vs) { return; }
       self.render(shards[0], shards.slice(1), missing.map(function (s) { return self.models[s].id; }));
@@ -233,6 +233,118 @@
     return text;
   }
 
+  // ---- the paired-bootstrap interval of a difference A − B (compare view) -------------
+  // The site's resampling (data/bootstrap.js) and the two models' per-instance statistics
+  // (data/stats/<slug>.js; cultivar_assets/site/compare_stats.py) give every replicate's ∆ of
+  // both models as cultivar_assets/metrics/bootstrap.py computes them: the same weights, exact
+  // integer sums, the scores of metrics/score_arrays.py; the interval is the percentile one of
+  // the replicates' differences (bootstrap.py: difference_interval).
+  function expandBlock(block) {
+    var metric = block[0], ids = block[2], form = block[3], v = block[4], n = ids.length;
+    var k = form === "x" ? v.length / n : (metric === "bleu" ? 10 : 18);
+    var rows = new Float64Array(n * k), w = metric === "bleu" ? 6 : 8;
+    for (var i = 0; i < n; i++) {
+      var o = i * k, c = i * w, j;
+      if (form === "x") { for (j = 0; j < k; j++) { rows[o + j] = v[i * k + j]; } }
+      else if (metric === "bleu") {
+        for (j = 0; j < 6; j++) { rows[o + j] = v[c + j]; }
+        for (j = 1; j <= 4; j++) { rows[o + 5 + j] = Math.max(v[c] - j + 1, 0); }
+      } else {
+        for (j = 1; j <= 6; j++) {
+          rows[o + 3 * (j - 1)] = Math.max(v[c] - j + 1, 0);
+          rows[o + 3 * (j - 1) + 1] = Math.max(v[c + 1] - j + 1, 0);
+          rows[o + 3 * (j - 1) + 2] = v[c + 1 + j];
+        }
+      }
+    }
+    var at = {};
+    ids.forEach(function (id, i) { at[id] = i; });
+    return { ids: ids, rows: rows, k: k, at: at };
+  }
+
+  function bleuScore(s, o) {  // score_arrays.bleu_from_stats (exp smoothing, order 4)
+    var sys = s[o], ref = s[o + 1], bp = sys >= ref ? 1 : (sys > 0 ? Math.exp(1 - ref / sys) : 0);
+    var used = true, halvings = 0, logSum = 0, any = false;
+    for (var n = 0; n < 4; n++) {
+      var correct = s[o + 2 + n], total = s[o + 6 + n], p;
+      if (correct !== 0) { any = true; }
+      used = used && total !== 0;
+      if (!used) { p = 0; }
+      else if (correct === 0) { halvings += 1; p = 100 / (Math.pow(2, halvings) * total); }
+      else { p = 100 * correct / total; }
+      logSum += p === 0 ? -9999999999 : Math.log(p);
+    }
+    return any ? bp * Math.exp(logSum / 4) : 0;
+  }
+
+  function chrfScore(s, o, k) {  // score_arrays.chrf_from_stats (beta 2)
+    var sumP = 0, sumR = 0, counted = 0;
+    for (var j = 0; j < k; j += 3) {
+      var hyp = s[o + j], ref = s[o + j + 1], match = s[o + j + 2];
+      if (hyp > 0 && ref > 0) { sumP += match / hyp; sumR += match / ref; counted += 1; }
+    }
+    var p = counted ? sumP / counted : 0, r = counted ? sumR / counted : 0;
+    return p + r !== 0 ? 100 * (5 * p * r / (4 * p + r)) : 0;
+  }
+
+  // Scores of one block on the instances `ids`, for every replicate (0: all instances once).
+  function replicateScores(boot, block, metric, ids) {
+    var U = boot.universe.length, B = boot.n_replicates, k = block.k;
+    var sums = new Float64Array((B + 1) * k), out = new Float64Array(B + 1);
+    ids.forEach(function (id) {
+      var pos = boot.position[id], row = block.at[id] * k, b, j;
+      for (j = 0; j < k; j++) { sums[j] += block.rows[row + j]; }
+      for (b = 1; b <= B; b++) {
+        var w = boot.w[(b - 1) * U + pos];
+        if (w) { for (j = 0; j < k; j++) { sums[b * k + j] += w * block.rows[row + j]; } }
+      }
+    });
+    for (var b = 0; b <= B; b++) {
+      out[b] = metric === "bleu" ? bleuScore(sums, b * k) : chrfScore(sums, b * k, k);
+    }
+    return out;
+  }
+
+  // ∆ replicates of one model, metric and locale (null without both test sets).
+  function deltaReplicates(boot, stats, metric, flores, cultivar) {
+    var f = stats[metric + "|" + flores], c = stats[metric + "|" + cultivar];
+    if (!f || !c) { return null; }
+    var shared = c.ids.filter(function (id) { return f.at[id] !== undefined; });
+    if (!shared.length) { return null; }
+    var fs = replicateScores(boot, f, metric, shared), cs = replicateScores(boot, c, metric, shared);
+    for (var b = 0; b < fs.length; b++) { cs[b] = cs[b] - fs[b]; }
+    return cs;
+  }
+
+  function differenceInterval(boot, da, db) {
+    var values = [];
+    for (var b = 1; b < da.length; b++) {
+      var d = da[b] - db[b];
+      if (isFinite(d)) { values.push(d); }
+    }
+    if (!values.length) { return null; }
+    values.sort(function (x, y) { return x - y; });
+    var k = Math.floor(values.length * (1 - boot.confidence) / 2 + 1e-9);
+    return [values[k], values[values.length - 1 - k]];
+  }
+
+  function bootstrapData(boot) {
+    if (!boot.position) {
+      boot.position = {};
+      boot.universe.forEach(function (id, j) { boot.position[id] = j; });
+      var w = new Uint8Array(boot.weights.length);
+      for (var i = 0; i < w.length; i++) { w[i] = parseInt(boot.weights[i], 36); }
+      boot.w = w;
+    }
+    return boot;
+  }
+
+  function statsBlocks(shard) {
+    var out = {};
+    shard.blocks.forEach(function (block) { out[block[0] + "|" + block[1]] = expandBlock(block); });
+    return out;
+  }
+
   function Compare(form) {
     this.form = form;
     this.status = document.getElementById("compare-status");
@@ -302,6 +414,7 @@
     });
     body.textContent = "";
     this.records = [];
+    this.pending = [];
     Object.keys(byLocale).sort().forEach(function (locale) {
       var pair = byLocale[locale], tr = el("tr"), record = { locale: locale };
       tr.appendChild(el("th", { scope: "row", "data-value": locale }, locale));
@@ -313,9 +426,11 @@
             cell[0] ? intervalText(cell[0], key) : "–"));
         });
         var d = va !== null && vb !== null ? va - vb : null;
-        tr.appendChild(el("td", { "class": "num", "data-value": d === null ? "" : String(d) },
-          d === null ? "–" : d.toFixed(2)));
+        var cell = el("td", { "class": "num", "data-value": d === null ? "" : String(d),
+                              "data-difference": key }, d === null ? "–" : d.toFixed(2));
+        tr.appendChild(cell);
         record[key + "_a"] = va; record[key + "_b"] = vb; record[key + "_difference"] = d;
+        if (d !== null) { self.pending.push({ cell: cell, record: record, metric: m[0], key: key, locale: locale }); }
         ["_low", "_high"].forEach(function (s) {
           if (pair.a && pair.a[key + s] !== undefined) { record[key + s + "_a"] = pair.a[key + s]; }
           if (pair.b && pair.b[key + s] !== undefined) { record[key + s + "_b"] = pair.b[key + s]; }
@@ -331,6 +446,40 @@
     this.overall(sa, sb);
     if (window.Cultivar.makeSortable) { window.Cultivar.makeSortable(this.table); }
     C.say(this.status, sa.model + " and " + sb.model + ": " + Object.keys(byLocale).length + " locales");
+    this.intervals(a, b);
+  };
+
+  // The differences' intervals, one cell at a time (~30 ms each at 1,000 replicates), after the table
+  // is shown; a site without the bootstrap's data keeps the differences without intervals.
+  Compare.prototype.intervals = function (a, b) {
+    var self = this, pending = this.pending, index = this.index;
+    var info = {};
+    index.locales.forEach(function (l) { info[l.locale] = l; });
+    Promise.all([C.load("bootstrap"), C.load("stats/" + a), C.load("stats/" + b)]).then(function (shards) {
+      var boot = bootstrapData(shards[0]), sa = statsBlocks(shards[1]), sb = statsBlocks(shards[2]);
+      function next(i) {
+        if (self.pending !== pending) { return; }  // another pair is shown now
+        if (i >= pending.length) { self.table.setAttribute("data-intervals", "done"); return; }
+        var job = pending[i], l = info[job.locale];
+        if (l) {
+          var da = deltaReplicates(boot, sa, job.metric, l.flores, l.cultivar);
+          var db = deltaReplicates(boot, sb, job.metric, l.flores, l.cultivar);
+          var interval = da && db ? differenceInterval(boot, da, db) : null;
+          if (interval) {
+            job.cell.textContent = job.cell.textContent + " [" + interval[0].toFixed(2) + ", " +
+              interval[1].toFixed(2) + "]";
+            job.cell.setAttribute("data-low", String(interval[0]));
+            job.cell.setAttribute("data-high", String(interval[1]));
+            job.record[job.key + "_difference_low"] = interval[0];
+            job.record[job.key + "_difference_high"] = interval[1];
+          }
+        }
+        setTimeout(function () { next(i + 1); }, 0);
+      }
+      next(0);
+    }).catch(function () {
+      self.table.setAttribute("data-intervals", "none");  // built without the bootstrap's data
+    });
   };
 
   // The overall row (kept out of the sorting, in the table's foot): each model's leaderboard

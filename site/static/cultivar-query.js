@@ -211,7 +211,7 @@
         return chain.then(function () {
           var model = bySlug[slug];
           return Promise.all(model.locales.map(function (locale) {
-            return C.load("hyp/" + slug + "/" + locale);
+            return C.hyp(slug, locale);
           })).then(function (shards) { return insertModel(model.id, shards); })
             .then(function () { loadedModels[slug] = true; });
         });

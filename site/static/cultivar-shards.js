@@ -26,7 +26,8 @@
   function pathOf(key) {
     var slash = key.indexOf("/"), kind = slash < 0 ? key : key.slice(0, slash);
     var rest = slash < 0 ? key : key.slice(slash + 1);
-    var folder = { index: "", locale: "locales/", hyp: "hyp/", model: "models/", chart: "charts/" }[kind];
+    var folder = { index: "", locale: "locales/", hyp: "hyp/", model: "models/", chart: "charts/",
+      bootstrap: "", stats: "stats/" }[kind];
     return "data/" + folder + rest + ".js";
   }
 
@@ -51,6 +52,31 @@
       document.head.appendChild(script);
     });
     return loaded[key];
+  }
+
+  // One model's translations of one locale, from its hypothesis shard (hyp/<slug>: every
+  // locale in one file, instance-major; shards.py) as {model, locale, flores, cultivar, items:
+  // [[id, hyp_o, raw_o, rules_o, hyp_l, raw_l, rules_l]]}; a Promise, rejected for a locale the
+  // model has no translations of.
+  var views = {};
+  function hyp(slug, locale) {
+    return load("hyp/" + slug).then(function (shard) {
+      if (!views[slug]) {
+        var byLocale = shard.locales.map(function (l) {
+          return { model: shard.model, locale: l[0], flores: l[1], cultivar: l[2], items: [] };
+        });
+        shard.items.forEach(function (item) {
+          item[1].forEach(function (out) {
+            byLocale[out[0]].items.push([item[0]].concat(out.slice(1)));
+          });
+        });
+        views[slug] = {};
+        byLocale.forEach(function (view) { views[slug][view.locale] = view; });
+      }
+      var view = views[slug][locale];
+      if (!view) { throw new Error(shard.model + " has no translations of " + locale); }
+      return view;
+    });
   }
 
   // Hash parameters (#a=1&b=2) as an object, and back.
@@ -97,6 +123,7 @@
   }
 
   window.Cultivar.load = load;
+  window.Cultivar.hyp = hyp;
   window.Cultivar.readHash = readHash;
   window.Cultivar.writeHash = writeHash;
   window.Cultivar.onHashChange = onHashChange;

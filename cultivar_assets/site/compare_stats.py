@@ -1,0 +1,98 @@
+"""What the compare view needs for the paired-bootstrap interval of a difference A − B.
+
+The bootstrap's replicates are not stored (one model's ∆ per locale has 1,000 of them per
+metric). Our choice (docs/site.md): the site ships the bootstrap's *resampling* once and each
+model's *per-instance statistics*, and the browser recomputes the replicates of the pair it
+shows, the same way :mod:`cultivar_assets.metrics.bootstrap` does: equal weights
+(:func:`~cultivar_assets.metrics.bootstrap.instance_weights` with the stored seed), exact integer
+sums, the scores of :mod:`cultivar_assets.metrics.score_arrays`, the same percentile positions.
+So the interval the page shows is :func:`~cultivar_assets.metrics.bootstrap.difference_interval`
+for the pair. Size: one file per model (about 140 KB on the benchmark's data) plus
+one file for the site, where intervals stored per model pair would grow with the square of the
+number of models.
+
+Shards (:mod:`cultivar_assets.site.shards`):
+
+- ``data/bootstrap.js`` — key ``bootstrap``: ``{"v", "n_replicates", "seed", "confidence",
+  "universe": [ids], "weights": "<base-36 digits>"}``: replicate ``b`` (0-based), position
+  ``j``: how often ``universe[j]`` was drawn, the character at ``b·|U| + j``.
+- ``data/stats/<slug>.js`` — key ``stats/<slug>``: ``{"v", "model", "blocks": [[metric,
+  test_set, ids, form, values]]}``, one block per (BLEU or chrF, ``flores_*`` or ``cultivar_*``
+  test set). ``form`` ``"c"`` (compact): per instance BLEU ``[sys_len, ref_len, correct_1..4]``
+  (``total_n = max(0, sys_len − n + 1)``, the number of n-grams of a sentence) and chrF
+  ``[hyp_1, ref_1, match_1..6]`` (``hyp_n = max(0, hyp_1 − n + 1)``, likewise ``ref_n``:
+  character n-grams of the sentence without whitespace); ``"x"``: the stored statistics whole,
+  for a block where the compact form would not give them back exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from cultivar_assets.metrics.bootstrap import instance_weights
+from cultivar_assets.metrics.score_arrays import BLEU_ORDER, BLEU_WIDTH
+
+METRICS = ("bleu", "chrf")
+CHRF_ORDERS = 6
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def bootstrap_payload(settings: dict, universe: Sequence[int], version: int) -> dict | None:
+    """The resampling of the stored statistics (``settings``: the ``statistics_settings`` row);
+    None when the universe differs from the one the bootstrap resampled (then the compare
+    view shows no difference interval rather than a different one)."""
+    if not settings or len(universe) != settings["n_instances"]:
+        return None
+    weights = instance_weights(len(universe), settings["n_replicates"], settings["seed"])
+    if weights.max(initial=0) >= len(_DIGITS):
+        return None  # never seen: an id drawn 36 times among a few hundred
+    table = np.frombuffer(_DIGITS.encode(), dtype=np.uint8)
+    return {"v": version, "n_replicates": int(settings["n_replicates"]),
+            "seed": int(settings["seed"]), "confidence": float(settings["confidence"]),
+            "universe": [int(i) for i in universe],
+            "weights": table[weights.ravel()].tobytes().decode("ascii")}
+
+
+def expand(metric: str, compact: np.ndarray) -> np.ndarray:
+    """Full statistics from the compact form (module docstring); ``compact`` (n, 6) for BLEU,
+    (n, 8) for chrF."""
+    n = np.arange(1, (BLEU_ORDER if metric == "bleu" else CHRF_ORDERS) + 1)
+    if metric == "bleu":
+        totals = np.maximum(compact[:, :1] - n + 1, 0)
+        return np.concatenate([compact[:, :2 + BLEU_ORDER], totals], axis=1)
+    hyp, ref = (np.maximum(compact[:, i:i + 1] - n + 1, 0) for i in (0, 1))
+    return np.stack([hyp, ref, compact[:, 2:]], axis=2).reshape(len(compact), -1)
+
+
+def compact(metric: str, stats: np.ndarray) -> np.ndarray | None:
+    """The compact form of full statistics, or None where it would not give them back."""
+    if metric == "bleu" and stats.shape[1] == BLEU_WIDTH:
+        short = stats[:, :2 + BLEU_ORDER]
+    elif metric == "chrf" and stats.shape[1] == 3 * CHRF_ORDERS:
+        short = np.concatenate([stats[:, :2], stats[:, 2::3]], axis=1)
+    else:
+        return None
+    return short if np.array_equal(expand(metric, short), stats) else None
+
+
+def stats_payload(model_id: str, table: pa.Table, version: int) -> dict:
+    """The statistics shard of one model (``table``: its ``site_model_stats`` rows, ordered by
+    metric, test set and id)."""
+    columns = table.to_pydict()
+    blocks, start, n_rows = [], 0, table.num_rows
+    while start < n_rows:
+        metric, test_set = columns["metric"][start], columns["test_set"][start]
+        end = start
+        while end < n_rows and columns["metric"][end] == metric and \
+                columns["test_set"][end] == test_set:
+            end += 1
+        stats = np.asarray(columns["stats"][start:end], dtype=np.int64)
+        short = compact(metric, stats)
+        form, values = ("c", short) if short is not None else ("x", stats)
+        blocks.append([metric, test_set, columns["segment_id"][start:end], form,
+                       [int(v) for v in values.ravel()]])
+        start = end
+    return {"v": version, "model": model_id, "blocks": blocks}
