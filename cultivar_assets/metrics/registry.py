@@ -41,6 +41,7 @@ already taken is refused.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -55,6 +56,19 @@ from cultivar_assets.registry import Registry
 
 ENTRY_POINT_GROUP = "cultivar.metrics"
 METRIC_NAMES = ("bleu", "chrf")  # the paper's metrics: the ones the pipeline scores and stores
+
+
+
+def column_key(metric: str) -> str:
+    """The key of a metric's name in column names (``delta_<key>``, ``leaderboard_ranks``'
+    quantities): the name with ``++`` written ``pp`` (``chrf++`` → ``chrfpp``), which must then
+    be a lowercase SQL identifier."""
+    key = metric.replace("++", "pp")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", key):
+        raise ValueError(f"metric {metric!r} has no safe column key ({key!r}): use lowercase "
+                         "letters, digits, _ and ++")
+    return key
+
 
 # (sacreBLEU metric object, references, hypothesis rows, reference index of each row) -> stats
 StatsExtractor = Callable[[Any, Sequence[str], Sequence[str], np.ndarray], np.ndarray]
