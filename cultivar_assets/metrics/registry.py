@@ -315,6 +315,19 @@ def get_metric(name: str) -> MetricEntry:
     return entry
 
 
+# How the paper's tables name a metric where it differs from the entry's label (its spBLEU
+# columns are "BLEU").
+TABLE_LABELS = {"bleu": "BLEU"}
+
+
+def table_label(name: str) -> str:
+    """A metric's name in table headers: :data:`TABLE_LABELS`, else its entry's label, else the
+    name itself (not registered)."""
+    if name in TABLE_LABELS:
+        return TABLE_LABELS[name]
+    return get_metric(name).label if name in metric_registry() else name
+
+
 def build_metric(name: str, config: MetricConfig | None = None) -> BuiltMetric:
     """The entry ``name`` configured by the ``metrics`` settings."""
     return get_metric(name).build(config or MetricConfig())

@@ -17,7 +17,8 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
-from cultivar_assets.metrics.registry import column_key
+from cultivar_assets.metrics.registry import column_key, table_label
+from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site import shards
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
@@ -291,8 +292,6 @@ DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2
 OVERALL_KEYS = tuple(f"delta_{m}{part}" for m in ("bleu", "chrf") for part in ("", "_low", "_high"))
 
 
-# the paper's column names for its two metrics (the registry's labels are spBLEU and chrF)
-PAPER_LABELS = {"bleu": "BLEU", "chrf": "chrF"}
 SIDE_LABELS = {"delta": "∆{}", "flores": "FLORES {}", "cultivar": "Cultivar {}"}
 
 
@@ -300,9 +299,9 @@ def metric_columns(metrics: Sequence[dict] = ()) -> list[tuple[str, str, int, st
     """The leaderboard's metric columns: ∆, FLORES and Cultivar of BLEU and chrF (the paper's
     names), then of every other aggregated metric (``metrics``: rows of ``statistics_metrics``;
     the registry's label; a lower-is-better one, such as TER, says so in its title)."""
-    chosen = [("bleu", PAPER_LABELS["bleu"], True), ("chrf", PAPER_LABELS["chrf"], True)] + [
+    chosen = [(m, table_label(m), True) for m in PAPER_METRICS] + [
         (m["metric"], m["label"], m["higher_is_better"]) for m in metrics
-        if m["metric"] not in PAPER_LABELS]
+        if m["metric"] not in PAPER_METRICS]
     return [(f"{side}_{column_key(metric)}", label.format(name), 2,
              None if higher else f"{name}: lower is better (∆ = Cultivar − FLORES)")
             for side, label in SIDE_LABELS.items() for metric, name, higher in chosen]
