@@ -60,7 +60,8 @@ SELECT * FROM leaderboard_metrics;
 
 -- The aggregated metrics in their configured order (the leaderboard's metric columns).
 -- name: site_statistics_metrics
-SELECT metric, label, higher_is_better FROM statistics_metrics ORDER BY position;
+SELECT metric, label, higher_is_better, signature, tokenizer_sha256 FROM statistics_metrics
+ORDER BY position;
 
 -- name: site_model_locale_deltas_table
 SELECT * FROM model_locale_deltas ORDER BY model_id, locale;

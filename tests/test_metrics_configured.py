@@ -142,6 +142,8 @@ def test_the_site_leaderboard_shows_chrfpp_and_ter_and_publishes_the_long_table(
     for header in ("∆chrF++", "FLORES chrF++", "Cultivar TER", "∆TER", "∆BLEU", "∆chrF"):
         assert f">{header}<" in page, header
     assert "TER: lower is better" in page
+    ter_signature = build_metric("ter", MetricConfig()).signature
+    assert f"<li>TER: <code>{ter_signature}</code></li>" in page
     table = pq.read_table(tmp_path / "site" / "downloads" / "leaderboard_metrics.parquet")
     assert set(table.column("metric").to_pylist()) == set(FOUR)
     build_site(paper, tmp_path / "paper-site", query_page="off")

@@ -8,7 +8,11 @@ carries its n.
 
 - **∆ per model and locale** (``model_locale_deltas``): instance-paired, both sides on
   ``P = ids(cultivar_l) ∩ ids(flores_L)`` (``n_instances = |P|``; ``n_cultivar_only``: the
-  locale's ids without a FLORES original, left out of both sides); BLEU and chrF joined by key.
+  locale's ids without a FLORES original, left out of both sides); every configured metric
+  joined by key.
+- **Long form** (``metric_values``): every metric value of the three levels above as one row per
+  (level, item, metric, quantity) with its interval, ``excludes_zero`` (∆ only) and n
+  (:func:`long_form`); the narrow tables keep the non-metric columns.
 - **Per model** (Table 3, ``leaderboard``): mean pairwise ∆ (n = pairs), FLORES average over
   languages (n = FLORES test sets), Cultivar average over locales (n = Cultivar test sets), FP and
   FN rates (mean over the locales where the rate is defined; n = those locales).

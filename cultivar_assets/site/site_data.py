@@ -56,7 +56,8 @@ class SiteData:
     board: dict[str, dict]  # the leaderboard by model
     failed: list[dict]
     digests: dict[str, str]  # model -> "<rows>:<digest>" of its translations
-    metrics: list[dict]  # the aggregated metrics in order: metric, label, higher_is_better
+    metrics: list[dict]  # the aggregated metrics in order: metric, label, higher_is_better,
+    # signature, tokenizer_sha256
 
 
 def reported_csv(name: str) -> list[dict[str, str]]:
