@@ -10,9 +10,9 @@ carries its n.
   ``P = ids(cultivar_l) ∩ ids(flores_L)`` (``n_instances = |P|``; ``n_cultivar_only``: the
   locale's ids without a FLORES original, left out of both sides); every configured metric
   joined by key.
-- **Long form** (``metric_values``): every metric value of the three levels above as one row per
-  (level, item, metric, quantity) with its interval, ``excludes_zero`` (∆ only) and n
-  (:func:`long_form`); the narrow tables keep the non-metric columns.
+- **Long form** (``metric_values``): every metric value (per model and locale, per model, per
+  locale) as one row per (level, item, metric, quantity) with its interval, ``excludes_zero``
+  (∆ only) and n (:func:`long_form`); the narrow tables keep the non-metric columns.
 - **Per model** (Table 3, ``leaderboard``): mean pairwise ∆ (n = pairs), FLORES average over
   languages (n = FLORES test sets), Cultivar average over locales (n = Cultivar test sets), FP and
   FN rates (mean over the locales where the rate is defined; n = those locales).
