@@ -11,7 +11,7 @@ from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.evaluation.contamination import write_reported_flags
 from cultivar_assets.metrics.flags import RuleResult
-from cultivar_assets.metrics.registry import column_key, metric_registry
+from cultivar_assets.metrics.registry import column_key, table_label
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.specs import REPORTED_SOURCE
@@ -62,7 +62,6 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
         {**a, "value": format_interval(a["value"], a["low"], a["high"], a["quantity"])}
         for a in result.tables.averages]
     config = metrics.config()
-    registry = metric_registry()
     locales = [
         {**r, **{f"delta_{m}": format_interval(r[f"delta_{m}"], r[f"delta_{m}_low"],
                                                 r[f"delta_{m}_high"],
@@ -79,7 +78,7 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
               f"{settings['n_replicates']} replicates, seed {settings['seed']}; * the interval "
               f"excludes 0. {settings['rank_rule']}"),
         "locale_deltas": dg.MetadataValue.md(markdown_table(locales, [
-            ("locale", "locale"), *((f"delta_{m}", f"∆{registry.get(m).label}")
+            ("locale", "locale"), *((f"delta_{m}", f"∆{table_label(m)}")
                                     for m in config.metrics), ("n_models", "models")])),
         "table_averages": dg.MetadataValue.md(markdown_table(table_averages, [
             ("paper_table", "table"), ("quantity", "column"), ("aggregation", "aggregation"),

@@ -9,7 +9,7 @@ from cultivar_assets.assets.safety import redacting
 from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import score_model
-from cultivar_assets.metrics.registry import column_key, metric_registry
+from cultivar_assets.metrics.registry import column_key, table_label
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.steps.declarations import StepInputs
 from cultivar_assets.steps.inputs import MODEL, model_files, spm_model_file
@@ -96,7 +96,6 @@ def scores(context: dg.AssetExecutionContext, metrics: MetricsResource, store: S
     db = store.store()
     config = metrics.config()
     result = score_model(db, model_id, config)
-    registry = metric_registry()
     rows = [{"test_set": test_set, **{m: result.scores.get((test_set, m)) for m in config.metrics}}
             for test_set in sorted({t for t, _ in result.scores})]
     expected = {t["test_set"] for t in db.query("test_set_index")}
@@ -104,7 +103,7 @@ def scores(context: dg.AssetExecutionContext, metrics: MetricsResource, store: S
                                 for metric in config.metrics))
     yield dg.MaterializeResult(metadata={
         "scores": dg.MetadataValue.md(markdown_table(rows, [("test_set", "test set")] + [
-            (m, registry.get(m).label) for m in config.metrics])),
+            (m, table_label(m)) for m in config.metrics])),
         **{f"{column_key(m)}_signature": result.signatures[m] for m in config.metrics},
         "empty_hypotheses": result.n_empty,
         "word_recall_instances": len(result.recall),
