@@ -59,33 +59,41 @@ FROM raw.locale_word_recall;
 -- locale's ids without an original, left out of both sides). *_low/*_high: the paired
 -- bootstrap's percentile interval (statistics_settings); *_excludes_zero: it lies above or below 0.
 -- BLEU and chrF pivoted from raw.metric_values (every stored metric: leaderboard_metrics).
+-- The paper's metric columns of one level of raw.metric_values ('model_locale', 'model',
+-- 'locale'), one row per model and locale (either NULL by level): ∆, FLORES and Cultivar BLEU and
+-- chrF with their intervals, ∆'s *_excludes_zero (NULL where the level has no such row).
+CREATE OR REPLACE MACRO paper_metric_columns(wanted) AS TABLE
+SELECT model_id, locale,
+       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu,
+       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_low,
+       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_high,
+       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu,
+       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_low,
+       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_high,
+       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu,
+       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_low,
+       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_high,
+       max(excludes_zero) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_excludes_zero,
+       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf,
+       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_low,
+       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_high,
+       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf,
+       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_low,
+       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_high,
+       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf,
+       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_low,
+       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_high,
+       max(excludes_zero) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_excludes_zero
+FROM raw.metric_values WHERE level = wanted GROUP BY model_id, locale;
+
 CREATE OR REPLACE VIEW model_locale_deltas AS
-WITH v AS (
-    SELECT model_id, locale,
-           max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu,
-           max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_low,
-           max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_high,
-           max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu,
-           max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_low,
-           max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_high,
-           max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu,
-           max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_low,
-           max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_high,
-           max(excludes_zero) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_excludes_zero,
-           max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf,
-           max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_low,
-           max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_high,
-           max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf,
-           max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_low,
-           max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_high,
-           max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf,
-           max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_low,
-           max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_high,
-           max(excludes_zero) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_excludes_zero
-    FROM raw.metric_values WHERE level = 'model_locale' GROUP BY model_id, locale
-)
+WITH v AS (SELECT * FROM paper_metric_columns('model_locale'))
 SELECT d.model_id, d.locale, d.language,
-       v.flores_bleu, v.flores_bleu_low, v.flores_bleu_high, v.cultivar_bleu, v.cultivar_bleu_low, v.cultivar_bleu_high, v.delta_bleu, v.delta_bleu_low, v.delta_bleu_high, v.delta_bleu_excludes_zero, v.flores_chrf, v.flores_chrf_low, v.flores_chrf_high, v.cultivar_chrf, v.cultivar_chrf_low, v.cultivar_chrf_high, v.delta_chrf, v.delta_chrf_low, v.delta_chrf_high, v.delta_chrf_excludes_zero,
+       v.flores_bleu, v.flores_bleu_low, v.flores_bleu_high, v.cultivar_bleu, v.cultivar_bleu_low,
+       v.cultivar_bleu_high, v.delta_bleu, v.delta_bleu_low, v.delta_bleu_high,
+       v.delta_bleu_excludes_zero, v.flores_chrf, v.flores_chrf_low, v.flores_chrf_high,
+       v.cultivar_chrf, v.cultivar_chrf_low, v.cultivar_chrf_high, v.delta_chrf, v.delta_chrf_low,
+       v.delta_chrf_high, v.delta_chrf_excludes_zero,
        d.n_instances, d.n_cultivar_only
 FROM raw.model_locale_deltas d LEFT JOIN v USING (model_id, locale)
 ORDER BY d.model_id, d.locale;
@@ -123,30 +131,7 @@ ORDER BY source, rule;
 -- columns are BLEU and chrF pivoted from raw.metric_values (every stored metric:
 -- leaderboard_metrics), the signatures from raw.statistics_metrics.
 CREATE OR REPLACE VIEW leaderboard AS
-WITH p AS (
-    SELECT model_id,
-           max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu,
-           max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_low,
-           max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_high,
-           max(excludes_zero) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_excludes_zero,
-           max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf,
-           max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_low,
-           max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_high,
-           max(excludes_zero) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_excludes_zero,
-           max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu,
-           max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_low,
-           max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_high,
-           max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf,
-           max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_low,
-           max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_high,
-           max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu,
-           max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_low,
-           max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_high,
-           max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf,
-           max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_low,
-           max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_high
-    FROM raw.metric_values WHERE level = 'model' GROUP BY model_id
-), g AS (
+WITH p AS (SELECT * EXCLUDE (locale) FROM paper_metric_columns('model')), g AS (
     SELECT max(signature) FILTER (WHERE metric = 'bleu') AS bleu_signature,
            max(signature) FILTER (WHERE metric = 'chrf') AS chrf_signature,
            max(tokenizer_sha256) FILTER (WHERE metric = 'bleu') AS bleu_tokenizer_sha256
@@ -177,18 +162,7 @@ ORDER BY p.delta_bleu DESC NULLS LAST, s.model_id;
 
 -- Paper, Table 4 (instances resampled, models fixed); BLEU and chrF pivoted from raw.metric_values.
 CREATE OR REPLACE VIEW locale_deltas AS
-WITH v AS (
-    SELECT locale,
-           max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu,
-           max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_low,
-           max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_high,
-           max(excludes_zero) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_excludes_zero,
-           max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf,
-           max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_low,
-           max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_high,
-           max(excludes_zero) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_excludes_zero
-    FROM raw.metric_values WHERE level = 'locale' GROUP BY locale
-)
+WITH v AS (SELECT * EXCLUDE (model_id) FROM paper_metric_columns('locale'))
 SELECT l.locale, l.language, l.script, l.location, l.official_or_de_facto,
        v.delta_bleu, v.delta_chrf, s.n_models,
        v.delta_bleu_low, v.delta_bleu_high, v.delta_bleu_excludes_zero,
