@@ -160,7 +160,7 @@ def main() -> None:
         # what the leaderboard stores from it: every interval as rows, the rank intervals of the
         # sortable columns, rank agreement, averages and the contamination flags
         tables = statistics_tables(result, FlagConfig())
-        rows = (len(tables.pairs) + len(tables.models) + len(tables.locales)
+        rows = (len(tables.pairs) + len(tables.models) + len(tables.locales) + len(tables.values)
                 + len(tables.agreement) + len(tables.averages) + len(tables.ranks)
                 + len(tables.flags))
         totals.append(time.perf_counter() - started)

@@ -7,6 +7,15 @@ SELECT model_id, type, delta_bleu, delta_chrf, flores_bleu, flores_chrf, cultiva
 FROM leaderboard
 ORDER BY delta_bleu DESC;
 
+-- Every configured metric (chrF++ and TER when metrics.metrics lists them; TER: lower is
+-- better, so its ∆ = Cultivar − FLORES above 0 is a worse Cultivar score).
+-- name: example_metrics
+SELECT model_id, label, higher_is_better, quantity, round(value, 2) AS value,
+       round(low, 2) AS low, round(high, 2) AS high, excludes_zero, n
+FROM leaderboard_metrics
+WHERE level = 'model'
+ORDER BY model_id, metric, quantity;
+
 -- name: example_table4
 SELECT locale, language, location, official_or_de_facto, delta_bleu, delta_chrf, n_models
 FROM locale_deltas

@@ -1,7 +1,7 @@
 -- Tables written by the Dagster assets. They live in schema "raw"; the public, documented
 -- interface is the set of views in views.sql (schema "main").
 --
--- The layout of schema version 1 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
+-- The layout of schema version 2 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
 -- table whole: applied once, to a new database file. A file of an older version is brought to
 -- this layout by the numbered files of sql/migrations/ instead; a test holds the two equal
 -- (tests/test_store_migrations.py). Changing a table here takes a new migration and a new
@@ -150,70 +150,74 @@ CREATE TABLE raw.word_recall (
 );
 
 -- Cross-model aggregates, rewritten as a whole by the leaderboard asset
--- (cultivar_assets/evaluation/aggregates.py, definitions in evaluation/statistics.py). Every
--- *_low/*_high pair is the paired bootstrap's percentile interval (statistics_settings);
--- *_excludes_zero: the whole interval lies above or below 0. The columns after delta_chrf came
--- after the first release (NULL in rows written before them).
+-- (cultivar_assets/evaluation/aggregates.py, definitions in evaluation/statistics.py).
+--
+-- The metric values are stored in long form (schema version 2): one row of raw.metric_values per
+-- level, item, metric and quantity; the non-metric columns (language, FP/FN rates, counts) stay
+-- in the narrow tables below it; raw.statistics_metrics says which metrics the aggregation
+-- computed, with their signatures. The paper's wide tables (model_locale_deltas, leaderboard,
+-- locale_deltas) are views pivoting raw.metric_values (views.sql).
+--
+-- level, and the item of a row:
+--   'model_locale': model_id and locale (paper ∆ per model and locale; locale = the Cultivar
+--                   locale, both sides on the paired instances P = ids(cultivar) ∩ ids(flores))
+--   'model':        model_id, locale NULL (Table 3: the model's averages)
+--   'locale':       locale, model_id NULL (Table 4: the mean ∆ over the models)
+-- quantity: 'flores' (score on FLORES), 'cultivar' (score on Cultivar), 'delta' (∆ = cultivar −
+-- flores, whatever the metric's direction: for a lower-is-better metric such as TER a positive ∆
+-- is a worse Cultivar score); level 'locale' has 'delta' only.
+-- value: the point estimate; low/high: the paired bootstrap's percentile interval
+-- (statistics_settings); excludes_zero: the whole interval lies above or below 0 (set for
+-- 'delta' rows, NULL otherwise); n: how many items the value rests on (level 'model_locale':
+-- |P|; 'model': locale pairs for 'delta', FLORES test sets for 'flores', Cultivar test sets for
+-- 'cultivar'; 'locale': models). low/high/excludes_zero/n are NULL in rows migrated from files
+-- written before intervals were stored.
+CREATE TABLE raw.metric_values (
+    level         VARCHAR NOT NULL,
+    model_id      VARCHAR,
+    locale        VARCHAR,
+    metric        VARCHAR NOT NULL,   -- a metric registry name (statistics_metrics.metric)
+    quantity      VARCHAR NOT NULL,
+    value         DOUBLE,
+    low           DOUBLE,
+    high          DOUBLE,
+    excludes_zero BOOLEAN,
+    n             INTEGER,
+    UNIQUE (level, model_id, locale, metric, quantity)
+);
+
+-- The metrics of the last aggregation, one row each, in the configured order (position 0, 1,
+-- ...): the registry's label and direction, and the signature shared by every score aggregated
+-- (exactly as sacreBLEU formats it; tokenizer_sha256: the SentencePiece model file, else NULL).
+CREATE TABLE raw.statistics_metrics (
+    metric           VARCHAR PRIMARY KEY,
+    position         INTEGER NOT NULL,
+    label            VARCHAR NOT NULL,
+    higher_is_better BOOLEAN NOT NULL,
+    signature        VARCHAR NOT NULL,
+    tokenizer_sha256 VARCHAR
+);
+
+-- Per model and locale: the non-metric columns (n_instances = |P|; n_cultivar_only: the
+-- locale's ids without a FLORES original, left out of both sides).
 CREATE TABLE raw.model_locale_deltas (
-    model_id      VARCHAR NOT NULL,
-    locale        VARCHAR NOT NULL,
-    language      VARCHAR NOT NULL,
-    flores_bleu   DOUBLE NOT NULL,   -- on the paired instances P = ids(cultivar) ∩ ids(flores)
-    cultivar_bleu DOUBLE NOT NULL,
-    delta_bleu    DOUBLE NOT NULL,
-    flores_chrf   DOUBLE NOT NULL,
-    cultivar_chrf DOUBLE NOT NULL,
-    delta_chrf    DOUBLE NOT NULL,
-    flores_bleu_low          DOUBLE,
-    flores_bleu_high         DOUBLE,
-    cultivar_bleu_low        DOUBLE,
-    cultivar_bleu_high       DOUBLE,
-    delta_bleu_low           DOUBLE,
-    delta_bleu_high          DOUBLE,
-    delta_bleu_excludes_zero BOOLEAN,
-    flores_chrf_low          DOUBLE,
-    flores_chrf_high         DOUBLE,
-    cultivar_chrf_low        DOUBLE,
-    cultivar_chrf_high       DOUBLE,
-    delta_chrf_low           DOUBLE,
-    delta_chrf_high          DOUBLE,
-    delta_chrf_excludes_zero BOOLEAN,
-    n_instances              INTEGER,
-    n_cultivar_only          INTEGER,
+    model_id        VARCHAR NOT NULL,
+    locale          VARCHAR NOT NULL,
+    language        VARCHAR NOT NULL,
+    n_instances     INTEGER,
+    n_cultivar_only INTEGER,
     PRIMARY KEY (model_id, locale)
 );
 
+-- Per model: the word-recall rates with their intervals, and the counts. The interval columns
+-- came after the first release (NULL in rows written before them).
 CREATE TABLE raw.model_summary (
     model_id             VARCHAR PRIMARY KEY,
-    delta_bleu           DOUBLE,
-    delta_chrf           DOUBLE,
-    flores_bleu          DOUBLE,
-    flores_chrf          DOUBLE,
-    cultivar_bleu        DOUBLE,
-    cultivar_chrf        DOUBLE,
     false_positive_rate  DOUBLE,
     false_negative_rate  DOUBLE,
     n_locale_pairs       INTEGER NOT NULL,
     n_flores_test_sets   INTEGER NOT NULL,
     n_cultivar_test_sets INTEGER NOT NULL,
-    bleu_signature       VARCHAR NOT NULL,
-    chrf_signature       VARCHAR NOT NULL,
-    bleu_tokenizer_sha256 VARCHAR,
-    -- intervals and counts, added after the first release (NULL in rows written before them)
-    delta_bleu_low           DOUBLE,
-    delta_bleu_high          DOUBLE,
-    flores_bleu_low          DOUBLE,
-    flores_bleu_high         DOUBLE,
-    cultivar_bleu_low        DOUBLE,
-    cultivar_bleu_high       DOUBLE,
-    delta_bleu_excludes_zero BOOLEAN,
-    delta_chrf_low           DOUBLE,
-    delta_chrf_high          DOUBLE,
-    flores_chrf_low          DOUBLE,
-    flores_chrf_high         DOUBLE,
-    cultivar_chrf_low        DOUBLE,
-    cultivar_chrf_high       DOUBLE,
-    delta_chrf_excludes_zero BOOLEAN,
     false_positive_rate_low  DOUBLE,
     false_positive_rate_high DOUBLE,
     false_negative_rate_low  DOUBLE,
@@ -234,17 +238,10 @@ CREATE TABLE raw.locale_word_recall (
     PRIMARY KEY (model_id, locale)
 );
 
+-- Per locale: how many models its mean ∆ is over.
 CREATE TABLE raw.locale_summary (
     locale     VARCHAR PRIMARY KEY,
-    delta_bleu DOUBLE NOT NULL,
-    delta_chrf DOUBLE NOT NULL,
-    n_models   INTEGER NOT NULL,
-    delta_bleu_low           DOUBLE,
-    delta_bleu_high          DOUBLE,
-    delta_bleu_excludes_zero BOOLEAN,
-    delta_chrf_low           DOUBLE,
-    delta_chrf_high          DOUBLE,
-    delta_chrf_excludes_zero BOOLEAN
+    n_models   INTEGER NOT NULL
 );
 
 CREATE TABLE raw.rank_agreement (
@@ -317,8 +314,6 @@ CREATE TABLE raw.statistics_settings (
     interval       VARCHAR NOT NULL,
     rank_rule      VARCHAR NOT NULL,
     flag_config    VARCHAR NOT NULL,   -- JSON of metrics.flags with its defaults
-    bleu_signature VARCHAR NOT NULL,
-    chrf_signature VARCHAR NOT NULL,
     seconds        DOUBLE NOT NULL,
     computed_at    TIMESTAMP NOT NULL
 );

@@ -17,7 +17,7 @@ SELECT * FROM rank_agreement;
 
 -- name: site_model_locale_deltas
 SELECT d.*, m.family, m.params_total_b, m.type
-FROM raw.model_locale_deltas d JOIN raw.models m USING (model_id)
+FROM model_locale_deltas d JOIN raw.models m USING (model_id)
 ORDER BY d.model_id, d.locale;
 
 -- name: site_scores
@@ -53,6 +53,15 @@ SELECT * FROM models ORDER BY model_id;
 SELECT l.*, f.model_id IS NOT NULL AS latest_run_failed
 FROM leaderboard l LEFT JOIN failed_models f USING (model_id)
 ORDER BY l.delta_bleu DESC NULLS LAST, l.model_id;
+
+-- Every stored metric value in long form (the Query page's leaderboard_metrics).
+-- name: site_leaderboard_metrics
+SELECT * FROM leaderboard_metrics;
+
+-- The aggregated metrics in their configured order (the leaderboard's metric columns).
+-- name: site_statistics_metrics
+SELECT metric, label, higher_is_better, signature, tokenizer_sha256 FROM statistics_metrics
+ORDER BY position;
 
 -- name: site_model_locale_deltas_table
 SELECT * FROM model_locale_deltas ORDER BY model_id, locale;

@@ -58,17 +58,45 @@ FROM raw.locale_word_recall;
 -- paired instances P = ids(cultivar) ∩ ids(flores) (n_instances = |P|; n_cultivar_only: the
 -- locale's ids without an original, left out of both sides). *_low/*_high: the paired
 -- bootstrap's percentile interval (statistics_settings); *_excludes_zero: it lies above or below 0.
+-- BLEU and chrF pivoted from raw.metric_values (every stored metric: leaderboard_metrics).
+-- The paper's metric columns of one level of raw.metric_values ('model_locale', 'model',
+-- 'locale'), one row per model and locale (either NULL by level): ∆, FLORES and Cultivar BLEU and
+-- chrF with their intervals, ∆'s *_excludes_zero (NULL where the level has no such row).
+CREATE OR REPLACE MACRO paper_metric_columns(wanted) AS TABLE
+SELECT model_id, locale,
+       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu,
+       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_low,
+       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_high,
+       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu,
+       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_low,
+       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_high,
+       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu,
+       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_low,
+       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_high,
+       max(excludes_zero) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_excludes_zero,
+       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf,
+       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_low,
+       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_high,
+       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf,
+       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_low,
+       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_high,
+       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf,
+       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_low,
+       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_high,
+       max(excludes_zero) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_excludes_zero
+FROM raw.metric_values WHERE level = wanted GROUP BY model_id, locale;
+
 CREATE OR REPLACE VIEW model_locale_deltas AS
-SELECT model_id, locale, language,
-       flores_bleu, flores_bleu_low, flores_bleu_high,
-       cultivar_bleu, cultivar_bleu_low, cultivar_bleu_high,
-       delta_bleu, delta_bleu_low, delta_bleu_high, delta_bleu_excludes_zero,
-       flores_chrf, flores_chrf_low, flores_chrf_high,
-       cultivar_chrf, cultivar_chrf_low, cultivar_chrf_high,
-       delta_chrf, delta_chrf_low, delta_chrf_high, delta_chrf_excludes_zero,
-       n_instances, n_cultivar_only
-FROM raw.model_locale_deltas
-ORDER BY model_id, locale;
+WITH v AS (SELECT * FROM paper_metric_columns('model_locale'))
+SELECT d.model_id, d.locale, d.language,
+       v.flores_bleu, v.flores_bleu_low, v.flores_bleu_high, v.cultivar_bleu, v.cultivar_bleu_low,
+       v.cultivar_bleu_high, v.delta_bleu, v.delta_bleu_low, v.delta_bleu_high,
+       v.delta_bleu_excludes_zero, v.flores_chrf, v.flores_chrf_low, v.flores_chrf_high,
+       v.cultivar_chrf, v.cultivar_chrf_low, v.cultivar_chrf_high, v.delta_chrf, v.delta_chrf_low,
+       v.delta_chrf_high, v.delta_chrf_excludes_zero,
+       d.n_instances, d.n_cultivar_only
+FROM raw.model_locale_deltas d LEFT JOIN v USING (model_id, locale)
+ORDER BY d.model_id, d.locale;
 
 -- Rank, rank interval ("rank 3–7") and the models each one is not separable from, for every
 -- sortable leaderboard column that has intervals (rank 1: highest ∆/BLEU/chrF, lowest FP/FN).
@@ -99,17 +127,25 @@ FROM raw.contamination_flags
 GROUP BY source, rule
 ORDER BY source, rule;
 
--- Paper, Table 3, with intervals, n, the ∆BLEU rank interval and the rules that fired.
+-- Paper, Table 3, with intervals, n, the ∆BLEU rank interval and the rules that fired. The metric
+-- columns are BLEU and chrF pivoted from raw.metric_values (every stored metric:
+-- leaderboard_metrics), the signatures from raw.statistics_metrics.
 CREATE OR REPLACE VIEW leaderboard AS
+WITH p AS (SELECT * EXCLUDE (locale) FROM paper_metric_columns('model')), g AS (
+    SELECT max(signature) FILTER (WHERE metric = 'bleu') AS bleu_signature,
+           max(signature) FILTER (WHERE metric = 'chrf') AS chrf_signature,
+           max(tokenizer_sha256) FILTER (WHERE metric = 'bleu') AS bleu_tokenizer_sha256
+    FROM raw.statistics_metrics
+)
 SELECT s.model_id, m.type, m.family, m.params_total_b, m.params_active_b,
-       s.delta_bleu, s.delta_chrf, s.flores_bleu, s.flores_chrf, s.cultivar_bleu, s.cultivar_chrf,
+       p.delta_bleu, p.delta_chrf, p.flores_bleu, p.flores_chrf, p.cultivar_bleu, p.cultivar_chrf,
        s.false_positive_rate, s.false_negative_rate,
        s.n_locale_pairs, s.n_flores_test_sets, s.n_cultivar_test_sets,
-       s.bleu_signature, s.chrf_signature, s.bleu_tokenizer_sha256,
-       s.delta_bleu_low, s.delta_bleu_high, s.delta_bleu_excludes_zero,
-       s.delta_chrf_low, s.delta_chrf_high, s.delta_chrf_excludes_zero,
-       s.flores_bleu_low, s.flores_bleu_high, s.flores_chrf_low, s.flores_chrf_high,
-       s.cultivar_bleu_low, s.cultivar_bleu_high, s.cultivar_chrf_low, s.cultivar_chrf_high,
+       g.bleu_signature, g.chrf_signature, g.bleu_tokenizer_sha256,
+       p.delta_bleu_low, p.delta_bleu_high, p.delta_bleu_excludes_zero,
+       p.delta_chrf_low, p.delta_chrf_high, p.delta_chrf_excludes_zero,
+       p.flores_bleu_low, p.flores_bleu_high, p.flores_chrf_low, p.flores_chrf_high,
+       p.cultivar_bleu_low, p.cultivar_bleu_high, p.cultivar_chrf_low, p.cultivar_chrf_high,
        s.false_positive_rate_low, s.false_positive_rate_high,
        s.false_negative_rate_low, s.false_negative_rate_high,
        s.n_fp_locales, s.n_fn_locales,
@@ -118,19 +154,21 @@ SELECT s.model_id, m.type, m.family, m.params_total_b, m.params_active_b,
        coalesce(r.not_separable_from, []::VARCHAR[]) AS not_separable_delta_bleu,
        coalesce(f.flags, []::VARCHAR[]) AS flags
 FROM raw.model_summary s JOIN raw.models m USING (model_id)
+LEFT JOIN p USING (model_id) LEFT JOIN g ON true
 LEFT JOIN leaderboard_ranks r ON r.model_id = s.model_id AND r.quantity = 'delta_bleu'
 LEFT JOIN (SELECT model_id, list(rule ORDER BY rule) AS flags FROM raw.contamination_flags
            WHERE source = 'evaluated' AND fired GROUP BY model_id) f ON f.model_id = s.model_id
-ORDER BY s.delta_bleu DESC NULLS LAST, s.model_id;
+ORDER BY p.delta_bleu DESC NULLS LAST, s.model_id;
 
--- Paper, Table 4 (instances resampled, models fixed).
+-- Paper, Table 4 (instances resampled, models fixed); BLEU and chrF pivoted from raw.metric_values.
 CREATE OR REPLACE VIEW locale_deltas AS
+WITH v AS (SELECT * EXCLUDE (model_id) FROM paper_metric_columns('locale'))
 SELECT l.locale, l.language, l.script, l.location, l.official_or_de_facto,
-       s.delta_bleu, s.delta_chrf, s.n_models,
-       s.delta_bleu_low, s.delta_bleu_high, s.delta_bleu_excludes_zero,
-       s.delta_chrf_low, s.delta_chrf_high, s.delta_chrf_excludes_zero
-FROM raw.locale_summary s JOIN raw.locales l USING (locale)
-ORDER BY s.delta_bleu DESC, l.locale;
+       v.delta_bleu, v.delta_chrf, s.n_models,
+       v.delta_bleu_low, v.delta_bleu_high, v.delta_bleu_excludes_zero,
+       v.delta_chrf_low, v.delta_chrf_high, v.delta_chrf_excludes_zero
+FROM raw.locale_summary s JOIN raw.locales l USING (locale) LEFT JOIN v USING (locale)
+ORDER BY v.delta_bleu DESC, l.locale;
 
 -- The Average rows of Table 3 (mean over models) and Table 4 (mean over locales; the paper's own
 -- aggregation of that row is unknown), each with its interval and n.
@@ -139,9 +177,31 @@ SELECT paper_table, quantity, aggregation, value, low, high, n, n_of, note
 FROM raw.table_averages
 ORDER BY paper_table, quantity;
 
--- How the intervals, ranks and flags were computed (one row; the metrics settings).
+-- How the intervals, ranks and flags were computed (one row; the metrics settings), with the
+-- BLEU and chrF signatures (every metric's: statistics_metrics).
 CREATE OR REPLACE VIEW statistics_settings AS
-SELECT * FROM raw.statistics_settings;
+SELECT s.n_replicates, s.seed, s.confidence, s.n_instances, s.n_models, s.n_locales,
+       s.resampling, s.interval, s.rank_rule, s.flag_config,
+       (SELECT signature FROM raw.statistics_metrics WHERE metric = 'bleu') AS bleu_signature,
+       (SELECT signature FROM raw.statistics_metrics WHERE metric = 'chrf') AS chrf_signature,
+       s.seconds, s.computed_at
+FROM raw.statistics_settings s;
+
+-- The metrics of the last aggregation, in the configured order: registry label, direction
+-- (higher_is_better false: TER), the signature of every score aggregated, the tokenizer model.
+CREATE OR REPLACE VIEW statistics_metrics AS
+SELECT metric, position, label, higher_is_better, signature, tokenizer_sha256
+FROM raw.statistics_metrics ORDER BY position;
+
+-- Every stored metric value in long form: per level ('model_locale', 'model', 'locale'), item,
+-- metric and quantity ('flores', 'cultivar', 'delta' = cultivar − flores) the point estimate,
+-- its interval, whether a ∆'s interval excludes 0, and n (sql/schema.sql, raw.metric_values);
+-- with the metric's label, direction and signature.
+CREATE OR REPLACE VIEW leaderboard_metrics AS
+SELECT v.level, v.model_id, v.locale, v.metric, m.label, v.quantity, v.value, v.low, v.high,
+       v.excludes_zero, v.n, m.higher_is_better, m.signature, m.tokenizer_sha256
+FROM raw.metric_values v LEFT JOIN raw.statistics_metrics m USING (metric)
+ORDER BY v.level, m.position, v.metric, v.quantity, v.model_id, v.locale;
 
 -- Paper, Table 2 (per locale), plus two labelled averages (locale IS NULL): model_averages (the
 -- default, the paper's) and mean_of_locales, each with its numbers of models and locales.
@@ -272,7 +332,7 @@ SELECT c.model_id, c.locale, l.language, c.ne, c.py, c.ic, c.nu,
        d.cultivar_bleu AS bleu, c.mt, c.om, c.ad, c.ut, c.rf, c.n_translations,
        c.n_translation_changed, f.annotator, f.is_demo
 FROM counts c JOIN raw.locales l USING (locale) JOIN raw.error_files f USING (locale)
-LEFT JOIN raw.model_locale_deltas d USING (model_id, locale)
+LEFT JOIN model_locale_deltas d USING (model_id, locale)
 ORDER BY c.locale, c.model_id;
 
 -- Pearson r between BLEU and the total error count per language, over every (model, locale)

@@ -61,6 +61,8 @@ DELETE FROM raw.model_locale_deltas;
 DELETE FROM raw.locale_word_recall;
 DELETE FROM raw.model_summary;
 DELETE FROM raw.locale_summary;
+DELETE FROM raw.metric_values;
+DELETE FROM raw.statistics_metrics;
 DELETE FROM raw.rank_agreement;
 DELETE FROM raw.table_averages;
 DELETE FROM raw.leaderboard_ranks;
@@ -78,6 +80,12 @@ INSERT INTO raw.model_summary BY NAME SELECT * FROM staging;
 
 -- name: insert_locale_summary
 INSERT INTO raw.locale_summary BY NAME SELECT * FROM staging;
+
+-- name: insert_metric_values
+INSERT INTO raw.metric_values BY NAME SELECT * FROM staging;
+
+-- name: insert_statistics_metrics
+INSERT INTO raw.statistics_metrics BY NAME SELECT * FROM staging;
 
 -- name: insert_rank_agreement
 INSERT INTO raw.rank_agreement BY NAME SELECT * FROM staging;

@@ -45,6 +45,10 @@ _TIMES = ("built_at", "ingested_at", "created_at", "loaded_at", "finished_at", "
           "recorded_at")
 _TIME_IN_JSON = re.compile(rf'"({"|".join(_TIMES)})": "[^"]*"')
 _BUILT = re.compile(r"\bbuilt \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the dataset's description
+# public views whose rows the reference holds too (keys "view <name>"): the paper's wide tables,
+# pivoted from the long-form metric values, and the long form itself
+PINNED_VIEWS = ("model_locale_deltas", "leaderboard", "locale_deltas", "statistics_settings",
+                "leaderboard_metrics", "statistics_metrics", "leaderboard_ranks", "table_averages")
 REFERENCE = Path(__file__).parent / "fixtures" / "demo_database.json.gz"
 REPOSITORY = str(Path(__file__).resolve().parents[1])  # the checkout: the demo's recorded answers
 
@@ -65,7 +69,8 @@ def portable_state(path: Path, home: Path) -> dict[str, list]:
     """:func:`state` of a demo database as JSON data that another machine's run can equal: the
     results only (:data:`NOT_RESULTS` left out), the run's home folder written ``<home>`` and the
     checkout's folder ``<repository>`` (the demo's recorded answers are read from it), times
-    (:data:`_TIMES`, as columns or inside JSON texts) left out, every value as JSON has it."""
+    (:data:`_TIMES`, as columns or inside JSON texts) left out, every value as JSON has it; then
+    the rows of the public views :data:`PINNED_VIEWS` (keys ``view <name>``)."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         columns = {table: [r[0] for r in con.execute(f"DESCRIBE raw.{table}").fetchall()
@@ -80,6 +85,17 @@ def portable_state(path: Path, home: Path) -> dict[str, list]:
         result[table] = sorted(
             (json.loads(json.dumps(_portable([row[i] for i in keep], str(home)), default=str))
              for row in rows), key=repr)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        for view in PINNED_VIEWS:  # the paper's tables as the public views give them
+            kept = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()
+                    if r[0] not in VOLATILE and r[0] not in _TIMES]
+            rows = con.execute(f"SELECT {', '.join(kept)} FROM {view}").fetchall()
+            result[f"view {view}"] = sorted(
+                (json.loads(json.dumps(_portable(list(row), str(home)), default=str))
+                 for row in rows), key=repr)
+    finally:
+        con.close()
     return result
 
 

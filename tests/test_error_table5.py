@@ -51,7 +51,6 @@ def paper_store(path, outlier: str | None) -> Store:
     table = reported_table5()
     store = Store(path)
     locales = sorted({r["locale"] for r in table})
-    nan = float("nan")  # the FLORES side is not part of Table 5
     store.write([
         Step("insert_locales", rows=[{"locale": loc.key, **{
             k: getattr(loc, k) for k in ("language", "script", "location", "location_short",
@@ -59,9 +58,10 @@ def paper_store(path, outlier: str | None) -> Store:
                                          "official_or_de_facto")}} for loc in all_locales()]),
         Step("insert_model_locale_deltas", rows=[{
             "model_id": r["model_id"], "locale": r["locale"],
-            "language": get_locale(r["locale"]).source_language, "flores_bleu": nan,
-            "cultivar_bleu": r["bleu"], "delta_bleu": nan, "flores_chrf": nan,
-            "cultivar_chrf": nan, "delta_chrf": nan} for r in table]),
+            "language": get_locale(r["locale"]).source_language} for r in table]),
+        Step("insert_metric_values", rows=[{  # the FLORES side is not part of Table 5
+            "level": "model_locale", "model_id": r["model_id"], "locale": r["locale"],
+            "metric": "bleu", "quantity": "cultivar", "value": r["bleu"]} for r in table]),
         Step("insert_error_files", rows=[{
             "locale": loc, "task_id": f"{loc}-errors-000000000000", "annotator": "paper",
             "tool_version": "-", "schema_version": 1, "saved_at": NOW, "file_name": "-",

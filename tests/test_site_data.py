@@ -185,7 +185,8 @@ def test_query_examples_run_on_the_published_tables(demo_store):
     with duckdb.connect(str(demo_store.path), read_only=True) as con:
         for name, title in QUERY_EXAMPLES:
             rows = con.execute(statement_text(name)).fetchall()
-            if name in ("example_table3", "example_table4", "example_worst_locale",
+            if name in ("example_table3", "example_metrics", "example_table4",
+                        "example_worst_locale",
                         "example_evaluated_vs_reported"):  # rows even where the paper has none
                 assert rows, title
         board = con.execute(statement_text("example_table3")).fetchall()

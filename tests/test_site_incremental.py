@@ -97,7 +97,8 @@ def test_a_failed_build_leaves_the_previous_site(store, tmp_path, monkeypatch):
 
     monkeypatch.setattr(site_build.SvgJob, "result", broken)
     with duckdb.connect(str(store.path)) as con:  # something to re-render
-        con.execute("UPDATE raw.model_locale_deltas SET delta_bleu = delta_bleu + 1")
+        con.execute("UPDATE raw.metric_values SET value = value + 1 WHERE level = 'model_locale' "
+                    "AND metric = 'bleu' AND quantity = 'delta'")
     with pytest.raises(RuntimeError, match="chart renderer failed"):
         build(store, site)
     assert files(site) == before

@@ -202,6 +202,9 @@ def test_each_input_changes_the_fingerprints_of_the_steps_that_read_it(tmp_path)
     metrics = settings.metrics.model_copy(update={"bootstrap_replicates": 50})
     assert changed(_fingerprints(settings.model_copy(update={"metrics": metrics}))) == {
         "model:copy-source-baseline", "results"}
+    metrics = settings.metrics.model_copy(update={"metrics": ["bleu", "chrf", "chrf++", "ter"]})
+    assert changed(_fingerprints(settings.model_copy(update={"metrics": metrics}))) == {
+        "model:copy-source-baseline", "results"}  # the metrics scored and aggregated
     engine = settings.engine.model_copy(update={"cache_dir": str(tmp_path / "elsewhere")})
     assert changed(_fingerprints(settings.model_copy(update={"engine": engine}))) == set()
     site = settings.site.model_copy(update={"show_originals": False})

@@ -11,6 +11,7 @@ from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.evaluation.contamination import write_reported_flags
 from cultivar_assets.metrics.flags import RuleResult
+from cultivar_assets.metrics.registry import column_key, table_label
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.specs import REPORTED_SOURCE
@@ -60,13 +61,12 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
     table_averages = [
         {**a, "value": format_interval(a["value"], a["low"], a["high"], a["quantity"])}
         for a in result.tables.averages]
+    config = metrics.config()
     locales = [
-        {**r, "delta_bleu": format_interval(r["delta_bleu"], r["delta_bleu_low"],
-                                            r["delta_bleu_high"],
-                                            excludes_zero=r["delta_bleu_excludes_zero"]),
-         "delta_chrf": format_interval(r["delta_chrf"], r["delta_chrf_low"],
-                                       r["delta_chrf_high"],
-                                       excludes_zero=r["delta_chrf_excludes_zero"])}
+        {**r, **{f"delta_{m}": format_interval(r[f"delta_{m}"], r[f"delta_{m}_low"],
+                                                r[f"delta_{m}_high"],
+                                                excludes_zero=r[f"delta_{m}_excludes_zero"])
+                 for m in config.metrics}}
         for r in result.locale_summary]
     settings = result.settings
     return dg.MaterializeResult(metadata={
@@ -78,8 +78,8 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
               f"{settings['n_replicates']} replicates, seed {settings['seed']}; * the interval "
               f"excludes 0. {settings['rank_rule']}"),
         "locale_deltas": dg.MetadataValue.md(markdown_table(locales, [
-            ("locale", "locale"), ("delta_bleu", "∆BLEU"), ("delta_chrf", "∆chrF"),
-            ("n_models", "models")])),
+            ("locale", "locale"), *((f"delta_{m}", f"∆{table_label(m)}")
+                                    for m in config.metrics), ("n_models", "models")])),
         "table_averages": dg.MetadataValue.md(markdown_table(table_averages, [
             ("paper_table", "table"), ("quantity", "column"), ("aggregation", "aggregation"),
             ("value", "value [interval]"), ("n", "n"), ("n_of", "of"), ("note", "note")])),
@@ -95,8 +95,7 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
         "confidence": settings["confidence"],
         "resampled_instances": settings["n_instances"],
         "statistics_seconds": settings["seconds"],
-        "bleu_signature": result.signatures.get("bleu", ""),
-        "chrf_signature": result.signatures.get("chrf", ""),
+        **{f"{column_key(m)}_signature": result.signatures.get(m, "") for m in config.metrics},
     })
 
 

@@ -9,6 +9,7 @@ from cultivar_assets.assets.safety import redacting
 from cultivar_assets.assets.step_graph import step_inputs
 from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import score_model
+from cultivar_assets.metrics.registry import column_key, table_label
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.steps.declarations import StepInputs
 from cultivar_assets.steps.inputs import MODEL, model_files, spm_model_file
@@ -82,30 +83,28 @@ def translations(context: dg.AssetExecutionContext, engine: EngineResource, stor
     kinds={"duckdb"},
     check_specs=[
         dg.AssetCheckSpec("all_test_sets_scored", asset="scores",
-                          description="BLEU and chrF exist for every test set of the model."),
+                          description="Every configured metric's score exists for every test "
+                                      "set of the model."),
     ],
 )
 @recording_step
 @redacting
 def scores(context: dg.AssetExecutionContext, metrics: MetricsResource, store: StoreResource):
-    """BLEU and chrF per test set (with per-segment statistics) and word recall counts."""
+    """The configured metrics' scores per test set (``metrics.metrics``, default BLEU and chrF;
+    with per-segment statistics) and word recall counts."""
     model_id = context.partition_key
     db = store.store()
-    result = score_model(db, model_id, metrics.config())
-    rows = [
-        {"test_set": test_set, "bleu": result.scores.get((test_set, "bleu")),
-         "chrf": result.scores.get((test_set, "chrf"))}
-        for test_set in sorted({t for t, _ in result.scores})
-    ]
+    config = metrics.config()
+    result = score_model(db, model_id, config)
+    rows = [{"test_set": test_set, **{m: result.scores.get((test_set, m)) for m in config.metrics}}
+            for test_set in sorted({t for t, _ in result.scores})]
     expected = {t["test_set"] for t in db.query("test_set_index")}
-    scored = {t for t, m in result.scores if m == "bleu"} & {t for t, m in result.scores
-                                                           if m == "chrf"}
+    scored = set.intersection(*({t for t, m in result.scores if m == metric}
+                                for metric in config.metrics))
     yield dg.MaterializeResult(metadata={
-        "scores": dg.MetadataValue.md(
-            markdown_table(rows, [("test_set", "test set"), ("bleu", "BLEU"), ("chrf", "chrF")])
-        ),
-        "bleu_signature": result.signatures["bleu"],
-        "chrf_signature": result.signatures["chrf"],
+        "scores": dg.MetadataValue.md(markdown_table(rows, [("test_set", "test set")] + [
+            (m, table_label(m)) for m in config.metrics])),
+        **{f"{column_key(m)}_signature": result.signatures[m] for m in config.metrics},
         "empty_hypotheses": result.n_empty,
         "word_recall_instances": len(result.recall),
     })

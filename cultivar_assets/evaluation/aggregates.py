@@ -20,7 +20,7 @@ from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_t
 from cultivar_assets.metrics.bootstrap import paired_bootstrap
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.ranks import rank_sentence
-from cultivar_assets.metrics.registry import METRIC_NAMES
+from cultivar_assets.metrics.registry import metric_registry
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.metrics.segment_stats import recall_from_table, stats_from_table
 from cultivar_assets.metrics.word_recall import rates_from_sums
@@ -44,7 +44,7 @@ class Aggregates:
     locales: list[str]
     signatures: dict[str, str]
     leaderboard: list[dict]  # the leaderboard view after the write
-    locale_summary: list[dict]
+    locale_summary: list[dict]  # per locale: delta_<metric> with _low/_high/_excludes_zero
     rank_agreement: list[dict]  # rows of raw.rank_agreement
     tables: StatisticsTables
     settings: dict  # the statistics_settings row
@@ -54,8 +54,10 @@ class Aggregates:
         return self.tables.rules
 
 
-def _check_consistency(rows: list[dict], fingerprint: str) -> dict[str, tuple[str, str | None]]:
-    """metric -> (signature, tokenizer sha256) shared by every row; raises when they differ."""
+def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str]
+                       ) -> dict[str, tuple[str, str | None]]:
+    """metric -> (signature, tokenizer sha256) shared by every row of ``metrics``; raises when
+    they differ, or when a model lacks scores of one of them."""
     stale = sorted({r["model_id"] for r in rows if r["dataset_fingerprint"] != fingerprint})
     if stale:
         raise AggregationError(
@@ -68,8 +70,15 @@ def _check_consistency(rows: list[dict], fingerprint: str) -> dict[str, tuple[st
             f"scores of {', '.join(outdated)} were computed from earlier translations; "
             "materialise their scores"
         )
+    models = {r["model_id"] for r in rows}
+    lacking = sorted(f"{model} ({metric})" for metric in metrics for model in models
+                     if not any(r["model_id"] == model and r["metric"] == metric for r in rows))
+    if lacking:
+        raise AggregationError(
+            f"no scores of {', '.join(lacking)}: the settings' metrics ({', '.join(metrics)}) "
+            "were not all scored; materialise their scores")
     found_by_metric: dict[str, tuple[str, str | None]] = {}
-    for metric in METRIC_NAMES:
+    for metric in metrics:
         found: dict[tuple[str, str | None], set[str]] = {}
         for r in rows:
             if r["metric"] == metric:
@@ -108,27 +117,35 @@ def _read_statistics(store: Store, rows: list[dict], models: set[str]) -> dict:
 def aggregate(store: Store, models: Sequence[str] | None = None,
               config: MetricConfig | None = None, progress: bool = False) -> Aggregates:
     """Recompute the aggregate tables of ``models`` (default: every scored model); module
-    docstring. ``config``: the metric settings (bootstrap and flag parameters)."""
+    docstring. ``config``: the metric settings (the metrics aggregated, in their order; bootstrap
+    and flag parameters)."""
     config = config or MetricConfig()
     started = time.perf_counter()
     fingerprint = dataset_fingerprint(store)
     rows = store.query("all_scores")
     if models is not None:
         rows = [r for r in rows if r["model_id"] in set(models)]
+    rows = [r for r in rows if r["metric"] in config.metrics]  # the configured metrics only
     if not rows:
         raise AggregationError("no scores to aggregate; materialise scores first")
-    consistent = _check_consistency(rows, fingerprint)
+    consistent = _check_consistency(rows, fingerprint, config.metrics)
     signatures = {metric: signature for metric, (signature, _) in consistent.items()}
     model_ids = sorted({r["model_id"] for r in rows})
     chosen = set(model_ids)
     locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
-    stats = _read_statistics(store, rows, chosen)
+    stored = _read_statistics(store, rows, chosen)
+    stats = {metric: stored[metric] for metric in config.metrics}  # in the configured order
     recall = {key: counts for key, counts in recall_from_table(
         store.arrow("all_word_recall")).items() if key[0] in chosen}
     bootstrap = config.bootstrap_config()
     result = paired_bootstrap(stats, model_ids, locales, recall, bootstrap, progress=progress)
-    tables = statistics_tables(result, config.flag_config(), signatures,
-                               consistent.get("bleu", ("", None))[1])
+    tables = statistics_tables(result, config.flag_config())
+    registry = metric_registry()
+    metric_rows = [  # raw.statistics_metrics
+        {"metric": metric, "position": i, "label": registry.get(metric).label,
+         "higher_is_better": registry.get(metric).higher_is_better,
+         "signature": consistent[metric][0], "tokenizer_sha256": consistent[metric][1]}
+        for i, metric in enumerate(result.metrics)]
 
     recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
         {"model_id": model, "locale": locale,
@@ -143,7 +160,6 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
         "resampling": RESAMPLING, "interval": INTERVAL,
         "rank_rule": rank_sentence(bootstrap.confidence),
         "flag_config": json.dumps(config.flag_config().model_dump(mode="json"), sort_keys=True),
-        "bleu_signature": signatures.get("bleu", ""), "chrf_signature": signatures.get("chrf", ""),
         "seconds": round(time.perf_counter() - started, 3),
         "computed_at": datetime.now(UTC).replace(tzinfo=None),
     }
@@ -153,6 +169,8 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
         Step("insert_locale_word_recall", rows=recall_table),
         Step("insert_model_summary", rows=tables.models),
         Step("insert_locale_summary", rows=tables.locales),
+        Step("insert_metric_values", rows=tables.values),
+        Step("insert_statistics_metrics", rows=metric_rows),
         Step("insert_rank_agreement", rows=tables.agreement),
         Step("insert_table_averages", rows=tables.averages),
         Step("insert_leaderboard_ranks", rows=tables.ranks),
@@ -160,4 +178,4 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
         Step("insert_statistics_settings", rows=[settings]),
     ])
     return Aggregates(model_ids, locales, signatures, store.query("leaderboard"),
-                      tables.locales, tables.agreement, tables, settings)
+                      result.locale_rows(), tables.agreement, tables, settings)

@@ -8,7 +8,11 @@ carries its n.
 
 - **∆ per model and locale** (``model_locale_deltas``): instance-paired, both sides on
   ``P = ids(cultivar_l) ∩ ids(flores_L)`` (``n_instances = |P|``; ``n_cultivar_only``: the
-  locale's ids without a FLORES original, left out of both sides); BLEU and chrF joined by key.
+  locale's ids without a FLORES original, left out of both sides); every configured metric
+  joined by key.
+- **Long form** (``metric_values``): every metric value (per model and locale, per model, per
+  locale) as one row per (level, item, metric, quantity) with its interval, ``excludes_zero``
+  (∆ only) and n (:func:`long_form`); the narrow tables keep the non-metric columns.
 - **Per model** (Table 3, ``leaderboard``): mean pairwise ∆ (n = pairs), FLORES average over
   languages (n = FLORES test sets), Cultivar average over locales (n = Cultivar test sets), FP and
   FN rates (mean over the locales where the rate is defined; n = those locales).
@@ -33,6 +37,7 @@ carries its n.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,21 +53,30 @@ from cultivar_assets.metrics.flags import (
 )
 from cultivar_assets.metrics.rank_agreement import agreement_averages
 from cultivar_assets.metrics.ranks import rank_intervals
+from cultivar_assets.metrics.registry import METRIC_NAMES, column_key, get_metric
 
-# leaderboard column -> (bootstrap quantity, higher is better)
-RANKED_COLUMNS: dict[str, tuple[str, bool]] = {
-    "delta_bleu": ("model_delta_bleu", True),
-    "delta_chrf": ("model_delta_chrf", True),
-    "flores_bleu": ("model_flores_bleu", True),
-    "flores_chrf": ("model_flores_chrf", True),
-    "cultivar_bleu": ("model_cultivar_bleu", True),
-    "cultivar_chrf": ("model_cultivar_chrf", True),
-    "false_positive_rate": ("model_false_positive_rate", False),
-    "false_negative_rate": ("model_false_negative_rate", False),
+SIDES = ("flores", "cultivar", "delta")  # the quantities of a metric (∆ = cultivar − flores)
+_N_COLUMN = {  # level -> quantity -> the wide row's n column the value rests on
+    "model_locale": dict.fromkeys(SIDES, "n_instances"),
+    "model": {"delta": "n_locale_pairs", "flores": "n_flores_test_sets",
+              "cultivar": "n_cultivar_test_sets"},
+    "locale": {"delta": "n_models"},
 }
 
-TABLE3_COLUMNS = ("delta_bleu", "delta_chrf", "flores_bleu", "flores_chrf", "cultivar_bleu",
-                  "cultivar_chrf", "false_positive_rate", "false_negative_rate")
+
+def ranked_columns(metrics: Sequence[str] = METRIC_NAMES) -> dict[str, tuple[str, bool]]:
+    """leaderboard column -> (bootstrap quantity, higher is better): ∆, FLORES and Cultivar of
+    every metric (``<side>_<metric_key>``, the direction the registry entry's, for ∆ too: a lower
+    ∆TER is the better one), then the FP and FN rates (lower is better)."""
+    columns = {f"{side}_{column_key(m)}": (f"model_{side}_{m}", get_metric(m).higher_is_better)
+               for side in ("delta", "flores", "cultivar") for m in metrics}
+    columns["false_positive_rate"] = ("model_false_positive_rate", False)
+    columns["false_negative_rate"] = ("model_false_negative_rate", False)
+    return columns
+
+
+RANKED_COLUMNS: dict[str, tuple[str, bool]] = ranked_columns()  # the paper's metrics
+TABLE3_COLUMNS = tuple(RANKED_COLUMNS)  # Table 3's averaged columns: the ranked ones
 TABLE3_NOTE = {
     "flores_bleu": "the paper's printed Average of this column (36.66) is not its column mean "
                    "(35.71); its aggregation is unknown",
@@ -80,9 +94,10 @@ TABLE4_NOTE = ("the paper's aggregation of its printed Average row (−0.27 / �
 class StatisticsTables:
     """Rows of the aggregate tables (column names as in ``sql/schema.sql``)."""
 
-    pairs: list[dict]  # raw.model_locale_deltas
-    models: list[dict]  # raw.model_summary, without the signature columns
-    locales: list[dict]  # raw.locale_summary
+    pairs: list[dict]  # raw.model_locale_deltas (its non-metric columns)
+    models: list[dict]  # raw.model_summary (its non-metric columns)
+    locales: list[dict]  # raw.locale_summary (its non-metric columns)
+    values: list[dict]  # raw.metric_values: every metric value in long form
     agreement: list[dict]  # raw.rank_agreement
     averages: list[dict]  # raw.table_averages
     ranks: list[dict]  # raw.leaderboard_ranks
@@ -137,7 +152,7 @@ def _agreement_rows(result: BootstrapResult) -> list[dict]:
 
 def _rank_rows(result: BootstrapResult) -> list[dict]:
     rows = []
-    for column, (name, higher_is_better) in RANKED_COLUMNS.items():
+    for column, (name, higher_is_better) in ranked_columns(result.metrics).items():
         if name not in result.quantities:
             continue
         ranked = rank_intervals(result[name], higher_is_better=higher_is_better)
@@ -151,14 +166,13 @@ def _rank_rows(result: BootstrapResult) -> list[dict]:
 def _average_rows(result: BootstrapResult) -> list[dict]:
     confidence = result.config.confidence
     rows = []
-    for column in TABLE3_COLUMNS:
-        name = f"model_{column}"
+    for column, (name, _) in ranked_columns(result.metrics).items():  # Table 3's columns
         if name in result.quantities:
             rows.append(_column_mean(result[name], column, "table3", "mean over models",
                                      "models", confidence, TABLE3_NOTE.get(column)))
     for metric in result.metrics:
         quantity = result[f"locale_delta_{metric}"]
-        row = _column_mean(quantity, f"delta_{metric}", "table4",
+        row = _column_mean(quantity, f"delta_{column_key(metric)}", "table4",
                            "mean over locales of the per-locale mean ∆", "locales",
                            confidence, TABLE4_NOTE)
         # the value by its one definition (delta.locale_average); the interval from the replicates
@@ -169,21 +183,41 @@ def _average_rows(result: BootstrapResult) -> list[dict]:
     return rows
 
 
-def statistics_tables(result: BootstrapResult, flag_config: FlagConfig | None = None,
-                      signatures: dict[str, str] | None = None,
-                      tokenizer_sha256: str | None = None) -> StatisticsTables:
-    """The aggregate tables' rows (module docstring). ``signatures`` (metric -> sacreBLEU
-    signature) and ``tokenizer_sha256`` fill the leaderboard's signature columns."""
-    signatures = signatures or {}
-    models = result.model_rows()
-    for row in models:
-        row["bleu_signature"] = signatures.get("bleu", "")
-        row["chrf_signature"] = signatures.get("chrf", "")
-        row["bleu_tokenizer_sha256"] = tokenizer_sha256
+def long_form(rows: list[dict], level: str, metrics: Sequence[str]
+              ) -> tuple[list[dict], list[dict]]:
+    """Wide rows (``BootstrapResult.pair_rows``/``model_rows``/``locale_rows``: ``<side>_<metric>``
+    with ``_low``/``_high``, ``delta_<metric>_excludes_zero``) as (their non-metric columns,
+    ``raw.metric_values`` rows). ``excludes_zero`` is set for ∆ only; ``n`` is the n column the
+    value rests on (:data:`_N_COLUMN`)."""
+    n_of = _N_COLUMN[level]
+    narrow, values = [], []
+    for row in rows:
+        taken: set[str] = set()
+        for metric in metrics:
+            for side, n_column in n_of.items():
+                column = f"{side}_{metric}"
+                excludes = f"{column}_excludes_zero"
+                taken.update((column, f"{column}_low", f"{column}_high", excludes))
+                values.append({
+                    "level": level, "model_id": row.get("model_id"), "locale": row.get("locale"),
+                    "metric": metric, "quantity": side,
+                    "value": row[column], "low": row[f"{column}_low"],
+                    "high": row[f"{column}_high"], "excludes_zero": row.get(excludes),
+                    "n": row[n_column]})
+        narrow.append({k: v for k, v in row.items() if k not in taken})
+    return narrow, values
+
+
+def statistics_tables(result: BootstrapResult,
+                      flag_config: FlagConfig | None = None) -> StatisticsTables:
+    """The aggregate tables' rows (module docstring)."""
+    pairs, pair_values = long_form(result.pair_rows(), "model_locale", result.metrics)
+    models, model_values = long_form(result.model_rows(), "model", result.metrics)
+    locales, locale_values = long_form(result.locale_rows(), "locale", result.metrics)
     rules = apply_flags(evidence_from_bootstrap(result), flag_config)
     flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]
     return StatisticsTables(
-        pairs=result.pair_rows(), models=models, locales=result.locale_rows(),
+        pairs=pairs, models=models, locales=locales,
+        values=pair_values + model_values + locale_values,
         agreement=_agreement_rows(result), averages=_average_rows(result),
         ranks=_rank_rows(result), flags=flags, rules=rules)
-

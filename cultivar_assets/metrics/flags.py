@@ -225,7 +225,9 @@ def rule_texts(config: FlagConfig | None = None) -> dict[str, str]:
 
 
 def _label(metric: str) -> str:
-    return {"bleu": "BLEU", "chrf": "chrF"}.get(metric, metric)
+    from cultivar_assets.metrics.registry import table_label  # the registry imports this module
+
+    return table_label(metric)
 
 
 def apply_flags(evidence: Sequence[ModelEvidence], config: FlagConfig | None = None

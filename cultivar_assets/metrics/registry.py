@@ -41,6 +41,7 @@ already taken is refused.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -55,6 +56,19 @@ from cultivar_assets.registry import Registry
 
 ENTRY_POINT_GROUP = "cultivar.metrics"
 METRIC_NAMES = ("bleu", "chrf")  # the paper's metrics: the ones the pipeline scores and stores
+
+
+
+def column_key(metric: str) -> str:
+    """The key of a metric's name in column names (``delta_<key>``, ``leaderboard_ranks``'
+    quantities): the name with ``++`` written ``pp`` (``chrf++`` → ``chrfpp``), which must then
+    be a lowercase SQL identifier."""
+    key = metric.replace("++", "pp")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", key):
+        raise ValueError(f"metric {metric!r} has no safe column key ({key!r}): use lowercase "
+                         "letters, digits, _ and ++")
+    return key
+
 
 # (sacreBLEU metric object, references, hypothesis rows, reference index of each row) -> stats
 StatsExtractor = Callable[[Any, Sequence[str], Sequence[str], np.ndarray], np.ndarray]
@@ -299,6 +313,19 @@ def get_metric(name: str) -> MetricEntry:
     if entry.name != name:
         raise ValueError(f"metric registered as {name!r} calls itself {entry.name!r}")
     return entry
+
+
+# How the paper's tables name a metric where it differs from the entry's label (its spBLEU
+# columns are "BLEU").
+TABLE_LABELS = {"bleu": "BLEU"}
+
+
+def table_label(name: str) -> str:
+    """A metric's name in table headers: :data:`TABLE_LABELS`, else its entry's label, else the
+    name itself (not registered)."""
+    if name in TABLE_LABELS:
+        return TABLE_LABELS[name]
+    return get_metric(name).label if name in metric_registry() else name
 
 
 def build_metric(name: str, config: MetricConfig | None = None) -> BuiltMetric:

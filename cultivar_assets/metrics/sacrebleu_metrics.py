@@ -48,11 +48,18 @@ class MetricUnavailableError(RuntimeError):
     """A metric cannot be computed as configured (e.g. the SentencePiece model is missing)."""
 
 
+PAPER_METRICS = ("bleu", "chrf")  # the paper's spBLEU and chrF: the default ``metrics``
+
+
 class MetricConfig(BaseModel):
-    """How BLEU and chrF are computed. Defaults are the paper's: spBLEU (flores200) and chrF."""
+    """Which metrics are scored and aggregated, and how. Defaults are the paper's: spBLEU
+    (flores200) and chrF."""
 
     model_config = ConfigDict(extra="forbid")
 
+    # registry names (cultivar_assets.metrics.registry), scored, stored and aggregated in this
+    # order; the leaderboard's wide views show bleu and chrf, every one is in leaderboard_metrics
+    metrics: list[str] = Field(default_factory=lambda: list(PAPER_METRICS), min_length=1)
     bleu_tokenize: str = "flores200"
     spm_model_path: str | None = None
     chrf_word_order: int = 0
@@ -80,6 +87,23 @@ class MetricConfig(BaseModel):
     def flag_config(self) -> FlagConfig:
         """The contamination rules' configuration."""
         return FlagConfig.model_validate(self.flags)
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, value: list[str]) -> list[str]:
+        # imported here: the registry imports this module
+        from cultivar_assets.metrics.registry import column_key, metric_registry
+
+        known = list(metric_registry())
+        unknown = [name for name in value if name not in known]
+        if unknown:
+            raise ValueError(f"unknown metrics {unknown}; the registry's metrics: "
+                             f"{', '.join(known)}")
+        for name in value:
+            column_key(name)  # every name has a column key
+        if len(set(value)) != len(value):
+            raise ValueError(f"metrics listed twice: {value}")
+        return value
 
     @field_validator("bleu_tokenize")
     @classmethod

@@ -1,10 +1,11 @@
 """Corpus scores from per-segment sufficient statistics (after sacreBLEU's ``metrics/base.py``).
 
 For each test set and system, :class:`Scorer` computes the per-segment statistics of each chosen
-metric entry of :mod:`cultivar_assets.metrics.registry` (default: BLEU, ``[hyp_len, ref_len,
-match_1..4, hyp_count_1..4]``, and chrF, ``[hyp_count_n, ref_count_n, match_n]`` for n = 1..6,
-then word orders for chrF++) exactly as sacreBLEU does, sums them over the segments and turns the
-sums into the corpus score with sacreBLEU's own ``_compute_score_from_stats``.
+metric entry of :mod:`cultivar_assets.metrics.registry` (the settings' ``metrics``; default:
+BLEU, ``[hyp_len, ref_len, match_1..4, hyp_count_1..4]``, and chrF, ``[hyp_count_n,
+ref_count_n, match_n]`` for n = 1..6, then word orders for chrF++) exactly as sacreBLEU does,
+sums them over the segments and turns the sums into the corpus score with sacreBLEU's own
+``_compute_score_from_stats``.
 Stored per-segment statistics let later analyses (e.g. paired bootstrap over instances) resample
 without re-scoring.
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cultivar_assets.metrics.registry import METRIC_NAMES, build_statistics
+from cultivar_assets.metrics.registry import build_statistics
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 
 
@@ -45,12 +46,14 @@ class TestSetScore:
 
 class Scorer:
     """Scores many systems on many test sets with one set of configured metrics (registry
-    entries of per-segment statistics; default: the paper's BLEU and chrF)."""
+    entries of per-segment statistics; default: the settings' ``metrics``, the paper's BLEU and
+    chrF unless configured)."""
 
     def __init__(self, config: MetricConfig | None = None,
-                 metrics: Sequence[str] = METRIC_NAMES) -> None:
+                 metrics: Sequence[str] | None = None) -> None:
         self.config = config or MetricConfig()
-        self.built = build_statistics(self.config, metrics)
+        self.built = build_statistics(self.config,
+                                      self.config.metrics if metrics is None else metrics)
         self.metrics = {name: b.metric for name, b in self.built.items()}
         self.signatures = {name: b.signature for name, b in self.built.items()}
         self.tokenizer_sha256 = {name: b.tokenizer_sha256 for name, b in self.built.items()}

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED
-from cultivar_assets.metrics.registry import METRIC_NAMES, build_statistics, metric_registry
+from cultivar_assets.metrics.registry import build_statistics, metric_registry
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 
 
@@ -69,11 +69,12 @@ def paired_test(
     test_type: Literal["bs", "ar"] = "bs",
     n_samples: int = 0,
     seed: int = SACREBLEU_DEFAULT_SEED,
-    metrics: Sequence[str] = METRIC_NAMES,
+    metrics: Sequence[str] | None = None,
 ) -> list[PairedTestResult]:
     """sacreBLEU's paired test of every system against the first (the baseline).
 
-    ``n_samples`` 0 takes sacreBLEU's default (1,000 resamples for bs, 10,000 trials for ar).
+    ``metrics`` default: the settings' (``config.metrics``). ``n_samples`` 0 takes sacreBLEU's
+    default (1,000 resamples for bs, 10,000 trials for ar).
     """
     from sacrebleu.significance import PairedTest
 
@@ -85,6 +86,7 @@ def paired_test(
     for name, hyps in systems.items():
         if len(hyps) != n:
             raise ValueError(f"{name}: {len(hyps)} hypotheses for {n} references")
+    metrics = list((config or MetricConfig()).metrics if metrics is None else metrics)
     unknown = [m for m in metrics if m not in metric_registry()]
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; known: {', '.join(metric_registry())}")

@@ -53,6 +53,7 @@ import pyarrow.compute as pc
 from cultivar_assets import __version__
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
 from cultivar_assets.files import MANIFEST, read_manifest, replace_folder
+from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.config import default_web_cache
@@ -208,7 +209,9 @@ class _Build:
         if self.engine_note:
             self.notes.append(self.engine_note)
             self.say(self.engine_note)
+        more_signatures = [m for m in data.metrics if m["metric"] not in PAPER_METRICS]
         common = {"version": __version__, "dataset": self.dataset, "signatures": signatures,
+                  "more_signatures": more_signatures,
                   "reported_source": REPORTED_SOURCE, "show_originals": self.show,
                   "query_included": self.engine is not None}
         self.writer = PageWriter(work, common)

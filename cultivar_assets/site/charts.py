@@ -43,10 +43,12 @@ from statistics import fmean
 from typing import Any
 
 from cultivar_assets.files import MANIFEST, replace_folder
+from cultivar_assets.metrics.registry import table_label
+from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
-METRIC_LABEL = {"bleu": "∆BLEU", "chrf": "∆chrF"}
-METRICS = ("bleu", "chrf")
+METRICS = PAPER_METRICS
+METRIC_LABEL = {metric: f"∆{table_label(metric)}" for metric in METRICS}
 OFFICIAL_COLOURS = {"domain": ["yes", "no"], "range": ["#1f5f99", "#c2571a"]}
 # Our choice: fonts with Arial's metrics first (Liberation Sans and Arimo are metric-compatible
 # with Arial and free; one of the four is on nearly every system, and vl-convert, which draws the

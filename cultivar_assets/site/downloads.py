@@ -58,7 +58,11 @@ PUBLISHED_TABLES: tuple[PublishedTable, ...] = (
                    "∆ per locale averaged over models (paper, Table 4)"),
     PublishedTable("rank_agreement", "site_rank_agreement",
                    "rank agreement between FLORES and Cultivar (paper, Table 2)"),
-    PublishedTable("scores", "site_scores", "BLEU and chrF per model and test set"),
+    PublishedTable("leaderboard_metrics", "site_leaderboard_metrics",
+                   "every configured metric's values (chrF++, TER, ...) in long form: per "
+                   "level, model and/or locale, metric and quantity, with intervals and n"),
+    PublishedTable("scores", "site_scores",
+                   "every configured metric's score per model and test set"),
     PublishedTable("word_recall", "site_word_recall",
                    "locale-specific word recall per model and locale (FP / FN rates)"),
     PublishedTable("cleaning_counts", "cleaning_counts",

@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cultivar_assets.engines.outputs import submitted_note
+from cultivar_assets.metrics.registry import column_key
+from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.failures import failure_rows
 from cultivar_assets.store.database import Reader, Store
@@ -54,6 +56,8 @@ class SiteData:
     board: dict[str, dict]  # the leaderboard by model
     failed: list[dict]
     digests: dict[str, str]  # model -> "<rows>:<digest>:<digest>" of its translations, statistics
+    metrics: list[dict]  # the aggregated metrics in order: metric, label, higher_is_better,
+    # signature, tokenizer_sha256
 
 
 def reported_csv(name: str) -> list[dict[str, str]]:
@@ -63,6 +67,22 @@ def reported_csv(name: str) -> list[dict[str, str]]:
 
     text = resources.files("cultivar_assets.data").joinpath("reported", name).read_text("utf-8")
     return list(csv.DictReader(io.StringIO(text)))
+
+
+def more_metric_columns(rows: list[dict]) -> dict[str, dict]:
+    """model -> the leaderboard columns of the metrics the wide view has no columns for
+    (every one but BLEU and chrF: ``<side>_<column key>`` with ``_low``/``_high`` and, for ∆,
+    ``_excludes_zero``), from ``leaderboard_metrics``' model rows."""
+    columns: dict[str, dict] = defaultdict(dict)
+    for row in rows:
+        if row["level"] != "model" or row["metric"] in PAPER_METRICS:
+            continue
+        name = f"{row['quantity']}_{column_key(row['metric'])}"
+        columns[row["model_id"]].update({name: row["value"], f"{name}_low": row["low"],
+                                         f"{name}_high": row["high"]})
+        if row["quantity"] == "delta":
+            columns[row["model_id"]][f"{name}_excludes_zero"] = row["excludes_zero"]
+    return dict(columns)
 
 
 def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
@@ -76,8 +96,10 @@ def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict
     locale_deltas = [{**row, "location_short": locale_info[row["locale"]]["location_short"],
                       "language_name": locale_info[row["locale"]]["language_name"]}
                      for row in reader.rows("site_locale_deltas")]
+    extra = more_metric_columns(reader.rows("site_leaderboard_metrics"))
     leaderboard = [{**row, "prompt_style": styles.get(row["model_id"]),
-                    "submitted": submitted.get(row["model_id"])}
+                    "submitted": submitted.get(row["model_id"]),
+                    **extra.get(row["model_id"], {})}
                    for row in reader.rows("leaderboard")]
     return (leaderboard, reader.rows("site_reported_leaderboard"),
             reader.rows("site_model_locale_deltas"), locale_deltas)
@@ -130,7 +152,8 @@ def read_site_data(reader: Reader, show_originals: bool) -> SiteData:
         cleaning=cleaning, missing=missing, annotation_summary=annotation_summary,
         annotations=annotations, statistics=statistics, instances=instances,
         present_locales=sorted(instances), instance_ids=instance_ids, segments=segments,
-        board=board, failed=failed, digests=digests)
+        board=board, failed=failed, digests=digests,
+        metrics=r.rows("site_statistics_metrics"))
 
 
 def provenance(row: dict, show_originals: bool) -> dict:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
 
 from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
+from cultivar_assets.metrics.registry import column_key, table_label
+from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site import shards
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
@@ -32,6 +35,7 @@ HIDDEN_ORIGINAL = ("Original FLORES text not shown on public pages (the FLORES m
 # The Query page's examples: (named block of sql/query_examples.sql, title).
 QUERY_EXAMPLES = (
     ("example_table3", "Table 3: the leaderboard, by ∆BLEU"),
+    ("example_metrics", "Every configured metric per model (chrF++, TER, ...), long form"),
     ("example_table4", "Table 4: ∆ per locale, averaged over models"),
     ("example_table2", "Table 2: rank agreement between FLORES and Cultivar"),
     ("example_table1", "Table 1: post-editing statistics (where annotation files were ingested)"),
@@ -91,7 +95,7 @@ class SitePages:
             reported=data.reported, families=families, types=types, missing=data.missing,
             include_database=self.include_database,
             charts=[c for c in self.chart_entries if c["page"] == "index"],
-            columns=leaderboard_columns(data.leaderboard), flags=flags,
+            columns=leaderboard_columns(data.leaderboard, metrics=data.metrics), flags=flags,
             reported_columns=leaderboard_columns(data.reported, reported=True),
             statistics=data.statistics,
             downloads={"leaderboard": {"csv": "downloads/leaderboard.csv",
@@ -292,13 +296,27 @@ DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2
 OVERALL_KEYS = tuple(f"delta_{m}{part}" for m in ("bleu", "chrf") for part in ("", "_low", "_high"))
 
 
-def leaderboard_columns(rows: list[dict], reported: bool = False) -> list[dict]:
-    """The leaderboard's value columns (see :func:`value_columns`)."""
+SIDE_LABELS = {"delta": "∆{}", "flores": "FLORES {}", "cultivar": "Cultivar {}"}
+
+
+def metric_columns(metrics: Sequence[dict] = ()) -> list[tuple[str, str, int, str | None]]:
+    """The leaderboard's metric columns: ∆, FLORES and Cultivar of BLEU and chrF (the paper's
+    names), then of every other aggregated metric (``metrics``: rows of ``statistics_metrics``;
+    the registry's label; a lower-is-better one, such as TER, says so in its title)."""
+    chosen = [(m, table_label(m), True) for m in PAPER_METRICS] + [
+        (m["metric"], m["label"], m["higher_is_better"]) for m in metrics
+        if m["metric"] not in PAPER_METRICS]
+    return [(f"{side}_{column_key(metric)}", label.format(name), 2,
+             None if higher else f"{name}: lower is better (∆ = Cultivar − FLORES)")
+            for side, label in SIDE_LABELS.items() for metric, name, higher in chosen]
+
+
+def leaderboard_columns(rows: list[dict], reported: bool = False,
+                        metrics: Sequence[dict] = ()) -> list[dict]:
+    """The leaderboard's value columns (see :func:`value_columns`; ``metrics``: see
+    :func:`metric_columns`)."""
     return value_columns(rows, [("params_total_b", "Params (B)", 2, None),
-               ("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None),
-               ("flores_bleu", "FLORES BLEU", 2, None), ("flores_chrf", "FLORES chrF", 2, None),
-               ("cultivar_bleu", "Cultivar BLEU", 2, None),
-               ("cultivar_chrf", "Cultivar chrF", 2, None),
+               *metric_columns(metrics),
                ("false_positive_rate", "FP rate", 4,
                 "false-positive rate of locale-specific word recall"),
                ("false_negative_rate", "FN rate", 4,
