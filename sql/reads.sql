@@ -73,3 +73,9 @@ SELECT * FROM failed_models ORDER BY model_id;
 -- name: model_references_and_hypotheses
 SELECT test_set, segment_id, reference, hypothesis FROM raw.translations
 WHERE model_id = $model_id ORDER BY test_set, segment_id;
+
+-- The per-model values of the aggregated metrics beyond the paper's BLEU and chrF (the CLI's
+-- leaderboard adds their columns), in the configured order.
+-- name: leaderboard_other_metrics
+SELECT model_id, metric, label, quantity, value, signature
+FROM leaderboard_metrics WHERE level = 'model' AND metric NOT IN ('bleu', 'chrf');

@@ -121,3 +121,16 @@ def test_every_common_test_set_by_default_and_clear_refusals(scored, capsys):
     assert main(["--config", str(config), "significance", "copy-source-baseline",
                  "half-references", "--test-set", "cultivar_xxx"]) == 1
     assert "no model translated cultivar_xxx" in capsys.readouterr().err
+
+
+def test_the_configured_metrics_are_the_default(scored, capsys, tmp_path):
+    config, _ = scored
+    settings = yaml.safe_load(config.read_text("utf-8"))
+    settings["metrics"]["metrics"] = ["chrf", "ter"]
+    other = tmp_path / "ter.yaml"
+    other.write_text(yaml.safe_dump(settings), "utf-8")
+    assert main(["--config", str(other), "significance", "copy-source-baseline",
+                 "half-references", "--test-set", "cultivar_deu_Latn_Germany", "--samples", "20",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["metric"] for r in rows] == ["chrf", "chrf", "ter", "ter"]

@@ -16,22 +16,28 @@ from cultivar_assets.cli.significance import add_significance_parser
 from cultivar_assets.settings import Settings, demo_settings, load_settings, settings_file
 
 
-def _print_leaderboard(rows: list[dict]) -> None:
+def _print_leaderboard(rows: list[dict], other_metrics: list[dict] = ()) -> None:
+    """The leaderboard as a table, the paper's columns then those of every other aggregated
+    metric (``other_metrics``: the ``leaderboard_other_metrics`` rows), with the signatures."""
     from rich.table import Table
 
-    from cultivar_assets.tables import LEADERBOARD_COLUMNS, format_value
+    from cultivar_assets.tables import LEADERBOARD_COLUMNS, format_value, with_other_metrics
 
+    rows, extra, extra_signatures = with_other_metrics(rows, list(other_metrics))
+    columns = [*LEADERBOARD_COLUMNS, *extra]
     table = Table(title="Cultivar leaderboard (sorted by ∆BLEU, as in the paper's Table 3)")
-    for key, header in LEADERBOARD_COLUMNS:
+    for key, header in columns:
         table.add_column(header, justify="left" if key in ("model_id", "type") else "right")
     for row in rows:
-        table.add_row(*(format_value(row.get(key), key) for key, _ in LEADERBOARD_COLUMNS))
+        table.add_row(*(format_value(row.get(key), key) for key, _ in columns))
     console = _console()
     console.print(table)
     for bleu, chrf, spm in sorted({(r["bleu_signature"], r["chrf_signature"],
                                     r["bleu_tokenizer_sha256"]) for r in rows}, key=repr):
         model = f" (SentencePiece model sha256 {spm})" if spm else ""
         console.print(f"BLEU signature: {bleu}{model}\nchrF signature: {chrf}")
+    for line in extra_signatures:
+        console.print(f"{line.split(': ', 1)[0]} signature: {line.split(': ', 1)[1]}")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -46,6 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run(settings: Settings) -> int:
     from cultivar_assets.runner import run_pipeline
+    from cultivar_assets.store.database import Store
 
     console = _console()
     built = settings.data.kind == "built"
@@ -67,7 +74,8 @@ def _run(settings: Settings) -> int:
     if notice:  # said once, before the run reaches the network (the site step runs npm)
         console.print(notice[0].upper() + notice[1:], markup=False)
     result = run_pipeline(settings, say=console.print)
-    _print_leaderboard(result.leaderboard)
+    _print_leaderboard(result.leaderboard, Store(Path(result.database)).query(
+        "leaderboard_other_metrics"))
     _print_submitted(result.database, {row["model_id"] for row in result.leaderboard})
     _print_missing(result.database)
     if result.build is not None:
@@ -128,7 +136,8 @@ def _print_missing(database: Path | str) -> None:
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from cultivar_assets.store.database import Store
 
-    _print_leaderboard(Store(_settings(args).database_path).query("leaderboard"))
+    store = Store(_settings(args).database_path)
+    _print_leaderboard(store.query("leaderboard"), store.query("leaderboard_other_metrics"))
     return 0
 
 

@@ -11,6 +11,14 @@ from cultivar_assets.cli.common import RECORD_FORMATS, _settings, print_records
 COLUMNS = ["test_set", "metric", "system", "score", "p_value", "mean", "ci", "signature"]
 
 
+def _statistics_metrics(settings) -> list[str]:
+    """The configured metrics (``metrics.metrics``) that sacreBLEU's paired test takes: those of
+    per-segment statistics."""
+    from cultivar_assets.metrics.registry import StatisticsMetric, get_metric
+
+    return [m for m in settings.metrics.metrics if isinstance(get_metric(m), StatisticsMetric)]
+
+
 def cmd_significance(args: argparse.Namespace) -> int:
     from cultivar_assets.evaluation.paired_tests import PairedTestError, paired_tests
     from cultivar_assets.store.database import Store
@@ -18,7 +26,7 @@ def cmd_significance(args: argparse.Namespace) -> int:
     settings = _settings(args)
     try:
         tests = paired_tests(Store(settings.database_path), [args.baseline, *args.models],
-                             settings.metrics, args.metric or ("bleu", "chrf"),
+                             settings.metrics, args.metric or _statistics_metrics(settings),
                              args.test_set or None, args.test, args.samples, args.seed)
     except (PairedTestError, ValueError) as error:
         print(f"cultivar significance: {error}", file=sys.stderr)
@@ -38,8 +46,8 @@ def add_significance_parser(sub) -> None:
     parser.add_argument("--test-set", action="append",
                         help="a test set (repeat; default: every one all models translated)")
     parser.add_argument("--metric", action="append",
-                        help="a metric of the registry's statistics kind (repeat; default: bleu "
-                             "and chrf)")
+                        help="a metric of the registry's statistics kind (repeat; default: "
+                             "the configured metrics of that kind)")
     parser.add_argument("--test", choices=("bs", "ar"), default="bs",
                         help="paired bootstrap resampling (bs, default) or approximate "
                              "randomisation (ar)")

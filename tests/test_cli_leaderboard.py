@@ -1,0 +1,42 @@
+"""``cultivar leaderboard`` (and the leaderboard a run prints) show every aggregated metric: the
+paper's BLEU and chrF columns, then ∆, FLORES and Cultivar of each further configured metric
+(chrF++ and TER here), with its signature; the values are those of ``leaderboard_metrics``."""
+
+from __future__ import annotations
+
+import duckdb
+import yaml
+from conftest import copy_baseline_config_file
+
+from cultivar_assets.cli import main
+from cultivar_assets.tables import format_value
+
+
+def test_the_cli_leaderboard_has_the_columns_of_every_configured_metric(tmp_path, homes, capsys,
+                                                                      monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    config = copy_baseline_config_file(tmp_path, bootstrap_replicates=20)
+    settings = yaml.safe_load(config.read_text("utf-8"))
+    settings["metrics"]["metrics"] = ["bleu", "chrf", "chrf++", "ter"]
+    config.write_text(yaml.safe_dump(settings), "utf-8")
+    assert main(["--config", str(config), "run"]) == 0
+    run_output = capsys.readouterr().out
+    assert main(["--config", str(config), "leaderboard"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "∆BLEU" in line and "┃" in line)
+    cells = [c.strip() for c in header.strip("┃│ ").split("┃")]
+    assert cells[-6:] == ["∆chrF++", "∆TER", "FLORES chrF++", "FLORES TER", "Cultivar chrF++",
+                          "Cultivar TER"]
+    with duckdb.connect(str(tmp_path / "results.duckdb"), read_only=True) as con:
+        values = dict(((q, m), v) for q, m, v in con.execute(
+            "SELECT quantity, metric, value FROM leaderboard_metrics WHERE level = 'model' AND "
+            "model_id = 'copy-source-baseline'").fetchall())
+        ter_signature = con.execute("SELECT signature FROM statistics_metrics "
+                                    "WHERE metric = 'ter'").fetchone()[0]
+    row = next(line for line in out.splitlines() if "copy-source-baseline" in line)
+    shown = [c.strip() for c in row.strip("│ ").split("│")][-6:]
+    assert shown == [format_value(values[(q, m)], f"{q}_{m}") for q in ("delta", "flores",
+                     "cultivar") for m in ("chrf++", "ter")]
+    assert f"TER signature: {ter_signature}" in out
+    assert "∆TER" in run_output and f"TER signature: {ter_signature}" in run_output
+
