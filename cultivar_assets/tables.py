@@ -135,31 +135,6 @@ LEADERBOARD_COLUMNS = (
 )
 
 
-def with_other_metrics(rows: Sequence[dict[str, Any]], values: Sequence[dict[str, Any]]
-                       ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[str]]:
-    """The leaderboard ``rows`` with the columns of the metrics beyond BLEU and chrF (``values``:
-    rows of ``leaderboard_metrics`` at level ``model``: model_id, metric, label, quantity,
-    value, signature): the rows with ``<quantity>_<key>`` values, the (key, header) columns to
-    add after :data:`LEADERBOARD_COLUMNS` (∆, FLORES, Cultivar of each metric, in the stored
-    order) and one "<label>: <signature>" line per metric."""
-    from cultivar_assets.metrics.registry import column_key
-
-    by_model: dict[str, dict[str, Any]] = {}
-    columns: dict[str, str] = {}
-    signatures: dict[str, str] = {}
-    headers = {"delta": "∆{}", "flores": "FLORES {}", "cultivar": "Cultivar {}"}
-    for quantity in headers:  # ∆ columns first, as for BLEU and chrF
-        for v in values:
-            if v["quantity"] != quantity:
-                continue
-            key = f"{quantity}_{column_key(v['metric'])}"
-            columns.setdefault(key, headers[quantity].format(v["label"]))
-            by_model.setdefault(v["model_id"], {})[key] = v["value"]
-            signatures.setdefault(v["metric"], f"{v['label']}: {v['signature']}")
-    merged = [{**row, **by_model.get(row["model_id"], {})} for row in rows]
-    return merged, list(columns.items()), list(signatures.values())
-
-
 INTERVAL_COLUMNS = ("delta_bleu", "delta_chrf", "flores_bleu", "flores_chrf", "cultivar_bleu",
                     "cultivar_chrf", "false_positive_rate", "false_negative_rate")
 

@@ -16,14 +16,39 @@ from cultivar_assets.cli.significance import add_significance_parser
 from cultivar_assets.settings import Settings, demo_settings, load_settings, settings_file
 
 
+def _with_other_metrics(rows: list[dict], values: list[dict]
+                        ) -> tuple[list[dict], list[tuple[str, str]], list[str]]:
+    """The leaderboard ``rows`` with the columns of the metrics beyond BLEU and chrF (``values``:
+    rows of ``leaderboard_metrics`` at level ``model``: model_id, metric, label, quantity,
+    value, signature): the rows with ``<quantity>_<key>`` values, the (key, header) columns to
+    add after ``tables.LEADERBOARD_COLUMNS`` (∆, FLORES, Cultivar of each metric, in the stored
+    order) and one "<label>: <signature>" line per metric."""
+    from cultivar_assets.metrics.registry import column_key
+
+    by_model: dict[str, dict] = {}
+    columns: dict[str, str] = {}
+    signatures: dict[str, str] = {}
+    headers = {"delta": "∆{}", "flores": "FLORES {}", "cultivar": "Cultivar {}"}
+    for quantity in headers:  # ∆ columns first, as for BLEU and chrF
+        for v in values:
+            if v["quantity"] != quantity:
+                continue
+            key = f"{quantity}_{column_key(v['metric'])}"
+            columns.setdefault(key, headers[quantity].format(v["label"]))
+            by_model.setdefault(v["model_id"], {})[key] = v["value"]
+            signatures.setdefault(v["metric"], f"{v['label']}: {v['signature']}")
+    merged = [{**row, **by_model.get(row["model_id"], {})} for row in rows]
+    return merged, list(columns.items()), list(signatures.values())
+
+
 def _print_leaderboard(rows: list[dict], other_metrics: list[dict] = ()) -> None:
     """The leaderboard as a table, the paper's columns then those of every other aggregated
     metric (``other_metrics``: the ``leaderboard_other_metrics`` rows), with the signatures."""
     from rich.table import Table
 
-    from cultivar_assets.tables import LEADERBOARD_COLUMNS, format_value, with_other_metrics
+    from cultivar_assets.tables import LEADERBOARD_COLUMNS, format_value
 
-    rows, extra, extra_signatures = with_other_metrics(rows, list(other_metrics))
+    rows, extra, extra_signatures = _with_other_metrics(rows, list(other_metrics))
     columns = [*LEADERBOARD_COLUMNS, *extra]
     table = Table(title="Cultivar leaderboard (sorted by ∆BLEU, as in the paper's Table 3)")
     for key, header in columns:
