@@ -123,3 +123,13 @@ def test_its_delta_interval_and_ranks_come_from_the_paired_bootstrap(store):
         assert {ranks[(quantity, m)] for m in MODELS} <= {1, 2}, quantity
     assert _rows(store, "SELECT metric, label FROM statistics_metrics") == [
         ("bleu", "spBLEU"), ("chrf", "chrF"), (NAME, "Cross ratio")]
+
+
+def test_the_site_leaderboard_shows_it_with_its_signature(store, tmp_path):
+    from cultivar_assets.site.build import build_site
+
+    build_site(store, tmp_path / "site", query_page="off")
+    page = (tmp_path / "site" / "index.html").read_text("utf-8")
+    for header in ("∆Cross ratio", "FLORES Cross ratio", "Cultivar Cross ratio", "∆BLEU"):
+        assert f">{header}<" in page, header
+    assert f"<li>Cross ratio: <code>{SIGNATURE}</code></li>" in page
