@@ -29,6 +29,10 @@ ORDER BY s.model_id, s.test_set, s.metric;
 -- name: all_segment_stats
 SELECT model_id, test_set, segment_id, metric, stats FROM raw.segment_stats;
 
+-- Every per-segment score of the segment-score metrics (Store.arrow), read by the aggregation.
+-- name: all_segment_scores
+SELECT model_id, test_set, segment_id, metric, score FROM raw.segment_scores;
+
 -- name: all_word_recall
 SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced,
        n_introduced_missed

@@ -122,6 +122,17 @@ CREATE TABLE raw.segment_stats (
     PRIMARY KEY (model_id, test_set, segment_id, metric)
 );
 
+-- Per-segment scores of the segment-score metrics (registry kind "segment scores", the shape of
+-- COMET): one float per segment; the corpus score in raw.scores is their mean.
+CREATE TABLE raw.segment_scores (
+    model_id   VARCHAR NOT NULL,
+    test_set   VARCHAR NOT NULL,
+    segment_id INTEGER NOT NULL,
+    metric     VARCHAR NOT NULL,
+    score      DOUBLE NOT NULL,
+    PRIMARY KEY (model_id, test_set, segment_id, metric)
+);
+
 CREATE TABLE raw.scores (
     model_id            VARCHAR NOT NULL,
     test_set            VARCHAR NOT NULL,

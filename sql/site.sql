@@ -83,17 +83,21 @@ SELECT * FROM annotations ORDER BY locale, instance_id;
 SELECT test_set, kind, language, locale, segment_id, source, reference
 FROM raw.segments ORDER BY test_set, segment_id;
 
--- What each model's translations and per-segment statistics are, as one string per model (the
--- builder reuses a model's files from the previous build when it is unchanged): the sums of the
--- rows' hashes (order-free).
+-- What each model's translations, per-segment statistics and segment scores are, as one string
+-- per model (the builder reuses a model's files from the previous build when it is unchanged):
+-- the sums of the rows' hashes (order-free).
 -- name: site_translation_digests
-SELECT t.model_id, t.n_rows, t.digest || ':' || coalesce(s.digest, '') AS digest
+SELECT t.model_id, t.n_rows,
+       t.digest || ':' || coalesce(s.digest, '') || coalesce(':' || g.digest, '') AS digest
 FROM (SELECT model_id, count(*) AS n_rows,
              sum(hash(test_set, segment_id, hypothesis, raw_output, cleaning_rules))::VARCHAR
                  AS digest
       FROM raw.translations GROUP BY model_id) AS t
 LEFT JOIN (SELECT model_id, sum(hash(metric, test_set, segment_id, stats))::VARCHAR AS digest
            FROM raw.segment_stats GROUP BY model_id) AS s USING (model_id)
+-- segment scores (none unless a segment-score metric is configured: the digest is unchanged)
+LEFT JOIN (SELECT model_id, sum(hash(metric, test_set, segment_id, score))::VARCHAR AS digest
+           FROM raw.segment_scores GROUP BY model_id) AS g USING (model_id)
 ORDER BY t.model_id;
 
 -- Translations of the given models, model by model; raw_output is NULL where it equals the

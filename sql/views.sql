@@ -41,10 +41,13 @@ LEFT JOIN test_sets t ON t.test_set = s.test_set;
 
 CREATE OR REPLACE VIEW segment_stats AS
 SELECT g.* FROM raw.segment_stats g
-WHERE EXISTS (
-    SELECT 1 FROM raw.scores s JOIN raw.model_runs r ON r.model_id = s.model_id
-    WHERE s.model_id = g.model_id AND s.test_set = g.test_set AND s.metric = g.metric
-      AND r.translations_fingerprint IS NOT DISTINCT FROM s.translations_fingerprint);
+WHERE EXISTS (SELECT 1 FROM scores s  -- of a current score (the view above)
+              WHERE s.model_id = g.model_id AND s.test_set = g.test_set AND s.metric = g.metric);
+
+CREATE OR REPLACE VIEW segment_scores AS
+SELECT g.* FROM raw.segment_scores g
+WHERE EXISTS (SELECT 1 FROM scores s  -- of a current score (the view above)
+              WHERE s.model_id = g.model_id AND s.test_set = g.test_set AND s.metric = g.metric);
 
 -- Locale-specific word recall per model and locale: FP = Σ|H∩R| / Σ|R|, FN = Σ|I∖H| / Σ|I|
 -- (computed by cultivar_assets/metrics/word_recall.py from the per-instance counts in

@@ -45,6 +45,7 @@ INSERT INTO raw.models BY NAME SELECT * FROM staging;
 -- name: delete_model_scores
 DELETE FROM raw.scores WHERE model_id = $model_id;
 DELETE FROM raw.segment_stats WHERE model_id = $model_id;
+DELETE FROM raw.segment_scores WHERE model_id = $model_id;
 DELETE FROM raw.word_recall WHERE model_id = $model_id;
 
 -- name: insert_scores
@@ -52,6 +53,9 @@ INSERT INTO raw.scores BY NAME SELECT * FROM staging;
 
 -- name: insert_segment_stats
 INSERT INTO raw.segment_stats BY NAME SELECT * FROM staging;
+
+-- name: insert_segment_scores
+INSERT INTO raw.segment_scores BY NAME SELECT * FROM staging;
 
 -- name: insert_word_recall
 INSERT INTO raw.word_recall BY NAME SELECT * FROM staging;

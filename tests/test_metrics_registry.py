@@ -15,7 +15,7 @@ from conftest import install_metadata
 from metrics_helpers import ALPHABETS, english_lines, perturb, random_corpus, train_tiny_spm
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from cultivar_assets.metrics.bootstrap import BootstrapError, paired_bootstrap
+from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
 from cultivar_assets.metrics.registry import (
     METRIC_NAMES,
     BuiltStatistics,
@@ -28,7 +28,7 @@ from cultivar_assets.metrics.registry import (
 )
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig, MetricUnavailableError
 from cultivar_assets.metrics.scoring import Scorer
-from cultivar_assets.metrics.segment_stats import SegmentStats
+from cultivar_assets.metrics.segment_stats import SegmentStats, StatsError
 from cultivar_assets.metrics.significance import paired_test
 
 CONFIG = MetricConfig(bleu_tokenize="13a")
@@ -186,10 +186,19 @@ def test_segment_score_metric_through_an_entry_point(installed):
     assert (result.signature, result.tokenizer_sha256) == ("length-ratio|v:1", None)
     with pytest.raises(ValueError, match="not of per-segment statistics"):
         build_statistics(CONFIG, ("bleu", "length-ratio"))
-    one = SegmentStats.build([0], [[1, 2]])
-    with pytest.raises(BootstrapError, match="no per-segment statistics to resample"):
-        paired_bootstrap({"length-ratio": {("m", "flores_hin_Deva"): one}}, ["m"],
-                         ["hin_Deva_India"])
+    # the scorer and the bootstrap take it: its scores resampled as statistics [score, 1]
+    [scored] = Scorer(CONFIG, ["length-ratio"]).score_test_set("t", refs, {"s": hyps})
+    assert (scored.kind, scored.score, scored.segment_stats.tolist()) == (
+        "segment scores", 0.75, [0.5, 1.0, 1.0, 0.5])
+    as_stats = SegmentStats.of_scores([3, 1, 2, 0], result.segments[::-1])
+    assert as_stats.stats.tolist() == [[0.5, 1], [1.0, 1], [1.0, 1], [0.5, 1]]
+    boot = paired_bootstrap({"length-ratio": {("m", "flores_hin_Deva"): as_stats}}, ["m"],
+                            ["hin_Deva_India"], config=BootstrapConfig(n_replicates=50))
+    flores = boot["model_flores_length-ratio"]
+    assert flores.point.tolist() == [0.75]
+    assert 0.5 <= flores.low[0] <= 0.75 <= flores.high[0] <= 1.0
+    with pytest.raises(StatsError, match="not finite"):
+        SegmentStats.of_scores([0], [float("nan")])
     with pytest.raises(ValueError, match="2 hypotheses for 1 references"):
         score_corpus("length-ratio", ["a"], ["a", "b"])
 

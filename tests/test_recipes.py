@@ -26,6 +26,7 @@ from cultivar_assets.data import locales as locales_module
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.metrics.registry import metric_registry, score_corpus
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.settings import load_settings
 from cultivar_assets.store.database import Store
@@ -97,12 +98,15 @@ def test_recipe_new_metric(tmp_path, monkeypatch, capsys):
                         "length-ratio-metric", metric_registry):
         # 3. a test set scored through the registry, with the page's own code
         exec(code_block_after(PAGE, "3. Score a test set with it", "python"), {})
-        assert capsys.readouterr().out == "0.75 [0.5 1. ] length-ratio|v:1\n"
+        assert capsys.readouterr().out == "0.75 [0.5 1. ] length_ratio|v:1\n"
         references = ["Der Hund", "", "ein Haus"]
-        result = score_corpus("length-ratio", references, ["Der Hund bellt", "", "Haus"])
+        result = score_corpus("length_ratio", references, ["Der Hund bellt", "", "Haus"])
         assert result.segments.tolist() == [8 / 14, 1.0, 4 / 8]
-        assert metric_registry().get("length-ratio").higher_is_better
-    assert "length-ratio" not in metric_registry()
+        assert metric_registry().get("length_ratio").higher_is_better
+        # 4. the settings' list, as the page writes it, is accepted
+        settings = yaml.safe_load(code_block_after(PAGE, "4. List it in the settings", "yaml"))
+        assert MetricConfig(**settings["metrics"]).metrics == ["bleu", "chrf", "length_ratio"]
+    assert "length_ratio" not in metric_registry()
 
 
 def test_recipe_comet_wrapper_with_a_stand_in_comet(monkeypatch):
@@ -116,7 +120,16 @@ def test_recipe_comet_wrapper_with_a_stand_in_comet(monkeypatch):
             return types.SimpleNamespace(scores=[0.5 + 0.1 * i for i in range(len(data))])
 
     fake = types.ModuleType("comet")
-    fake.load_from_checkpoint = lambda path: Model()
+
+    def download_model(model, saving_directory=None, local_files_only=False):
+        calls.append(("download", model, saving_directory, local_files_only))
+        return f"{saving_directory}/checkpoints/model.ckpt"
+
+    def load_from_checkpoint(path, local_files_only=False):
+        calls.append(("load", path, local_files_only))
+        return Model()
+
+    fake.download_model, fake.load_from_checkpoint = download_model, load_from_checkpoint
     monkeypatch.setitem(sys.modules, "comet", fake)
     namespace: dict = {}
     exec(code_block_after(PAGE, "### COMET as a segment-score metric", "python"), namespace)
@@ -125,7 +138,9 @@ def test_recipe_comet_wrapper_with_a_stand_in_comet(monkeypatch):
         "comet", "segment scores", True)
     scores = comet.segment_scores(["r1", "r2"], ["h1", "h2"], sources=["s1", "s2"])
     assert scores.tolist() == [0.5, 0.6] and comet.corpus_score(scores) == 0.55
-    assert calls[0][0] == [{"src": "s1", "mt": "h1", "ref": "r1"},
+    assert calls[:2] == [("download", "Unbabel/wmt22-comet-da", "/models/comet", False),
+                         ("load", "/models/comet/checkpoints/model.ckpt", False)]
+    assert calls[2][0] == [{"src": "s1", "mt": "h1", "ref": "r1"},
                            {"src": "s2", "mt": "h2", "ref": "r2"}]
     with pytest.raises(ValueError, match="needs the source sentences"):
         comet.segment_scores(["r"], ["h"])

@@ -22,7 +22,11 @@ from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.ranks import rank_sentence
 from cultivar_assets.metrics.registry import metric_registry
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
-from cultivar_assets.metrics.segment_stats import recall_from_table, stats_from_table
+from cultivar_assets.metrics.segment_stats import (
+    recall_from_table,
+    scores_from_table,
+    stats_from_table,
+)
 from cultivar_assets.metrics.word_recall import rates_from_sums
 from cultivar_assets.store.database import Step, Store
 from cultivar_assets.store.records import dataset_fingerprint
@@ -98,10 +102,11 @@ def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str
 
 
 def _read_statistics(store: Store, rows: list[dict], models: set[str]) -> dict:
-    """metric -> (model, test set) -> statistics of the chosen models; every scored test set
-    must have its statistics, with one row per scored segment."""
+    """metric -> (model, test set) -> statistics of the chosen models (a segment-score metric's
+    scores as statistics ``[score, 1]``, ``segment_stats.scores_from_table``); every scored test
+    set must have its statistics, with one row per scored segment."""
     table = store.arrow("all_segment_stats")
-    stats = stats_from_table(table)
+    stats = stats_from_table(table) | scores_from_table(store.arrow("all_segment_scores"))
     wanted = {(r["metric"], r["model_id"], r["test_set"]): r["n_segments"] for r in rows}
     lacking = sorted({model for (metric, model, test_set), n in wanted.items()
                       if (got := stats.get(metric, {}).get((model, test_set))) is None

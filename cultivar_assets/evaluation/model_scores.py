@@ -1,5 +1,7 @@
-"""Scoring one model's stored translations: BLEU and chrF per test set with per-segment
-sufficient statistics, and the word-recall counts of every localised instance.
+"""Scoring one model's stored translations: the configured metrics per test set (BLEU and chrF
+by default) with their per-segment sufficient statistics (``raw.segment_stats``) or, for a
+segment-score metric, its per-segment scores (``raw.segment_scores``), and the word-recall
+counts of every localised instance.
 
 Scores carry their sacreBLEU signature and the fingerprint of the dataset they were computed on
 (the aggregates refuse to mix different ones, :mod:`cultivar_assets.evaluation.aggregates`).
@@ -68,9 +70,11 @@ def score_model(store: Store, model_id: str, config: MetricConfig | None = None,
     test_sets = read_test_sets(store)
     hypotheses = _hypotheses(store, model_id, test_sets)
     references = {t.name: [s.reference for s in t.segments] for t in test_sets}
-    results = list(score_systems(references, {model_id: hypotheses}, config, processes))
+    sources = {t.name: [s.source for s in t.segments] for t in test_sets}
+    results = list(score_systems(references, {model_id: hypotheses}, config, processes,
+                                 sources))
     by_name = {t.name: t for t in test_sets}
-    score_rows, stats_rows = [], []
+    score_rows, stats_rows, segment_score_rows = [], [], []
     for result in results:
         score_rows.append({
             "model_id": model_id, "test_set": result.test_set, "metric": result.metric,
@@ -80,6 +84,13 @@ def score_model(store: Store, model_id: str, config: MetricConfig | None = None,
             "translations_fingerprint": runs[model_id]["translations_fingerprint"],
         })
         segments = by_name[result.test_set].segments
+        if result.kind == "segment scores":
+            segment_score_rows += [
+                {"model_id": model_id, "test_set": result.test_set, "segment_id": seg.segment_id,
+                 "metric": result.metric, "score": float(score)}
+                for seg, score in zip(segments, result.segment_stats, strict=True)
+            ]
+            continue
         stats_rows += [
             {"model_id": model_id, "test_set": result.test_set, "segment_id": seg.segment_id,
              "metric": result.metric, "stats": [int(x) for x in stats]}
@@ -101,6 +112,7 @@ def score_model(store: Store, model_id: str, config: MetricConfig | None = None,
         Step("delete_model_scores", {"model_id": model_id}),
         Step("insert_scores", rows=score_rows),
         Step("insert_segment_stats", rows=stats_rows),
+        Step("insert_segment_scores", rows=segment_score_rows),
         Step("insert_word_recall", rows=[{"model_id": model_id, **asdict(r)} for r in recall]),
     ])
     return ModelScores(

@@ -5,7 +5,9 @@ and turns the weighted sums into BLEU and chrF with sacreBLEU's formulas
 (:mod:`cultivar_assets.metrics.score_arrays`, vectorised over replicates and models). The
 weighted sums are one matrix product per (metric, test set, id set) for all models and
 replicates, and exact integers (float32 arithmetic when every partial sum stays below 2**24,
-float64 otherwise).
+float64 otherwise). A segment-score metric (the COMET shape) comes as float64 statistics
+``[score, 1]`` (``SegmentStats.of_scores``) and is summed in float64; its score is
+``Σ w·score / Σ w``, the mean of the resampled scores.
 
 **Resampling (ours).** All instance ids that occur in the given statistics form one pool ``U``
 (Cultivar's instances are the same 200 FLORES dev sentences in every locale, paper §2, so ids
@@ -303,13 +305,16 @@ _FLOAT32_EXACT = 2 ** 24  # integers up to this are exact in float32
 
 
 def _weighted_sums(weights: np.ndarray, positions: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """``weights[:, positions] @ matrix``, exactly, as float64.
+    """``weights[:, positions] @ matrix``, as float64; exactly for integer statistics.
 
-    Weights and statistics are non-negative integers, so every partial sum of a product is an
-    integer no larger than ``max_b Σ_i w_bi · max(matrix)``. Below 2**24 float32 holds all of them
-    exactly and float32 BLAS (about twice as fast) is used; otherwise float64 (exact below 2**53).
+    Weights and integer statistics are non-negative integers, so every partial sum of a product
+    is an integer no larger than ``max_b Σ_i w_bi · max(matrix)``. Below 2**24 float32 holds all
+    of them exactly and float32 BLAS (about twice as fast) is used; otherwise float64 (exact
+    below 2**53). Float statistics (segment scores) are always summed in float64.
     """
     w = weights[:, positions]
+    if not np.issubdtype(matrix.dtype, np.integer):
+        return w.astype(np.float64) @ matrix.astype(np.float64)
     bound = float(w.sum(axis=1).max(initial=0)) * float(matrix.max(initial=0))
     dtype = np.float32 if bound < _FLOAT32_EXACT else np.float64
     return (w.astype(dtype) @ matrix.astype(dtype)).astype(np.float64)
@@ -334,19 +339,16 @@ def _nan_mean(values: np.ndarray) -> np.ndarray:
 
 
 def _score_functions(metrics: Sequence[str]) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-    """metric -> its registry entry's vectorised corpus score of summed statistics."""
+    """metric -> its registry entry's vectorised corpus score of summed statistics (a
+    segment-score entry: the mean of statistics ``[score, 1]``)."""
     # imported here: the registry imports the settings module, which imports this one
-    from cultivar_assets.metrics.registry import StatisticsMetric, metric_registry
+    from cultivar_assets.metrics.registry import metric_registry
 
     registry = metric_registry()
     unknown = [m for m in metrics if m not in registry]
     if unknown:
         raise BootstrapError(f"unknown metrics {unknown}; known: {', '.join(registry)}")
-    entries = {m: registry.get(m) for m in metrics}
-    wrong = [m for m, entry in entries.items() if not isinstance(entry, StatisticsMetric)]
-    if wrong:
-        raise BootstrapError(f"metrics {wrong} have no per-segment statistics to resample")
-    return {m: entry.score_from_stats for m, entry in entries.items()}
+    return {m: registry.get(m).score_from_stats for m in metrics}
 
 
 def paired_bootstrap(

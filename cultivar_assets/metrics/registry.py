@@ -10,7 +10,9 @@ whether higher is better, and its *kind*:
   (:meth:`BuiltStatistics.corpus_score`) and, vectorised over many sums at once,
   :mod:`cultivar_assets.metrics.score_arrays`, equal to it bit for bit.
 - ``"segment scores"`` (:class:`SegmentScoreMetric`): every segment gets one score and the
-  corpus score is their mean — the shape of neural metrics such as COMET.
+  corpus score is their mean — the shape of neural metrics such as COMET. The pipeline stores
+  the scores (``raw.segment_scores``) and resamples them as statistics ``[score, 1]``, whose
+  summed ratio is the mean (:meth:`SegmentScoreMetric.score_from_stats`).
 
 Built-in entries (definitions; ``h`` hypothesis, ``r`` reference, sums over the segments):
 
@@ -177,6 +179,10 @@ class BuiltStatistics:
     tokenizer_sha256: str | None
     width: int
 
+    @property
+    def kind(self) -> str:
+        return self.entry.kind
+
     def segment_statistics(self, references: Sequence[str], hypotheses: Sequence[str],
                            segs: np.ndarray | None = None) -> np.ndarray:
         """(rows, width) int64 statistics of ``hypotheses[i]`` against ``references[segs[i]]``
@@ -245,6 +251,18 @@ class SegmentScoreMetric:
         if scores.size == 0:
             raise ValueError(f"{self.name}: no segment scores")
         return math.fsum(scores.tolist()) / scores.size
+
+    @staticmethod
+    def score_from_stats(stats: np.ndarray) -> np.ndarray:
+        """The mean of summed statistics ``stats[..., 2]`` = ``[Σ score, n]``
+        (:meth:`~cultivar_assets.metrics.segment_stats.SegmentStats.of_scores`): ``Σ score / n``,
+        NaN where ``n`` is 0. What the bootstrap resamples (point estimate: the mean of the
+        scores, as :meth:`corpus_score` up to the rounding of the sum)."""
+        stats = np.asarray(stats, dtype=np.float64)
+        if stats.shape[-1] != 2:
+            raise ValueError(f"segment-score statistics have 2 columns, not {stats.shape[-1]}")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(stats[..., 1] > 0, stats[..., 0] / stats[..., 1], np.nan)
 
 
 MetricEntry = StatisticsMetric | SegmentScoreMetric

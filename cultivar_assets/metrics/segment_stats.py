@@ -3,14 +3,18 @@
 - :class:`SegmentStats`: the per-segment sufficient statistics of one (model, test set, metric)
   (BLEU ``[hyp_len, ref_len, match_1..4, hyp_count_1..4]``, chrF ``[hyp_n, ref_n, match_n]`` for
   n = 1..6, as :mod:`cultivar_assets.metrics.scoring` computes and the store keeps them in
-  ``segment_stats``), one row per instance id.
+  ``segment_stats``), one row per instance id. A segment-score metric (the COMET shape) is held
+  the same way with float64 statistics ``[score, 1]`` per segment (:meth:`SegmentStats.of_scores`,
+  from ``segment_scores``): the sums are ``[Σ score, n]`` and the corpus score their ratio, the
+  mean of the scores.
 - :class:`RecallCounts`: the word-recall counts of one (model, locale), one row per instance id,
   columns ``n_removed, n_removed_recalled, n_introduced, n_introduced_missed``
   (:mod:`cultivar_assets.metrics.word_recall`, table ``word_recall``).
 
 Rows are kept sorted by id; an id occurs once. ``stats_from_rows`` and ``recall_from_rows`` build
 them from the store's rows (dicts with the table's column names); ``stats_from_table`` from the
-same columns as one Arrow table (the fast path for every statistic of a leaderboard).
+same columns as one Arrow table (the fast path for every statistic of a leaderboard);
+``scores_from_table`` from ``segment_scores`` rows.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ class StatsError(ValueError):
     """Per-instance statistics are malformed (duplicate ids, ragged rows, missing ids)."""
 
 
-def _sorted_rows(ids, rows, width: int | None, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_rows(ids, rows, width: int | None, name: str,
+                 dtype: type = np.int64) -> tuple[np.ndarray, np.ndarray]:
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-    rows = np.asarray(rows, dtype=np.int64)
+    rows = np.asarray(rows, dtype=dtype)
     if rows.ndim != 2 or len(rows) != len(ids):
         raise StatsError(f"{name}: {len(ids)} ids but statistics of shape {rows.shape}")
     if width is not None and rows.shape[1] != width:
@@ -39,8 +44,10 @@ def _sorted_rows(ids, rows, width: int | None, name: str) -> tuple[np.ndarray, n
     if len(ids) > 1 and (np.diff(ids) == 0).any():
         dupes = np.unique(ids[1:][np.diff(ids) == 0])
         raise StatsError(f"{name}: duplicate instance ids {dupes[:10].tolist()}")
-    if (rows < 0).any():
+    if dtype is np.int64 and (rows < 0).any():
         raise StatsError(f"{name}: negative counts")
+    if dtype is not np.int64 and not np.isfinite(rows).all():
+        raise StatsError(f"{name}: scores that are not finite")
     ids.setflags(write=False)
     rows.setflags(write=False)
     return ids, rows
@@ -60,12 +67,21 @@ class SegmentStats:
     """Sufficient statistics of one (model, test set, metric); ``stats[i]`` is of ``ids[i]``."""
 
     ids: np.ndarray  # (n,) int64, strictly increasing
-    stats: np.ndarray  # (n, k) int64
+    stats: np.ndarray  # (n, k) int64; (n, 2) float64 [score, 1] for segment scores
 
     @classmethod
     def build(cls, ids, stats, name: str = "statistics") -> SegmentStats:
         """Sorted by id; duplicate ids, ragged or negative rows raise :class:`StatsError`."""
         return cls(*_sorted_rows(ids, stats, None, name))
+
+    @classmethod
+    def of_scores(cls, ids, scores, name: str = "segment scores") -> SegmentStats:
+        """The segment scores ``scores[i]`` of ``ids[i]`` as float64 statistics
+        ``[score, 1]``, sorted by id; duplicate ids or non-finite scores raise
+        :class:`StatsError`."""
+        scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+        return cls(*_sorted_rows(ids, np.column_stack([scores, np.ones_like(scores)]), 2, name,
+                                 np.float64))
 
     def rows(self, ids: np.ndarray, name: str = "statistics") -> np.ndarray:
         """The rows of ``ids`` (sorted); an id without a row raises :class:`StatsError`."""
@@ -141,4 +157,19 @@ def stats_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
         at = offsets[:-1][rows][:, None] + np.arange(width[0])
         result.setdefault(metric, {})[(model, test_set)] = SegmentStats.build(
             ids[rows], values[at], name)
+    return result
+
+
+def scores_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
+    """metric -> (model, test set) -> segment scores as statistics ``[score, 1]``
+    (:meth:`SegmentStats.of_scores`), from a ``pyarrow.Table`` of ``segment_scores`` rows
+    (``model_id, test_set, segment_id, metric, score``)."""
+    if table.num_rows == 0:
+        return {}
+    ids = table.column("segment_id").to_numpy()
+    scores = table.column("score").to_numpy()
+    result: dict[str, dict[tuple[str, str], SegmentStats]] = {}
+    for (metric, model, test_set), rows in _groups(table, ("metric", "model_id", "test_set")):
+        result.setdefault(metric, {})[(model, test_set)] = SegmentStats.of_scores(
+            ids[rows], scores[rows], f"{metric} segment scores of {model} on {test_set}")
     return result

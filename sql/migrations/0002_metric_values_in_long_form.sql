@@ -1,5 +1,6 @@
 -- Migration 1 -> 2: the metric values are stored in long form (sql/schema.sql: raw.metric_values,
--- raw.statistics_metrics). The per-metric columns of raw.model_locale_deltas, raw.model_summary
+-- raw.statistics_metrics; raw.segment_scores, new and empty, holds the per-segment scores of the
+-- segment-score metrics). The per-metric columns of raw.model_locale_deltas, raw.model_summary
 -- and raw.locale_summary become rows of raw.metric_values (BLEU and chrF: the only metrics
 -- version 1 stored), their signatures (raw.model_summary's bleu_signature, chrf_signature,
 -- bleu_tokenizer_sha256, and raw.statistics_settings' two signature columns) rows of
@@ -19,6 +20,15 @@ CREATE TABLE raw.metric_values (
     excludes_zero BOOLEAN,
     n             INTEGER,
     UNIQUE (level, model_id, locale, metric, quantity)
+);
+
+CREATE TABLE raw.segment_scores (
+    model_id   VARCHAR NOT NULL,
+    test_set   VARCHAR NOT NULL,
+    segment_id INTEGER NOT NULL,
+    metric     VARCHAR NOT NULL,
+    score      DOUBLE NOT NULL,
+    PRIMARY KEY (model_id, test_set, segment_id, metric)
 );
 
 CREATE TABLE raw.statistics_metrics (
