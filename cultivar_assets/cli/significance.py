@@ -38,6 +38,8 @@ def cmd_significance(args: argparse.Namespace) -> int:
 
 
 def add_significance_parser(sub) -> None:
+    from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED
+
     parser = sub.add_parser(
         "significance", help="sacreBLEU's paired tests of stored models against a baseline, per "
         "test set (docs/metrics.md, Paired tests)")
@@ -54,7 +56,8 @@ def add_significance_parser(sub) -> None:
     parser.add_argument("--samples", type=int, default=0,
                         help="resamples (bs) or trials (ar); 0: sacreBLEU's default (1,000 / "
                              "10,000)")
-    parser.add_argument("--seed", type=int, default=12345, help="sacreBLEU's seed (12345)")
+    parser.add_argument("--seed", type=int, default=SACREBLEU_DEFAULT_SEED,
+                        help=f"sacreBLEU's seed ({SACREBLEU_DEFAULT_SEED})")
     parser.add_argument("--database")
     parser.add_argument("--format", choices=RECORD_FORMATS, default="table",
                         help="table, csv, json or markdown (default: table)")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.metrics.significance import paired_test
 from cultivar_assets.store.database import Store
@@ -41,7 +42,7 @@ def _translations(store: Store, model: str) -> dict[str, list[dict]]:
 def paired_tests(store: Store, models: Sequence[str], config: MetricConfig | None = None,
                  metrics: Sequence[str] = ("bleu", "chrf"), test_sets: Sequence[str] | None = None,
                  test_type: Literal["bs", "ar"] = "bs", n_samples: int = 0,
-                 seed: int = 12345) -> PairedTests:
+                 seed: int = SACREBLEU_DEFAULT_SEED) -> PairedTests:
     """Every model against ``models[0]`` on each test set (module docstring); ``test_sets``
     None: every test set all of them translated."""
     if len(models) < 2 or len(set(models)) != len(models):
