@@ -81,10 +81,27 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+def _json_default(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime | date) else str(value)
+
+
 def json_text(rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """``rows`` as a JSON array of objects (only ``columns``, in that order, when given)."""
-    records = [{key: _json_value(row.get(key)) for key in (columns or row)} for row in rows]
-    return json.dumps(records, ensure_ascii=False, indent=1, default=str)
+    """``rows`` as a JSON array of objects, one object per line (only ``columns``, in that
+    order, when given); times in ISO 8601, NaN and infinities as ``null`` (JSON has neither),
+    other values JSON does not know as their text. Each object is encoded by the json module's
+    C encoder (an indented dump takes its pure-Python one, ten times slower); only a record
+    holding a non-finite number is converted value by value."""
+    lines = []
+    for row in rows:
+        record = {key: row.get(key) for key in (columns or row)}
+        try:
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False,
+                              default=_json_default)
+        except ValueError:  # a NaN or an infinity somewhere in it
+            line = json.dumps({key: _json_value(value) for key, value in record.items()},
+                              ensure_ascii=False, default=_json_default)
+        lines.append(line)
+    return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
 
 
 def format_interval(value: Any, low: Any, high: Any, column: str = "",

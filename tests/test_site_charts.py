@@ -228,3 +228,20 @@ def test_size_chart_in_chromium_fills_the_width_spans_the_data_and_stands_out(ch
     assert len({c for c, _ in drawn}) >= 9  # every family's colour
     assert all(wcag_contrast(c, o) >= 3 for c, o in drawn), sorted(set(drawn))
     assert page.problems == []
+
+
+def test_heatmaps_of_many_models_are_drawn_by_the_browser_only(tmp_path):
+    limit = charts.STATIC_HEATMAP_MAX_MODELS
+    for n_models, static in ((limit, True), (limit + 1, False)):
+        entries = charts.chart_entries(*chart_inputs(n_models))
+        flags = {e["id"]: e["static"] for e in entries}
+        assert {k: v for k, v in flags.items() if k.startswith("heatmap")} == {
+            "heatmap-bleu": static, "heatmap-chrf": static}, n_models
+        assert all(v for k, v in flags.items() if not k.startswith("heatmap"))
+    small = [e for e in entries if not e["id"].startswith("size")]  # no size charts: faster
+    charts.write_charts(small, tmp_path / "charts")
+    written = {p.name for p in (tmp_path / "charts").iterdir()}
+    assert "heatmap-bleu.vl.json" in written and "heatmap-bleu.svg" not in written
+    assert "same-language.svg" in written
+    index = charts.read_charts(tmp_path / "charts")
+    assert {e["id"]: e["static"] for e in index}["heatmap-chrf"] is False

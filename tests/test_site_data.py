@@ -162,6 +162,23 @@ def test_csv_and_json_tables_keep_every_string_as_text():
     assert json.loads(json_text(rows)) == rows
 
 
+def test_json_tables_have_one_record_per_line_and_no_nan():
+    from datetime import date, datetime
+
+    rows = [{"a": 1.5, "b": float("nan"), "c": [1, float("-inf")],
+             "d": datetime(2025, 1, 2, 3, 4, 5)},
+            {"a": None, "b": "x\n</script>", "c": (1, 2), "d": date(2025, 1, 1)}]
+    text = json_text(rows, ["d", "a", "b", "c"])
+    lines = text.split("\n")
+    assert lines[0] == "[" and lines[-1] == "]" and len(lines) == 4
+    assert json.loads(lines[1].rstrip(",")) == {"d": "2025-01-02T03:04:05", "a": 1.5,
+                                                "b": None, "c": [1, None]}
+    assert list(json.loads(text)[1]) == ["d", "a", "b", "c"]  # the columns' order
+    assert json.loads(text)[1] == {"d": "2025-01-01", "a": None, "b": "x\n</script>",
+                                   "c": [1, 2]}
+    assert json_text([]) == "[]" and "NaN" not in text and "Infinity" not in text
+
+
 def test_published_tables_are_the_documented_views(tmp_path):
     from doc_helpers import doc_text
 

@@ -50,6 +50,7 @@ def sites(tmp_path_factory):
     library, as the real engines do) and the same widened to 32 models."""
     root = tmp_path_factory.mktemp("card_sites")
     store = hostile_store(root)
+    shutil.copy(store.path, root / "demo.duckdb")  # what the test reads the ranks from
     with duckdb.connect(str(store.path)) as con:
         con.execute("UPDATE raw.model_runs SET engine_version = 'payload 1.0' "
                     "WHERE model_id = ?", [HOSTILE_MODEL])
@@ -74,6 +75,11 @@ def test_model_card_reads_cleanly(site, sites, browser):
     flags = page.locator("ul.flags li").all_inner_texts()
     assert flags, "the demo site's model cards list the contamination rules"
     assert not [f for f in flags if re.search(r"—\s*\(", f)], flags  # no dangling dash
+    board = {r["model_id"]: r for r in Store(sites.root / f"{site}.duckdb").query("leaderboard")}
+    label = board[HOSTILE_MODEL]["rank_delta_bleu_label"]
+    assert label  # the rank interval, from the ranks shard (data/ranks.js)
+    assert facts["∆BLEU / ∆chrF"].endswith(
+        f"; {label} by ∆BLEU (rank interval over the bootstrap resamples)"), facts
     page.close()
 
 

@@ -56,12 +56,18 @@ def test_the_leaderboard_shows_intervals_ranks_and_flags(site):
     assert "The Average row: each column's mean over the models evaluated here" in page
     assert "rank 6 delta_outlier_bleu" in page  # the memoriser's rank and first flag
     assert page.count("6/4/6/6/6") == 6  # every model's n: pairs, languages, locales
-    # each model's card gives its rank interval too
+    # each model's card gives its rank interval too, read from the ranks shard (so that a new
+    # model does not rewrite every card whose rank moved; Chromium: test_site_model_card.py)
     from cultivar_assets.site.pages import model_slug
+    from cultivar_assets.site.shards import decode_shard
 
-    for model_id, row in board.items():
-        card = text(folder / "models" / f"{model_slug(model_id)}.html")
-        assert f"{row['rank_delta_bleu_label']} by ∆BLEU" in card, model_id
+    key, payload = decode_shard((folder / "data" / "ranks.js").read_bytes())
+    assert key == "ranks"
+    assert payload["rank_delta_bleu"] == {m: r["rank_delta_bleu_label"] for m, r in board.items()}
+    for model_id in board:
+        card = (folder / "models" / f"{model_slug(model_id)}.html").read_text("utf-8")
+        assert f'data-rank-of="{html.escape(model_id)}"' in card, model_id
+        assert "rank_delta_bleu" not in card and "rank 6" not in card
 
 
 def test_the_locales_page_shows_table4_averages_agreement_ns_and_table5(site):

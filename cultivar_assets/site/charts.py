@@ -26,6 +26,12 @@ objects took most of a second, which matters for a site rebuilt after every mode
   the languages that were localised both where they are official and where they are not
   (Hindi and Chinese in Cultivar), bars coloured by official / not, error bars where present.
 
+Static SVGs (vl-convert) are drawn for every chart a reader without JavaScript can use: a
+heatmap of more than :data:`STATIC_HEATMAP_MAX_MODELS` models is drawn by the browser only (its
+entry says ``"static": False``; ours: at 1,000 models one heatmap SVG took ~9 s to draw and is
+tens of thousands of rectangles no reader takes in without the tooltips), so a new model does
+not cost a redraw of two such SVGs.
+
 All data is inlined in the specs, so charts render offline; Vega draws text from the data as
 text (never as HTML). Every text of a chart is set in :data:`CHART_FONT` at an explicit size
 (:func:`_config`), so its layout does not depend on the fonts a reader's system has.
@@ -72,6 +78,8 @@ FAMILY_COLOURS = ("#1f77b4", "#c85a00", "#2a8a2a", "#d62728", "#9467bd", "#8c564
 # Lines and error bars are drawn a little transparent (points are opaque); at this opacity every
 # family colour still has 3:1 against white (3.3:1 at the least).
 MARK_OPACITY = 0.85
+# Heatmaps of more models than this get no static SVG (module docstring; ours).
+STATIC_HEATMAP_MAX_MODELS = 200
 
 
 def _config() -> dict[str, Any]:
@@ -293,12 +301,15 @@ def same_language(locale_deltas: Sequence[dict]) -> dict[str, Any] | None:
 
 def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas: Sequence[dict],
                   locale_rows: Sequence[dict]) -> list[dict[str, Any]]:
-    """(id, page, title, alt text, spec) of every chart the site shows."""
+    """(id, page, title, alt text, static, spec) of every chart the site shows (``static``:
+    whether it has a static SVG, see the module docstring)."""
     entries = []
+    n_models = len({r["model_id"] for r in deltas})
     for metric in METRICS:
         label = METRIC_LABEL[metric]
         if deltas:
             entries.append({"id": f"heatmap-{metric}", "page": "index",
+                            "static": n_models <= STATIC_HEATMAP_MAX_MODELS,
                             "title": f"{label} per model and locale (paper, Fig. 6)",
                             "alt": f"Heatmap of {label} for every evaluated model (rows) and "
                                    "locale (columns), both sorted by mean ∆; blue is positive, "
@@ -308,6 +319,7 @@ def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas:
         label = METRIC_LABEL[metric]
         if any(r.get("params_total_b") for r in leaderboard):
             entries.append({"id": f"size-{metric}", "page": "index",
+                            "static": True,
                             "title": f"{label} against model size, evaluated here (Fig. 2)",
                             "alt": f"Mean {label} against total parameters on a log axis; one "
                                    "colour and shape per model family, a line through each "
@@ -316,6 +328,7 @@ def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas:
                                 leaderboard, metric, f"{label} vs. size (evaluated here)")})
         if reported:
             entries.append({"id": f"reported-size-{metric}", "page": "index",
+                            "static": True,
                             "title": f"{label} against model size, reported in the paper",
                             "alt": f"The paper's reported mean {label} against total "
                                    "parameters, one colour and shape per family.",
@@ -324,6 +337,7 @@ def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas:
     same = same_language(locale_rows)
     if same:
         entries.append({"id": "same-language", "page": "locales",
+                        "static": True,
                         "title": "∆ by location for languages localised where they are "
                                  "official and where they are not (Fig. 3)",
                         "alt": "Bar charts of ∆BLEU and ∆chrF averaged over models, per "
@@ -345,12 +359,14 @@ def to_svg(spec: dict[str, Any]) -> str:
 
 
 def write_charts(entries: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
-    """Each chart as ``<id>.vl.json`` and ``<id>.svg``, plus ``charts.json`` (the index)."""
+    """Each chart as ``<id>.vl.json`` and, where it is ``static``, ``<id>.svg``, plus
+    ``charts.json`` (the index)."""
 
     def write(work: Path) -> None:
         for entry in entries:
             (work / f"{entry['id']}.vl.json").write_text(json.dumps(entry["spec"]), "utf-8")
-            (work / f"{entry['id']}.svg").write_text(to_svg(entry["spec"]), "utf-8")
+            if entry["static"]:
+                (work / f"{entry['id']}.svg").write_text(to_svg(entry["spec"]), "utf-8")
         index = [{k: v for k, v in entry.items() if k != "spec"} for entry in entries]
         (work / "charts.json").write_text(json.dumps(index, indent=1), "utf-8")
 

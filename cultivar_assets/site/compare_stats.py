@@ -27,6 +27,7 @@ Shards (:mod:`cultivar_assets.site.shards`):
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -80,19 +81,29 @@ def compact(metric: str, stats: np.ndarray) -> np.ndarray | None:
 
 def stats_payload(model_id: str, table: pa.Table, version: int) -> dict:
     """The statistics shard of one model (``table``: its ``site_model_stats`` rows, ordered by
-    metric, test set and id)."""
-    columns = table.to_pydict()
-    blocks, start, n_rows = [], 0, table.num_rows
-    while start < n_rows:
-        metric, test_set = columns["metric"][start], columns["test_set"][start]
-        end = start
-        while end < n_rows and columns["metric"][end] == metric and \
-                columns["test_set"][end] == test_set:
-            end += 1
-        stats = np.asarray(columns["stats"][start:end], dtype=np.int64)
-        short = compact(metric, stats)
-        form, values = ("c", short) if short is not None else ("x", stats)
-        blocks.append([metric, test_set, columns["segment_id"][start:end], form,
-                       [int(v) for v in values.ravel()]])
-        start = end
+    metric, test set and id). Vectorised: one block is a slice of the flattened ``stats``
+    lists, reshaped to (instances, width)."""
+    n_rows = table.num_rows
+    if n_rows == 0:
+        return {"v": version, "model": model_id, "blocks": []}
+    metric = table["metric"].to_numpy(zero_copy_only=False)
+    test_set = table["test_set"].to_numpy(zero_copy_only=False)
+    ids = table["segment_id"].to_numpy()
+    stats = table["stats"].combine_chunks()
+    offsets = stats.offsets.to_numpy()
+    flat = stats.flatten().to_numpy(zero_copy_only=False)
+    offsets = offsets - offsets[0]
+    starts = np.flatnonzero((metric[1:] != metric[:-1]) | (test_set[1:] != test_set[:-1])) + 1
+    bounds = [0, *starts.tolist(), n_rows]
+    blocks = []
+    for start, end in itertools.pairwise(bounds):
+        widths = np.diff(offsets[start:end + 1])
+        if (widths != widths[0]).any():
+            raise ValueError(f"{model_id}: statistics of {metric[start]} on {test_set[start]} "
+                             "have rows of different lengths")
+        block = flat[offsets[start]:offsets[end]].astype(np.int64).reshape(end - start, -1)
+        short = compact(metric[start], block)
+        form, values = ("c", short) if short is not None else ("x", block)
+        blocks.append([metric[start], test_set[start], ids[start:end].tolist(), form,
+                       values.ravel().tolist()])
     return {"v": version, "model": model_id, "blocks": blocks}

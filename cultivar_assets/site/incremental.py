@@ -105,6 +105,13 @@ class Cache:
                           sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
+    @staticmethod
+    def digest(value: Any) -> str:
+        """A hash of ``value`` (rows, a mapping) that stands for it in keys: a large input shared
+        by a page and its table downloads is serialised once instead of once per output."""
+        blob = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
     def page(self, path: str, template: str, keyed_by: dict | None = None,
              **context: Any) -> None:
         """A page, rendered only when its template or data changed since the previous build
@@ -115,10 +122,12 @@ class Cache:
         else:
             self.writer.page(path, template, **context)
 
-    def table(self, name: str, rows: list[dict], columns: list[str] | None = None) -> dict:
-        """Write ``downloads/<name>.csv`` and ``.json``; the links for the page's template."""
+    def table(self, name: str, rows: list[dict], columns: list[str] | None = None,
+              digest: str | None = None) -> dict:
+        """Write ``downloads/<name>.csv`` and ``.json``; the links for the page's template
+        (``digest``: :meth:`digest` of ``rows``, where the caller has it already)."""
         columns = columns or (list(rows[0]) if rows else [])
-        key = self.key_of(name, rows, columns)
+        key = self.key_of(name, digest or self.digest(rows), columns)
         for suffix, write in (("csv", csv_text), ("json", json_text)):
             path = f"downloads/{name}.{suffix}"
             if not self.unchanged(path, key):

@@ -61,7 +61,8 @@ def shard_path(key: str) -> str:
     """Where the shard ``key`` lives in the site (``locale/x`` -> ``data/locales/x.js``)."""
     kind, _, rest = key.partition("/")
     folder = {"index": "", "locale": "locales/", "hyp": "hyp/", "model": "models/",
-              "chart": "charts/", "bootstrap": "", "stats": "stats/"}[kind]
+              "chart": "charts/", "bootstrap": "", "ranks": "", "separable": "",
+              "stats": "stats/"}[kind]
     return f"data/{folder}{rest or kind}.js"
 
 
@@ -147,6 +148,7 @@ def hyp_payload(model_id: str,
             "items": [[instance_id, by_id[instance_id]] for instance_id in sorted(by_id)]}
 
 
-def _output(row: tuple[str, str | None, list]) -> tuple[str, str | None, list | None]:
+def _output(row: tuple[str, str | None, Sequence[str] | None]
+            ) -> tuple[str, str | None, list | None]:
     hypothesis, raw, rules = row
     return hypothesis, raw, (list(rules) or None) if rules is not None else None

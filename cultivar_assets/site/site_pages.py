@@ -71,6 +71,7 @@ class SitePages:
         flags = self._flags()
         failed = {row["model_id"]: row for row in self.data.failed}
         self.index_page(flags, failed)
+        self.separable_shard()
         self.locales_page()
         self.dataset_page()
         deltas_by_locale: dict[str, list[dict]] = defaultdict(list)
@@ -151,22 +152,25 @@ class SitePages:
         taken from the previous build when its annotations are unchanged), ∆ of every model."""
         data, slugs = self.data, self.slugs
         self.cache.manifest["fragments"] = fragments = {}
+        slugs_digest = self.cache.digest(slugs)
         for locale in data.present_locales:
             rows = sorted(deltas_by_locale[locale], key=lambda r: -(r["delta_bleu"] or 0))
+            rows_digest = self.cache.digest(rows)
             path = f"locales/{locale}.html"
             provenance = data.annotations.get(locale, {})
             fragments[locale] = key = self.cache.fragment_key(provenance)
             reused = self.cache.fragment(path, locale, key)
             self.cache.page(
-                path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows,
-                                                  "slugs": slugs},
+                path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows_digest,
+                                                  "slugs": slugs_digest},
                 locale=data.locale_info[locale],
                 entries=[] if reused is not None else _locale_entries(
                     self.locale_payloads[locale]),
                 instances_html=reused, n_instances=len(data.instance_ids[locale]),
                 deltas=rows, provenance=provenance, model_slugs=slugs,
                 delta_columns=value_columns(rows, DELTA_COLUMNS),
-                downloads={"deltas": self.cache.table(f"locales/{locale}.deltas", rows)})
+                downloads={"deltas": self.cache.table(f"locales/{locale}.deltas", rows,
+                                                      digest=rows_digest)})
 
     def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
                     failed: dict[str, dict]) -> None:
@@ -193,23 +197,29 @@ class SitePages:
                 self.writer.data(shard, shards.encode_shard(f"model/{slug}", {
                     "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas),
                     "overall": _json_rows([overall])[0]}))
-            # the lists of models it cannot be separated from are shown on the leaderboard,
-            # not here: left out, so that a new model does not re-render every model's page
-            shown = {k: v for k, v in row.items() if not k.startswith("not_separable_")}
+            # what moves when another model is added stays out of the page, so that a new
+            # model does not re-render every model's page: the lists of models it cannot be
+            # separated from (on the leaderboard) and its ranks (the card reads its rank
+            # interval from the ranks shard, :meth:`ranks_shard`)
+            shown = {k: v for k, v in row.items() if not k.startswith(RANK_PREFIXES)}
+            tables = {"deltas": model_deltas, "scores": pivot,
+                      "word_recall": by_model["recall"][model_id],
+                      "cleaning": by_model["cleaning"][model_id]}
+            digests = {name: self.cache.digest(rows) for name, rows in tables.items()}
+            context = {"model": shown, "ranked": row.get("rank_delta_bleu_label") is not None,
+                       "card": data.models.get(model_id, {}), "failure": failed.get(model_id),
+                       "slug": slug, "segment_locales": self.model_locales.get(model_id, []),
+                       "flags": [f for f in flags if f["model_id"] == model_id]}
+            # the key: the context with each table's digest in place of its rows (the rest of
+            # the template's inputs, columns and links, are made from these)
             self.cache.page(
-                f"{base}.html", "model.html.j2", model=shown,
-                card=data.models.get(model_id, {}), failure=failed.get(model_id),
-                slug=slug, scores=pivot, deltas=model_deltas,
+                f"{base}.html", "model.html.j2", keyed_by={**context, "tables": digests},
+                **context, scores=pivot, deltas=model_deltas,
                 delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
-                recall=by_model["recall"][model_id], cleaning=by_model["cleaning"][model_id],
-                segment_locales=self.model_locales.get(model_id, []),
-                flags=[f for f in flags if f["model_id"] == model_id],
-                downloads={"deltas": self.cache.table(f"{base}.deltas", model_deltas),
-                           "scores": self.cache.table(f"{base}.scores", pivot),
-                           "recall": self.cache.table(f"{base}.word_recall",
-                                                      by_model["recall"][model_id]),
-                           "cleaning": self.cache.table(f"{base}.cleaning",
-                                                        by_model["cleaning"][model_id])})
+                recall=tables["word_recall"], cleaning=tables["cleaning"],
+                downloads={"recall" if name == "word_recall" else name: self.cache.table(
+                    f"{base}.{name}", rows, digest=digests[name])
+                    for name, rows in tables.items()})
 
     def browser_pages(self) -> None:
         """The index shard (what the pickers list), the segment browser and the compare view."""
@@ -229,8 +239,27 @@ class SitePages:
                               "cultivar": cultivar_test_set_name(loc)}
                              for loc in data.present_locales]}
         self.writer.data(shards.shard_path("index"), shards.encode_shard("index", index))
+        self.ranks_shard()
         self.cache.page("browse.html", "browse.html.j2")
         self.cache.page("compare.html", "compare.html.j2")
+
+    def ranks_shard(self) -> None:
+        """``data/ranks.js``: every evaluated model's rank interval by ∆BLEU (its label, e.g.
+        "rank 3–5"), which the model cards show; one small file rewritten by every build
+        instead of every card whose rank moved."""
+        ranks = {m: row.get("rank_delta_bleu_label") for m, row in self.data.board.items()
+                 if row.get("rank_delta_bleu_label") is not None}
+        self.writer.data(shards.shard_path("ranks"), shards.encode_shard(
+            "ranks", {"v": shards.FORMAT, "rank_delta_bleu": ranks}))
+
+    def separable_shard(self) -> None:
+        """``data/separable.js``: each evaluated model's "not separable from" list by ∆BLEU,
+        which the leaderboard shows when a reader opens it (at 1,000 models the lists, which
+        grow with the square of the models, were most of ``index.html``'s 11.7 MB)."""
+        lists = {m: list(row["not_separable_delta_bleu"]) for m, row in self.data.board.items()
+                 if row.get("not_separable_delta_bleu")}
+        self.writer.data(shards.shard_path("separable"), shards.encode_shard(
+            "separable", {"v": shards.FORMAT, "delta_bleu": lists}))
 
     def query_page(self) -> None:
         """SQL in the browser: the published tables, examples, the statements the page runs."""
@@ -289,6 +318,8 @@ def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | Non
             for key, label, digits, title in columns]
 
 
+# Leaderboard columns that move when another model is added, left out of model pages.
+RANK_PREFIXES = ("not_separable_", "rank_")
 DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None)]
 
 

@@ -27,7 +27,7 @@
     var slash = key.indexOf("/"), kind = slash < 0 ? key : key.slice(0, slash);
     var rest = slash < 0 ? key : key.slice(slash + 1);
     var folder = { index: "", locale: "locales/", hyp: "hyp/", model: "models/", chart: "charts/",
-      bootstrap: "", stats: "stats/" }[kind];
+      bootstrap: "", ranks: "", separable: "", stats: "stats/" }[kind];
     return "data/" + folder + rest + ".js";
   }
 

@@ -278,6 +278,36 @@
     input.addEventListener("input", function () { filterInstances(input.getAttribute("data-target")); });
   });
 
+  // The leaderboard's "not separable from" lists, from their shard when one is first opened
+  // (data/separable.js: at 1,000 models the lists are most of the rows' bytes; site_pages.py).
+  document.querySelectorAll("details.separable[data-separable]").forEach(function (details) {
+    details.addEventListener("toggle", function () {
+      if (!details.open || details.hasAttribute("data-filled") || !window.Cultivar.load) { return; }
+      details.setAttribute("data-filled", "");
+      var popover = details.querySelector(".popover");
+      window.Cultivar.load("separable").then(function (payload) {
+        var names = payload.delta_bleu[details.getAttribute("data-separable")] || [];
+        popover.textContent = "Not separable from: " + names.join(", ");
+      }).catch(function (error) {
+        popover.textContent += " (" + error.message + ")";
+      });
+    });
+  });
+
+  // A model card's rank interval, from the ranks shard (data/ranks.js: one file for every
+  // card, so a new model does not rewrite every card whose rank moved; site_pages.py).
+  var rankTargets = document.querySelectorAll("[data-rank-of]");
+  if (rankTargets.length && window.Cultivar.load) {
+    window.Cultivar.load("ranks").then(function (payload) {
+      rankTargets.forEach(function (target) {
+        var label = payload.rank_delta_bleu[target.getAttribute("data-rank-of")];
+        if (label) {
+          target.textContent = label + " by ∆BLEU (rank interval over the bootstrap resamples)";
+        }
+      });
+    }).catch(function () { /* the link to the leaderboard stays */ });
+  }
+
   // Charts: specs are shards (data/charts/<id>.js), drawn once the page has loaded.
   if (window.vegaEmbed && window.Cultivar.load) {
     document.querySelectorAll("div.vega[data-chart]").forEach(function (target) {
