@@ -135,14 +135,19 @@ def component_sizes(folder: Path) -> tuple[dict[str, int], tuple[str, int]]:
     file."""
     parts: dict[str, int] = defaultdict(int)
     largest = ("", 0)
-    for path, _dirs, files in os.walk(folder):
-        for name in files:
-            full = Path(path) / name
-            rel = full.relative_to(folder).as_posix()
-            size = full.stat().st_size
-            parts[_component(rel)] += size
-            if size > largest[1]:
-                largest = (rel, size)
+    pending = [("", os.fspath(folder))]
+    while pending:
+        prefix, path = pending.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                rel = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((rel + "/", entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    size = entry.stat(follow_symlinks=False).st_size
+                    parts[_component(rel)] += size
+                    if size > largest[1] or (size == largest[1] and rel < largest[0]):
+                        largest = (rel, size)
     return dict(sorted(parts.items())), largest
 
 

@@ -81,10 +81,13 @@ class Cache:
         usable = previous is not None and previous.get("reuse_key") == self.key
         self.previous = previous if usable else {}
         self.writer: PageWriter | None = None  # set by :meth:`start`
+        self.common: str | None = None  # the digest of the common context, set by :meth:`start`
 
     def start(self, writer: PageWriter) -> None:
-        """Write through ``writer`` (its common context is part of every key)."""
+        """Write through ``writer`` (its common context is part of every key, as its
+        :meth:`digest`: serialised once, not once per output)."""
         self.writer = writer
+        self.common = self.digest(writer.common)
 
     def unchanged(self, path: str, key: str) -> bool:
         """Record ``key`` for ``path``; link the previous build's file when it had the same key
@@ -101,7 +104,7 @@ class Cache:
 
     def key_of(self, *parts: Any) -> str:
         """The key of an output made from ``parts`` (module docstring)."""
-        blob = json.dumps([self.key, self.templates, self.writer.common, parts],
+        blob = json.dumps([self.key, self.templates, self.common, parts],
                           sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

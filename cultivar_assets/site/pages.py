@@ -127,6 +127,17 @@ class PageWriter:
         self.common = dict(common or {})
         self.pages = self.files = self.bytes = 0
         self._lock = threading.Lock()  # writes may come from worker threads
+        self._folders: set[str] = set()  # folders made already (a build writes ~13,000 files)
+
+    def _target(self, path: str) -> Path:
+        """``root / path``, its folder made (once per folder)."""
+        target = self.root / path
+        folder = path.rpartition("/")[0]
+        if folder not in self._folders:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with self._lock:
+                self._folders.add(folder)
+        return target
 
     def page(self, path: str, template: str, **context: Any) -> None:
         """Render ``template`` to ``path`` (relative, forward slashes) with the common context."""
@@ -140,16 +151,14 @@ class PageWriter:
         self.data(path, content.encode("utf-8"))
 
     def data(self, path: str, content: bytes) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = self._target(path)
         target.write_bytes(content)
         with self._lock:
             self.files += 1
             self.bytes += len(content)
 
     def copy(self, source: Path, path: str) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = self._target(path)
         shutil.copyfile(source, target)
         self.counted(target)
 
@@ -159,8 +168,7 @@ class PageWriter:
         For files that are never written again in place: the previous build's unchanged files,
         caches of fetched or generated files.
         """
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = self._target(path)
         try:
             os.link(source, target)
         except OSError:

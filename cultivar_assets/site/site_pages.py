@@ -183,6 +183,9 @@ class SitePages:
                            ("cleaning", data.cleaning)):
             for row in rows:
                 by_model[name][row["model_id"]].append(row)
+        flags_by_model: dict[str, list[dict]] = defaultdict(list)
+        for flag in flags:
+            flags_by_model[flag["model_id"]].append(flag)
         for model_id, row in data.board.items():
             if model_id not in self.cache.manifest["models"]:
                 continue
@@ -209,7 +212,7 @@ class SitePages:
             context = {"model": shown, "ranked": row.get("rank_delta_bleu_label") is not None,
                        "card": data.models.get(model_id, {}), "failure": failed.get(model_id),
                        "slug": slug, "segment_locales": self.model_locales.get(model_id, []),
-                       "flags": [f for f in flags if f["model_id"] == model_id]}
+                       "flags": flags_by_model.get(model_id, [])}
             # the key: the context with each table's digest in place of its rows (the rest of
             # the template's inputs, columns and links, are made from these)
             self.cache.page(
