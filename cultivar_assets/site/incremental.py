@@ -104,9 +104,7 @@ class Cache:
 
     def key_of(self, *parts: Any) -> str:
         """The key of an output made from ``parts`` (module docstring)."""
-        blob = json.dumps([self.key, self.templates, self.common, parts],
-                          sort_keys=True, default=str, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return self.digest([self.key, self.templates, self.common, parts])
 
     @staticmethod
     def digest(value: Any) -> str:

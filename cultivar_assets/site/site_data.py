@@ -96,7 +96,7 @@ def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict
     locale_deltas = [{**row, "location_short": locale_info[row["locale"]]["location_short"],
                       "language_name": locale_info[row["locale"]]["language_name"]}
                      for row in reader.rows("site_locale_deltas")]
-    extra = more_metric_columns(reader.rows("site_more_metric_rows"))
+    extra = more_metric_columns(reader.rows("site_more_metric_rows", wide=list(PAPER_METRICS)))
     leaderboard = [{**row, "prompt_style": styles.get(row["model_id"]),
                     "submitted": submitted.get(row["model_id"]),
                     **extra.get(row["model_id"], {})}

@@ -206,7 +206,7 @@ class SitePages:
             # interval from the ranks shard, :meth:`ranks_shard`)
             shown = {k: v for k, v in row.items() if not k.startswith(RANK_PREFIXES)}
             tables = {"deltas": model_deltas, "scores": pivot,
-                      "word_recall": by_model["recall"][model_id],
+                      "recall": by_model["recall"][model_id],
                       "cleaning": by_model["cleaning"][model_id]}
             digests = {name: self.cache.digest(rows) for name, rows in tables.items()}
             context = {"model": shown, "ranked": row.get("rank_delta_bleu_label") is not None,
@@ -219,10 +219,10 @@ class SitePages:
                 f"{base}.html", "model.html.j2", keyed_by={**context, "tables": digests},
                 **context, scores=pivot, deltas=model_deltas,
                 delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
-                recall=tables["word_recall"], cleaning=tables["cleaning"],
-                downloads={"recall" if name == "word_recall" else name: self.cache.table(
-                    f"{base}.{name}", rows, digest=digests[name])
-                    for name, rows in tables.items()})
+                recall=tables["recall"], cleaning=tables["cleaning"],
+                downloads={name: self.cache.table(f"{base}.{MODEL_TABLE_FILES[name]}", rows,
+                                                  digest=digests[name])
+                           for name, rows in tables.items()})
 
     def browser_pages(self) -> None:
         """The index shard (what the pickers list), the segment browser and the compare view."""
@@ -246,23 +246,24 @@ class SitePages:
         self.cache.page("browse.html", "browse.html.j2")
         self.cache.page("compare.html", "compare.html.j2")
 
+    def _board_shard(self, key: str, column: str, field: str) -> None:
+        """Shard ``key``: ``{"v", field: {model: its leaderboard value of column}}`` for the
+        evaluated models that have one."""
+        values = {m: row[column] for m, row in self.data.board.items() if row.get(column)}
+        self.writer.data(shards.shard_path(key), shards.encode_shard(
+            key, {"v": shards.FORMAT, field: values}))
+
     def ranks_shard(self) -> None:
         """``data/ranks.js``: every evaluated model's rank interval by ∆BLEU (its label, e.g.
         "rank 3–5"), which the model cards show; one small file rewritten by every build
         instead of every card whose rank moved."""
-        ranks = {m: row.get("rank_delta_bleu_label") for m, row in self.data.board.items()
-                 if row.get("rank_delta_bleu_label") is not None}
-        self.writer.data(shards.shard_path("ranks"), shards.encode_shard(
-            "ranks", {"v": shards.FORMAT, "rank_delta_bleu": ranks}))
+        self._board_shard("ranks", "rank_delta_bleu_label", "rank_delta_bleu")
 
     def separable_shard(self) -> None:
         """``data/separable.js``: each evaluated model's "not separable from" list by ∆BLEU,
         which the leaderboard shows when a reader opens it (at 1,000 models the lists, which
         grow with the square of the models, were most of ``index.html``'s 11.7 MB)."""
-        lists = {m: list(row["not_separable_delta_bleu"]) for m, row in self.data.board.items()
-                 if row.get("not_separable_delta_bleu")}
-        self.writer.data(shards.shard_path("separable"), shards.encode_shard(
-            "separable", {"v": shards.FORMAT, "delta_bleu": lists}))
+        self._board_shard("separable", "not_separable_delta_bleu", "delta_bleu")
 
     def query_page(self) -> None:
         """SQL in the browser: the published tables, examples, the statements the page runs."""
@@ -321,6 +322,9 @@ def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | Non
             for key, label, digits, title in columns]
 
 
+# A model page's tables: the name its template links them by -> their download's file name.
+MODEL_TABLE_FILES = {"deltas": "deltas", "scores": "scores", "recall": "word_recall",
+                     "cleaning": "cleaning"}
 # Leaderboard columns that move when another model is added, left out of model pages.
 RANK_PREFIXES = ("not_separable_", "rank_")
 DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None)]
