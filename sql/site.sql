@@ -105,6 +105,28 @@ LEFT JOIN (SELECT model_id, sum(hash(metric, test_set, segment_id, score))::VARC
            FROM raw.segment_scores GROUP BY model_id) AS g USING (model_id)
 ORDER BY t.model_id;
 
+-- What each model's page, compare shard and table downloads are made from besides its
+-- leaderboard row: per model, the sum of the hashes of its whole rows in each view they read
+-- (order-free; whole rows, so more than the columns shown: a change anywhere in them renders
+-- the page again). The builder renders an unchanged model's page only when this or its
+-- leaderboard row changed.
+-- name: site_model_page_digests
+SELECT rm.model_id,
+       hash(rm)::VARCHAR || ':' || coalesce(hash(m)::VARCHAR, '') AS model,
+       coalesce(d.digest, '') AS deltas, coalesce(s.digest, '') AS scores,
+       coalesce(w.digest, '') AS recall, coalesce(c.digest, '') AS cleaning
+FROM raw.models rm
+LEFT JOIN models m USING (model_id)
+LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v)) AS digest
+           FROM model_locale_deltas v GROUP BY model_id) d USING (model_id)
+LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v)) AS digest
+           FROM scores v GROUP BY model_id) s USING (model_id)
+LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v)) AS digest
+           FROM word_recall v GROUP BY model_id) w USING (model_id)
+LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v)) AS digest
+           FROM cleaning_counts v GROUP BY model_id) c USING (model_id)
+ORDER BY rm.model_id;
+
 -- Translations of the given models, model by model; raw_output is NULL where it equals the
 -- hypothesis (cleaning changed nothing), which is most rows.
 -- name: site_model_translations

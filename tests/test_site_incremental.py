@@ -105,3 +105,36 @@ def test_a_failed_build_leaves_the_previous_site(store, tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["site"]  # no partial folder left
     assert not any(p.name.endswith(".partial") for p in site.parent.iterdir())
     assert os.listdir(site)
+
+
+
+def test_a_model_page_follows_its_rows_and_the_others_are_linked(tmp_path):
+    """A model page's key holds digests of its rows (site_model_page_digests), not the rows:
+    a change in any of its tables (here its scores, its word recall and its registry entry)
+    renders its page and downloads again, and leaves every other model's page linked."""
+    (tmp_path / "store").mkdir()
+    own = hostile_store(tmp_path / "store")  # its rows are changed below
+    site = tmp_path / "site"
+    build(own, site)
+    baseline = "copy-source-baseline"
+    hostile = f"models/{model_slug(HOSTILE_MODEL)}"
+    kept = inodes(site, hostile) | inodes(site, f"downloads/{hostile}")
+    assert f"{hostile}.html" in kept and f"downloads/{hostile}.scores.csv" in kept
+    with duckdb.connect(str(own.path)) as con:
+        con.execute("UPDATE raw.scores SET score = 12.3456 WHERE model_id = ? AND metric = 'bleu' "
+                    "AND test_set = 'cultivar_deu_Latn_Germany'", [baseline])
+        con.execute("UPDATE raw.locale_word_recall SET n_removed_terms = 424242 "
+                    "WHERE model_id = ?", [baseline])
+        con.execute("UPDATE raw.models SET family = 'family-edited' WHERE model_id = ?",
+                    [baseline])
+    build(own, site)
+    text = (site / "models" / f"{model_slug(baseline)}.html").read_text()
+    assert "12.35" in text and "424242" in text and "family-edited" in text
+    downloads = site / "downloads" / "models"
+    assert "424242" in (downloads / f"{baseline}.word_recall.csv").read_text()
+    assert "12.3456" in (downloads / f"{baseline}.scores.json").read_text()
+    assert "family-edited" in (downloads / f"{baseline}.deltas.csv").read_text()
+    assert inodes(site, hostile) | inodes(site, f"downloads/{hostile}") == kept  # linked
+    full = tmp_path / "full"
+    build(own, full, reuse=False)
+    assert files(site) == files(full)

@@ -61,7 +61,12 @@ from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.incremental import SITE_FORMAT, Cache
 from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
-from cultivar_assets.site.site_data import chart_inputs, model_tables, read_site_data
+from cultivar_assets.site.site_data import (
+    chart_inputs,
+    model_tables,
+    read_site_data,
+    translation_digests,
+)
 from cultivar_assets.site.site_pages import SitePages
 from cultivar_assets.site.svg_worker import SvgJob
 from cultivar_assets.specs import REPORTED_SOURCE
@@ -207,6 +212,9 @@ class _Build:
         self.pending.clear()
 
     def _write(self, work: Path) -> None:
+        # the translations' digests, the slowest read, on a second cursor beside the others
+        # (DuckDB releases the GIL while it runs; the result is needed by _translations)
+        self.digests = self.background.submit(translation_digests, self.reader.concurrent())
         self.data = data = read_site_data(self.reader, self.show)
         self.n_locales = len(data.present_locales)
         signatures = sorted({(r["bleu_signature"], r["chrf_signature"],
@@ -321,6 +329,7 @@ class _Build:
     def _translations(self) -> None:
         """Per model: translation shards per locale and the parquet download (or the previous
         build's, when unchanged)."""
+        self.data.digests = self.digests.result()
         old = self.cache.previous.get("models", {})
         self.manifest["models"] = entries = {}
         self.model_locales: dict[str, list[str]] = {}

@@ -9,8 +9,9 @@ build takes an output from the previous folder by hard link when it was made fro
   unchanged (:func:`reuse_key`; the manifest's ``models``);
 - the locale shards when the dataset and that code are unchanged (``locales``);
 - chart SVGs whose spec is unchanged (``charts``);
-- every page and table download whose key (:meth:`Cache.key`: the reuse key, the templates, the
-  pages' common context and the page's own inputs) is unchanged (``outputs``), and the instances
+- every page and table download whose key (:meth:`Cache.key_of`: the reuse key, the templates,
+  the code that makes pages and tables (:func:`code_digest`), the pages' common context and the
+  page's own inputs, or digests of them) is unchanged (``outputs``), and the instances
   part of a locale page (between :data:`INSTANCES_MARKERS`) when the page's annotations are
   unchanged (``fragments``).
 
@@ -51,12 +52,32 @@ def reuse_key(dataset_fingerprint: str | None, show_originals: bool) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
+def code_digest() -> str:
+    """A hash over the code that turns rows into pages and table downloads (the page contexts,
+    the templates' filters, the CSV and JSON writers) and the SQL the rows come from: part of
+    every page's and table's key, so a change of code renders them again even where the rows
+    are unchanged (a model page's key holds digests of its rows, not the rows,
+    :meth:`SitePages.model_pages`)."""
+    from cultivar_assets import sqlfiles, tables
+    from cultivar_assets.paths import resource_dir
+    from cultivar_assets.site import pages, site_pages
+
+    files = [Path(module.__file__) for module in (pages, site_pages, tables, sqlfiles)]
+    files += sorted(resource_dir("sql").glob("*.sql"))
+    return hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest()
+
+
 def template_digest(*names: str) -> str:
     """A hash over the named templates' bytes."""
     from cultivar_assets.paths import resource_dir
 
     folder = resource_dir("site") / "templates"
     return hashlib.sha256(b"".join((folder / n).read_bytes() for n in names)).hexdigest()
+
+
+def table_files(name: str) -> dict[str, str]:
+    """The download files of table ``name``: {"csv": path, "json": path}."""
+    return {"csv": f"downloads/{name}.csv", "json": f"downloads/{name}.json"}
 
 
 def between(text: str, markers: tuple[str, str]) -> Markup | None:
@@ -77,6 +98,7 @@ class Cache:
         self.out_dir, self.manifest = out_dir, manifest
         self.key = reuse_key(dataset_fingerprint, show_originals)
         self.templates = template_digest(*TEMPLATES)
+        self.code = code_digest()
         manifest["reuse_key"] = self.key
         usable = previous is not None and previous.get("reuse_key") == self.key
         self.previous = previous if usable else {}
@@ -104,7 +126,7 @@ class Cache:
 
     def key_of(self, *parts: Any) -> str:
         """The key of an output made from ``parts`` (module docstring)."""
-        return self.digest([self.key, self.templates, self.common, parts])
+        return self.digest([self.key, self.templates, self.code, self.common, parts])
 
     @staticmethod
     def digest(value: Any) -> str:
@@ -114,14 +136,24 @@ class Cache:
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def page(self, path: str, template: str, keyed_by: dict | None = None,
-             **context: Any) -> None:
+             lazy: dict[str, Any] | None = None, **context: Any) -> None:
         """A page, rendered only when its template or data changed since the previous build
-        (``keyed_by``: what stands for the context in that comparison, when it is cheaper)."""
+        (``keyed_by``: what stands for the context in that comparison, when it is cheaper;
+        ``lazy``: parts of the context made only when the page is rendered, by calling them,
+        which ``keyed_by`` must then stand for)."""
         key = self.key_of(path, template, context if keyed_by is None else keyed_by)
         if self.unchanged(path, key):
             self.writer.pages += 1
         else:
-            self.writer.page(path, template, **context)
+            made = {name: make() for name, make in (lazy or {}).items()}
+            self.writer.page(path, template, **context, **made)
+
+    def previous_text(self, path: str) -> str | None:
+        """The previous build's ``path`` (a page), where that build can be reused and wrote it."""
+        old = self.out_dir / path
+        if path in self.previous.get("outputs", {}) and old.is_file():
+            return old.read_text("utf-8")
+        return None
 
     def table(self, name: str, rows: list[dict], columns: list[str] | None = None,
               digest: str | None = None) -> dict:
@@ -129,11 +161,16 @@ class Cache:
         (``digest``: :meth:`digest` of ``rows``, where the caller has it already)."""
         columns = columns or (list(rows[0]) if rows else [])
         key = self.key_of(name, digest or self.digest(rows), columns)
-        for suffix, write in (("csv", csv_text), ("json", json_text)):
-            path = f"downloads/{name}.{suffix}"
+        for path in table_files(name).values():
             if not self.unchanged(path, key):
-                self.writer.text(path, write(rows, columns))
-        return {"csv": f"downloads/{name}.csv", "json": f"downloads/{name}.json"}
+                self.write_table(path, rows, columns)
+        return table_files(name)
+
+    def write_table(self, path: str, rows: list[dict], columns: list[str] | None = None) -> None:
+        """``rows`` as CSV or JSON (by ``path``'s suffix), written without a key check."""
+        columns = columns or (list(rows[0]) if rows else [])
+        write = csv_text if path.endswith(".csv") else json_text
+        self.writer.text(path, write(rows, columns))
 
     def fragment_key(self, provenance: dict[int, dict]) -> str:
         """The key of a locale page's instances part: the reuse key, the templates and the

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 import pyarrow as pa
@@ -42,9 +42,6 @@ class SiteData:
     agreement: list[dict]
     models: dict[str, dict]  # the model cards' rows
     published: dict[str, pa.Table]
-    scores: list[dict]
-    recall: list[dict]
-    cleaning: list[dict]
     missing: list[dict]
     annotation_summary: list[dict]
     annotations: dict[str, dict[int, dict]]  # locale -> instance -> provenance as shown
@@ -55,9 +52,32 @@ class SiteData:
     segments: pa.Table
     board: dict[str, dict]  # the leaderboard by model
     failed: list[dict]
-    digests: dict[str, str]  # model -> "<rows>:<digest>:<digest>" of its translations, statistics
     metrics: list[dict]  # the aggregated metrics in order: metric, label, higher_is_better,
     # signature, tokenizer_sha256
+    page_digests: dict[str, dict[str, str]]  # model -> digests of its page's rows, by table
+    # ("model", "deltas", "scores", "recall", "cleaning": site_model_page_digests)
+    # model -> "<rows>:<digest>:<digest>" of its translations, statistics (and segment scores):
+    # :func:`translation_digests`, read beside the rest by the builder
+    digests: dict[str, str] = field(default_factory=dict)
+
+    def model_rows(self, models: set[str]) -> dict[str, dict[str, list[dict]]]:
+        """The model pages' rows of ``models``, by table ("scores", "recall", "cleaning") and
+        model, in the published tables' order (one filter of each table, not one per model)."""
+        out: dict[str, dict[str, list[dict]]] = {}
+        for name, table in MODEL_PAGE_TABLES.items():
+            by_model: dict[str, list[dict]] = defaultdict(list)
+            if models:
+                published = self.published[table]
+                wanted = published.filter(pc.is_in(published["model_id"],
+                                                   pa.array(sorted(models), pa.string())))
+                for row in wanted.to_pylist():
+                    by_model[row["model_id"]].append(row)
+            out[name] = by_model
+        return out
+
+
+# A model page's tables read from the published tables: its name for them -> the table.
+MODEL_PAGE_TABLES = {"scores": "scores", "recall": "word_recall", "cleaning": "cleaning_counts"}
 
 
 def reported_csv(name: str) -> list[dict[str, str]]:
@@ -123,9 +143,6 @@ def read_site_data(reader: Reader, show_originals: bool) -> SiteData:
     models = {row["model_id"]: row for row in r.rows("site_models")}
     published = {t.name: r.arrow(t.query) for t in dl.PUBLISHED_TABLES
                  if t.name != "annotation_summary" or "annotation_summary" in views}
-    scores = published["scores"].to_pylist()
-    recall = published["word_recall"].to_pylist()
-    cleaning = published["cleaning_counts"].to_pylist()
     missing = published["missing_test_sets"].to_pylist()
     annotation_summary = (published["annotation_summary"].to_pylist()
                           if "annotation_summary" in published else [])
@@ -143,17 +160,24 @@ def read_site_data(reader: Reader, show_originals: bool) -> SiteData:
     segments = r.arrow("site_segments")
     board = {row["model_id"]: row for row in leaderboard}
     failed = failure_rows(r.rows("site_failed_models"), set(board))
-    digests = {row["model_id"]: f"{row['n_rows']}:{row['digest']}"
-               for row in r.rows("site_translation_digests")}
     return SiteData(
         views=views, leaderboard=leaderboard, reported=reported, deltas=deltas,
         locale_deltas=locale_deltas, locales=locales, locale_info=locale_info,
-        agreement=agreement, models=models, published=published, scores=scores, recall=recall,
-        cleaning=cleaning, missing=missing, annotation_summary=annotation_summary,
+        agreement=agreement, models=models, published=published, missing=missing,
+        annotation_summary=annotation_summary,
         annotations=annotations, statistics=statistics, instances=instances,
         present_locales=sorted(instances), instance_ids=instance_ids, segments=segments,
-        board=board, failed=failed, digests=digests,
-        metrics=r.rows("site_statistics_metrics"))
+        board=board, failed=failed,
+        metrics=r.rows("site_statistics_metrics"),
+        page_digests={row.pop("model_id"): row for row in r.rows("site_model_page_digests")})
+
+
+def translation_digests(reader: Reader) -> dict[str, str]:
+    """model -> what its translation files are made from (``site_translation_digests``: a hash
+    over its 10,000s of rows; at 1,000 models the slowest read, so the builder runs it on its
+    own connection beside the other reads, :meth:`Reader.concurrent`)."""
+    return {row["model_id"]: f"{row['n_rows']}:{row['digest']}"
+            for row in reader.rows("site_translation_digests")}
 
 
 def provenance(row: dict, show_originals: bool) -> dict:

@@ -9,6 +9,7 @@ downloads each page links. Every page and table goes through the incremental cac
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site import shards
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
-from cultivar_assets.site.incremental import Cache
+from cultivar_assets.site.incremental import Cache, between, table_files
 from cultivar_assets.site.query_engine import QueryEngine
 from cultivar_assets.site.site_data import SiteData, reported_csv
 from cultivar_assets.sqlfiles import statement_text
@@ -160,69 +161,121 @@ class SitePages:
             provenance = data.annotations.get(locale, {})
             fragments[locale] = key = self.cache.fragment_key(provenance)
             reused = self.cache.fragment(path, locale, key)
+            delta_columns = value_columns(rows, DELTA_COLUMNS)
             self.cache.page(
                 path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows_digest,
                                                   "slugs": slugs_digest},
+                lazy={"delta_rows_html": lambda path=path, locale=locale, rows=rows,
+                      delta_columns=delta_columns: self._delta_rows(path, locale, rows,
+                                                                    delta_columns)},
                 locale=data.locale_info[locale],
                 entries=[] if reused is not None else _locale_entries(
                     self.locale_payloads[locale]),
                 instances_html=reused, n_instances=len(data.instance_ids[locale]),
-                deltas=rows, provenance=provenance, model_slugs=slugs,
-                delta_columns=value_columns(rows, DELTA_COLUMNS),
+                provenance=provenance, model_slugs=slugs,
                 downloads={"deltas": self.cache.table(f"locales/{locale}.deltas", rows,
                                                       digest=rows_digest)})
 
+    def _delta_rows(self, path: str, locale: str, rows: list[dict],
+                    delta_columns: list[dict]) -> Markup:
+        """The rows of a locale page's "∆ of every model" table as HTML. A row is rendered once
+        and taken from the previous build's page while its key is unchanged: a digest of the
+        row's values, its link and the code and templates that render it (at 1,000 models a
+        new model changes every locale page, but only one row of each)."""
+        macro = self.writer.env.get_template("macros.html.j2").module.locale_delta_row
+        before = self.cache.previous_text(path)
+        old = between(before, DELTA_ROWS_MARKERS) if before else None
+        reused = {}
+        if old:
+            for piece in str(old).split(DELTA_ROW_START)[1:]:
+                reused[piece[:piece.index('"')]] = DELTA_ROW_START + piece
+        prefix = f"{self.cache.key}:{self.cache.templates}:{self.cache.code}:{locale}:"
+        out = []
+        for row in rows:
+            slug = self.slugs.get(row["model_id"])
+            key = hashlib.sha256(f"{prefix}{slug!r}:{tuple(row.items())!r}".encode()
+                                 ).hexdigest()[:24]
+            html = reused.get(key)
+            out.append(html if html is not None else
+                       str(macro(row, locale, self.slugs, delta_columns, key)))
+        return Markup("".join(out))
+
     def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
                     failed: dict[str, dict]) -> None:
-        """Per model with files: its page (card, scores, ∆ per locale, word recall, cleaning)
-        and its shard for the compare view."""
+        """Per model with files: its page (card, scores, ∆ per locale, word recall, cleaning),
+        its table downloads and its shard for the compare view.
+
+        Their keys hold the model's leaderboard row, card, flags and failure, and the store's
+        digests of the rows of its tables (``site_model_page_digests``), not the rows: an
+        unchanged model's outputs are linked from the previous build without its rows being
+        read or serialised (at 1,000 models that was most of a rebuild's time). Only the models
+        with an output to write have their rows read, all at once."""
         data, slugs = self.data, self.slugs
-        by_model: dict[str, dict[str, list[dict]]] = {
-            name: defaultdict(list) for name in ("scores", "recall", "cleaning")}
-        for name, rows in (("scores", data.scores), ("recall", data.recall),
-                           ("cleaning", data.cleaning)):
-            for row in rows:
-                by_model[name][row["model_id"]].append(row)
         flags_by_model: dict[str, list[dict]] = defaultdict(list)
         for flag in flags:
             flags_by_model[flag["model_id"]].append(flag)
+        stale: dict[str, tuple[dict, list[str]]] = {}  # model -> (its context, paths to write)
         for model_id, row in data.board.items():
             if model_id not in self.cache.manifest["models"]:
                 continue
             slug = slugs[model_id]
             base = f"models/{slug}"
-            pivot = _pivot_scores(by_model["scores"][model_id])
-            model_deltas = deltas_by_model[model_id]
-            shard = shards.shard_path(f"model/{slug}")
-            overall = {k: row[k] for k in OVERALL_KEYS if k in row}  # the compare view's total
-            if not self.cache.unchanged(shard, self.cache.key_of(shard, model_id, model_deltas,
-                                                                 overall)):
-                self.writer.data(shard, shards.encode_shard(f"model/{slug}", {
-                    "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas),
-                    "overall": _json_rows([overall])[0]}))
+            digests = data.page_digests.get(model_id, {})
             # what moves when another model is added stays out of the page, so that a new
             # model does not re-render every model's page: the lists of models it cannot be
             # separated from (on the leaderboard) and its ranks (the card reads its rank
             # interval from the ranks shard, :meth:`ranks_shard`)
             shown = {k: v for k, v in row.items() if not k.startswith(RANK_PREFIXES)}
-            tables = {"deltas": model_deltas, "scores": pivot,
-                      "recall": by_model["recall"][model_id],
-                      "cleaning": by_model["cleaning"][model_id]}
-            digests = {name: self.cache.digest(rows) for name, rows in tables.items()}
+            overall = {k: row[k] for k in OVERALL_KEYS if k in row}  # the compare view's total
             context = {"model": shown, "ranked": row.get("rank_delta_bleu_label") is not None,
                        "card": data.models.get(model_id, {}), "failure": failed.get(model_id),
                        "slug": slug, "segment_locales": self.model_locales.get(model_id, []),
                        "flags": flags_by_model.get(model_id, [])}
-            # the key: the context with each table's digest in place of its rows (the rest of
-            # the template's inputs, columns and links, are made from these)
-            self.cache.page(
-                f"{base}.html", "model.html.j2", keyed_by={**context, "tables": digests},
-                **context, scores=pivot, deltas=model_deltas,
-                delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
-                recall=tables["recall"], cleaning=tables["cleaning"],
-                downloads={name: self.cache.table(f"{base}.{MODEL_TABLE_FILES[name]}", rows,
-                                                  digest=digests[name])
-                           for name, rows in tables.items()})
+            shard = shards.shard_path(f"model/{slug}")
+            keys = {shard: self.cache.key_of(shard, model_id, digests.get("deltas"),
+                                             digests.get("model"), overall),
+                    f"{base}.html": self.cache.key_of(f"{base}.html", "model.html.j2", context,
+                                                      digests)}
+            for name in MODEL_TABLES:
+                for path in table_files(f"{base}.{MODEL_TABLE_FILES[name]}").values():
+                    keys[path] = self.cache.key_of(path, digests.get(name), digests.get("model")
+                                                   if name == "deltas" else None)
+            paths = [path for path, key in keys.items() if not self.cache.unchanged(path, key)]
+            if paths:
+                stale[model_id] = (context, paths)
+            if f"{base}.html" not in paths:
+                self.writer.pages += 1  # the page, linked
+        tables = data.model_rows(set(stale))
+        for model_id, (context, paths) in stale.items():
+            self._model_outputs(model_id, context, deltas_by_model[model_id],
+                                {name: tables[name].get(model_id, []) for name in tables},
+                                paths)
+
+    def _model_outputs(self, model_id: str, context: dict, model_deltas: list[dict],
+                       rows: dict[str, list[dict]], paths: list[str]) -> None:
+        """Write ``paths``, the outputs of a model whose keys changed (:meth:`model_pages`)."""
+        slug, row = context["slug"], self.data.board[model_id]
+        base = f"models/{slug}"
+        tables = {"deltas": model_deltas, "scores": _pivot_scores(rows["scores"]),
+                  "recall": rows["recall"], "cleaning": rows["cleaning"]}
+        files = {path: name for name in MODEL_TABLES
+                 for path in table_files(f"{base}.{MODEL_TABLE_FILES[name]}").values()}
+        shard = shards.shard_path(f"model/{slug}")
+        for path in paths:
+            if path == shard:
+                overall = {k: row[k] for k in OVERALL_KEYS if k in row}
+                self.writer.data(shard, shards.encode_shard(f"model/{slug}", {
+                    "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas),
+                    "overall": _json_rows([overall])[0]}))
+            elif path in files:
+                self.cache.write_table(path, tables[files[path]])
+            else:
+                self.writer.page(
+                    path, "model.html.j2", **context, scores=tables["scores"],
+                    deltas=model_deltas, delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
+                    recall=tables["recall"], cleaning=tables["cleaning"],
+                    downloads={name: table_files(f"{base}.{MODEL_TABLE_FILES[name]}")
+                               for name in MODEL_TABLES})
 
     def browser_pages(self) -> None:
         """The index shard (what the pickers list), the segment browser and the compare view."""
@@ -325,8 +378,13 @@ def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | Non
 # A model page's tables: the name its template links them by -> their download's file name.
 MODEL_TABLE_FILES = {"deltas": "deltas", "scores": "scores", "recall": "word_recall",
                      "cleaning": "cleaning"}
+MODEL_TABLES = tuple(MODEL_TABLE_FILES)
 # Leaderboard columns that move when another model is added, left out of model pages.
 RANK_PREFIXES = ("not_separable_", "rank_")
+# The rows of a locale page's "∆ of every model" table, between these (locale.html.j2), each
+# starting with DELTA_ROW_START (macros.html.j2); data is escaped, so no text can hold them.
+DELTA_ROWS_MARKERS = ("<!--deltas-->", "<!--/deltas-->")
+DELTA_ROW_START = '<tr data-row="'
 DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None)]
 
 

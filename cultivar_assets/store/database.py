@@ -293,6 +293,11 @@ class Reader:
         for statement in duckdb.extract_statements(statement_text("reader_session")):
             con.execute(statement)
 
+    def concurrent(self) -> Reader:
+        """A reader on its own cursor of the same database (the same snapshot rules as a new
+        read-only connection), for a query run in another thread beside this one's."""
+        return Reader(self.con.cursor())
+
     def _cursor(self, name: str, params: dict[str, Any]):
         return _run(self.con, duckdb.extract_statements(statement_text(name))[-1], params)
 
