@@ -330,7 +330,7 @@ class _Build:
         """Per model: translation shards per locale and the parquet download (or the previous
         build's, when unchanged)."""
         self.data.digests = self.digests.result()
-        old = self.cache.previous.get("models", {})
+        old, out = self.cache.previous.get("models", {}), os.fspath(self.out_dir)
         self.manifest["models"] = entries = {}
         self.model_locales: dict[str, list[str]] = {}
         changed = []
@@ -338,9 +338,9 @@ class _Build:
             key = self.data.digests.get(model_id)
             before = old.get(model_id)
             if key and before and before["key"] == key and all(
-                    (self.out_dir / rel).is_file() for rel in before["files"]):
+                    os.path.isfile(os.path.join(out, rel)) for rel in before["files"]):
                 for rel in before["files"]:
-                    self.writer.link(self.out_dir / rel, rel)
+                    self.writer.link(os.path.join(out, rel), rel)
                 entries[model_id] = before
                 self.model_locales[model_id] = before["locales"]
                 self.reused += 1

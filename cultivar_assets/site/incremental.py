@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,7 @@ class Cache:
     def __init__(self, out_dir: Path, previous: dict | None, manifest: dict[str, Any],
                  dataset_fingerprint: str | None, show_originals: bool) -> None:
         self.out_dir, self.manifest = out_dir, manifest
+        self._out = os.fspath(out_dir)
         self.key = reuse_key(dataset_fingerprint, show_originals)
         self.templates = template_digest(*TEMPLATES)
         self.code = code_digest()
@@ -118,10 +120,11 @@ class Cache:
         if path in outputs:
             raise ValueError(f"the site build writes {path} twice")
         outputs[path] = key
-        old = self.out_dir / path
-        if self.previous.get("outputs", {}).get(path) == key and old.is_file():
-            self.writer.link(old, path)
-            return True
+        if self.previous.get("outputs", {}).get(path) == key:
+            old = os.path.join(self._out, path)
+            if os.path.isfile(old):
+                self.writer.link(old, path)
+                return True
         return False
 
     def key_of(self, *parts: Any) -> str:

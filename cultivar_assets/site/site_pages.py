@@ -156,7 +156,8 @@ class SitePages:
         slugs_digest = self.cache.digest(slugs)
         for locale in data.present_locales:
             rows = sorted(deltas_by_locale[locale], key=lambda r: -(r["delta_bleu"] or 0))
-            rows_digest = self.cache.digest(rows)
+            row_keys = self._delta_row_keys(locale, rows)
+            rows_digest = hashlib.sha256("".join(row_keys).encode()).hexdigest()
             path = f"locales/{locale}.html"
             provenance = data.annotations.get(locale, {})
             fragments[locale] = key = self.cache.fragment_key(provenance)
@@ -166,8 +167,8 @@ class SitePages:
                 path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows_digest,
                                                   "slugs": slugs_digest},
                 lazy={"delta_rows_html": lambda path=path, locale=locale, rows=rows,
-                      delta_columns=delta_columns: self._delta_rows(path, locale, rows,
-                                                                    delta_columns)},
+                      keys=row_keys, delta_columns=delta_columns: self._delta_rows(
+                          path, locale, rows, keys, delta_columns)},
                 locale=data.locale_info[locale],
                 entries=[] if reused is not None else _locale_entries(
                     self.locale_payloads[locale]),
@@ -176,12 +177,21 @@ class SitePages:
                 downloads={"deltas": self.cache.table(f"locales/{locale}.deltas", rows,
                                                       digest=rows_digest)})
 
-    def _delta_rows(self, path: str, locale: str, rows: list[dict],
+    def _delta_row_keys(self, locale: str, rows: list[dict]) -> list[str]:
+        """Each row's key in a locale page's "∆ of every model" table: a digest of its values,
+        its link and the code and templates that render it (:meth:`_delta_rows`); together they
+        stand for the table's rows in the page's and its downloads' keys."""
+        prefix = f"{self.cache.key}:{self.cache.templates}:{self.cache.code}:{locale}:"
+        return [hashlib.sha256(f"{prefix}{self.slugs.get(row['model_id'])!r}:"
+                               f"{tuple(row.items())!r}".encode()).hexdigest()[:24]
+                for row in rows]
+
+    def _delta_rows(self, path: str, locale: str, rows: list[dict], keys: list[str],
                     delta_columns: list[dict]) -> Markup:
         """The rows of a locale page's "∆ of every model" table as HTML. A row is rendered once
-        and taken from the previous build's page while its key is unchanged: a digest of the
-        row's values, its link and the code and templates that render it (at 1,000 models a
-        new model changes every locale page, but only one row of each)."""
+        and taken from the previous build's page while its key is unchanged
+        (:meth:`_delta_row_keys`; at 1,000 models a new model changes every locale page, but
+        only one row of each)."""
         macro = self.writer.env.get_template("macros.html.j2").module.locale_delta_row
         before = self.cache.previous_text(path)
         old = between(before, DELTA_ROWS_MARKERS) if before else None
@@ -189,12 +199,8 @@ class SitePages:
         if old:
             for piece in str(old).split(DELTA_ROW_START)[1:]:
                 reused[piece[:piece.index('"')]] = DELTA_ROW_START + piece
-        prefix = f"{self.cache.key}:{self.cache.templates}:{self.cache.code}:{locale}:"
         out = []
-        for row in rows:
-            slug = self.slugs.get(row["model_id"])
-            key = hashlib.sha256(f"{prefix}{slug!r}:{tuple(row.items())!r}".encode()
-                                 ).hexdigest()[:24]
+        for row, key in zip(rows, keys, strict=True):
             html = reused.get(key)
             out.append(html if html is not None else
                        str(macro(row, locale, self.slugs, delta_columns, key)))
