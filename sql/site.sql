@@ -107,23 +107,24 @@ ORDER BY t.model_id;
 
 -- What each model's page, compare shard and table downloads are made from besides its
 -- leaderboard row: per model, the sum of the hashes of its whole rows in each view they read
--- (order-free; whole rows, so more than the columns shown: a change anywhere in them renders
--- the page again). The builder renders an unchanged model's page only when this or its
+-- (order-free; whole rows as text, so more than the columns shown, with their names, and
+-- -0.0 apart from 0.0, which DuckDB's hash of a double or a row does not tell apart: a change
+-- anywhere in them renders the page again). The builder renders an unchanged model's page only when this or its
 -- leaderboard row changed.
 -- name: site_model_page_digests
 SELECT rm.model_id,
-       hash(rm)::VARCHAR || ':' || coalesce(hash(m)::VARCHAR, '') AS model,
+       hash(rm::VARCHAR)::VARCHAR || ':' || coalesce(hash(m::VARCHAR)::VARCHAR, '') AS model,
        coalesce(d.digest, '') AS deltas, coalesce(s.digest, '') AS scores,
        coalesce(w.digest, '') AS recall, coalesce(c.digest, '') AS cleaning
 FROM raw.models rm
 LEFT JOIN models m USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v)) AS digest
+LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v::VARCHAR)) AS digest
            FROM model_locale_deltas v GROUP BY model_id) d USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v)) AS digest
+LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v::VARCHAR)) AS digest
            FROM scores v GROUP BY model_id) s USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v)) AS digest
+LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v::VARCHAR)) AS digest
            FROM word_recall v GROUP BY model_id) w USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v)) AS digest
+LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v::VARCHAR)) AS digest
            FROM cleaning_counts v GROUP BY model_id) c USING (model_id)
 ORDER BY rm.model_id;
 

@@ -61,9 +61,11 @@ def code_digest() -> str:
     :meth:`SitePages.model_pages`)."""
     from cultivar_assets import sqlfiles, tables
     from cultivar_assets.paths import resource_dir
-    from cultivar_assets.site import pages, site_pages
+    from cultivar_assets.site import fonts, model_card, pages, site_data, site_pages
+    from cultivar_assets.store import database
 
-    files = [Path(module.__file__) for module in (pages, site_pages, tables, sqlfiles)]
+    files = [Path(module.__file__) for module in (pages, site_pages, site_data, model_card,
+                                                  fonts, tables, sqlfiles, database)]
     files += sorted(resource_dir("sql").glob("*.sql"))
     return hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest()
 
@@ -176,10 +178,10 @@ class Cache:
         self.writer.text(path, write(rows, columns))
 
     def fragment_key(self, provenance: dict[int, dict]) -> str:
-        """The key of a locale page's instances part: the reuse key, the templates and the
-        page's annotations."""
+        """The key of a locale page's instances part: the reuse key, the templates, the code
+        (:func:`code_digest`) and the page's annotations."""
         return hashlib.sha256(json.dumps(
-            [self.key, self.templates, sorted(provenance.items())],
+            [self.key, self.templates, self.code, sorted(provenance.items())],
             default=str).encode()).hexdigest()
 
     def fragment(self, path: str, locale: str, key: str) -> Markup | None:
