@@ -220,7 +220,7 @@ class SitePages:
         flags_by_model: dict[str, list[dict]] = defaultdict(list)
         for flag in flags:
             flags_by_model[flag["model_id"]].append(flag)
-        stale: dict[str, tuple[dict, list[str]]] = {}  # model -> (its context, paths to write)
+        stale: dict[str, tuple[dict, dict, list[str]]] = {}  # model -> (context, overall, paths)
         for model_id, row in data.board.items():
             if model_id not in self.cache.manifest["models"]:
                 continue
@@ -242,34 +242,33 @@ class SitePages:
                                              digests.get("model"), overall),
                     f"{base}.html": self.cache.key_of(f"{base}.html", "model.html.j2", context,
                                                       digests)}
-            for name in MODEL_TABLES:
-                for path in table_files(f"{base}.{MODEL_TABLE_FILES[name]}").values():
+            for name, files in model_downloads(base).items():
+                for path in files.values():
                     keys[path] = self.cache.key_of(path, digests.get(name), digests.get("model")
                                                    if name == "deltas" else None)
             paths = [path for path, key in keys.items() if not self.cache.unchanged(path, key)]
             if paths:
-                stale[model_id] = (context, paths)
+                stale[model_id] = (context, overall, paths)
             if f"{base}.html" not in paths:
                 self.writer.pages += 1  # the page, linked
         tables = data.model_rows(set(stale))
-        for model_id, (context, paths) in stale.items():
-            self._model_outputs(model_id, context, deltas_by_model[model_id],
+        for model_id, (context, overall, paths) in stale.items():
+            self._model_outputs(model_id, context, overall, deltas_by_model[model_id],
                                 {name: tables[name].get(model_id, []) for name in tables},
                                 paths)
 
-    def _model_outputs(self, model_id: str, context: dict, model_deltas: list[dict],
-                       rows: dict[str, list[dict]], paths: list[str]) -> None:
+    def _model_outputs(self, model_id: str, context: dict, overall: dict,
+                       model_deltas: list[dict], rows: dict[str, list[dict]],
+                       paths: list[str]) -> None:
         """Write ``paths``, the outputs of a model whose keys changed (:meth:`model_pages`)."""
-        slug, row = context["slug"], self.data.board[model_id]
-        base = f"models/{slug}"
+        slug = context["slug"]
+        downloads = model_downloads(f"models/{slug}")
         tables = {"deltas": model_deltas, "scores": _pivot_scores(rows["scores"]),
                   "recall": rows["recall"], "cleaning": rows["cleaning"]}
-        files = {path: name for name in MODEL_TABLES
-                 for path in table_files(f"{base}.{MODEL_TABLE_FILES[name]}").values()}
+        files = {path: name for name, links in downloads.items() for path in links.values()}
         shard = shards.shard_path(f"model/{slug}")
         for path in paths:
             if path == shard:
-                overall = {k: row[k] for k in OVERALL_KEYS if k in row}
                 self.writer.data(shard, shards.encode_shard(f"model/{slug}", {
                     "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas),
                     "overall": _json_rows([overall])[0]}))
@@ -279,9 +278,7 @@ class SitePages:
                 self.writer.page(
                     path, "model.html.j2", **context, scores=tables["scores"],
                     deltas=model_deltas, delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
-                    recall=tables["recall"], cleaning=tables["cleaning"],
-                    downloads={name: table_files(f"{base}.{MODEL_TABLE_FILES[name]}")
-                               for name in MODEL_TABLES})
+                    recall=tables["recall"], cleaning=tables["cleaning"], downloads=downloads)
 
     def browser_pages(self) -> None:
         """The index shard (what the pickers list), the segment browser and the compare view."""
@@ -369,6 +366,11 @@ class SitePages:
         return tables
 
 
+def model_downloads(base: str) -> dict[str, dict[str, str]]:
+    """A model page's table downloads (``base``: ``models/<slug>``): name -> {"csv", "json"}."""
+    return {name: table_files(f"{base}.{file}") for name, file in MODEL_TABLE_FILES.items()}
+
+
 def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | None]],
                   reported: bool = False) -> list[dict]:
     """Value columns of a table (key, label, digits, title); a column shows its 95 % interval
@@ -384,7 +386,6 @@ def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | Non
 # A model page's tables: the name its template links them by -> their download's file name.
 MODEL_TABLE_FILES = {"deltas": "deltas", "scores": "scores", "recall": "word_recall",
                      "cleaning": "cleaning"}
-MODEL_TABLES = tuple(MODEL_TABLE_FILES)
 # Leaderboard columns that move when another model is added, left out of model pages.
 RANK_PREFIXES = ("not_separable_", "rank_")
 # The rows of a locale page's "∆ of every model" table, between these (locale.html.j2), each
