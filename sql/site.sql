@@ -47,6 +47,15 @@ ORDER BY view_name;
 -- name: site_models
 SELECT * FROM models ORDER BY model_id;
 
+-- The leaderboard's rows as the pages and charts read them: the "not separable from" lists,
+-- which grow with the square of the models (at 1,000 models most of the rows' size and of the
+-- time they take to read), as the length of the ∆BLEU one (the leaderboard's "≈ n"); the lists
+-- themselves are in the published leaderboard (site_leaderboard: downloads, data/separable.js).
+-- name: site_leaderboard_rows
+SELECT COLUMNS(lambda c: c NOT LIKE 'not_separable_%'),
+       len(not_separable_delta_bleu) AS not_separable_delta_bleu_count
+FROM leaderboard;
+
 -- The leaderboard as published (downloads, Query page): with whether the model's latest run
 -- failed (view failed_models), so that a failed model's earlier scores are never shown as current.
 -- name: site_leaderboard
@@ -90,16 +99,24 @@ FROM raw.segments ORDER BY test_set, segment_id;
 
 -- What each model's translations, per-segment statistics and segment scores are, as one string
 -- per model (the builder reuses a model's files from the previous build when it is unchanged):
--- the sums of the rows' hashes (order-free).
+-- the sums of the rows' hashes (order-free). The statistics (10,000s of list rows per model, the
+-- slowest part to hash at 1,000 models) are stood for, by our choice, by their count and the
+-- model's raw.scores rows, which the scoring step writes with them and which hold what they are
+-- computed from: the metric's signature, the dataset's and the translations' fingerprints. A
+-- direct edit of raw.segment_stats alone that keeps its row count is therefore not seen; a
+-- build with reuse off renders every file again.
 -- name: site_translation_digests
 SELECT t.model_id, t.n_rows,
-       t.digest || ':' || coalesce(s.digest, '') || coalesce(':' || g.digest, '') AS digest
+       t.digest || ':' || coalesce(s.n_stats || ':' || coalesce(c.digest, ''), '')
+           || coalesce(':' || g.digest, '') AS digest
 FROM (SELECT model_id, count(*) AS n_rows,
              sum(hash(test_set, segment_id, hypothesis, raw_output, cleaning_rules))::VARCHAR
                  AS digest
       FROM raw.translations GROUP BY model_id) AS t
-LEFT JOIN (SELECT model_id, sum(hash(metric, test_set, segment_id, stats))::VARCHAR AS digest
-           FROM raw.segment_stats GROUP BY model_id) AS s USING (model_id)
+LEFT JOIN (SELECT model_id, count(*) AS n_stats FROM raw.segment_stats GROUP BY model_id) AS s
+    USING (model_id)
+LEFT JOIN (SELECT model_id, count(*) || '/' || sum(hash(v::VARCHAR)) AS digest
+           FROM raw.scores v GROUP BY model_id) AS c USING (model_id)
 -- segment scores (none unless a segment-score metric is configured: the digest is unchanged)
 LEFT JOIN (SELECT model_id, sum(hash(metric, test_set, segment_id, score))::VARCHAR AS digest
            FROM raw.segment_scores GROUP BY model_id) AS g USING (model_id)

@@ -10,7 +10,9 @@ import duckdb
 import pytest
 from site_helpers import HOSTILE_MODEL, hostile_store
 
+from cultivar_assets.evaluation import score_model
 from cultivar_assets.files import MANIFEST, read_manifest
+from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.site import build as site_build
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.shards import decode_shard
@@ -135,6 +137,78 @@ def test_a_model_page_follows_its_rows_and_the_others_are_linked(tmp_path):
     assert "12.3456" in (downloads / f"{baseline}.scores.json").read_text()
     assert "family-edited" in (downloads / f"{baseline}.deltas.csv").read_text()
     assert inodes(site, hostile) | inodes(site, f"downloads/{hostile}") == kept  # linked
+    full = tmp_path / "full"
+    build(own, full, reuse=False)
+    assert files(site) == files(full)
+
+
+def test_a_locale_download_takes_its_unchanged_rows_from_the_previous_build(tmp_path):
+    """A locale page's ∆ downloads (CSV and JSON) are written row by row: an unchanged row's
+    line is the previous build's (found by the row keys of the previous page), a changed row is
+    written again; a previous file whose lines are not one per row is not used."""
+    (tmp_path / "store").mkdir()
+    own = hostile_store(tmp_path / "store")
+    site = tmp_path / "site"
+    build(own, site)
+    downloads = site / "downloads" / "locales"
+    paths = [downloads / "deu_Latn_Germany.deltas.csv", downloads / "deu_Latn_Germany.deltas.json"]
+
+    def mark(path: Path, old: str, new: str) -> None:
+        text = path.read_bytes().decode()
+        assert old in text
+        path.unlink()  # the file may be a hard link of another build's
+        path.write_bytes(text.replace(old, new).encode())
+
+    for path in paths:  # a mark in the unchanged (hostile) row's line, which only a reuse keeps
+        mark(path, "alert(1)", "alert(MARK)")
+    with duckdb.connect(str(own.path)) as con:  # the baseline's row changes
+        con.execute("UPDATE raw.models SET family = 'family-edited' "
+                    "WHERE model_id = 'copy-source-baseline'")
+    build(own, site)
+    for path in paths:
+        text = path.read_bytes().decode()
+        assert "alert(MARK)" in text and "family-edited" in text
+        assert text.count("copy-source-baseline") == 1
+    csv_path, json_path = paths
+    mark(json_path, "[\n", "[\n{},\n")  # one line more than rows: not taken
+    with duckdb.connect(str(own.path)) as con:
+        con.execute("UPDATE raw.models SET family = 'family-edited-2' "
+                    "WHERE model_id = 'copy-source-baseline'")
+    build(own, site)
+    full = tmp_path / "full"
+    build(own, full, reuse=False)
+    assert json_path.read_bytes() == (full / json_path.relative_to(site)).read_bytes()
+    assert "alert(MARK)" in csv_path.read_bytes().decode()  # the CSV's lines were still taken
+    marked = csv_path.read_bytes().decode().replace("alert(MARK)", "alert(1)")
+    assert marked == (full / csv_path.relative_to(site)).read_bytes().decode()
+
+
+def test_a_rescored_model_gets_new_statistics_files(tmp_path):
+    """A model scored again with other settings (here chrF++) keeps its translations but not
+    its per-segment statistics: the statistics stand in its files' key by their count and its
+    score rows (site_translation_digests), so its compare shard is written again and every
+    other model's files stay linked."""
+    (tmp_path / "store").mkdir()
+    own = hostile_store(tmp_path / "store")
+    site = tmp_path / "site"
+    build(own, site)
+    baseline = "copy-source-baseline"
+    hostile = model_slug(HOSTILE_MODEL)
+    kept = inodes(site, f"data/hyp/{hostile}.js") | inodes(site, f"data/stats/{hostile}")
+
+    def own_files() -> dict[str, bytes]:
+        return {p.relative_to(site).as_posix(): p.read_bytes()
+                for p in (site / "data").rglob(f"{baseline}*")}
+
+    before = own_files()
+    assert f"data/stats/{baseline}.js" in before
+    score_model(own, baseline, MetricConfig(bleu_tokenize="13a", chrf_word_order=2))
+    again = build(own, site)
+    assert again.reused_models == 1
+    after = own_files()
+    assert after.keys() == before.keys()
+    assert after[f"data/stats/{baseline}.js"] != before[f"data/stats/{baseline}.js"]
+    assert inodes(site, f"data/hyp/{hostile}.js") | inodes(site, f"data/stats/{hostile}") == kept
     full = tmp_path / "full"
     build(own, full, reuse=False)
     assert files(site) == files(full)

@@ -39,7 +39,6 @@ text (never as HTML). Every text of a chart is set in :data:`CHART_FONT` at an e
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections import defaultdict
@@ -346,10 +345,6 @@ def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas:
                                "not.",
                         "spec": same})
     return entries
-
-
-def spec_hash(spec: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
 def to_svg(spec: dict[str, Any]) -> str:

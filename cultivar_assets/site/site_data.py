@@ -120,7 +120,7 @@ def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict
     leaderboard = [{**row, "prompt_style": styles.get(row["model_id"]),
                     "submitted": submitted.get(row["model_id"]),
                     **extra.get(row["model_id"], {})}
-                   for row in reader.rows("leaderboard")]
+                   for row in reader.rows("site_leaderboard_rows")]
     return (leaderboard, reader.rows("site_reported_leaderboard"),
             reader.rows("site_model_locale_deltas"), locale_deltas)
 
@@ -174,8 +174,9 @@ def read_site_data(reader: Reader, show_originals: bool) -> SiteData:
 
 def translation_digests(reader: Reader) -> dict[str, str]:
     """model -> what its translation files are made from (``site_translation_digests``: a hash
-    over its 10,000s of rows; at 1,000 models the slowest read, so the builder runs it on its
-    own connection beside the other reads, :meth:`Reader.concurrent`)."""
+    over its 10,000s of translation rows; its statistics by their count and its score rows, our
+    choice, see the query; at 1,000 models the slowest read, so the builder runs it on its own
+    connection beside the other reads, :meth:`Reader.concurrent`)."""
     return {row["model_id"]: f"{row['n_rows']}:{row['digest']}"
             for row in reader.rows("site_translation_digests")}
 

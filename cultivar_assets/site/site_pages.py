@@ -163,19 +163,21 @@ class SitePages:
             fragments[locale] = key = self.cache.fragment_key(provenance)
             reused = self.cache.fragment(path, locale, key)
             delta_columns = value_columns(rows, DELTA_COLUMNS)
+            before = self._previous_delta_rows(path)
             self.cache.page(
                 path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows_digest,
                                                   "slugs": slugs_digest},
-                lazy={"delta_rows_html": lambda path=path, locale=locale, rows=rows,
-                      keys=row_keys, delta_columns=delta_columns: self._delta_rows(
-                          path, locale, rows, keys, delta_columns)},
+                lazy={"delta_rows_html": lambda locale=locale, rows=rows, keys=row_keys,
+                      delta_columns=delta_columns, before=before: self._delta_rows(
+                          locale, rows, keys, delta_columns, before)},
                 locale=data.locale_info[locale],
                 entries=[] if reused is not None else _locale_entries(
                     self.locale_payloads[locale]),
                 instances_html=reused, n_instances=len(data.instance_ids[locale]),
                 provenance=provenance, model_slugs=slugs,
-                downloads={"deltas": self.cache.table(f"locales/{locale}.deltas", rows,
-                                                      digest=rows_digest)})
+                downloads={"deltas": self.cache.table(
+                    f"locales/{locale}.deltas", rows, digest=rows_digest, row_keys=row_keys,
+                    previous_keys=[k for k, _ in before] if before is not None else None)})
 
     def _delta_row_keys(self, locale: str, rows: list[dict]) -> list[str]:
         """Each row's key in a locale page's "∆ of every model" table: a digest of its values,
@@ -186,19 +188,25 @@ class SitePages:
                                f"{tuple(row.items())!r}".encode()).hexdigest()[:24]
                 for row in rows]
 
-    def _delta_rows(self, path: str, locale: str, rows: list[dict], keys: list[str],
-                    delta_columns: list[dict]) -> Markup:
-        """The rows of a locale page's "∆ of every model" table as HTML. A row is rendered once
-        and taken from the previous build's page while its key is unchanged
-        (:meth:`_delta_row_keys`; at 1,000 models a new model changes every locale page, but
-        only one row of each)."""
-        macro = self.writer.env.get_template("macros.html.j2").module.locale_delta_row
+    def _previous_delta_rows(self, path: str) -> list[tuple[str, str]] | None:
+        """(key, HTML) of each row of the previous build's "∆ of every model" table of ``path``,
+        in its order (which is its downloads' order too: :meth:`Cache.table` takes their
+        unchanged rows' lines by these keys), or None where that build has no such page."""
         before = self.cache.previous_text(path)
         old = between(before, DELTA_ROWS_MARKERS) if before else None
-        reused = {}
-        if old:
-            for piece in str(old).split(DELTA_ROW_START)[1:]:
-                reused[piece[:piece.index('"')]] = DELTA_ROW_START + piece
+        if old is None:
+            return None
+        return [(piece[:piece.index('"')], DELTA_ROW_START + piece)
+                for piece in str(old).split(DELTA_ROW_START)[1:]]
+
+    def _delta_rows(self, locale: str, rows: list[dict], keys: list[str],
+                    delta_columns: list[dict], before: list[tuple[str, str]] | None) -> Markup:
+        """The rows of a locale page's "∆ of every model" table as HTML. A row is rendered once
+        and taken from the previous build's page (``before``, :meth:`_previous_delta_rows`)
+        while its key is unchanged (:meth:`_delta_row_keys`; at 1,000 models a new model changes
+        every locale page, but only one row of each)."""
+        macro = self.writer.env.get_template("macros.html.j2").module.locale_delta_row
+        reused = dict(before or ())
         out = []
         for row, key in zip(rows, keys, strict=True):
             html = reused.get(key)
@@ -318,8 +326,15 @@ class SitePages:
     def separable_shard(self) -> None:
         """``data/separable.js``: each evaluated model's "not separable from" list by ∆BLEU,
         which the leaderboard shows when a reader opens it (at 1,000 models the lists, which
-        grow with the square of the models, were most of ``index.html``'s 11.7 MB)."""
-        self._board_shard("separable", "not_separable_delta_bleu", "delta_bleu")
+        grow with the square of the models, were most of ``index.html``'s 11.7 MB). The lists are
+        read from the published leaderboard: the pages' rows hold only their lengths
+        (``site_leaderboard_rows``)."""
+        board = self.data.published["leaderboard"]
+        lists = dict(zip(board["model_id"].to_pylist(),
+                         board["not_separable_delta_bleu"].to_pylist(), strict=True))
+        values = {m: lists[m] for m in self.data.board if lists.get(m)}
+        self.writer.data(shards.shard_path("separable"), shards.encode_shard(
+            "separable", {"v": shards.FORMAT, "delta_bleu": values}))
 
     def query_page(self) -> None:
         """SQL in the browser: the published tables, examples, the statements the page runs."""
