@@ -13,6 +13,7 @@ import pytest
 from site_helpers import HOSTILE_MODEL, NEEDS_CHROMIUM, hostile_store, serve, watched_page
 
 from cultivar_assets.site.build import build_site, model_slug
+from cultivar_assets.site.site_data import board_rows
 from cultivar_assets.store.database import Step
 
 ERROR = 'RuntimeError: CUDA out of memory <script>alert("e")</script>'
@@ -27,7 +28,7 @@ def _failure(run_id: str, model_id: str, step: str | None, failed_at: datetime) 
 
 
 @pytest.fixture(scope="module")
-def site_dir(tmp_path_factory):
+def failing_store(tmp_path_factory):
     root = tmp_path_factory.mktemp("site_failures")
     store = hostile_store(root)  # the copy baseline and a hostile model, scored and aggregated
     store.write([
@@ -35,8 +36,27 @@ def site_dir(tmp_path_factory):
         _failure("run-new-1", "never-finished", "scores", NOW),  # no run of it ever finished
         _failure("run-old-1", HOSTILE_MODEL, "translations", LONG_AGO),  # its run came later
     ])
-    build_site(store, root / "site", query_page="off")
-    return root / "site"
+    return store
+
+
+@pytest.fixture(scope="module")
+def site_dir(failing_store):
+    site = failing_store.path.parent / "site"
+    build_site(failing_store, site, query_page="off")
+    return site
+
+
+def test_the_pages_leaderboard_rows_are_the_published_leaderboard_without_its_lists(
+        failing_store):
+    # the builder makes them from the published table (board_rows) instead of reading the view
+    # again; they are what site_leaderboard_rows reads, with a failed model among them
+    with failing_store.reader() as reader:
+        expected = reader.rows("site_leaderboard_rows")
+        made = board_rows(reader.arrow("site_leaderboard"))
+    assert [list(row) for row in made] == [list(row) for row in expected]
+    assert made == expected
+    assert any(row["not_separable_delta_bleu_count"] for row in made)
+    assert {row["model_id"] for row in made} >= {"copy-source-baseline", HOSTILE_MODEL}
 
 
 def _rows(html: str, table_id: str) -> list[str]:

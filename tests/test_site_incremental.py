@@ -15,7 +15,9 @@ from cultivar_assets.files import MANIFEST, read_manifest
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.site import build as site_build
 from cultivar_assets.site.build import build_site, model_slug
+from cultivar_assets.site.child_job import ChildJob
 from cultivar_assets.site.shards import decode_shard
+from cultivar_assets.tables import csv_text, json_text
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +110,25 @@ def test_a_failed_build_leaves_the_previous_site(store, tmp_path, monkeypatch):
     assert not any(p.name.endswith(".partial") for p in site.parent.iterdir())
     assert os.listdir(site)
 
+
+
+def test_the_leaderboard_downloads_come_from_a_child_process_as_the_builder_would_write_them(
+        store, tmp_path):
+    site = tmp_path / "site"
+    build(store, site)
+    with store.reader() as reader:
+        board = reader.arrow("site_leaderboard")
+    rows = board.to_pylist()
+    assert len(rows) >= 2
+    assert ((site / "downloads" / "leaderboard.csv").read_bytes()
+            == csv_text(rows, board.column_names).encode("utf-8"))
+    assert ((site / "downloads" / "leaderboard.json").read_bytes()
+            == json_text(rows, board.column_names).encode("utf-8"))
+    # the child's failure reaches the builder with the end of its error output
+    job = ChildJob("cultivar_assets.site.table_worker", "writing the leaderboard's files")
+    job.submit(b"not a header\n")
+    with pytest.raises(RuntimeError, match=r"writing the leaderboard's files failed: .*JSONDecode"):
+        job.result()
 
 
 def test_a_model_page_follows_its_rows_and_the_others_are_linked(tmp_path):

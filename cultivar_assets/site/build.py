@@ -64,14 +64,15 @@ from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_buil
 from cultivar_assets.site.site_data import (
     chart_inputs,
     model_tables,
+    page_digests,
     read_site_data,
     translation_digests,
 )
 from cultivar_assets.site.site_pages import SitePages
 from cultivar_assets.site.svg_worker import SvgJob
+from cultivar_assets.site.table_worker import TableTextJob
 from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.store.database import Reader, Store
-from cultivar_assets.tables import csv_text, json_text
 from cultivar_assets.textdiff import mode_for_script
 
 Progress = Callable[[str], None]
@@ -192,6 +193,7 @@ class _Build:
     # ---- the build -----------------------------------------------------------------------
     def write(self, work: Path) -> None:
         self.svg_job = SvgJob(start=self.charts_dir is None)  # warms up while the store is read
+        self.table_job = TableTextJob()  # the leaderboard's CSV and JSON, on another core
         # compressing and writing shards and parquet files release the GIL: two threads do it
         # beside the Python work
         self.background = ThreadPoolExecutor(2, thread_name_prefix="site-writer")
@@ -200,6 +202,7 @@ class _Build:
             self._write(work)
         finally:
             self.svg_job.cancel()
+            self.table_job.cancel()
             self.background.shutdown(wait=True, cancel_futures=True)
 
     def _later(self, path: str, make: Callable[[], bytes]) -> None:
@@ -212,9 +215,11 @@ class _Build:
         self.pending.clear()
 
     def _write(self, work: Path) -> None:
-        # the translations' digests, the slowest read, on a second cursor beside the others
-        # (DuckDB releases the GIL while it runs; the result is needed by _translations)
+        # the translations' and the model pages' digests, the slowest reads, on cursors of their
+        # own beside the others (DuckDB releases the GIL while it runs; _translations and the
+        # pages need them)
         self.digests = self.background.submit(translation_digests, self.reader.concurrent())
+        self.page_digests = self.background.submit(page_digests, self.reader.concurrent())
         self.data = data = read_site_data(self.reader, self.show)
         self.n_locales = len(data.present_locales)
         signatures = sorted({(r["bleu_signature"], r["chrf_signature"],
@@ -240,6 +245,7 @@ class _Build:
         self.say("translations")
         self._translations()
         self.say("pages")
+        data.page_digests = self.page_digests.result()
         SitePages(data, self.cache, dataset=self.dataset, show_originals=self.show,
                   include_database=self.options["include_database"],
                   card_markdown=self.card_markdown, engine=self.engine, notes=self.notes,
@@ -247,6 +253,8 @@ class _Build:
                   locale_payloads=self.locale_payloads, model_locales=self.model_locales).write()
         self.say("chart SVGs")
         self._chart_svgs()
+        for path in self.table_job.result():
+            self.writer.counted(path)
         self._settle()
         self.manifest["notes"] = self.notes
 
@@ -304,10 +312,13 @@ class _Build:
             self._later(f"downloads/{name}.parquet", lambda t=table: dl.parquet_bytes(t))
             if self.engine is not None:
                 self._later(f"data/query/{name}.arrow.gz", lambda t=table: dl.ipc_gz_bytes(t))
-        board = self.data.published["leaderboard"]  # with latest_run_failed (sql/site.sql)
-        rows = board.to_pylist()
-        self.writer.text("downloads/leaderboard.csv", csv_text(rows, board.column_names))
-        self.writer.text("downloads/leaderboard.json", json_text(rows, board.column_names))
+        # with latest_run_failed (sql/site.sql); 15 MB of text at 1,000 models, written by a
+        # child process while this one renders pages (table_worker.py)
+        board = self.data.published["leaderboard"]
+        downloads = self.writer.root / "downloads"
+        downloads.mkdir(parents=True, exist_ok=True)
+        self.table_job.submit(board, downloads / "leaderboard.csv",
+                              downloads / "leaderboard.json")
 
     def _locale_shards(self) -> None:
         """One shard per locale (sources, references, their word diffs); reused when the
@@ -369,8 +380,8 @@ class _Build:
             entries[model_id]["files"].append(shards.shard_path(key))
         self._bootstrap_shard()
         self.models_done = len(entries)
-        self._settle()
         if self.options["include_database"]:
+            self._settle()  # the parquet files it is made from are written
             self.say("DuckDB download")
             files = [self.writer.root / f"downloads/translations/{entries[m]['slug']}.parquet"
                      for m in self.data.board if m in entries]

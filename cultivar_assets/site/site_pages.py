@@ -180,12 +180,14 @@ class SitePages:
                     previous_keys=[k for k, _ in before] if before is not None else None)})
 
     def _delta_row_keys(self, locale: str, rows: list[dict]) -> list[str]:
-        """Each row's key in a locale page's "∆ of every model" table: a digest of its values,
-        its link and the code and templates that render it (:meth:`_delta_rows`); together they
-        stand for the table's rows in the page's and its downloads' keys."""
+        """Each row's key in a locale page's "∆ of every model" table: a digest of its values
+        (the store's digest of the row as text, ``SiteData.delta_digests``), its link and the
+        code and templates that render it (:meth:`_delta_rows`); together they stand for the
+        table's rows in the page's and its downloads' keys."""
         prefix = f"{self.cache.key}:{self.cache.templates}:{self.cache.code}:{locale}:"
+        digests = self.data.delta_digests
         return [hashlib.sha256(f"{prefix}{self.slugs.get(row['model_id'])!r}:"
-                               f"{tuple(row.items())!r}".encode()).hexdigest()[:24]
+                               f"{digests[row['model_id'], locale]}".encode()).hexdigest()[:24]
                 for row in rows]
 
     def _previous_delta_rows(self, path: str) -> list[tuple[str, str]] | None:

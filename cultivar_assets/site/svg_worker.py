@@ -9,11 +9,11 @@ stdin) and writes pages meanwhile; the SVGs come back as a JSON list on stdout.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
+
+from cultivar_assets.site.child_job import ChildJob
 
 WARM_UP = {"data": {"values": [{"a": "x", "b": 1, "c": "y"}, {"a": "z", "b": -2, "c": "w"}]},
            "mark": "bar", "encoding": {"x": {"field": "a", "type": "nominal"},
@@ -26,48 +26,27 @@ class SvgJob:
 
     def __init__(self, start: bool = True) -> None:
         self.count = 0
-        self.thread: threading.Thread | None = None
-        self.output: tuple[bytes, bytes] = (b"[]", b"")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "cultivar_assets.site.svg_worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE) if start else None
+        self.job = ChildJob("cultivar_assets.site.svg_worker", "rendering chart SVGs", start)
 
     def submit(self, specs: Sequence[dict[str, Any]]) -> None:
         self.count = len(specs)
         if not specs:  # nothing changed: stop the runtime's start-up instead of finishing it
-            self.cancel()
-            self.process = None
+            self.job.cancel()
             return
-        if self.process is None:
-            raise RuntimeError("the SVG renderer was not started")
-        payload = json.dumps(list(specs)).encode("utf-8")
-        process = self.process
-
-        def talk() -> None:
-            self.output = process.communicate(payload)
-
-        self.thread = threading.Thread(target=talk, daemon=True)
-        self.thread.start()
+        self.job.submit(json.dumps(list(specs)).encode("utf-8"),
+                        f"rendering {self.count} chart SVGs")
 
     def result(self) -> list[str]:
-        if self.process is None or self.thread is None:
+        output = self.job.result()
+        if output is None:
             return []
-        self.thread.join()
-        output, error = self.output
-        if self.process.returncode != 0:
-            message = error.decode("utf-8", errors="replace").strip().splitlines()[-3:]
-            raise RuntimeError(f"rendering {self.count} chart SVGs failed: {' / '.join(message)}")
         svgs = json.loads(output)
         if len(svgs) != self.count:
             raise RuntimeError(f"the SVG worker returned {len(svgs)} SVGs for {self.count} specs")
         return svgs
 
     def cancel(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        if self.thread is not None:
-            self.thread.join()
+        self.job.cancel()
 
 
 def main() -> int:
