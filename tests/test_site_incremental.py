@@ -4,20 +4,28 @@ is the same site a full build writes; a failed build leaves the previous site as
 from __future__ import annotations
 
 import os
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 from site_helpers import HOSTILE_MODEL, hostile_store
 
-from cultivar_assets.evaluation import score_model
+from cultivar_assets.evaluation import aggregate, score_model
 from cultivar_assets.files import MANIFEST, read_manifest
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.models import load_models
 from cultivar_assets.site import build as site_build
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.child_job import ChildJob
 from cultivar_assets.site.shards import decode_shard
+from cultivar_assets.site.site_data import translation_digests
+from cultivar_assets.store.database import Store
+from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
 from cultivar_assets.tables import csv_text, json_text
+from cultivar_assets.translation import translate
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +71,16 @@ def test_rebuilds_reuse_unchanged_models_and_equal_a_full_build(store, tmp_path)
     assert again.reused_models == 2
     assert inodes(site, f"data/hyp/{hostile}.js") == before  # the same files, linked
 
-    with duckdb.connect(str(store.path)) as con:  # the baseline's outputs change
-        con.execute("UPDATE raw.translations SET hypothesis = hypothesis || ' (changed)' "
-                    "WHERE model_id = 'copy-source-baseline' AND test_set = "
-                    "'cultivar_deu_Latn_Germany' AND segment_id = 0")
+    # the baseline's outputs change: a new run recorded as a translation run is (its run
+    # record's fingerprint tells the build), scored and aggregated again
+    run = translate(load_models().get("copy-source-baseline"), read_test_sets(store),
+                    cache_dir=tmp_path / "cache", show_progress_bar=False)
+    rows = [replace(r, hypothesis=r.hypothesis + " (changed)")
+            if (r.test_set, r.segment_id) == ("cultivar_deu_Latn_Germany", 0) else r
+            for r in run.rows]
+    write_translations(store, replace(run, rows=rows), dataset_fingerprint(store))
+    score_model(store, "copy-source-baseline", MetricConfig(bleu_tokenize="13a"))
+    aggregate(store)
     baseline = inodes(site, "data/hyp/copy-source-baseline.js")
     third = build(store, site)
     assert third.reused_models == 1
@@ -78,9 +92,24 @@ def test_rebuilds_reuse_unchanged_models_and_equal_a_full_build(store, tmp_path)
     assert dict((out[0], out) for out in shard["items"][0][1])[german][4].endswith(" (changed)")
 
     full = tmp_path / "full"
-    build(store, full, reuse=False)
+    rebuilt = build(store, full, reuse=False)
     assert files(site) == files(full)  # incremental == full, byte for byte
     assert read_manifest(site)["models"] == read_manifest(full)["models"]
+    for summary, folder in ((third, site), (rebuilt, full)):  # linked files counted as written
+        assert (summary.files, summary.bytes, summary.sizes,
+                summary.largest_file) == walked_sizes(folder)
+
+
+def walked_sizes(folder: Path) -> tuple[int, int, dict[str, int], tuple[str, int]]:
+    """Files, bytes, bytes per part and the largest file of a built site, walked (its build
+    manifest aside)."""
+    found = {p.relative_to(folder).as_posix(): p.stat().st_size for p in folder.rglob("*")
+             if p.is_file() and p.name != MANIFEST}
+    parts: dict[str, int] = {}
+    for rel, size in found.items():
+        parts[site_build._component(rel)] = parts.get(site_build._component(rel), 0) + size
+    largest = min(found.items(), key=lambda item: (-item[1], item[0]))
+    return len(found), sum(found.values()), dict(sorted(parts.items())), largest
 
 
 def test_a_different_originals_policy_rebuilds_everything(store, tmp_path):
@@ -112,22 +141,32 @@ def test_a_failed_build_leaves_the_previous_site(store, tmp_path, monkeypatch):
 
 
 
-def test_the_leaderboard_downloads_come_from_a_child_process_as_the_builder_would_write_them(
-        store, tmp_path):
+def test_the_leaderboard_downloads_hold_the_not_separable_lists_as_lengths(store, tmp_path):
+    """The leaderboard's CSV and JSON are the published leaderboard with each "not separable
+    from" list replaced by its length (they grow with the square of the models); the lists
+    stay in its parquet download."""
     site = tmp_path / "site"
     build(store, site)
     with store.reader() as reader:
         board = reader.arrow("site_leaderboard")
-    rows = board.to_pylist()
-    assert len(rows) >= 2
+    lists = board["not_separable_delta_bleu"].to_pylist()
+    assert len(lists) >= 2 and any(lists)  # the hostile store's two models overlap
+    expected = [{**{k: v for k, v in row.items() if k != "not_separable_delta_bleu"},
+                 "not_separable_delta_bleu_count": len(row["not_separable_delta_bleu"])}
+                for row in board.to_pylist()]
+    columns = list(expected[0])
     assert ((site / "downloads" / "leaderboard.csv").read_bytes()
-            == csv_text(rows, board.column_names).encode("utf-8"))
+            == csv_text(expected, columns).encode("utf-8"))
     assert ((site / "downloads" / "leaderboard.json").read_bytes()
-            == json_text(rows, board.column_names).encode("utf-8"))
-    # the child's failure reaches the builder with the end of its error output
-    job = ChildJob("cultivar_assets.site.table_worker", "writing the leaderboard's files")
-    job.submit(b"not a header\n")
-    with pytest.raises(RuntimeError, match=r"writing the leaderboard's files failed: .*JSONDecode"):
+            == json_text(expected, columns).encode("utf-8"))
+    published = pq.read_table(site / "downloads" / "leaderboard.parquet")
+    assert published["not_separable_delta_bleu"].to_pylist() == lists
+
+
+def test_a_failing_child_process_reports_its_error_output():
+    job = ChildJob("cultivar_assets.site.svg_worker", "rendering chart SVGs")
+    job.submit(b"not a JSON list of specs\n")
+    with pytest.raises(RuntimeError, match=r"rendering chart SVGs failed: .*JSONDecode"):
         job.result()
 
 
@@ -233,3 +272,31 @@ def test_a_rescored_model_gets_new_statistics_files(tmp_path):
     full = tmp_path / "full"
     build(own, full, reuse=False)
     assert files(site) == files(full)
+
+
+def test_translations_are_keyed_by_their_run_record_or_else_by_their_rows(store, tmp_path):
+    """A model's translation files are keyed by its run record's fingerprint of the rows
+    (written with them); a model without one has its rows hashed, so that a change in them is
+    seen (site_translation_digests, site_translation_row_digests)."""
+    copy = Store(tmp_path / "copy.duckdb")
+    shutil.copyfile(store.path, copy.path)
+    with copy.reader() as reader:
+        recorded = translation_digests(reader)
+        fingerprints = dict(reader.con.execute(
+            "SELECT model_id, translations_fingerprint FROM raw.model_runs").fetchall())
+    assert set(recorded) == {"copy-source-baseline", HOSTILE_MODEL}
+    for model_id, digest in recorded.items():
+        assert f":run {fingerprints[model_id]}:" in digest
+    with duckdb.connect(str(copy.path)) as con:
+        con.execute("UPDATE raw.model_runs SET translations_fingerprint = NULL "
+                    "WHERE model_id = 'copy-source-baseline'")
+    with copy.reader() as reader:
+        unrecorded = translation_digests(reader)
+    with duckdb.connect(str(copy.path)) as con:  # a hand edit of the unrecorded model's rows
+        con.execute("UPDATE raw.translations SET hypothesis = hypothesis || ' (changed)' "
+                    "WHERE model_id = 'copy-source-baseline' AND segment_id = 0")
+    with copy.reader() as reader:
+        edited = translation_digests(reader)
+    assert ":rows " in unrecorded["copy-source-baseline"]
+    assert edited["copy-source-baseline"] != unrecorded["copy-source-baseline"]
+    assert edited[HOSTILE_MODEL] == unrecorded[HOSTILE_MODEL] == recorded[HOSTILE_MODEL]

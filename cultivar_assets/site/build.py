@@ -40,7 +40,6 @@ import hashlib
 import importlib.metadata
 import os
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -70,7 +69,6 @@ from cultivar_assets.site.site_data import (
 )
 from cultivar_assets.site.site_pages import SitePages
 from cultivar_assets.site.svg_worker import SvgJob
-from cultivar_assets.site.table_worker import TableTextJob
 from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.store.database import Reader, Store
 from cultivar_assets.textdiff import mode_for_script
@@ -79,7 +77,7 @@ Progress = Callable[[str], None]
 PUBLIC_STATIC = ("fonts.css", "style.css", "cultivar.js", "cultivar-shards.js", *TEXTDIFF_STATIC,
                  "cultivar-csv.js", "cultivar-browse.js", "cultivar-query.js", "favicon.svg")
 __all__ = ["HIDDEN_OUTPUT", "MANIFEST", "SiteSummary", "build_site", "chart_inputs",
-           "component_sizes", "model_slug", "vega_bundle"]
+           "model_slug", "vega_bundle"]
 
 
 @dataclass(frozen=True)
@@ -130,34 +128,14 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
         build = _Build(reader, dataset, options, card_markdown, charts_dir, engine,
                        web_cache, previous, out_dir, manifest, say)
         replace_folder(out_dir, build.write, manifest)
-    sizes, largest = component_sizes(out_dir)
+    sizes, largest = dict(sorted(build.writer.sizes.items())), build.writer.largest
     return SiteSummary(out_dir, build.writer.pages, build.writer.files, build.writer.bytes,
                        time.perf_counter() - started, build.models_done, build.n_locales,
                        build.reused, tuple(build.notes), sizes, largest)
 
 
-def component_sizes(folder: Path) -> tuple[dict[str, int], tuple[str, int]]:
-    """Bytes per part of a built site (pages, shards, downloads, engine, ...) and its largest
-    file."""
-    parts: dict[str, int] = defaultdict(int)
-    largest = ("", 0)
-    pending = [("", os.fspath(folder))]
-    while pending:
-        prefix, path = pending.pop()
-        with os.scandir(path) as entries:
-            for entry in entries:
-                rel = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((rel + "/", entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    size = entry.stat(follow_symlinks=False).st_size
-                    parts[_component(rel)] += size
-                    if size > largest[1] or (size == largest[1] and rel < largest[0]):
-                        largest = (rel, size)
-    return dict(sorted(parts.items())), largest
-
-
 def _component(rel: str) -> str:
+    """The part of a built site a file belongs to (SiteSummary.sizes)."""
     for prefix, name in (("data/hyp/", "translation shards"), ("data/locales/", "locale shards"),
                          ("data/models/", "model shards"),
                          ("data/stats/", "statistics shards (compare)"),
@@ -193,7 +171,6 @@ class _Build:
     # ---- the build -----------------------------------------------------------------------
     def write(self, work: Path) -> None:
         self.svg_job = SvgJob(start=self.charts_dir is None)  # warms up while the store is read
-        self.table_job = TableTextJob()  # the leaderboard's CSV and JSON, on another core
         # compressing and writing shards and parquet files release the GIL: two threads do it
         # beside the Python work
         self.background = ThreadPoolExecutor(2, thread_name_prefix="site-writer")
@@ -202,7 +179,6 @@ class _Build:
             self._write(work)
         finally:
             self.svg_job.cancel()
-            self.table_job.cancel()
             self.background.shutdown(wait=True, cancel_futures=True)
 
     def _later(self, path: str, make: Callable[[], bytes]) -> None:
@@ -210,6 +186,7 @@ class _Build:
         self.pending.append(self.background.submit(lambda: self.writer.data(path, make())))
 
     def _settle(self) -> None:
+        self.writer.wait_links()
         for future in self.pending:
             future.result()
         self.pending.clear()
@@ -217,10 +194,18 @@ class _Build:
     def _write(self, work: Path) -> None:
         # the translations' and the model pages' digests, the slowest reads, on cursors of their
         # own beside the others (DuckDB releases the GIL while it runs; _translations and the
-        # pages need them)
+        # pages need them); the pages' from the published tables once they are read
         self.digests = self.background.submit(translation_digests, self.reader.concurrent())
-        self.page_digests = self.background.submit(page_digests, self.reader.concurrent())
-        self.data = data = read_site_data(self.reader, self.show)
+        # the instance ids the compare view's bootstrap resamples: a DISTINCT over every
+        # statistics row (19 million at 1,000 models)
+        self.universe = self.background.submit(self.reader.concurrent().rows,
+                                               "site_stats_universe")
+        pages_reader = self.reader.concurrent()
+
+        def start_page_digests(published: dict[str, pa.Table]) -> None:
+            self.page_digests = self.background.submit(page_digests, pages_reader, published)
+
+        self.data = data = read_site_data(self.reader, self.show, start_page_digests)
         self.n_locales = len(data.present_locales)
         signatures = sorted({(r["bleu_signature"], r["chrf_signature"],
                               r["bleu_tokenizer_sha256"]) for r in data.leaderboard}, key=repr)
@@ -232,7 +217,8 @@ class _Build:
                   "more_signatures": more_signatures,
                   "reported_source": REPORTED_SOURCE, "show_originals": self.show,
                   "query_included": self.engine is not None}
-        self.writer = PageWriter(work, common)
+        self.writer = PageWriter(work, common, component=_component,
+                                 link_pool=self.background)
         self.cache.start(self.writer)
         self.say("static files")
         self._static()
@@ -253,8 +239,6 @@ class _Build:
                   locale_payloads=self.locale_payloads, model_locales=self.model_locales).write()
         self.say("chart SVGs")
         self._chart_svgs()
-        for path in self.table_job.result():
-            self.writer.counted(path)
         self._settle()
         self.manifest["notes"] = self.notes
 
@@ -312,13 +296,6 @@ class _Build:
             self._later(f"downloads/{name}.parquet", lambda t=table: dl.parquet_bytes(t))
             if self.engine is not None:
                 self._later(f"data/query/{name}.arrow.gz", lambda t=table: dl.ipc_gz_bytes(t))
-        # with latest_run_failed (sql/site.sql); 15 MB of text at 1,000 models, written by a
-        # child process while this one renders pages (table_worker.py)
-        board = self.data.published["leaderboard"]
-        downloads = self.writer.root / "downloads"
-        downloads.mkdir(parents=True, exist_ok=True)
-        self.table_job.submit(board, downloads / "leaderboard.csv",
-                              downloads / "leaderboard.json")
 
     def _locale_shards(self) -> None:
         """One shard per locale (sources, references, their word diffs); reused when the
@@ -345,6 +322,7 @@ class _Build:
         build's, when unchanged)."""
         self.data.digests = self.digests.result()
         old, out = self.cache.previous.get("models", {}), os.fspath(self.out_dir)
+        present = self.cache.previous_files()
         self.manifest["models"] = entries = {}
         self.model_locales: dict[str, list[str]] = {}
         changed = []
@@ -352,9 +330,9 @@ class _Build:
             key = self.data.digests.get(model_id)
             before = old.get(model_id)
             if key and before and before["key"] == key and all(
-                    os.path.isfile(os.path.join(out, rel)) for rel in before["files"]):
+                    rel in present for rel in before["files"]):
                 for rel in before["files"]:
-                    self.writer.link(os.path.join(out, rel), rel)
+                    self.writer.link_later(os.path.join(out, rel), rel, present[rel])
                 entries[model_id] = before
                 self.model_locales[model_id] = before["locales"]
                 self.reused += 1
@@ -387,12 +365,12 @@ class _Build:
                      for m in self.data.board if m in entries]
             target = self.writer.root / "downloads" / "cultivar.duckdb"
             dl.export_database(self.writer.root / "downloads", files, target)
-            self.writer.counted(target)
+            self.writer.counted(os.path.relpath(target, self.writer.root))
 
     def _bootstrap_shard(self) -> None:
         """The bootstrap's resampling for the compare view (:mod:`.compare_stats`)."""
         settings = (self.reader.rows("site_statistics_settings") or [{}])[0]
-        universe = [r["segment_id"] for r in self.reader.rows("site_stats_universe")]
+        universe = [r["segment_id"] for r in self.universe.result()]
         payload = compare_stats.bootstrap_payload(settings, universe, shards.FORMAT)
         if payload is not None:
             self.writer.data(shards.shard_path("bootstrap"),

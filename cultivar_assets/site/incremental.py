@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,9 @@ from cultivar_assets.tables import csv_text, json_text
 
 SITE_FORMAT = 2  # the site's layout; a change rebuilds every file
 INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
+# The JSON text that keys and digests hash (sorted keys, str() of what JSON has no type for):
+# one encoder, instead of one made by every json.dumps call with these options.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)
 # The templates of the site's pages: a page's key holds them all (macros are shared).
 TEMPLATES = ("base.html.j2", "macros.html.j2", "index.html.j2", "locales.html.j2",
              "locale.html.j2", "model.html.j2", "browse.html.j2", "compare.html.j2",
@@ -106,6 +110,14 @@ class Cache:
         manifest["reuse_key"] = self.key
         usable = previous is not None and previous.get("reuse_key") == self.key
         self.previous = previous if usable else {}
+        # the previous build's files and sizes, listed in a thread of their own while the store
+        # is read: a rebuild asks for 13,000 of them at 1,000 models, and a stat() each from
+        # the thread that renders pages waits for the GIL after every call
+        self._listing: Future | None = None
+        if self.previous:
+            pool = ThreadPoolExecutor(1, thread_name_prefix="site-listing")
+            self._listing = pool.submit(file_sizes, self._out)
+            pool.shutdown(wait=False)
         self.writer: PageWriter | None = None  # set by :meth:`start`
         self.common: str | None = None  # the digest of the common context, set by :meth:`start`
 
@@ -123,21 +135,34 @@ class Cache:
             raise ValueError(f"the site build writes {path} twice")
         outputs[path] = key
         if self.previous.get("outputs", {}).get(path) == key:
-            old = os.path.join(self._out, path)
-            if os.path.isfile(old):
-                self.writer.link(old, path)
+            size = self.previous_files().get(path)
+            if size is not None:  # linked by the writer's link pool
+                self.writer.link_later(os.path.join(self._out, path), path, size)
                 return True
         return False
+
+    def previous_files(self) -> dict[str, int]:
+        """The previous build's files (paths relative to it, forward slashes) and their sizes
+        when this build started; empty where it cannot be reused."""
+        return self._listing.result() if self._listing is not None else {}
 
     def key_of(self, *parts: Any) -> str:
         """The key of an output made from ``parts`` (module docstring)."""
         return self.digest([self.key, self.templates, self.code, self.common, parts])
 
+    def text_key(self, *parts: str | None) -> str:
+        """:meth:`key_of` for parts that are strings (paths, digests) or None, without their JSON
+        (a model's eight table downloads are keyed by their digests: 8,000 keys at 1,000
+        models). Another scheme than :meth:`key_of`'s, so the two never make the same key."""
+        text = "\x1f".join(["text", self.key, self.templates, self.code, self.common or "",
+                            *("\x00" if part is None else part for part in parts)])
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
     @staticmethod
     def digest(value: Any) -> str:
         """A hash of ``value`` (rows, a mapping) that stands for it in keys: a large input shared
         by a page and its table downloads is serialised once instead of once per output."""
-        blob = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+        blob = _KEY_ENCODER.encode(value)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def page(self, path: str, template: str, keyed_by: dict | None = None,
@@ -231,6 +256,22 @@ class Cache:
         if self.previous.get("fragments", {}).get(locale) == key and old.is_file():
             return between(old.read_text("utf-8"), INSTANCES_MARKERS)
         return None
+
+
+def file_sizes(folder: str) -> dict[str, int]:
+    """Every regular file under ``folder`` (its path relative to it, forward slashes) and its
+    size in bytes."""
+    sizes: dict[str, int] = {}
+    pending = [("", folder)]
+    while pending:
+        prefix, path = pending.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    sizes[prefix + entry.name] = entry.stat(follow_symlinks=False).st_size
+    return sizes
 
 
 def table_text(path: str, rows: list[dict], columns: list[str], keys: list[str],

@@ -14,6 +14,9 @@ import os
 import re
 import shutil
 import threading
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -118,17 +121,34 @@ def static_dir() -> Path:
 
 
 class PageWriter:
-    """Writes pages and files under ``root`` and counts pages, files and bytes."""
+    """Writes pages and files under ``root`` and counts pages, files and bytes (and, with
+    ``component``, the bytes per part of the output it names for a path, and the largest
+    file).
+
+    With ``link_pool``, :meth:`link_later` hands hard links to that pool's threads in batches
+    (``os.link`` releases the GIL: a site rebuild at 1,000 models links 13,000 unchanged files
+    while it renders pages); :meth:`wait_links` makes the rest and waits for them all."""
+
+    LINK_BATCH = 1000
 
     def __init__(self, root: Path, common: dict[str, Any] | None = None,
-                 env: jinja2.Environment | None = None) -> None:
+                 env: jinja2.Environment | None = None,
+                 component: Callable[[str], str] | None = None,
+                 link_pool: Executor | None = None) -> None:
         self.root = Path(root)
         self._root = os.fspath(self.root)
         self.env = env or environment()
         self.common = dict(common or {})
         self.pages = self.files = self.bytes = 0
+        self.component = component
+        self.sizes: dict[str, int] = defaultdict(int)  # bytes per component, with one
+        self.largest: tuple[str, int] = ("", 0)  # the largest file (path, bytes), with one
         self._lock = threading.Lock()  # writes may come from worker threads
         self._folders: set[str] = set()  # folders made already (a build writes ~13,000 files)
+        self.link_pool = link_pool
+        self._deferred: list[tuple[str, str, int | None]] = []  # link_later's, not handed
+        # over yet: (source, path, size)
+        self._linking: list[Future] = []
 
     def _target(self, path: str) -> str:
         """``root / path`` (as a string: a build makes ~13,000 of them, and pathlib's objects
@@ -156,17 +176,16 @@ class PageWriter:
         target = self._target(path)
         with open(target, "wb") as file:
             file.write(content)
-        with self._lock:
-            self.files += 1
-            self.bytes += len(content)
+        self._count(path, len(content))
 
     def copy(self, source: Path, path: str) -> None:
         target = self._target(path)
         shutil.copyfile(source, target)
-        self.counted(target)
+        self.counted(path)
 
-    def link(self, source: Path, path: str) -> None:
-        """Put ``source`` at ``path`` as a hard link (instant; same file system), else a copy.
+    def link(self, source: Path | str, path: str, size: int | None = None) -> None:
+        """Put ``source`` at ``path`` as a hard link (instant; same file system), else a copy
+        (``size``: its size in bytes, where the caller knows it).
 
         For files that are never written again in place: the previous build's unchanged files,
         caches of fetched or generated files.
@@ -176,14 +195,48 @@ class PageWriter:
             os.link(source, target)
         except OSError:
             shutil.copyfile(source, target)
-        self.counted(target)
+        if size is None:
+            self.counted(path)
+        else:
+            self._count(path, size)
 
-    def counted(self, target: Path | str) -> None:
-        """Count a file written under ``root`` by other means."""
-        size = os.stat(target).st_size
+    def link_later(self, source: str, path: str, size: int | None = None) -> None:
+        """:meth:`link` ``source`` to ``path`` in a thread of ``link_pool`` (now without one)."""
+        if self.link_pool is None:
+            self.link(source, path, size)
+            return
+        self._deferred.append((source, path, size))
+        if len(self._deferred) >= self.LINK_BATCH:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        batch, self._deferred = self._deferred, []
+        if batch:
+            self._linking.append(self.link_pool.submit(self._link_all, batch))
+
+    def _link_all(self, batch: list[tuple[str, str, int | None]]) -> None:
+        for source, path, size in batch:
+            self.link(source, path, size)
+
+    def wait_links(self) -> None:
+        """Every link asked for by :meth:`link_later` made (their first error raised)."""
+        self._hand_over()
+        linking, self._linking = self._linking, []
+        for future in linking:
+            future.result()
+
+    def counted(self, path: str) -> None:
+        """Count a file written at ``path`` (relative to ``root``) by other means."""
+        self._count(path, os.stat(os.path.join(self._root, path)).st_size)
+
+    def _count(self, path: str, size: int) -> None:
         with self._lock:
             self.files += 1
             self.bytes += size
+            if self.component is not None:
+                self.sizes[self.component(path)] += size
+                if size > self.largest[1] or (size == self.largest[1] and path < self.largest[0]):
+                    self.largest = (path, size)
 
     def copy_static(self, names: list[str] | None = None, folder: str = "static") -> None:
         """Copy the shared static files (all, or ``names``) into ``folder``."""

@@ -9,7 +9,7 @@ the previous build.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -113,23 +113,33 @@ def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict
     return _read_chart_inputs(reader)[0]
 
 
+def board_table(published: pa.Table) -> pa.Table:
+    """The published leaderboard (``site_leaderboard``) with each "not separable from" list
+    (``not_separable_<column>``) replaced by its length (``not_separable_<column>_count``): the
+    leaderboard's CSV and JSON downloads, our choice. The lists grow with the square of the
+    models (at 1,000 models 937,000 names, 28 MB of the two files, most of a rebuild's text);
+    they stay in the parquet download, the Query page's table and ``data/separable.js``."""
+    lists = [name for name in published.column_names if name.startswith("not_separable_")]
+    table = published.drop_columns(lists)
+    for name in lists:
+        table = table.append_column(f"{name}_count", pc.list_value_length(published[name]))
+    return table
+
+
 def board_rows(published: pa.Table) -> list[dict]:
     """``site_leaderboard_rows`` (the leaderboard without its "not separable from" lists, with
-    the length of the ∆BLEU one) made from the published leaderboard (``site_leaderboard``, read
-    anyway, in the same order) instead of evaluating the view again: at 1,000 models that took
-    0.4 s."""
-    lists = [name for name in published.column_names if name.startswith("not_separable_")]
-    count = pc.list_value_length(published["not_separable_delta_bleu"])
-    return (published.drop_columns([*lists, "latest_run_failed"])
-            .append_column("not_separable_delta_bleu_count", count).to_pylist())
+    their lengths) made from the published leaderboard (``site_leaderboard``, read anyway, in
+    the same order) instead of evaluating the view again: at 1,000 models that took 0.4 s."""
+    return board_table(published).drop_columns(["latest_run_failed"]).to_pylist()
 
 
-def _read_chart_inputs(reader: Reader, published_board: pa.Table | None = None
+def _read_chart_inputs(reader: Reader, published: dict[str, pa.Table] | None = None
                        ) -> tuple[tuple[list[dict], list[dict], list[dict], list[dict]],
                                   dict[tuple[str, str], str]]:
     """:func:`chart_inputs` and each ∆ row's digest by (model, locale), taken out of the rows
-    (``row_digest`` of ``site_model_locale_deltas``); the leaderboard rows from
-    ``published_board`` where given (:func:`board_rows`)."""
+    (``row_digest`` of ``site_model_locale_deltas``); the leaderboard rows (:func:`board_rows`)
+    and the ∆ rows from the ``published`` tables where given."""
+    published = published or {}
     locale_info = {row["locale"]: row for row in reader.rows("site_locales")}
     models = reader.rows("site_models")
     styles = {row["model_id"]: row["prompt_style"] for row in models}
@@ -143,11 +153,22 @@ def _read_chart_inputs(reader: Reader, published_board: pa.Table | None = None
     leaderboard = [{**row, "prompt_style": styles.get(row["model_id"]),
                     "submitted": submitted.get(row["model_id"]),
                     **extra.get(row["model_id"], {})}
-                   for row in (reader.rows("site_leaderboard_rows") if published_board is None
-                               else board_rows(published_board))]
+                   for row in (board_rows(published["leaderboard"]) if "leaderboard" in published
+                               else reader.rows("site_leaderboard_rows"))]
+    register_published(reader, published, ("model_locale_deltas",))
     deltas = reader.rows("site_model_locale_deltas")
     digests = {(row["model_id"], row["locale"]): row.pop("row_digest") for row in deltas}
     return (leaderboard, reader.rows("site_reported_leaderboard"), deltas, locale_deltas), digests
+
+
+def register_published(reader: Reader, published: dict[str, pa.Table],
+                       names: Sequence[str]) -> None:
+    """The published tables ``names`` readable as ``published_<name>`` by ``reader``'s queries
+    (:meth:`Reader.register`): from ``published`` where they are in it, else read now."""
+    by_name = {t.name: t for t in dl.PUBLISHED_TABLES}
+    for name in names:
+        table = published[name] if name in published else reader.arrow(by_name[name].query)
+        reader.register(f"published_{name}", table)
 
 
 def chart_inputs(store: Store) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
@@ -156,15 +177,21 @@ def chart_inputs(store: Store) -> tuple[list[dict], list[dict], list[dict], list
         return read_chart_inputs(reader)
 
 
-def read_site_data(reader: Reader, show_originals: bool) -> SiteData:
+def read_site_data(reader: Reader, show_originals: bool,
+                   on_published: Callable[[dict[str, pa.Table]], None] | None = None
+                   ) -> SiteData:
     """Everything but the translations (:func:`model_tables`); ``show_originals``: the
-    originals policy the annotations are shown under (:func:`provenance`)."""
+    originals policy the annotations are shown under (:func:`provenance`); ``on_published``:
+    called with the published tables as soon as they are read (the builder starts
+    :func:`page_digests` on them)."""
     r = reader
     views = {row["view_name"] for row in r.rows("site_views")}
     published = {t.name: r.arrow(t.query) for t in dl.PUBLISHED_TABLES
                  if t.name != "annotation_summary" or "annotation_summary" in views}
+    if on_published is not None:
+        on_published(published)
     (leaderboard, reported, deltas, locale_deltas), delta_digests = _read_chart_inputs(
-        r, published["leaderboard"])
+        r, published)
     locales = r.rows("site_locales")
     locale_info = {row["locale"]: row for row in locales}
     agreement = r.rows("site_rank_agreement")
@@ -199,18 +226,35 @@ def read_site_data(reader: Reader, show_originals: bool) -> SiteData:
 
 
 def translation_digests(reader: Reader) -> dict[str, str]:
-    """model -> what its translation files are made from (``site_translation_digests``: a hash
-    over its 10,000s of translation rows; its statistics by their count and its score rows, our
-    choice, see the query; at 1,000 models the slowest read, so the builder runs it on its own
-    connection beside the other reads, :meth:`Reader.concurrent`)."""
-    return {row["model_id"]: f"{row['n_rows']}:{row['digest']}"
-            for row in reader.rows("site_translation_digests")}
+    """model -> what its translation files are made from (``site_translation_digests``): the
+    count of its translations and their run record's fingerprint (a hash over its rows where it
+    has none), its statistics by their count and its score rows; our choice, see the query.
+    The builder runs it on its own connection beside the other reads
+    (:meth:`Reader.concurrent`)."""
+    rows = reader.rows("site_translation_digests")
+    unrecorded = [row["model_id"] for row in rows if row["translations_fingerprint"] is None]
+    hashed = ({row["model_id"]: row["digest"] for row in reader.rows(
+        "site_translation_row_digests", models=unrecorded)} if unrecorded else {})
+    out = {}
+    for row in rows:
+        model_id, fingerprint = row["model_id"], row["translations_fingerprint"]
+        translations = (f"run {fingerprint}" if fingerprint is not None
+                        else f"rows {hashed[model_id]}")
+        out[model_id] = f"{row['n_rows']}:{translations}:{row['digest']}"
+    return out
 
 
-def page_digests(reader: Reader) -> dict[str, dict[str, str]]:
+# The published tables site_model_page_digests hashes (as published_<name>).
+PAGE_DIGEST_TABLES = ("models", "model_locale_deltas", "scores", "word_recall", "cleaning_counts")
+
+
+def page_digests(reader: Reader, published: dict[str, pa.Table] | None = None
+                 ) -> dict[str, dict[str, str]]:
     """model -> the digests of its page's rows by table (``site_model_page_digests``: hashes
-    over every model's ∆, score, recall and cleaning rows; the builder runs it on its own
-    connection beside the other reads, :meth:`Reader.concurrent`)."""
+    over every model's ∆, score, recall and cleaning rows of the ``published`` tables, read
+    here where not given; the builder runs it on its own connection beside the other reads,
+    :meth:`Reader.concurrent`)."""
+    register_published(reader, published or {}, PAGE_DIGEST_TABLES)
     return {row.pop("model_id"): row for row in reader.rows("site_model_page_digests")}
 
 

@@ -26,7 +26,7 @@ from cultivar_assets.site import shards
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.incremental import Cache, between, table_files
 from cultivar_assets.site.query_engine import QueryEngine
-from cultivar_assets.site.site_data import SiteData, reported_csv
+from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
 from cultivar_assets.tables import json_text
 
@@ -100,8 +100,8 @@ class SitePages:
             columns=leaderboard_columns(data.leaderboard, metrics=data.metrics), flags=flags,
             reported_columns=leaderboard_columns(data.reported, reported=True),
             statistics=data.statistics,
-            downloads={"leaderboard": {"csv": "downloads/leaderboard.csv",
-                                       "json": "downloads/leaderboard.json"},
+            downloads={"leaderboard": self.cache.table(  # lists as lengths (board_table)
+                           "leaderboard", board_table(data.published["leaderboard"]).to_pylist()),
                        "reported": self.cache.table("reported_leaderboard", data.reported),
                        "failed": self.cache.table("failed_models", data.failed,
                                                   FAILED_COLUMNS),
@@ -254,8 +254,8 @@ class SitePages:
                                                       digests)}
             for name, files in model_downloads(base).items():
                 for path in files.values():
-                    keys[path] = self.cache.key_of(path, digests.get(name), digests.get("model")
-                                                   if name == "deltas" else None)
+                    keys[path] = self.cache.text_key(path, digests.get(name), digests.get(
+                        "model") if name == "deltas" else None)
             paths = [path for path, key in keys.items() if not self.cache.unchanged(path, key)]
             if paths:
                 stale[model_id] = (context, overall, paths)

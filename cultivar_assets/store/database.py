@@ -311,6 +311,12 @@ class Reader:
         used = {k: params[k] for k in statement.named_parameters}
         return self.con.sql(statement.query, params=used or None)
 
+    def register(self, name: str, table: pa.Table) -> None:
+        """Make ``table`` readable as ``name`` by this reader's queries (DuckDB scans the Arrow
+        table in place; for rows already read, so that a query does not evaluate their view
+        again)."""
+        self.con.register(name, table)
+
     def arrow(self, name: str, **params: Any) -> pa.Table:
         return self._relation(name, params).to_arrow_table()
 
@@ -464,6 +470,12 @@ class Store:
             while rows := cursor.fetchmany(batch_rows):
                 for row in rows:
                     yield dict(zip(columns, row, strict=True))
+
+    def register(self, name: str, table: pa.Table) -> None:
+        """Make ``table`` readable as ``name`` by this reader's queries (DuckDB scans the Arrow
+        table in place; for rows already read, so that a query does not evaluate their view
+        again)."""
+        self.con.register(name, table)
 
     def arrow(self, name: str, **params: Any) -> pa.Table:
         """A named query's result as one Arrow table (for large reads that are used as arrays,
