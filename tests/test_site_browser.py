@@ -130,6 +130,20 @@ def test_charts_render_with_marks_and_safe_tooltips(page, server):
     assert page.locator("script:not([src])").count() == 0  # no inline script at all
 
 
+def test_the_charts_script_loads_after_the_page_is_interactive(page, server):
+    """Vega's bundle (0.9 MB) is loaded once the DOM is ready, not parsed before it: the
+    leaderboard sorts and filters before the charts are drawn; every chart is drawn then."""
+    page.add_init_script("document.addEventListener('DOMContentLoaded', () => {"
+                         " window.vegaAtReady = typeof window.vegaEmbed; });")
+    for name in ("index.html", "locales.html"):
+        page.goto(f"{server}/{name}")
+        charts = page.locator("div.vega[data-chart]")
+        assert charts.count() >= 1
+        for index in range(charts.count()):
+            charts.nth(index).locator("svg").first.wait_for()
+        assert page.evaluate("window.vegaAtReady") == "undefined", name
+
+
 def test_segment_browser_shows_both_versions_with_highlights(page, server):
     slug = model_slug("copy-source-baseline")
     page.goto(f"{server}/browse.html#model={slug}&locale=deu_Latn_Germany")

@@ -308,9 +308,13 @@
     }).catch(function () { /* the link to the leaderboard stays */ });
   }
 
-  // Charts: specs are shards (data/charts/<id>.js), drawn once the page has loaded.
-  if (window.vegaEmbed && window.Cultivar.load) {
-    document.querySelectorAll("div.vega[data-chart]").forEach(function (target) {
+  // Charts: specs are shards (data/charts/<id>.js), drawn by Vega, whose script
+  // (static/vega-bundle.js, named by <template id="vega-bundle">) is loaded once the page is
+  // interactive: parsing its 0.9 MB took 0.3 s of a 1,000-model leaderboard's load.
+  var chartTargets = document.querySelectorAll("div.vega[data-chart]");
+  var vegaSource = document.getElementById("vega-bundle");
+  function drawCharts() {
+    chartTargets.forEach(function (target) {
       var id = target.getAttribute("data-chart");
       window.Cultivar.load("chart/" + id).then(function (spec) {
         return window.vegaEmbed(target, spec, { actions: false, renderer: "svg" });
@@ -318,5 +322,24 @@
         target.textContent = "The chart could not be drawn (" + error.message + "); see the static SVG.";
       });
     });
+  }
+  function loadVega() {
+    if (window.vegaEmbed) { drawCharts(); return; }
+    var script = document.createElement("script");
+    script.src = vegaSource.getAttribute("data-src");
+    script.onload = drawCharts;
+    script.onerror = function () {
+      chartTargets.forEach(function (target) {
+        target.textContent = "The charts' script could not be loaded; see the static SVG.";
+      });
+    };
+    document.body.appendChild(script);
+  }
+  if (chartTargets.length && vegaSource && window.Cultivar.load) {
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", loadVega);
+    } else {
+      loadVega();
+    }
   }
 }());
