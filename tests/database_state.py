@@ -43,6 +43,10 @@ NOT_RESULTS = ("step_records", "step_runs", "run_failures")
 # columns (and keys inside JSON texts) whose values are the time of a run, not what it computed
 _TIMES = ("built_at", "ingested_at", "created_at", "loaded_at", "finished_at", "computed_at",
           "recorded_at")
+# columns, by table, that name the library versions a run used (``transformers 5.24.0``): the
+# machine's environment, not what it computed (the outputs and their fingerprints are compared;
+# a localisation run's engine_version names the recording it played back, and stays)
+_ENVIRONMENT = {"model_runs": ("engine_version",)}
 _TIME_IN_JSON = re.compile(rf'"({"|".join(_TIMES)})": "[^"]*"')
 _BUILT = re.compile(r"\bbuilt \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the dataset's description
 # public views whose rows the reference holds too (keys "view <name>"): the paper's wide tables,
@@ -81,7 +85,8 @@ def portable_state(path: Path, home: Path) -> dict[str, list]:
     for table, rows in state(path).items():
         if table in NOT_RESULTS:
             continue
-        keep = [i for i, column in enumerate(columns[table]) if column not in _TIMES]
+        keep = [i for i, column in enumerate(columns[table])
+                if column not in _TIMES and column not in _ENVIRONMENT.get(table, ())]
         result[table] = sorted(
             (json.loads(json.dumps(_portable([row[i] for i in keep], str(home)), default=str))
              for row in rows), key=repr)
