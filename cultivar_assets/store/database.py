@@ -471,12 +471,6 @@ class Store:
                 for row in rows:
                     yield dict(zip(columns, row, strict=True))
 
-    def register(self, name: str, table: pa.Table) -> None:
-        """Make ``table`` readable as ``name`` by this reader's queries (DuckDB scans the Arrow
-        table in place; for rows already read, so that a query does not evaluate their view
-        again)."""
-        self.con.register(name, table)
-
     def arrow(self, name: str, **params: Any) -> pa.Table:
         """A named query's result as one Arrow table (for large reads that are used as arrays,
         such as every per-segment statistic)."""
