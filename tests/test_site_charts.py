@@ -86,6 +86,25 @@ def test_size_chart_spans_the_data_in_colours_that_stand_out_on_white():
     assert one_size["layer"][0]["encoding"]["x"]["scale"]["domain"] == [4, 16]
 
 
+def test_size_chart_describes_each_model_once_to_assistive_technology():
+    """In the static SVG only the points have a description (model, size, ∆, interval): the
+    family lines, the error bars and the zero line had one each too, a line's naming the
+    internal "line" key, so a screen reader stepped through three marks per model."""
+    import re
+
+    import vl_convert
+
+    board, _, _, _ = chart_inputs(32)
+    svg = vl_convert.vegalite_to_svg(charts.delta_vs_size(board, "bleu", "t"))
+    described = re.findall(r'aria-label="([^"]*)"[^>]*aria-roledescription="([^"]*)"', svg)
+    marks = [(label, role) for label, role in described if role not in ("axis", "legend",
+                                                                         "title")]
+    assert sorted({role for _, role in marks}) == ["point"]
+    assert len(marks) == sum(1 for r in board if r.get("params_total_b"))
+    assert all("model: " in label and "95% interval" in label for label, _ in marks)
+    assert "line: " not in svg and "zero: " not in svg
+
+
 def test_size_chart_never_joins_two_models_of_one_size():
     board = [
         {"model_id": "g-270m-a", "family": "G", "params_total_b": 0.27, "type": "LLM",

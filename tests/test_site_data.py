@@ -45,6 +45,28 @@ def test_shards_round_trip_and_hold_only_base64():
         shards.encode_shard('x"); alert(1); ("', {})
 
 
+def test_shards_hold_json_without_nan_and_with_text_for_what_json_lacks():
+    """A shard's payload is JSON as browsers parse it: NaN and infinities are null (the json
+    module's encoder, which the shards used before, refused them and stopped the build), times
+    ISO 8601, numpy numbers numbers, keys that are not strings their text, integers past 64
+    bits exact; the same as the JSON downloads' values (tables.json_text)."""
+    from datetime import UTC, datetime
+
+    payload = {"scores": [1.5, float("nan"), float("inf"), -float("inf")],
+               "at": datetime(2026, 12, 4, 21, 0, tzinfo=UTC),
+               "numpy": [np.float64(0.25), np.int64(3)], 7: "seven", "big": 2 ** 70,
+               "text": "é</script>\u2028"}
+    data = shards.shard_json(payload)
+    assert json.loads(data) == {"scores": [1.5, None, None, None],
+                                "at": "2026-12-04T21:00:00+00:00", "numpy": [0.25, 3],
+                                "7": "seven", "big": 2 ** 70, "text": "é</script>\u2028"}
+    assert b"NaN" not in data and b"Infinity" not in data and b" " not in data
+    key, decoded = shards.decode_shard(shards.encode_shard("index", payload))
+    assert key == "index" and decoded["scores"] == [1.5, None, None, None]
+    record = json.loads(json_text([payload])[2:-2])
+    assert record == json.loads(data)
+
+
 def test_shard_diffs_alternate_and_rebuild_the_text():
     original = "Am Montag gewann Flamengo in Rio."
     localised = "Am Montag gewann Bayern in München."

@@ -29,8 +29,9 @@ downloads and chart SVGs whose inputs are unchanged are linked likewise; the res
 again (:mod:`.incremental`).
 
 The parts: this module is the orchestration (the order of the steps, the two writer threads that
-compress and write shards and parquet files beside the Python work, the chart SVGs drawn in a
-child process, the static files, the shards and downloads of the data); :mod:`.site_data` reads
+compress and write shards and parquet files beside the Python work, the two reader threads that
+run the slowest queries once the published tables are read, the chart SVGs drawn in a child
+process, the static files, the shards and downloads of the data); :mod:`.site_data` reads
 the store once; :mod:`.incremental` is the cache; :mod:`.site_pages` holds every page's context.
 """
 
@@ -62,6 +63,7 @@ from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
 from cultivar_assets.site.site_data import (
     chart_inputs,
+    delta_digests,
     model_tables,
     page_digests,
     read_site_data,
@@ -174,11 +176,13 @@ class _Build:
         # compressing and writing shards and parquet files release the GIL: two threads do it
         # beside the Python work
         self.background = ThreadPoolExecutor(2, thread_name_prefix="site-writer")
+        self.reads = ThreadPoolExecutor(2, thread_name_prefix="site-reads")  # DuckDB's
         self.pending: list[Future] = []
         try:
             self._write(work)
         finally:
             self.svg_job.cancel()
+            self.reads.shutdown(wait=True, cancel_futures=True)
             self.background.shutdown(wait=True, cancel_futures=True)
 
     def _later(self, path: str, make: Callable[[], bytes]) -> None:
@@ -192,20 +196,22 @@ class _Build:
         self.pending.clear()
 
     def _write(self, work: Path) -> None:
-        # the translations' and the model pages' digests, the slowest reads, on cursors of their
-        # own beside the others (DuckDB releases the GIL while it runs; _translations and the
-        # pages need them); the pages' from the published tables once they are read
-        self.digests = self.background.submit(translation_digests, self.reader.concurrent())
-        # the instance ids the compare view's bootstrap resamples: a DISTINCT over every
-        # statistics row (19 million at 1,000 models)
-        self.universe = self.background.submit(self.reader.concurrent().rows,
-                                               "site_stats_universe")
-        pages_reader = self.reader.concurrent()
+        # the slowest reads, on cursors of their own (made here, run in the reads pool) once
+        # the published tables are read: DuckDB runs them beside the Python work that follows
+        # instead of competing with those reads for the cores
+        cursors = [self.reader.concurrent() for _ in range(4)]
 
-        def start_page_digests(published: dict[str, pa.Table]) -> None:
-            self.page_digests = self.background.submit(page_digests, pages_reader, published)
+        def start_reads(published: dict[str, pa.Table]) -> None:
+            # what _translations needs first: the translations' digests
+            self.digests = self.reads.submit(translation_digests, cursors[0])
+            # the pages': the ∆ rows' and the model pages' digests of the published tables
+            self.delta_digests = self.reads.submit(delta_digests, cursors[1], published)
+            self.page_digests = self.reads.submit(page_digests, cursors[2], published)
+            # the instance ids the compare view's bootstrap resamples: a DISTINCT over every
+            # statistics row (19 million at 1,000 models)
+            self.universe = self.reads.submit(cursors[3].rows, "site_stats_universe")
 
-        self.data = data = read_site_data(self.reader, self.show, start_page_digests)
+        self.data = data = read_site_data(self.reader, self.show, start_reads)
         self.n_locales = len(data.present_locales)
         signatures = sorted({(r["bleu_signature"], r["chrf_signature"],
                               r["bleu_tokenizer_sha256"]) for r in data.leaderboard}, key=repr)
@@ -232,6 +238,7 @@ class _Build:
         self._translations()
         self.say("pages")
         data.page_digests = self.page_digests.result()
+        data.delta_digests = self.delta_digests.result()
         SitePages(data, self.cache, dataset=self.dataset, show_originals=self.show,
                   include_database=self.options["include_database"],
                   card_markdown=self.card_markdown, engine=self.engine, notes=self.notes,
@@ -280,9 +287,9 @@ class _Build:
             elif old.get(chart_id) == digest and (self.out_dir / svg).is_file():
                 self.writer.link(self.out_dir / svg, svg)
             else:
-                pending.append(entry)
-        self.svg_paths = [f"charts/{entry['id']}.svg" for entry in pending]
-        self.svg_job.submit([entry["spec"] for entry in pending])
+                pending.append((svg, data))
+        self.svg_paths = [svg for svg, _ in pending]
+        self.svg_job.submit([data for _, data in pending])
         self.chart_entries = [{k: v for k, v in e.items() if k != "spec"} for e in entries]
 
     def _chart_svgs(self) -> None:
@@ -300,21 +307,24 @@ class _Build:
     def _locale_shards(self) -> None:
         """One shard per locale (sources, references, their word diffs); reused when the
         dataset and policy are unchanged."""
-        self.locale_payloads: dict[str, dict] = {}
+        # locale -> its payload, made when asked for (a locale page whose instances part is
+        # taken from the previous build does not need it)
+        self.locale_payloads: dict[str, Callable[[], dict]] = {}
         reusable = self.cache.previous.get("locales") == self.data.present_locales
         for locale in self.data.present_locales:
             path = shards.shard_path(f"locale/{locale}")
             old = self.out_dir / path
             if reusable and old.is_file():
                 self.writer.link(old, path)
-                self.locale_payloads[locale] = shards.decode_shard(old.read_bytes())[1]
+                self.locale_payloads[locale] = lambda old=old: shards.decode_shard(
+                    old.read_bytes())[1]
                 continue
             payload = shards.locale_payload(
                 locale, self.data.instances[locale], self.show,
                 mode_for_script(self.data.locale_info[locale]["script"]))
             data, key = shards.shard_json(payload), f"locale/{locale}"
             self._later(path, lambda key=key, data=data: shards.pack_shard(key, data))
-            self.locale_payloads[locale] = payload
+            self.locale_payloads[locale] = lambda payload=payload: payload
         self.manifest["locales"] = self.data.present_locales
 
     def _translations(self) -> None:

@@ -42,12 +42,14 @@ from __future__ import annotations
 
 import base64
 import gzip
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from cultivar_assets.site.diff import Span, word_diff
+from cultivar_assets.tables import json_bytes
 from cultivar_assets.textdiff import Mode
 
 FORMAT = 2  # 2: one hypothesis shard per model (was: per model and locale)
@@ -72,9 +74,10 @@ def encode_shard(key: str, payload: Any) -> bytes:
 
 
 def shard_json(payload: Any) -> bytes:
-    """The first half of :func:`encode_shard` (holds the GIL)."""
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"),
-                      allow_nan=False).encode("utf-8")
+    """The first half of :func:`encode_shard` (holds the GIL): compact UTF-8 JSON
+    (:func:`cultivar_assets.tables.json_bytes`: NaN and infinities as ``null``, which the pages
+    show as missing; JSON has neither)."""
+    return json_bytes(payload)
 
 
 def pack_shard(key: str, data: bytes) -> bytes:
@@ -93,7 +96,7 @@ def decode_shard(content: bytes | str) -> tuple[str, Any]:
     if match is None:
         raise ValueError("not a shard file: expected Cultivar.shard(\"key\",\"base64\");")
     payload = gzip.decompress(base64.b64decode(match.group(2)))
-    return match.group(1), json.loads(payload)
+    return match.group(1), orjson.loads(payload)
 
 
 def alternating(spans: Sequence[Span]) -> list[str]:

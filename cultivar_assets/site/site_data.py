@@ -54,14 +54,15 @@ class SiteData:
     failed: list[dict]
     metrics: list[dict]  # the aggregated metrics in order: metric, label, higher_is_better,
     # signature, tokenizer_sha256
-    delta_digests: dict[tuple[str, str], str]  # (model, locale) -> its ∆ row's digest: the md5
-    # of the row as text, column names and values (site_model_locale_deltas)
     # model -> "<rows>:<digest>:<digest>" of its translations, statistics (and segment scores):
     # :func:`translation_digests`, read beside the rest by the builder
     digests: dict[str, str] = field(default_factory=dict)
     # model -> digests of its page's rows, by table ("model", "deltas", "scores", "recall",
     # "cleaning"): :func:`page_digests`, read beside the rest by the builder
     page_digests: dict[str, dict[str, str]] = field(default_factory=dict)
+    # (model, locale) -> its ∆ row's digest, the md5 of the row as text, column names and
+    # values: :func:`delta_digests`, read beside the rest by the builder
+    delta_digests: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def model_rows(self, models: set[str]) -> dict[str, dict[str, list[dict]]]:
         """The model pages' rows of ``models``, by table ("scores", "recall", "cleaning") and
@@ -110,7 +111,7 @@ def more_metric_columns(rows: list[dict]) -> dict[str, dict]:
 
 def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """:func:`chart_inputs` from an open reader."""
-    return _read_chart_inputs(reader)[0]
+    return _read_chart_inputs(reader)
 
 
 def board_table(published: pa.Table) -> pa.Table:
@@ -134,11 +135,9 @@ def board_rows(published: pa.Table) -> list[dict]:
 
 
 def _read_chart_inputs(reader: Reader, published: dict[str, pa.Table] | None = None
-                       ) -> tuple[tuple[list[dict], list[dict], list[dict], list[dict]],
-                                  dict[tuple[str, str], str]]:
-    """:func:`chart_inputs` and each ∆ row's digest by (model, locale), taken out of the rows
-    (``row_digest`` of ``site_model_locale_deltas``); the leaderboard rows (:func:`board_rows`)
-    and the ∆ rows from the ``published`` tables where given."""
+                       ) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """:func:`chart_inputs`; the leaderboard rows (:func:`board_rows`) and the ∆ rows from the
+    ``published`` tables where given."""
     published = published or {}
     locale_info = {row["locale"]: row for row in reader.rows("site_locales")}
     models = reader.rows("site_models")
@@ -157,8 +156,7 @@ def _read_chart_inputs(reader: Reader, published: dict[str, pa.Table] | None = N
                                else reader.rows("site_leaderboard_rows"))]
     register_published(reader, published, ("model_locale_deltas",))
     deltas = reader.rows("site_model_locale_deltas")
-    digests = {(row["model_id"], row["locale"]): row.pop("row_digest") for row in deltas}
-    return (leaderboard, reader.rows("site_reported_leaderboard"), deltas, locale_deltas), digests
+    return leaderboard, reader.rows("site_reported_leaderboard"), deltas, locale_deltas
 
 
 def register_published(reader: Reader, published: dict[str, pa.Table],
@@ -190,8 +188,7 @@ def read_site_data(reader: Reader, show_originals: bool,
                  if t.name != "annotation_summary" or "annotation_summary" in views}
     if on_published is not None:
         on_published(published)
-    (leaderboard, reported, deltas, locale_deltas), delta_digests = _read_chart_inputs(
-        r, published)
+    leaderboard, reported, deltas, locale_deltas = _read_chart_inputs(r, published)
     locales = r.rows("site_locales")
     locale_info = {row["locale"]: row for row in locales}
     agreement = r.rows("site_rank_agreement")
@@ -221,8 +218,7 @@ def read_site_data(reader: Reader, show_originals: bool,
         annotations=annotations, statistics=statistics, instances=instances,
         present_locales=sorted(instances), instance_ids=instance_ids, segments=segments,
         board=board, failed=failed,
-        metrics=r.rows("site_statistics_metrics"),
-        delta_digests=delta_digests)
+        metrics=r.rows("site_statistics_metrics"))
 
 
 def translation_digests(reader: Reader) -> dict[str, str]:
@@ -256,6 +252,16 @@ def page_digests(reader: Reader, published: dict[str, pa.Table] | None = None
     :meth:`Reader.concurrent`)."""
     register_published(reader, published or {}, PAGE_DIGEST_TABLES)
     return {row.pop("model_id"): row for row in reader.rows("site_model_page_digests")}
+
+
+def delta_digests(reader: Reader, published: dict[str, pa.Table] | None = None
+                  ) -> dict[tuple[str, str], str]:
+    """(model, locale) -> the digest of its row of ``site_model_locale_deltas`` (the md5 of
+    the row as text: ``site_model_locale_delta_digests``), from the ``published`` tables where
+    given; the builder runs it on its own connection beside the other reads."""
+    register_published(reader, published or {}, ("model_locale_deltas",))
+    return {(row["model_id"], row["locale"]): row["row_digest"]
+            for row in reader.rows("site_model_locale_delta_digests")}
 
 
 def provenance(row: dict, show_originals: bool) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -51,13 +51,14 @@ FAILED_COLUMNS = ["model_id", "run_id", "step", "error", "failed_at", "last_succ
 class SitePages:
     """The pages of one build. Besides the store's rows (``data``) they show what the build
     wrote before them: the chart entries (without specs), the published segments table, the
-    locale shards' payloads (the locale pages' highlighted instances), each model's locales
-    with translation shards and the models' slugs (the manifest's ``models``)."""
+    locale shards' payloads (the locale pages' highlighted instances; made on request), each
+    model's locales with translation shards and the models' slugs (the manifest's
+    ``models``)."""
 
     def __init__(self, data: SiteData, cache: Cache, *, dataset: dict, show_originals: bool,
                  include_database: bool, card_markdown: str | None,
                  engine: QueryEngine | None, notes: list[str], chart_entries: list[dict],
-                 public_segments: Any, locale_payloads: dict[str, dict],
+                 public_segments: Any, locale_payloads: dict[str, Callable[[], dict]],
                  model_locales: dict[str, list[str]]) -> None:
         self.data, self.cache, self.writer = data, cache, cache.writer
         self.dataset, self.show, self.include_database = dataset, show_originals, include_database
@@ -172,7 +173,7 @@ class SitePages:
                           locale, rows, keys, delta_columns, before)},
                 locale=data.locale_info[locale],
                 entries=[] if reused is not None else _locale_entries(
-                    self.locale_payloads[locale]),
+                    self.locale_payloads[locale]()),
                 instances_html=reused, n_instances=len(data.instance_ids[locale]),
                 provenance=provenance, model_slugs=slugs,
                 downloads={"deltas": self.cache.table(
@@ -355,12 +356,12 @@ class SitePages:
 
     def _flags(self) -> list[dict]:
         """Per (rule, model) of the evaluated models: rule, rule_text, fired (model pages)."""
+        rules = [(r, set(r.get("fired_for") or ()))  # a rule fires for up to every model
+                 for r in self.data.statistics["contamination_rules"]
+                 if r.get("source") == "evaluated"]
         return [{"model_id": model, "rule": r["rule"], "rule_text": r["rule_text"],
-                 "fired": model in (r.get("fired_for") or []),
-                 "detail": r.get("note") or ""}
-                for r in self.data.statistics["contamination_rules"]
-                if r.get("source") == "evaluated"
-                for model in self.data.board]
+                 "fired": model in fired, "detail": r.get("note") or ""}
+                for r, fired in rules for model in self.data.board]
 
     def _statistics_tables(self) -> dict[str, dict]:
         """CSV and JSON of the statistics tables (issue 11) that the pages show (written once;

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from cultivar_assets.site.child_job import ChildJob
 
@@ -28,13 +27,13 @@ class SvgJob:
         self.count = 0
         self.job = ChildJob("cultivar_assets.site.svg_worker", "rendering chart SVGs", start)
 
-    def submit(self, specs: Sequence[dict[str, Any]]) -> None:
+    def submit(self, specs: Sequence[bytes]) -> None:
+        """Render ``specs``, each a Vega-Lite spec as JSON text (the builder has it already)."""
         self.count = len(specs)
         if not specs:  # nothing changed: stop the runtime's start-up instead of finishing it
             self.job.cancel()
             return
-        self.job.submit(json.dumps(list(specs)).encode("utf-8"),
-                        f"rendering {self.count} chart SVGs")
+        self.job.submit(b"[" + b",".join(specs) + b"]", f"rendering {self.count} chart SVGs")
 
     def result(self) -> list[str]:
         output = self.job.result()
