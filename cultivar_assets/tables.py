@@ -103,8 +103,8 @@ def json_bytes(value: Any) -> bytes:
     """``value`` as compact UTF-8 JSON (no spaces, non-ASCII as is): times in ISO 8601, NaN and
     infinities as ``null`` (JSON has neither), other values JSON does not know as their text
     (``str``), keys that are not strings as their text. Encoded by orjson (the site's shards
-    and JSON downloads: a tenth of the json module's time); a value orjson refuses (an integer
-    past 64 bits) by the json module, to the same JSON."""
+    and JSON downloads: 9–15 times faster than the json module there); a value orjson refuses
+    (an integer past 64 bits) by the json module, to the same JSON."""
     try:
         return orjson.dumps(value, default=_json_default, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
