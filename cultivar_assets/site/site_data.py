@@ -109,11 +109,6 @@ def more_metric_columns(rows: list[dict]) -> dict[str, dict]:
     return dict(columns)
 
 
-def read_chart_inputs(reader: Reader) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
-    """:func:`chart_inputs` from an open reader."""
-    return _read_chart_inputs(reader)
-
-
 def board_table(published: pa.Table) -> pa.Table:
     """The published leaderboard (``site_leaderboard``) with each "not separable from" list
     (``not_separable_<column>``) replaced by its length (``not_separable_<column>_count``): the
@@ -134,10 +129,10 @@ def board_rows(published: pa.Table) -> list[dict]:
     return board_table(published).drop_columns(["latest_run_failed"]).to_pylist()
 
 
-def _read_chart_inputs(reader: Reader, published: dict[str, pa.Table] | None = None
-                       ) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
-    """:func:`chart_inputs`; the leaderboard rows (:func:`board_rows`) and the ∆ rows from the
-    ``published`` tables where given."""
+def read_chart_inputs(reader: Reader, published: dict[str, pa.Table] | None = None
+                      ) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """:func:`chart_inputs` from an open reader; the leaderboard rows (:func:`board_rows`) and
+    the ∆ rows from the ``published`` tables where given."""
     published = published or {}
     locale_info = {row["locale"]: row for row in reader.rows("site_locales")}
     models = reader.rows("site_models")
@@ -188,7 +183,7 @@ def read_site_data(reader: Reader, show_originals: bool,
                  if t.name != "annotation_summary" or "annotation_summary" in views}
     if on_published is not None:
         on_published(published)
-    leaderboard, reported, deltas, locale_deltas = _read_chart_inputs(r, published)
+    leaderboard, reported, deltas, locale_deltas = read_chart_inputs(r, published)
     locales = r.rows("site_locales")
     locale_info = {row["locale"]: row for row in locales}
     agreement = r.rows("site_rank_agreement")
