@@ -36,7 +36,7 @@ from cultivar_assets.data.locales import (
 from cultivar_assets.evaluation.statistics import statistics_tables
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
 from cultivar_assets.metrics.flags import FlagConfig
-from cultivar_assets.metrics.registry import metric_registry
+from cultivar_assets.metrics.registry import metric_registry, score_functions
 from cultivar_assets.metrics.segment_stats import RECALL_COLUMNS, RecallCounts, SegmentStats
 
 
@@ -155,7 +155,8 @@ def main() -> None:
     times, totals = [], []
     for repeat in range(args.repeats):
         started = time.perf_counter()
-        result = paired_bootstrap(stats, models, locales, recall if args.recall else None, config)
+        result = paired_bootstrap(stats, models, locales, recall if args.recall else None, config,
+                                  score_functions=score_functions(stats))
         times.append(time.perf_counter() - started)
         # what the leaderboard stores from it: every interval as rows, the rank intervals of the
         # sortable columns, rank agreement, averages and the contamination flags
@@ -185,7 +186,7 @@ def time_aggregate(args, models, locales, stats, recall) -> None:
     from pathlib import Path
 
     from cultivar_assets.evaluation import aggregate
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.metrics.metric_config import MetricConfig
 
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()

@@ -18,8 +18,8 @@ import random
 import sys
 import time
 
-from cultivar_assets.metrics.registry import build_metrics
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.configured import build_metrics
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.scoring import score_systems
 
 SYLLABLES = [c + v for c in "bcdfghklmnprstvwz" for v in "aeiou"] + ["th", "ing", "er", "an"]

@@ -49,8 +49,8 @@ from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Instance
 from cultivar_assets.engines.base import EngineInfo
 from cultivar_assets.evaluation import aggregate, score_model
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.registry import metric_registry
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.site import vl_cache
 from cultivar_assets.site.build import build_site
 from cultivar_assets.site.config import default_web_cache

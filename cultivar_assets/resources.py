@@ -23,7 +23,7 @@ from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import DataConfig
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.settings import Settings

@@ -47,7 +47,7 @@ from cultivar_assets.construction.config import ConstructionConfig, demo_constru
 from cultivar_assets.data.sources import DEMO_NAME, DataConfig
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.error_analysis.config import ErrorAnalysisConfig, demo_error_analysis
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.paths import default_database
 from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.secrets import misplaced_secrets

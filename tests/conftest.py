@@ -175,7 +175,7 @@ def copy_baseline_settings(tmp_path: Path):
     import shutil
 
     from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.metrics.metric_config import MetricConfig
     from cultivar_assets.settings import Settings
 
     data = tmp_path / "data"

@@ -15,7 +15,7 @@ from cultivar_assets.error_analysis.file import FORMAT, SCHEMA_VERSION
 from cultivar_assets.error_analysis.sample import ErrorTask
 from cultivar_assets.error_analysis.types import CODES
 from cultivar_assets.evaluation import aggregate
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.store.database import Store
 
 SAMPLE_LOCALES = ["cmn_Hans_China", "deu_Latn_Germany", "deu_Latn_Switzerland"]

@@ -36,7 +36,7 @@ def translate_two_systems(store, fingerprint: str, cache: Path):
 def run(database: Path, cache: Path) -> None:
     from cultivar_assets.data.sources import DataConfig, load_benchmark
     from cultivar_assets.evaluation import aggregate, score_model
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.metrics.metric_config import MetricConfig
     from cultivar_assets.models import load_models
     from cultivar_assets.store.database import Store
     from cultivar_assets.store.records import write_dataset, write_reported_results

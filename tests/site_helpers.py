@@ -21,7 +21,7 @@ from cultivar_assets.data.testsets import BenchmarkData
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.base import Engine, EngineInfo
 from cultivar_assets.evaluation import aggregate, score_model
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.store.database import Store
 from cultivar_assets.store.records import (

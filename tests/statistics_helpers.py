@@ -21,7 +21,7 @@ from pathlib import Path
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.data.testsets import BenchmarkData
 from cultivar_assets.evaluation import score_model
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.store.database import Store
 from cultivar_assets.store.records import read_test_sets, write_dataset, write_translations

@@ -15,7 +15,7 @@ from cultivar_assets.automation import (
     nightly_reevaluation,
     run_tags,
 )
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings

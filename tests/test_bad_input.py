@@ -15,7 +15,7 @@ from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
 from cultivar_assets.engines import engine_registry
 from cultivar_assets.engines.base import Engine, EngineInfo
 from cultivar_assets.evaluation import score_model
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.scoring import HypothesisCountError
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings

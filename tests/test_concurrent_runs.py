@@ -19,7 +19,7 @@ import pytest
 from conftest import COPY_ENTRY, write_models_file
 
 from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
 

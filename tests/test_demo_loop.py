@@ -24,7 +24,7 @@ from cultivar_assets.construction.annotation.file import read_annotation_documen
 from cultivar_assets.construction.annotation.postedit_build import stored_task
 from cultivar_assets.construction.config import DEMO_LOCALES, demo_annotations_dir
 from cultivar_assets.data.sources import DataConfig, load_benchmark
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.runner import run_pipeline
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store

@@ -20,7 +20,7 @@ from cultivar_assets.error_analysis.sample import build_error_sample
 from cultivar_assets.error_analysis.store import ingest_error_files
 from cultivar_assets.error_analysis.table import read_table5
 from cultivar_assets.evaluation import aggregate, score_model
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.store.database import Store
 from cultivar_assets.store.records import read_test_sets, write_dataset, write_translations

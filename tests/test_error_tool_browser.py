@@ -25,7 +25,7 @@ from cultivar_assets.error_analysis.table import read_table5
 from cultivar_assets.error_analysis.tool import build_error_tools
 from cultivar_assets.error_analysis.types import CODES
 from cultivar_assets.evaluation import aggregate, score_model
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.site.diff import word_diff
 from cultivar_assets.store.records import (

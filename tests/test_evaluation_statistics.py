@@ -22,7 +22,7 @@ from statistics_helpers import DROPPED_IDS, MODELS, SHORT_LOCALE, build_statisti
 
 from cultivar_assets.evaluation import AggregationError, aggregate, score_model
 from cultivar_assets.evaluation.contamination import write_reported_flags
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.segment_stats import RECALL_COLUMNS, RecallCounts, SegmentStats
 from cultivar_assets.models import load_models
 from cultivar_assets.store.database import Store

@@ -16,7 +16,7 @@ from conftest import COPY_ENTRY, copy_baseline_settings, write_models_file
 from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.construction.config import demo_construction
 from cultivar_assets.data.sources import DataConfig
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.runner import run_pipeline
 from cultivar_assets.settings import Settings

@@ -21,8 +21,8 @@ from cultivar_assets.data.sources import DataConfig, demo_dataset_dir, load_benc
 from cultivar_assets.engines.lm_eval_samples import read_lm_eval_samples, task_test_set
 from cultivar_assets.engines.prompts import get_prompt_style, prompt_style_registry
 from cultivar_assets.engines.submission import SubmissionError, read_submission
-from cultivar_assets.metrics.registry import build_metric
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.configured import build_metric
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.publish.lm_eval_tasks import (
     LmEvalExportError,
     LmEvalTasks,

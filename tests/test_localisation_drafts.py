@@ -346,7 +346,7 @@ def test_a_rerun_with_other_localiser_settings_keeps_the_drafts_and_says_so(
 
     from cultivar_assets.construction.annotation.demo import write_demo_annotations
     from cultivar_assets.data.sources import DataConfig
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.metrics.metric_config import MetricConfig
     from cultivar_assets.runner import run_pipeline
 
     locales = ["deu_Latn_Germany", "hin_Deva_US"]

@@ -25,6 +25,7 @@ from cultivar_assets.metrics.bootstrap import (
     paired_bootstrap,
     percentile_interval,
 )
+from cultivar_assets.metrics.registry import score_functions
 from cultivar_assets.metrics.segment_stats import RecallCounts, SegmentStats
 from cultivar_assets.registry import UnknownEntryError
 
@@ -126,7 +127,8 @@ def test_replicates_equal_a_loop_over_resampled_ids():
     _, _, raw, stats, recall = make_input()
     n_replicates, seed = 30, 99
     result = paired_bootstrap(stats, MODELS, LOCALES, recall,
-                              BootstrapConfig(n_replicates=n_replicates, seed=seed))
+                              BootstrapConfig(n_replicates=n_replicates, seed=seed),
+                              score_functions=score_functions(stats))
     expected = loop_reference(raw, recall, n_replicates, seed)
     assert result.n_instances == 30
     for name, per_key in expected.items():
@@ -138,7 +140,8 @@ def test_replicates_equal_a_loop_over_resampled_ids():
 
 def test_point_estimates_are_corpus_scores_on_all_instances():
     references, hypotheses, _, stats, recall = make_input()
-    result = paired_bootstrap(stats, MODELS, LOCALES, recall, BootstrapConfig(n_replicates=5))
+    result = paired_bootstrap(stats, MODELS, LOCALES, recall, BootstrapConfig(n_replicates=5),
+                              score_functions=score_functions(stats))
 
     def corpus(metric, test_set, model, ids):
         hyps, refs = hypotheses[model][test_set], references[test_set]
@@ -188,7 +191,8 @@ def test_same_resample_on_both_sides_and_for_every_model():
             if model == "m1":
                 stats[metric][("m3", test_set)] = value
     result = paired_bootstrap(stats, ("m1", "m2", "m3"), LOCALES,
-                              config=BootstrapConfig(n_replicates=200))
+                              config=BootstrapConfig(n_replicates=200),
+                              score_functions=score_functions(stats))
     delta = result["pair_delta_bleu"]
     column = delta.replicates[:, delta.index(("m2", "hin_Deva_India"))]
     assert np.all(column == 0)
@@ -238,7 +242,8 @@ def test_percentile_interval_ignores_nan_replicates():
 
 def test_rows_state_their_n_and_bounds():
     _, _, _, stats, recall = make_input()
-    result = paired_bootstrap(stats, MODELS, LOCALES, recall, BootstrapConfig(n_replicates=50))
+    result = paired_bootstrap(stats, MODELS, LOCALES, recall, BootstrapConfig(n_replicates=50),
+                              score_functions=score_functions(stats))
     pairs = {(r["model_id"], r["locale"]): r for r in result.pair_rows()}
     assert set(pairs) == {(m, loc) for m in MODELS for loc in LOCALES}
     us = pairs[("m1", "hin_Deva_US")]
@@ -270,7 +275,8 @@ def test_model_without_any_pair_and_metric_subset():
     _, _, _, stats, _ = make_input()
     bleu_only = {"bleu": stats["bleu"]}
     result = paired_bootstrap(bleu_only, ("m1", "nobody"), LOCALES,
-                              config=BootstrapConfig(n_replicates=20))
+                              config=BootstrapConfig(n_replicates=20),
+                              score_functions=score_functions(bleu_only))
     assert result.metrics == ("bleu",)
     e = result["model_delta_bleu"].estimate("nobody")
     assert (e.value, e.low, e.high, e.n) == (None, None, None, 0)
@@ -289,18 +295,21 @@ def test_config_and_input_errors():
     with pytest.raises(ValidationError):
         BootstrapConfig(replicates=10)
     _, _, _, stats, _ = make_input()
-    with pytest.raises(BootstrapError, match="unknown metrics"):
-        paired_bootstrap({"meteor": {}}, MODELS, LOCALES)
+    with pytest.raises(ValueError, match="unknown metrics"):
+        score_functions(["meteor"])
+    with pytest.raises(BootstrapError, match=r"no score function given for the metrics \['chrf'\]"):
+        paired_bootstrap(stats, MODELS, LOCALES, score_functions=score_functions(["bleu"]))
     with pytest.raises(BootstrapError, match="no statistics"):
-        paired_bootstrap(stats, ("nobody",), LOCALES)
+        paired_bootstrap(stats, ("nobody",), LOCALES, score_functions=score_functions(stats))
     with pytest.raises(UnknownEntryError):
-        paired_bootstrap(stats, MODELS, ["xxx_Latn_Nowhere"])
+        paired_bootstrap(stats, MODELS, ["xxx_Latn_Nowhere"],
+                         score_functions=score_functions(stats))
     # chrF (18 columns) of one model beside chrF++ (24) of another
     wide = stats["chrf"][("m1", "flores_hin_Deva")]
     stats["chrf"][("m2", "flores_hin_Deva")] = SegmentStats.build(
         wide.ids, np.concatenate([wide.stats, wide.stats[:, :6]], axis=1))
     with pytest.raises(BootstrapError, match="different widths"):
-        paired_bootstrap(stats, MODELS, LOCALES)
+        paired_bootstrap(stats, MODELS, LOCALES, score_functions=score_functions(stats))
 
 
 def valid_chrf_rows(rng: np.random.Generator, n: int, quality: float) -> np.ndarray:
@@ -355,7 +364,8 @@ def test_interval_coverage_on_simulated_instances():
             ("m", "cultivar_deu_Latn_Germany"): SegmentStats.build(ids, cultivar_rows[ids]),
         }}
         result = paired_bootstrap(stats, ["m"], ["deu_Latn_Germany"],
-                                  config=BootstrapConfig(n_replicates=500, seed=trial + 1))
+                                  config=BootstrapConfig(n_replicates=500, seed=trial + 1),
+                                  score_functions=score_functions(stats))
         e = result["pair_delta_chrf"].estimate(("m", "deu_Latn_Germany"))
         hits += e.low <= truth <= e.high
         values.append(e.value)
@@ -372,9 +382,11 @@ def test_progress_bar_counts_every_block_to_the_end(capsys):
     2 metrics x 7); progress=False writes nothing; the results are the same."""
     _, _, _, stats, _ = make_input()
     config = BootstrapConfig(n_replicates=3)
-    quiet = paired_bootstrap(stats, MODELS, LOCALES, config=config)
+    quiet = paired_bootstrap(stats, MODELS, LOCALES, config=config,
+                             score_functions=score_functions(stats))
     assert capsys.readouterr().err == ""
-    shown = paired_bootstrap(stats, MODELS, LOCALES, config=config, progress=True)
+    shown = paired_bootstrap(stats, MODELS, LOCALES, config=config, progress=True,
+                             score_functions=score_functions(stats))
     states = [line for line in capsys.readouterr().err.split("\r") if line.strip()]
     assert re.match(r"bootstrap:\s+0%\|\s*\| 0/14 \[", states[0])
     assert re.match(r"bootstrap: 100%\|.+\| 14/14 \[.*block/s\]", states[-1])

@@ -11,7 +11,7 @@ import sys
 import pytest
 from metrics_helpers import ALPHABETS, perturb, random_sentence
 
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.scoring import Scorer
 
 

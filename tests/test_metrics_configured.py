@@ -12,8 +12,8 @@ import sacrebleu
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.evaluation import aggregate, score_model
-from cultivar_assets.metrics.registry import build_metric
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.configured import build_metric
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.store.database import Store
 from cultivar_assets.store.records import write_dataset
 

@@ -9,6 +9,7 @@ import pytest
 
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
 from cultivar_assets.metrics.delta import PairDelta, paired_delta
+from cultivar_assets.metrics.registry import score_functions
 from cultivar_assets.metrics.segment_stats import SegmentStats
 from cultivar_assets.registry import UnknownEntryError
 
@@ -26,7 +27,8 @@ def chrf_table(scores: dict[tuple[str, str], float]) -> dict[str, dict]:
 
 def point(scores, models, locales):
     return paired_bootstrap(chrf_table(scores), models, locales,
-                            config=BootstrapConfig(n_replicates=1))
+                            config=BootstrapConfig(n_replicates=1),
+                            score_functions=score_functions(["chrf"]))
 
 
 def test_each_locale_pairs_with_its_own_language():

@@ -25,6 +25,7 @@ from cultivar_assets.metrics.flags import (
     flag_rows,
     rule_texts,
 )
+from cultivar_assets.metrics.registry import score_functions, table_label
 from cultivar_assets.metrics.segment_stats import SegmentStats
 from cultivar_assets.models import load_models
 
@@ -41,7 +42,7 @@ def by_name(results):
 
 def test_rules_on_the_papers_reported_table3():
     table3 = reported_table3()
-    results = by_name(apply_flags(evidence_from_reported(table3)))
+    results = by_name(apply_flags(evidence_from_reported(table3), label=table_label))
     assert list(results) == ["delta_outlier_bleu", "delta_outlier_chrf", "negative_share_bleu",
                              "negative_share_chrf", "false_positive_outlier"]
     for metric, drop in (("bleu", -8), ("chrf", -5)):
@@ -84,7 +85,7 @@ def test_delta_outlier_uses_the_interval_when_there_is_one():
     unsure = ModelEvidence("unsure", {"bleu": Value(-3.0, -5.0, 0.5)})
     evidence = evidence_with_intervals([clear, unsure])
     config = FlagConfig(delta_outlier=DeltaOutlierRule(metrics=("bleu",)))
-    rule = by_name(apply_flags(evidence, config))["delta_outlier_bleu"]
+    rule = by_name(apply_flags(evidence, config, label=table_label))["delta_outlier_bleu"]
     assert rule.applied and rule.reason is None
     assert rule.fired_for == ["clear"]
     outcome = {o.model: o for o in rule.outcomes}
@@ -92,7 +93,7 @@ def test_delta_outlier_uses_the_interval_when_there_is_one():
     assert "upper end" in outcome["clear"].detail
     points_only = FlagConfig(delta_outlier=DeltaOutlierRule(metrics=("bleu",),
                                                             use_interval=False))
-    rule = by_name(apply_flags(evidence, points_only))["delta_outlier_bleu"]
+    rule = by_name(apply_flags(evidence, points_only, label=table_label))["delta_outlier_bleu"]
     assert rule.fired_for == ["clear", "unsure"]
 
 
@@ -101,7 +102,8 @@ def test_false_positive_outlier_with_intervals():
                          Value(0.05, 0.03, 0.07))
     wide = ModelEvidence("wide_fp", {"bleu": Value(0.0, -0.3, 0.3)}, None,
                          Value(0.05, 0.001, 0.09))
-    rule = by_name(apply_flags(evidence_with_intervals([high, wide])))["false_positive_outlier"]
+    rules = apply_flags(evidence_with_intervals([high, wide]), label=table_label)
+    rule = by_name(rules)["false_positive_outlier"]
     assert rule.fired_for == ["high_fp"]
 
 
@@ -124,7 +126,7 @@ def test_negative_share_with_and_without_intervals():
         ModelEvidence("few_locales", {}, {"bleu": locale_values(2, 2, True)}),
     ]
     config = FlagConfig(negative_share=NegativeShareRule(metrics=("bleu",)))
-    rule = by_name(apply_flags(evidence, config))["negative_share_bleu"]
+    rule = by_name(apply_flags(evidence, config, label=table_label))["negative_share_bleu"]
     assert rule.applied and rule.fired_for == ["most_below"]
     outcome = {o.model: o for o in rule.outcomes}
     assert outcome["most_below"].value == pytest.approx(20 / 27)
@@ -133,36 +135,36 @@ def test_negative_share_with_and_without_intervals():
     assert outcome["half"].fired is False  # 13 of 27 is not more than half
     assert outcome["few_locales"].fired is None and "needs 3" in outcome["few_locales"].detail
     points = FlagConfig(negative_share=NegativeShareRule(metrics=("bleu",), use_interval=False))
-    rule = by_name(apply_flags(evidence, points))["negative_share_bleu"]
+    rule = by_name(apply_flags(evidence, points, label=table_label))["negative_share_bleu"]
     assert rule.fired_for == ["most_below", "most_negative_unsure"]
 
 
 def test_rules_not_applied_with_too_few_models_or_zero_spread():
     few = [ModelEvidence(f"m{i}", {"bleu": Value(float(i))}) for i in range(4)]
-    rule = by_name(apply_flags(few))["delta_outlier_bleu"]
+    rule = by_name(apply_flags(few, label=table_label))["delta_outlier_bleu"]
     assert not rule.applied and "needs 5" in rule.reason
     same = [ModelEvidence(f"m{i}", {"bleu": Value(1.0)}) for i in range(6)]
     same.append(ModelEvidence("low", {"bleu": Value(-9.0)}))
-    rule = by_name(apply_flags(same))["delta_outlier_bleu"]
+    rule = by_name(apply_flags(same, label=table_label))["delta_outlier_bleu"]
     assert not rule.applied and "MAD is 0" in rule.reason
     assert all(o.fired is None for o in rule.outcomes)
-    chrf = by_name(apply_flags(same))["delta_outlier_chrf"]
+    chrf = by_name(apply_flags(same, label=table_label))["delta_outlier_chrf"]
     assert not chrf.applied and "0 models have a value" in chrf.reason
 
 
 def test_rule_texts_follow_the_configuration():
     config = FlagConfig(delta_outlier=DeltaOutlierRule(k=2.5, metrics=("chrf",)),
                         negative_share=NegativeShareRule(enabled=False))
-    texts = rule_texts(config)
+    texts = rule_texts(config, label=table_label)
     assert list(texts) == ["delta_outlier_chrf", "false_positive_outlier"]
     assert "median − 2.5·MAD" in texts["delta_outlier_chrf"]
     assert "∆chrF" in texts["delta_outlier_chrf"]
     assert "More than 75%" in rule_texts(FlagConfig(
-        negative_share=NegativeShareRule(min_share=0.75)))["negative_share_bleu"]
+        negative_share=NegativeShareRule(min_share=0.75)), label=table_label)["negative_share_bleu"]
     with pytest.raises(ValidationError):
         FlagConfig(delta_outlier={"k": 3, "threshold": 1})
     with pytest.raises(ValueError, match="twice"):
-        apply_flags([ModelEvidence("a"), ModelEvidence("a")])
+        apply_flags([ModelEvidence("a"), ModelEvidence("a")], label=table_label)
 
 
 def test_flags_on_a_bootstrap_result_use_its_intervals():
@@ -172,12 +174,13 @@ def test_flags_on_a_bootstrap_result_use_its_intervals():
     raw = sacrebleu_segment_rows(metrics, references, hypotheses)
     stats = {m: {k: SegmentStats.build(*v) for k, v in t.items()} for m, t in raw.items()}
     result = paired_bootstrap(stats, models, list(PAIRED_LOCALES),
-                              config=BootstrapConfig(n_replicates=100))
+                              config=BootstrapConfig(n_replicates=100),
+                              score_functions=score_functions(stats))
     evidence = {e.model: e for e in evidence_from_bootstrap(result)}
     e = evidence["m0"]
     assert set(e.locale_deltas["bleu"]) == set(PAIRED_LOCALES)
     assert e.mean_delta["bleu"].has_interval and e.false_positive_rate is None
-    results = by_name(apply_flags(list(evidence.values())))
+    results = by_name(apply_flags(list(evidence.values()), label=table_label))
     share = results["negative_share_bleu"]
     assert share.applied and all(o.used_interval for o in share.outcomes)
     fp = results["false_positive_outlier"]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.scoring import Scorer
 
 

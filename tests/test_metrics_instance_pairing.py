@@ -19,6 +19,7 @@ from metrics_helpers import (
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
 from cultivar_assets.metrics.delta import PairingError, locale_average
+from cultivar_assets.metrics.registry import score_functions
 from cultivar_assets.metrics.segment_stats import SegmentStats, StatsError
 
 METRICS = reference_metrics("13a")
@@ -40,7 +41,8 @@ LOCALES = list(PAIRED_LOCALES)
 def point_pairs(stats, models, locales=LOCALES) -> list[dict]:
     """The pipeline's pair rows: the bootstrap's point estimate (weights 1)."""
     return paired_bootstrap(stats, models, locales,
-                            config=BootstrapConfig(n_replicates=1)).pair_rows()
+                            config=BootstrapConfig(n_replicates=1),
+                            score_functions=score_functions(stats)).pair_rows()
 
 
 @pytest.mark.parametrize("metric", ["bleu", "chrf"])
@@ -169,7 +171,8 @@ def test_locale_average_of_locale_means_and_empty():
     stats = {"chrf": {key: SegmentStats.build([0], np.tile([200, 200, 2 * v], 6)[None, :])
                       for key, v in scores.items()}}
     rows = paired_bootstrap(stats, ["a", "b"], ["hin_Deva_US", "deu_Latn_Germany"],
-                            config=BootstrapConfig(n_replicates=1)).locale_rows()
+                            config=BootstrapConfig(n_replicates=1),
+                            score_functions=score_functions(stats)).locale_rows()
     # locale means: US (2 - 2) / 2 = 0, Germany 3 -> mean over locales 1.5 (not over pairs: 1)
     average = locale_average({r["locale"]: (r["delta_chrf"], r["n_models"]) for r in rows})
     assert (average.mean, average.n_locales) == (pytest.approx(1.5, abs=1e-12), 2)

@@ -18,13 +18,13 @@ from metrics_helpers import (
     reference_metrics,
 )
 
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.ngram_stats import (
     _LIMIT,
     char_unit_ids,
     match_statistics,
     token_unit_ids,
 )
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.metrics.scoring import Scorer
 
 

@@ -12,6 +12,7 @@ from metrics_helpers import (
 
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, Quantity, paired_bootstrap
 from cultivar_assets.metrics.ranks import RANK_SENTENCE, rank_intervals
+from cultivar_assets.metrics.registry import score_functions
 from cultivar_assets.metrics.segment_stats import SegmentStats
 
 
@@ -64,7 +65,8 @@ def test_rank_intervals_of_a_bootstrap():
     raw = sacrebleu_segment_rows(metrics, references, hypotheses)
     stats = {m: {k: SegmentStats.build(*v) for k, v in t.items()} for m, t in raw.items()}
     result = paired_bootstrap(stats, list(hypotheses), list(PAIRED_LOCALES),
-                              config=BootstrapConfig(n_replicates=300))
+                              config=BootstrapConfig(n_replicates=300),
+                              score_functions=score_functions(stats))
     ranks = {r.key: r for r in rank_intervals(result["model_cultivar_bleu"])}
     assert "copy" in ranks["m1"].not_separable_from
     assert (ranks["m1"].rank_low, ranks["m1"].rank_high) == (ranks["copy"].rank_low,

@@ -16,17 +16,17 @@ from metrics_helpers import ALPHABETS, english_lines, perturb, random_corpus, tr
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
+from cultivar_assets.metrics.configured import build_metric, build_statistics, score_corpus
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.registry import (
     METRIC_NAMES,
     BuiltStatistics,
     SegmentScoreMetric,
-    build_metric,
-    build_statistics,
     get_metric,
     metric_registry,
-    score_corpus,
+    score_functions,
 )
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig, MetricUnavailableError
+from cultivar_assets.metrics.sacrebleu_metrics import MetricUnavailableError
 from cultivar_assets.metrics.scoring import Scorer
 from cultivar_assets.metrics.segment_stats import SegmentStats, StatsError
 from cultivar_assets.metrics.significance import paired_test
@@ -193,7 +193,8 @@ def test_segment_score_metric_through_an_entry_point(installed):
     as_stats = SegmentStats.of_scores([3, 1, 2, 0], result.segments[::-1])
     assert as_stats.stats.tolist() == [[0.5, 1], [1.0, 1], [1.0, 1], [0.5, 1]]
     boot = paired_bootstrap({"length-ratio": {("m", "flores_hin_Deva"): as_stats}}, ["m"],
-                            ["hin_Deva_India"], config=BootstrapConfig(n_replicates=50))
+                            ["hin_Deva_India"], config=BootstrapConfig(n_replicates=50),
+                            score_functions=score_functions(["length-ratio"]))
     flores = boot["model_flores_length-ratio"]
     assert flores.point.tolist() == [0.75]
     assert 0.5 <= flores.low[0] <= 0.75 <= flores.high[0] <= 1.0

@@ -12,9 +12,9 @@ from metrics_helpers import SPM_WORDS, english_lines, train_tiny_spm
 from pydantic import ValidationError
 
 from cultivar_assets.metrics import sacrebleu_metrics
-from cultivar_assets.metrics.registry import build_metrics
+from cultivar_assets.metrics.configured import build_metrics
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.sacrebleu_metrics import (
-    MetricConfig,
     MetricUnavailableError,
     sacrebleu_dir,
     spm_model_location,

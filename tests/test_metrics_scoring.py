@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from metrics_helpers import ALPHABETS, random_corpus, reference_metrics
 
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.scoring import HypothesisCountError, Scorer, score_systems
 
 CONFIG = MetricConfig(bleu_tokenize="13a", chrf_word_order=2)

@@ -11,7 +11,8 @@ from metrics_helpers import ALPHABETS, random_corpus, reference_metrics
 from sacrebleu.significance import _compute_p_value, estimate_ci
 
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, paired_bootstrap
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.registry import score_functions
 from cultivar_assets.metrics.segment_stats import SegmentStats
 from cultivar_assets.metrics.significance import paired_test
 
@@ -37,7 +38,8 @@ def test_our_resampling_reproduces_sacrebleus_paired_bootstrap(seed, n_samples):
         for metric, obj in metrics.items()
     }
     ours = paired_bootstrap(stats, list(systems), [LOCALE],
-                            config=BootstrapConfig(n_replicates=n_samples, seed=seed))
+                            config=BootstrapConfig(n_replicates=n_samples, seed=seed),
+                            score_functions=score_functions(stats))
     theirs = paired_test(refs, systems, CONFIG, "bs", n_samples=n_samples, seed=seed)
     assert len(theirs) == 2 * len(systems)
     baseline = next(iter(systems))

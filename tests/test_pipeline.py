@@ -11,7 +11,7 @@ from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.definitions import build_definitions
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.evaluation import AggregationError, aggregate
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.runner import run_pipeline
 from cultivar_assets.settings import Settings

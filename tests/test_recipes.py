@@ -25,8 +25,9 @@ from cultivar_assets.cli import main
 from cultivar_assets.data import locales as locales_module
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.engines import engine_registry
-from cultivar_assets.metrics.registry import metric_registry, score_corpus
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.configured import score_corpus
+from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.registry import metric_registry
 from cultivar_assets.models import load_models
 from cultivar_assets.settings import load_settings
 from cultivar_assets.store.database import Store

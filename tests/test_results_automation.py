@@ -15,7 +15,7 @@ from conftest import COPY_ENTRY, write_models_file
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, AUTOMATION_RUN_TAG
 from cultivar_assets.assets.graph import ASSETS
 from cultivar_assets.automation import automated_assets, build_automation_sensor, push_configured
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings

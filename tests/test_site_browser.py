@@ -31,6 +31,7 @@ from cultivar_assets.metrics.bootstrap import (
     difference_interval,
     paired_bootstrap,
 )
+from cultivar_assets.metrics.registry import score_functions
 from cultivar_assets.metrics.segment_stats import stats_from_table
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.shards import decode_shard
@@ -507,7 +508,8 @@ def test_compare_difference_interval_is_the_paired_bootstrap_of_python(page, ser
         {m: t for m, t in stats_from_table(store.arrow("all_segment_stats")).items()
          if m in ("bleu", "chrf")}, models, locales,
         config=BootstrapConfig(n_replicates=settings["n_replicates"], seed=settings["seed"],
-                               confidence=settings["confidence"]))
+                               confidence=settings["confidence"]),
+        score_functions=score_functions(("bleu", "chrf")))
     assert result.n_instances == settings["n_instances"]
     a_id, b_id = "copy-source-baseline", HOSTILE_MODEL
     page.goto(f"{server}/compare.html#a={model_slug(a_id)}&b={model_slug(b_id)}")

@@ -250,8 +250,8 @@ def test_query_engine_modes_say_why_the_page_is_left_out(tmp_path, monkeypatch):
 def test_compare_statistics_compact_form_gives_sacrebleus_statistics_back():
     """The statistics shard's compact form (site/compare_stats.py) expands to sacreBLEU's own
     per-segment statistics; a block the form cannot hold is shipped whole."""
-    from cultivar_assets.metrics.registry import build_statistics
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.metrics.configured import build_statistics
+    from cultivar_assets.metrics.metric_config import MetricConfig
     from cultivar_assets.site import compare_stats
 
     refs = ["The cat sat on the mat in Rio.", "A b", "Ein Satz, mit Komma; und mehr."]

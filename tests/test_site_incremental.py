@@ -15,7 +15,7 @@ from site_helpers import HOSTILE_MODEL, hostile_store
 
 from cultivar_assets.evaluation import aggregate, score_model
 from cultivar_assets.files import MANIFEST, read_manifest
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.site import build as site_build
 from cultivar_assets.site.build import build_site, model_slug
@@ -300,3 +300,45 @@ def test_translations_are_keyed_by_their_run_record_or_else_by_their_rows(store,
     assert ":rows " in unrecorded["copy-source-baseline"]
     assert edited["copy-source-baseline"] != unrecorded["copy-source-baseline"]
     assert edited[HOSTILE_MODEL] == unrecorded[HOSTILE_MODEL] == recorded[HOSTILE_MODEL]
+
+
+def test_a_changed_imported_template_renders_the_pages_that_import_it_again(
+        store, tmp_path, monkeypatch):
+    """statistics_macros.html.j2 is imported by index.html.j2 and locales.html.j2: a change to it
+    must reach them in a rebuild, which then equals a full build of the same templates."""
+    from cultivar_assets import paths
+    from cultivar_assets.site import pages
+
+    original = paths.resource_dir
+    copy = tmp_path / "resources"
+    shutil.copytree(original("site"), copy / "site")
+
+    def resources(name: str) -> Path:
+        return copy / name if name == "site" else original(name)
+
+    monkeypatch.setattr(paths, "resource_dir", resources)
+    monkeypatch.setattr(pages, "resource_dir", resources)
+    monkeypatch.setenv("CULTIVAR_HOME", str(tmp_path / "home"))  # a Jinja environment of its own
+    site = tmp_path / "site"
+    build(store, site)
+    macros = copy / "site" / "templates" / "statistics_macros.html.j2"
+    macros.write_text(macros.read_text().replace('title="locale pairs / languages',
+                                                 'title="changed: locale pairs / languages'))
+    build(store, site)
+    assert "changed: locale pairs" in (site / "index.html").read_text()
+    full = tmp_path / "full"
+    build(store, full, reuse=False)
+    assert files(site) == files(full)
+
+
+def test_the_code_in_every_key_covers_every_module_of_the_site_package():
+    import pkgutil
+
+    from cultivar_assets import site as site_package
+    from cultivar_assets.site.incremental import code_files
+
+    modules = {f"{m.name}.py" for m in pkgutil.iter_modules(site_package.__path__)}
+    covered = {path.name for path in code_files()
+               if path.parent == Path(site_package.__file__).parent}
+    assert "compare_stats.py" in modules
+    assert modules <= covered

@@ -15,7 +15,7 @@ from cultivar_assets.assets.graph import ASSETS, JOBS, STEP_GRAPH
 from cultivar_assets.assets.step_graph import StepGraphError, step_graph, step_inputs
 from cultivar_assets.construction.config import demo_construction
 from cultivar_assets.data.sources import DataConfig
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps.declarations import Step, StepInputs
 from cultivar_assets.steps.plan import StepGraph, planned_step, step_key, step_table

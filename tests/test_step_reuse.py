@@ -17,7 +17,7 @@ from cultivar_assets.assets.graph import STEP_GRAPH
 from cultivar_assets.construction.config import demo_construction
 from cultivar_assets.data.sources import DataConfig, demo_dataset_dir
 from cultivar_assets.error_analysis.config import demo_error_analysis
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps import changes, digests

@@ -252,7 +252,7 @@ def test_views_agree_with_values_computed_independently(tmp_path, demo):
     from fault_pipeline import translate_two_systems
 
     from cultivar_assets.evaluation import aggregate, score_model
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.metrics.metric_config import MetricConfig
 
     store = Store(tmp_path / "views.duckdb")
     fingerprint = write_dataset(store, demo)
@@ -456,7 +456,7 @@ def test_scores_stay_valid_for_the_same_translations_and_go_stale_for_new_ones(t
     from dataclasses import replace
 
     from cultivar_assets.evaluation import AggregationError, aggregate, score_model
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.metrics.metric_config import MetricConfig
     from cultivar_assets.models import load_models
     from cultivar_assets.store.records import write_translations
     from cultivar_assets.translation import translate

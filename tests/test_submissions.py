@@ -320,7 +320,7 @@ def test_the_registry_sensor_picks_up_new_and_changed_submissions(tmp_path, test
 
     from cultivar_assets.assets.graph import ASSETS, JOBS
     from cultivar_assets.automation import model_registry_sensor
-    from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+    from cultivar_assets.metrics.metric_config import MetricConfig
     from cultivar_assets.models import add_model_entry
     from cultivar_assets.resources import resources_from_settings
     from cultivar_assets.settings import Settings

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cultivar_assets.construction.annotation.file import (
+from cultivar_assets.construction.ingest_limits import (
     DEFAULT_MAX_FILE_MB,
     DEFAULT_MAX_TEXT_CHARS,
     IngestLimits,
@@ -230,7 +230,7 @@ class AnnotationConfig(BaseModel):
     the tool pages, ``<tools_dir>/<locale>/index.html`` (default
     ``$CULTIVAR_HOME/construction/postedit``); ``max_file_mb`` (default 20, MB of 1,000,000
     bytes) and ``max_text_chars`` (default 1,000): the largest annotation file the ingest reads
-    and the longest string in it (``annotation.file.IngestLimits`` says why these defaults).
+    and the longest string in it (``ingest_limits.IngestLimits`` says why these defaults).
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_tables
 from cultivar_assets.metrics.bootstrap import paired_bootstrap
 from cultivar_assets.metrics.flags import RuleResult
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.ranks import rank_sentence
-from cultivar_assets.metrics.registry import metric_registry
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.registry import metric_registry, score_functions
 from cultivar_assets.metrics.segment_stats import (
     recall_from_table,
     scores_from_table,
@@ -143,7 +143,8 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     recall = {key: counts for key, counts in recall_from_table(
         store.arrow("all_word_recall")).items() if key[0] in chosen}
     bootstrap = config.bootstrap_config()
-    result = paired_bootstrap(stats, model_ids, locales, recall, bootstrap, progress=progress)
+    result = paired_bootstrap(stats, model_ids, locales, recall, bootstrap, progress=progress,
+                              score_functions=score_functions(stats))
     tables = statistics_tables(result, config.flag_config())
     registry = metric_registry()
     metric_rows = [  # raw.statistics_metrics

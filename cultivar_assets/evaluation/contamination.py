@@ -21,6 +21,7 @@ from cultivar_assets.metrics.flags import (
     evidence_from_reported,
     flag_rows,
 )
+from cultivar_assets.metrics.registry import table_label
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import Step, Store
 
@@ -29,7 +30,8 @@ def reported_flags(specs: Sequence[ModelSpec], config: FlagConfig | None = None
                    ) -> list[RuleResult]:
     """The rules applied to the registry entries that carry reported figures."""
     reported = {spec.id: spec.reported for spec in specs if spec.reported is not None}
-    return apply_flags(evidence_from_reported(reported), config) if reported else []
+    return (apply_flags(evidence_from_reported(reported), config, label=table_label)
+            if reported else [])
 
 
 def write_reported_flags(store: Store, specs: Sequence[ModelSpec],

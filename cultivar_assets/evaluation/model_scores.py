@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from cultivar_assets.data.testsets import TestSet
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.scoring import HypothesisCountError, score_systems
 from cultivar_assets.metrics.word_recall import InstanceRecall, instance_recall
 from cultivar_assets.store.database import Step, Store

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.significance import paired_test
 from cultivar_assets.store.database import Store
 

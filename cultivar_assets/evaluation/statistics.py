@@ -53,7 +53,7 @@ from cultivar_assets.metrics.flags import (
 )
 from cultivar_assets.metrics.rank_agreement import agreement_averages
 from cultivar_assets.metrics.ranks import rank_intervals
-from cultivar_assets.metrics.registry import METRIC_NAMES, column_key, get_metric
+from cultivar_assets.metrics.registry import METRIC_NAMES, column_key, get_metric, table_label
 
 SIDES = ("flores", "cultivar", "delta")  # the quantities of a metric (∆ = cultivar − flores)
 _N_COLUMN = {  # level -> quantity -> the wide row's n column the value rests on
@@ -214,7 +214,7 @@ def statistics_tables(result: BootstrapResult,
     pairs, pair_values = long_form(result.pair_rows(), "model_locale", result.metrics)
     models, model_values = long_form(result.model_rows(), "model", result.metrics)
     locales, locale_values = long_form(result.locale_rows(), "locale", result.metrics)
-    rules = apply_flags(evidence_from_bootstrap(result), flag_config)
+    rules = apply_flags(evidence_from_bootstrap(result), flag_config, label=table_label)
     flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]
     return StatisticsTables(
         pairs=pairs, models=models, locales=locales,

@@ -338,19 +338,6 @@ def _nan_mean(values: np.ndarray) -> np.ndarray:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def _score_functions(metrics: Sequence[str]) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-    """metric -> its registry entry's vectorised corpus score of summed statistics (a
-    segment-score entry: the mean of statistics ``[score, 1]``)."""
-    # imported here: the registry imports the settings module, which imports this one
-    from cultivar_assets.metrics.registry import metric_registry
-
-    registry = metric_registry()
-    unknown = [m for m in metrics if m not in registry]
-    if unknown:
-        raise BootstrapError(f"unknown metrics {unknown}; known: {', '.join(registry)}")
-    return {m: registry.get(m).score_from_stats for m in metrics}
-
-
 def paired_bootstrap(
     stats: Mapping[str, StatsTable],
     models: Sequence[str],
@@ -358,6 +345,8 @@ def paired_bootstrap(
     recall: Mapping[tuple[str, str], RecallCounts] | None = None,
     config: BootstrapConfig | None = None,
     progress: bool = False,
+    *,
+    score_functions: Mapping[str, Callable[[np.ndarray], np.ndarray]],
 ) -> BootstrapResult:
     """Paired bootstrap of every quantity in the module docstring.
 
@@ -365,12 +354,17 @@ def paired_bootstrap(
     (``segment_stats.stats_from_table``); ``recall``: (model, locale) -> word-recall counts
     (``segment_stats.recall_from_table``), optional. Test sets are ``flores_<language>`` and
     ``cultivar_<locale>``; statistics of other models or test sets are ignored.
+    ``score_functions``: metric -> its vectorised corpus score of summed statistics (rows of
+    summed statistics -> scores; :func:`cultivar_assets.metrics.registry.score_functions` gives
+    the registry's).
     """
     config = config or BootstrapConfig()
     metrics = tuple(stats)
     if not metrics:
         raise BootstrapError("no metric statistics given")
-    score_functions = _score_functions(metrics)
+    missing = [m for m in metrics if m not in score_functions]
+    if missing:
+        raise BootstrapError(f"no score function given for the metrics {missing}")
     models = tuple(dict.fromkeys(models))
     locales = tuple(dict.fromkeys(locales))
     language_of = {loc: get_locale(loc).source_language for loc in locales}

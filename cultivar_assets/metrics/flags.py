@@ -29,7 +29,7 @@ estimate is compared and the outcome says so (``used_interval`` False).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -199,21 +199,23 @@ def _share_rule(name: str, text: str, evidence: Sequence[ModelEvidence], metric:
     return RuleResult(name, text, True, reason, tuple(outcomes))
 
 
-def rule_texts(config: FlagConfig | None = None) -> dict[str, str]:
-    """Rule name -> its text with the configured parameters (enabled rules only)."""
+def rule_texts(config: FlagConfig | None = None, *, label: Callable[[str], str]
+               ) -> dict[str, str]:
+    """Rule name -> its text with the configured parameters (enabled rules only); ``label``
+    names a metric in the texts (e.g. ``registry.table_label``: ``bleu`` -> ``BLEU``)."""
     config = config or FlagConfig()
     texts = {}
     d, s, f = config.delta_outlier, config.negative_share, config.false_positive_outlier
     if d.enabled:
         for metric in d.metrics:
             texts[f"delta_outlier_{metric}"] = (
-                f"Mean pairwise ∆{_label(metric)} below median − {d.k:g}·MAD of all evaluated "
+                f"Mean pairwise ∆{label(metric)} below median − {d.k:g}·MAD of all evaluated "
                 "models (MAD scaled by 1.4826)"
                 + ("; with intervals, the whole interval below it" if d.use_interval else ""))
     if s.enabled:
         for metric in s.metrics:
             texts[f"negative_share_{metric}"] = (
-                f"More than {s.min_share:.0%} of the model's locales have ∆{_label(metric)} < 0"
+                f"More than {s.min_share:.0%} of the model's locales have ∆{label(metric)} < 0"
                 + ("; with intervals, counting only intervals entirely below 0"
                    if s.use_interval else ""))
     if f.enabled:
@@ -224,20 +226,15 @@ def rule_texts(config: FlagConfig | None = None) -> dict[str, str]:
     return texts
 
 
-def _label(metric: str) -> str:
-    from cultivar_assets.metrics.registry import table_label  # the registry imports this module
-
-    return table_label(metric)
-
-
-def apply_flags(evidence: Sequence[ModelEvidence], config: FlagConfig | None = None
-                ) -> list[RuleResult]:
-    """Every enabled rule applied to ``evidence`` (one entry per model evaluated together)."""
+def apply_flags(evidence: Sequence[ModelEvidence], config: FlagConfig | None = None, *,
+                label: Callable[[str], str]) -> list[RuleResult]:
+    """Every enabled rule applied to ``evidence`` (one entry per model evaluated together);
+    ``label`` names a metric in the rules' texts (:func:`rule_texts`)."""
     config = config or FlagConfig()
     names = [e.model for e in evidence]
     if len(set(names)) != len(names):
         raise ValueError("apply_flags: a model occurs twice in the evidence")
-    texts = rule_texts(config)
+    texts = rule_texts(config, label=label)
     results = []
     d = config.delta_outlier
     if d.enabled:

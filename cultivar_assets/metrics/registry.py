@@ -44,20 +44,23 @@ already taken is refused.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from cultivar_assets.metrics.ngram_stats import char_unit_ids, match_statistics, token_unit_ids
-from cultivar_assets.metrics.sacrebleu_metrics import SPM_TOKENIZERS, MetricConfig, spm_tokenizer
+from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS, SPM_TOKENIZERS, spm_tokenizer
 from cultivar_assets.metrics.score_arrays import BLEU_ORDER, bleu_from_stats, chrf_from_stats
 from cultivar_assets.registry import Registry
 
+if TYPE_CHECKING:  # a type only: the settings' model imports this module
+    from cultivar_assets.metrics.metric_config import MetricConfig
+
 ENTRY_POINT_GROUP = "cultivar.metrics"
-METRIC_NAMES = ("bleu", "chrf")  # the paper's metrics: the ones the pipeline scores and stores
+METRIC_NAMES = PAPER_METRICS  # the paper's metrics: the ones the pipeline scores and stores
 
 
 
@@ -162,8 +165,8 @@ class StatisticsMetric:
     statistics: StatsExtractor = sacrebleu_statistics
     kind: ClassVar[str] = "statistics"
 
-    def build(self, config: MetricConfig | None = None) -> BuiltStatistics:
-        metric, digest = self.make(config or MetricConfig())
+    def build(self, config: MetricConfig) -> BuiltStatistics:
+        metric, digest = self.make(config)
         metric.num_refs = 1  # Cultivar has one reference per segment
         return BuiltStatistics(self, metric, metric.get_signature().format(), digest,
                                self.width(metric))
@@ -333,6 +336,17 @@ def get_metric(name: str) -> MetricEntry:
     return entry
 
 
+def score_functions(metrics: Iterable[str]) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """metric -> its entry's vectorised corpus score of summed statistics (a segment-score
+    entry: the mean of statistics ``[score, 1]``), as the paired bootstrap takes them."""
+    registry = metric_registry()
+    metrics = list(metrics)
+    unknown = [m for m in metrics if m not in registry]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; known: {', '.join(registry)}")
+    return {m: get_metric(m).score_from_stats for m in metrics}
+
+
 # How the paper's tables name a metric where it differs from the entry's label (its spBLEU
 # columns are "BLEU").
 TABLE_LABELS = {"bleu": "BLEU"}
@@ -344,62 +358,3 @@ def table_label(name: str) -> str:
     if name in TABLE_LABELS:
         return TABLE_LABELS[name]
     return get_metric(name).label if name in metric_registry() else name
-
-
-def build_metric(name: str, config: MetricConfig | None = None) -> BuiltMetric:
-    """The entry ``name`` configured by the ``metrics`` settings."""
-    return get_metric(name).build(config or MetricConfig())
-
-
-@dataclass(frozen=True)
-class CorpusScore:
-    """One metric's corpus score of one system on one test set, with what it rests on."""
-
-    metric: str
-    score: float
-    signature: str
-    tokenizer_sha256: str | None
-    segments: np.ndarray  # (n, width) int64 statistics, or (n,) float64 segment scores
-
-
-def score_corpus(name: str, references: Sequence[str], hypotheses: Sequence[str],
-                 config: MetricConfig | None = None,
-                 sources: Sequence[str] | None = None) -> CorpusScore:
-    """Score ``hypotheses`` (one per reference) with the registered metric ``name``."""
-    built = build_metric(name, config)
-    if len(hypotheses) != len(references) or not references:
-        raise ValueError(f"{name}: {len(hypotheses)} hypotheses for {len(references)} "
-                         "references (one each, at least one)")
-    if isinstance(built, BuiltStatistics):
-        segments = built.segment_statistics(references, hypotheses)
-    else:
-        segments = built.segment_scores(references, hypotheses, sources)
-    return CorpusScore(name, built.corpus_score(segments), built.signature,
-                       built.tokenizer_sha256, segments)
-
-
-class BuiltMetrics(NamedTuple):
-    """sacreBLEU metric objects, their signatures and tokenizer model hashes, by metric name."""
-
-    metrics: dict[str, object]
-    signatures: dict[str, str]  # exactly as sacreBLEU formats them
-    tokenizer_sha256: dict[str, str | None]  # sha256 of a SentencePiece model; None: no model
-
-
-def build_statistics(config: MetricConfig | None = None,
-                     names: Sequence[str] = METRIC_NAMES) -> dict[str, BuiltStatistics]:
-    """The statistics entries ``names`` (default: the paper's), configured, by name."""
-    built = {name: build_metric(name, config) for name in names}
-    wrong = [name for name, b in built.items() if not isinstance(b, BuiltStatistics)]
-    if wrong:
-        raise ValueError(f"metrics {wrong} are not of per-segment statistics")
-    return built  # type: ignore[return-value]
-
-
-def build_metrics(config: MetricConfig, names: Sequence[str] = METRIC_NAMES) -> BuiltMetrics:
-    """sacreBLEU metric objects for ``names`` (default 'bleu' and 'chrf'), with signatures and
-    tokenizer hashes."""
-    built = build_statistics(config, names)
-    return BuiltMetrics({n: b.metric for n, b in built.items()},
-                        {n: b.signature for n, b in built.items()},
-                        {n: b.tokenizer_sha256 for n, b in built.items()})

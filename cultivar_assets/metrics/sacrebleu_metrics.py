@@ -9,7 +9,8 @@
   P and R are the averages over n of corpus-level n-gram precision and recall.
 
 The metric objects are built by the entries of :mod:`cultivar_assets.metrics.registry` (which
-also holds chrF++ and TER) from the settings here (:class:`MetricConfig`).
+also holds chrF++ and TER) from the settings
+(:class:`cultivar_assets.metrics.metric_config.MetricConfig`).
 
 The flores200 SentencePiece model is never downloaded here: it is looked for where sacreBLEU
 caches it (``$SACREBLEU/models/flores200sacrebleuspm``, ``$SACREBLEU`` defaulting to
@@ -20,25 +21,18 @@ formats them; for SentencePiece tokenizers the sha256 of the model file actually
 beside the signature (``tokenizer_sha256``, a column of its own in ``scores`` and the
 leaderboard), and scores whose signature *or* tokenizer hash differ are never aggregated
 together, so scores from a stand-in model never pass for spBLEU (sacreBLEU itself checks no hash).
-
-The same settings (``metrics`` in the settings file) hold how the cross-model statistics are
-computed from the stored scores (issue 11): the paired bootstrap (``bootstrap_replicates``,
-``bootstrap_seed``, ``confidence``; :mod:`cultivar_assets.metrics.bootstrap`) and the
-contamination rules (``flags``: the fields of :class:`cultivar_assets.metrics.flags.FlagConfig`,
-``{}`` for its defaults). They change no score, only intervals, ranks and flags.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import TYPE_CHECKING
 
 from cultivar_assets.files import file_sha256
-from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED, BootstrapConfig
-from cultivar_assets.metrics.flags import FlagConfig
+
+if TYPE_CHECKING:  # a type only: the settings' model imports this module
+    from cultivar_assets.metrics.metric_config import MetricConfig
 
 SPM_TOKENIZERS = ("flores200", "flores101", "spBLEU-1K")
 OTHER_TOKENIZERS = ("13a", "intl", "char", "zh", "none", "ja-mecab", "ko-mecab")
@@ -49,78 +43,6 @@ class MetricUnavailableError(RuntimeError):
 
 
 PAPER_METRICS = ("bleu", "chrf")  # the paper's spBLEU and chrF: the default ``metrics``
-
-
-class MetricConfig(BaseModel):
-    """Which metrics are scored and aggregated, and how. Defaults are the paper's: spBLEU
-    (flores200) and chrF."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    # registry names (cultivar_assets.metrics.registry), scored, stored and aggregated in this
-    # order; the leaderboard's wide views show bleu and chrf, every one is in leaderboard_metrics
-    metrics: list[str] = Field(default_factory=lambda: list(PAPER_METRICS), min_length=1)
-    bleu_tokenize: str = "flores200"
-    spm_model_path: str | None = None
-    chrf_word_order: int = 0
-    lowercase: bool = False
-    # statistics over the stored scores (module docstring); defaults: B = 1,000, seed 12345, 95 %
-    bootstrap_replicates: int = Field(1000, ge=1, le=100_000)
-    bootstrap_seed: int = Field(SACREBLEU_DEFAULT_SEED, ge=1)  # 0 would be unseeded in sacreBLEU
-    confidence: float = Field(0.95, gt=0, lt=1)
-    flags: dict[str, Any] = Field(default_factory=dict)  # FlagConfig fields; {}: its defaults
-
-    @field_validator("flags")
-    @classmethod
-    def _valid_flags(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            FlagConfig.model_validate(value)
-        except ValidationError as error:
-            raise ValueError(f"invalid contamination rules (metrics.flags): {error}") from None
-        return value
-
-    def bootstrap_config(self) -> BootstrapConfig:
-        """The paired bootstrap's configuration."""
-        return BootstrapConfig(n_replicates=self.bootstrap_replicates, seed=self.bootstrap_seed,
-                               confidence=self.confidence)
-
-    def flag_config(self) -> FlagConfig:
-        """The contamination rules' configuration."""
-        return FlagConfig.model_validate(self.flags)
-
-    @field_validator("metrics")
-    @classmethod
-    def _known_metrics(cls, value: list[str]) -> list[str]:
-        # imported here: the registry imports this module
-        from cultivar_assets.metrics.registry import column_key, metric_registry
-
-        known = list(metric_registry())
-        unknown = [name for name in value if name not in known]
-        if unknown:
-            raise ValueError(f"unknown metrics {unknown}; the registry's metrics: "
-                             f"{', '.join(known)}")
-        for name in value:
-            column_key(name)  # every name has a column key
-        if len(set(value)) != len(value):
-            raise ValueError(f"metrics listed twice: {value}")
-        return value
-
-    @field_validator("bleu_tokenize")
-    @classmethod
-    def _known_tokenizer(cls, value: str) -> str:
-        if value not in SPM_TOKENIZERS + OTHER_TOKENIZERS:
-            raise ValueError(
-                f"unknown BLEU tokenizer {value!r}; choose one of "
-                f"{', '.join(SPM_TOKENIZERS + OTHER_TOKENIZERS)}"
-            )
-        return value
-
-    @field_validator("chrf_word_order")
-    @classmethod
-    def _order(cls, value: int) -> int:
-        if not 0 <= value <= 2:
-            raise ValueError("chrf_word_order must be 0 (chrF, the paper's) , 1 or 2 (chrF++)")
-        return value
 
 
 def sacrebleu_dir() -> Path:

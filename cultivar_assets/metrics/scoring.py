@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cultivar_assets.metrics.registry import BuiltStatistics, build_metric
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.configured import build_metric
+from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.registry import BuiltStatistics
 
 
 class HypothesisCountError(ValueError):

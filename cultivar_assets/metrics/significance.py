@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED
-from cultivar_assets.metrics.registry import build_statistics, metric_registry
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
+from cultivar_assets.metrics.configured import build_statistics
+from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.registry import metric_registry
 
 
 @dataclass(frozen=True)

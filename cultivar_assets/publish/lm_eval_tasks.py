@@ -39,7 +39,8 @@ import yaml
 from cultivar_assets.data.testsets import TestSet
 from cultivar_assets.engines.lm_eval_samples import GROUP, task_name
 from cultivar_assets.engines.prompts import PromptError, PromptStyle
-from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig, MetricUnavailableError
+from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.sacrebleu_metrics import MetricUnavailableError
 
 TASK_FOLDER = "cultivar"  # under the folder given to write_lm_eval_tasks
 HUB_FOLDER = "lm_eval_tasks"  # in the published dataset folder
@@ -116,7 +117,7 @@ def doc_to_text(style: PromptStyle, language: str) -> str:
 def signatures(metrics: MetricConfig) -> dict[str, str]:
     """The BLEU and chrF signatures of ``metrics`` as the project stores them (BLEU's left out
     when its SentencePiece model is not here: the tasks still score where it is)."""
-    from cultivar_assets.metrics.registry import build_metric
+    from cultivar_assets.metrics.configured import build_metric
 
     found = {}
     for name in ("bleu", "chrf"):

@@ -42,10 +42,6 @@ INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
 # The JSON text that keys and digests hash (sorted keys, str() of what JSON has no type for):
 # one encoder, instead of one made by every json.dumps call with these options.
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)
-# The templates of the site's pages: a page's key holds them all (macros are shared).
-TEMPLATES = ("base.html.j2", "macros.html.j2", "index.html.j2", "locales.html.j2",
-             "locale.html.j2", "model.html.j2", "browse.html.j2", "compare.html.j2",
-             "query.html.j2", "dataset.html.j2", "postedit_instructions.html.j2")
 
 
 def reuse_key(dataset_fingerprint: str | None, show_originals: bool) -> str:
@@ -57,29 +53,37 @@ def reuse_key(dataset_fingerprint: str | None, show_originals: bool) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def code_digest() -> str:
-    """A hash over the code that turns rows into pages and table downloads (the page contexts,
-    the templates' filters, the CSV and JSON writers) and the SQL the rows come from: part of
-    every page's and table's key, so a change of code renders them again even where the rows
-    are unchanged (a model page's key holds digests of its rows, not the rows,
-    :meth:`SitePages.model_pages`)."""
-    from cultivar_assets import sqlfiles, tables
+def code_files() -> list[Path]:
+    """The files of the code that turns rows into pages and table downloads — every module of
+    this package (the page contexts, the templates' filters, the shards, the CSV and JSON
+    writers, the compare view's statistics), the value formatting, SQL, token-diff and store
+    modules — and the SQL the rows come from. The package's modules are found by listing its
+    folder, not named one by one."""
+    from cultivar_assets import sqlfiles, tables, textdiff
     from cultivar_assets.paths import resource_dir
-    from cultivar_assets.site import fonts, model_card, pages, site_data, site_pages
     from cultivar_assets.store import database
 
-    files = [Path(module.__file__) for module in (pages, site_pages, site_data, model_card,
-                                                  fonts, tables, sqlfiles, database)]
-    files += sorted(resource_dir("sql").glob("*.sql"))
-    return hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest()
+    files = sorted(Path(__file__).parent.glob("*.py"))
+    files += [Path(module.__file__) for module in (tables, sqlfiles, textdiff, database)]
+    return files + sorted(resource_dir("sql").glob("*.sql"))
 
 
-def template_digest(*names: str) -> str:
-    """A hash over the named templates' bytes."""
+def code_digest() -> str:
+    """A hash over :func:`code_files`: part of every page's and table's key, so a change of
+    code renders them again even where the rows are unchanged (a model page's key holds
+    digests of its rows, not the rows, :meth:`SitePages.model_pages`)."""
+    return hashlib.sha256(b"".join(path.read_bytes() for path in code_files())).hexdigest()
+
+
+def template_digest() -> str:
+    """A hash over every template of the site's pages, names and bytes (macros and imported
+    templates are shared by the pages, so a page's key holds them all)."""
     from cultivar_assets.paths import resource_dir
 
-    folder = resource_dir("site") / "templates"
-    return hashlib.sha256(b"".join((folder / n).read_bytes() for n in names)).hexdigest()
+    digest = hashlib.sha256()
+    for path in sorted((resource_dir("site") / "templates").glob("*.j2")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def table_files(name: str) -> dict[str, str]:
@@ -105,7 +109,7 @@ class Cache:
         self.out_dir, self.manifest = out_dir, manifest
         self._out = os.fspath(out_dir)
         self.key = reuse_key(dataset_fingerprint, show_originals)
-        self.templates = template_digest(*TEMPLATES)
+        self.templates = template_digest()
         self.code = code_digest()
         manifest["reuse_key"] = self.key
         usable = previous is not None and previous.get("reuse_key") == self.key
