@@ -3,6 +3,7 @@ docs/index.md lists every page, and the README's picture is there and small."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from doc_helpers import (
@@ -95,3 +96,31 @@ def test_doc_finds_pages_by_name_and_refuses_missing_ones():
         assert "no-such-page.md" in str(error)
     else:
         raise AssertionError("a missing page must be an error")
+
+
+_FIGURE = re.compile(r"\d[\d,.]*\s?(?:s|ms|MB|GB|KB|MiB|minutes|segments/s|tokens/s)\b")
+_COMMAND = re.compile(r"(?:`|^)(?:python |bash |OMP_NUM_THREADS=|VLLM_|\.venv/bin/|dagster |cultivar )",
+                      re.MULTILINE)  # inline code, or a line of a fenced block
+_DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def _sections_without_their_command(text: str) -> list[str]:
+    """The ``## `` sections of a performance page that state a figure (a number with a unit)
+    but name no command that measures it (``python …``, ``bash …`` and the like, in inline code
+    or on a line of a code block) or no date it was measured."""
+    lacking = []
+    for section in re.split(r"^## ", text, flags=re.MULTILINE)[1:]:
+        title = section.splitlines()[0]
+        if _FIGURE.search(section) and not (_COMMAND.search(section) and _DATE.search(section)):
+            lacking.append(title)
+    return lacking
+
+
+def test_every_figure_in_performance_md_names_its_command_and_date():
+    assert _sections_without_their_command(doc_text("performance")) == []
+
+
+def test_the_performance_check_finds_a_figure_without_a_command():
+    page = ("# P\n\n## Measured\n\n`python benchmarks/x.py` (2026-12-01): 3.2 s.\n\n"
+            "## Unmeasured\n\nThe build takes 4.5 s.\n")
+    assert _sections_without_their_command(page) == ["Unmeasured"]
