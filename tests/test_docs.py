@@ -99,8 +99,8 @@ def test_doc_finds_pages_by_name_and_refuses_missing_ones():
 
 
 _FIGURE = re.compile(r"\d[\d,.]*\s?(?:s|ms|MB|GB|KB|MiB|minutes|segments/s|tokens/s)\b")
-_COMMAND = re.compile(r"(?:`|^)(?:python |bash |OMP_NUM_THREADS=|VLLM_|\.venv/bin/|dagster |cultivar )",
-                      re.MULTILINE)  # inline code, or a line of a fenced block
+_COMMAND = re.compile(  # in inline code, or on a line of a fenced block
+    r"(?:`|^)(?:python |bash |OMP_NUM_THREADS=|VLLM_|\.venv/bin/|dagster |cultivar )", re.MULTILINE)
 _DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
 
