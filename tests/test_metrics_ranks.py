@@ -73,3 +73,49 @@ def test_rank_intervals_of_a_bootstrap():
                                                              ranks["copy"].rank_high)
     for r in ranks.values():
         assert 1 <= r.rank_low <= r.rank_high <= 4
+
+
+def _pairwise_rank_intervals(q: Quantity, higher_is_better: bool) -> list[tuple]:
+    """The definitions of the module docstring computed literally, pair by pair in memory
+    (B × M × M): every replicate's ranks by counting better values, every pair's difference
+    interval from the sorted differences."""
+    from cultivar_assets.metrics.bootstrap import percentile_interval
+
+    keep = [i for i, v in enumerate(q.point) if np.isfinite(v)]
+    point, rep = q.point[keep], q.replicates[:, keep]
+    sign = 1 if higher_is_better else -1
+
+    def ranks(values):
+        x = np.where(np.isnan(values), -np.inf, sign * values)
+        return 1 + (x[..., None, :] > x[..., :, None]).sum(axis=-1)
+
+    rank = ranks(point)
+    low, high = percentile_interval(ranks(rep).astype(float), q.confidence)
+    d_low, d_high = percentile_interval(rep[:, :, None] - rep[:, None, :], q.confidence)
+    order = sorted(range(len(keep)), key=lambda i: (rank[i], q.keys[keep[i]]))
+    return [(q.keys[keep[i]], float(point[i]), int(rank[i]), int(low[i]), int(high[i]),
+             tuple(q.keys[keep[j]] for j in order
+                   if j != i and not (d_low[i, j] > 0 or d_high[i, j] < 0)))
+            for i in order]
+
+
+def test_ranks_and_separability_equal_the_pairwise_definitions_on_many_models():
+    rng = np.random.default_rng(7)
+    n_models, n_replicates = 120, 300
+    keys = tuple(f"m{i:03d}" for i in range(n_models))
+    skill = rng.normal(20, 3, n_models)
+    # rounded to 0.1 so that many replicates tie; some undefined replicates and models
+    replicates = np.round(skill + rng.normal(0, 1.5, (n_replicates, n_models)), 1)
+    replicates[rng.random(replicates.shape) < 0.02] = np.nan
+    replicates[:, 5] = np.nan  # a model undefined in every replicate
+    replicates[::3, 9] = np.nan
+    point = np.round(skill, 1)
+    point[[3, 17]] = np.nan  # models without a point estimate are not ranked
+    for confidence in (0.95, 0.9):
+        q = Quantity("model_delta_bleu", keys, point, replicates,
+                     np.ones(n_models, dtype=np.int64), confidence)
+        for higher_is_better in (True, False):
+            ours = [(r.key, r.value, r.rank, r.rank_low, r.rank_high, r.not_separable_from)
+                    for r in rank_intervals(q, higher_is_better=higher_is_better)]
+            assert ours == _pairwise_rank_intervals(q, higher_is_better)
+            assert any(r[5] for r in ours) and any(len(r[5]) < n_models - 3 for r in ours)

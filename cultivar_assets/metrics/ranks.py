@@ -17,6 +17,16 @@ point estimate:
 
 Replicates in which a model's value is undefined (NaN) rank it last there and are left out of
 its differences.
+
+How it is computed (the same numbers as the definitions, in memory that grows with B·M, not
+B·M²): the ranks of a replicate by sorting it (``scipy.stats.rankdata``, method "min", of the
+negated values); "not separable" from counts: with n' replicates in which both values are
+finite (an infinite one, like an undefined one, gives no finite difference) and
+``k = ⌊n'(1 − c)/2⌋`` (the interval's order statistics), the interval of ``x_i − x_j``
+lies above 0 exactly when at most k of the n' differences are ≤ 0, and below 0 exactly when at
+most k are ≥ 0 — counted over blocks of models (:data:`BLOCK_BYTES` of comparisons at a time).
+A model pair with no replicate defined on both sides is not separable (its interval is
+undefined).
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cultivar_assets.metrics.bootstrap import Quantity, percentile_interval
+from cultivar_assets.metrics.bootstrap import Quantity, interval_positions, percentile_interval
 
 
 @dataclass(frozen=True)
@@ -57,12 +67,39 @@ def rank_sentence(confidence: float = 0.95) -> str:
 RANK_SENTENCE = rank_sentence(0.95)
 
 
+BLOCK_BYTES = 64 * 2**20  # the comparisons held at once when counting differences' signs
+
+
 def _ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
     """Ranks along the last axis: 1 + number of strictly better values; NaN counts as worst."""
+    from scipy.stats import rankdata
+
     x = values if higher_is_better else -values
     x = np.where(np.isnan(x), -np.inf, x)
-    better = x[..., None, :] > x[..., :, None]  # [.., i, j]: j better than i
-    return 1 + better.sum(axis=-1)
+    # "min" ranks of −x: 1 + #{j: −x_j < −x_i} = 1 + #{j: x_j > x_i}
+    return rankdata(-x, method="min", axis=-1).astype(np.int64)
+
+
+def separable(replicates: np.ndarray, confidence: float) -> np.ndarray:
+    """``(M, M)`` bool: True where the percentile interval of ``x_i − x_j`` over the replicates
+    (``replicates``: ``(B, M)``; NaN: undefined) lies entirely above or below 0 (module
+    docstring)."""
+    columns = np.ascontiguousarray(np.asarray(replicates, dtype=np.float64).T)  # (M, B)
+    n_models, n_replicates = columns.shape
+    defined = np.isfinite(columns)
+    # a difference with an infinite side is not finite: left out, as an undefined one
+    columns = np.where(defined, columns, np.nan)
+    if defined.any() and float(np.abs(columns[defined]).max()) >= 1e300:
+        raise ValueError("replicates this large could overflow in a difference")
+    both = defined.astype(np.float64) @ defined.T.astype(np.float64)  # n' per pair
+    k, _ = interval_positions(both.astype(np.int64), confidence)
+    le = np.empty((n_models, n_models), dtype=np.int64)  # #{b: x_ib ≤ x_jb}, both defined
+    block = max(1, BLOCK_BYTES // max(1, n_models * n_replicates))
+    for start in range(0, n_models, block):
+        rows = columns[start:start + block, None, :]
+        le[start:start + block] = np.count_nonzero(rows <= columns[None, :, :], axis=-1)
+    ge = le.T  # #{b: x_ib ≥ x_jb} = #{b: x_jb ≤ x_ib}
+    return (both > 0) & ((le <= k) | (ge <= k))
 
 
 def rank_intervals(
@@ -80,12 +117,11 @@ def rank_intervals(
     rank = _ranks(point, higher_is_better)
     low, high = percentile_interval(_ranks(replicates, higher_is_better).astype(float),
                                     confidence)
-    diff = replicates[:, :, None] - replicates[:, None, :]  # (B, i, j)
-    d_low, d_high = percentile_interval(diff, confidence)
-    order = sorted(range(len(keys)), key=lambda i: (rank[i], keys[i]))
+    apart = separable(replicates, confidence)
+    order = np.array(sorted(range(len(keys)), key=lambda i: (rank[i], keys[i])), dtype=np.int64)
     result = []
     for i in order:
-        tied = [j for j in order if j != i and not (d_low[i, j] > 0 or d_high[i, j] < 0)]
+        tied = order[~apart[i, order] & (order != i)]
         result.append(RankInterval(keys[i], float(point[i]), int(rank[i]), int(low[i]),
                                    int(high[i]), tuple(keys[j] for j in tied)))
     return result
