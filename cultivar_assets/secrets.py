@@ -51,9 +51,13 @@ the value (which is registered, so any other echo of it is redacted too):
 - a field that must hold an environment variable's *name* (``api_key_env``, ``token_env``, any
   key ending in ``_env``) holding something that is not a name (``[A-Za-z_][A-Za-z0-9_]*``) or
   that looks like a key or token;
-- a key that names a secret (``token``, ``api_key``, ``password``, ``secret``,
-  ``authorization``, ``*_token``, ``*_key``, ``*_secret``, ``*_password``) with a value: secrets
-  are never written in a settings or models file;
+- a key that names a secret (``token``, ``key``, ``api_key``, ``api-key``, ``password``,
+  ``secret``, ``authorization``, and any name ending in ``_`` or ``-`` then ``token``, ``key``,
+  ``secret`` or ``password``, such as ``x-api-key``) with a value: secrets are never written in
+  a settings or models file;
+- any value (or key), under whatever key, that holds a registered secret (the value of a
+  ``*_TOKEN``/``*_KEY`` environment variable, :func:`register_environment`, or a value refused
+  before);
 - a URL with credentials (``http://user:key@host``): refused, not stripped (ours: a URL that is
   silently changed would reach another server than the one written, and the file that holds the
   credentials is the thing to fix). ``$OPENAI_BASE_URL`` is never stored: its user info is
@@ -90,13 +94,15 @@ NOT_SECRET_NAMES = frozenset({"HF_HUB_DISABLE_TELEMETRY"})
 CREDENTIAL_PREFIXES = ("sk-", "sk_", "pk_", "rk_", "hf_", "api_", "ghp_", "gho_", "ghu_", "ghs_",
                        "ghr_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-", "AKIA", "ASIA",
                        "AIza", "eyJ")
+LONG_KEY = 32  # letters and digits alone, this many or more, with high entropy: a key
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9+/=_.~-]+$")
 _AUTH_SCHEME = re.compile(r"^(Bearer|Basic|Token)\s+\S{16,}$", re.IGNORECASE)
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # keys of a settings or models file whose value would be a secret itself
+# (``_`` and ``-`` both separate words: ``api-key``, ``x-api-key`` and ``key`` itself count)
 SECRET_KEY_NAME = re.compile(
-    r"^(token|api_?key|secret|password|passwd|credentials?|authorization)$"
-    r"|_(token|key|secret|password|passwd)$", re.IGNORECASE)
+    r"^(token|key|api[_-]?key|secret|password|passwd|credentials?|authorization)$"
+    r"|[_-](token|key|secret|password|passwd)$", re.IGNORECASE)
 _URL_WITH_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#\s]*)@", re.ASCII)
 
 _lock = threading.Lock()
@@ -114,9 +120,11 @@ class RedactedError(RuntimeError):
 def looks_like_secret(value: object) -> bool:
     """Whether ``value`` looks like a key or token (ours): a known credential prefix
     (:data:`CREDENTIAL_PREFIXES`) followed by at least 16 token characters; an authorisation
-    header value (``Bearer …``, ``Basic …``); or a long random-looking string: at least 20 token
+    header value (``Bearer …``, ``Basic …``); a long random-looking string: at least 20 token
     characters (letters, digits, ``+/=_.~-``) with letters and digits, either both letter cases
-    or at least a quarter digits (hex), and at least 3 bits of entropy per character.
+    or at least a quarter digits (hex), and at least 3 bits of entropy per character; or at
+    least :data:`LONG_KEY` (32) letters and digits alone, at least one a digit, in any case mix,
+    with at least 4 bits of entropy per character (a key of one letter case and few digits).
     Environment variable names (``OPENAI_API_KEY``, ``MY_TOKEN_2``) do not look like secrets."""
     if not isinstance(value, str):
         return False
@@ -135,10 +143,12 @@ def looks_like_secret(value: object) -> bool:
     has_upper = any(c.isupper() for c in text)
     if not digits or not (has_lower or has_upper):
         return False
-    if not ((has_lower and has_upper) or digits >= len(text) / 4):
-        return False
     counts = Counter(text)
     entropy = -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+    if len(text) >= LONG_KEY and text.isalnum() and entropy >= 4.0:
+        return True  # a long run of letters and digits of one case: no name is written so
+    if not ((has_lower and has_upper) or digits >= len(text) / 4):
+        return False
     return entropy >= 3.0
 
 
@@ -263,9 +273,18 @@ def redact_cut(text: str, limit: int) -> str:
 # --- secrets in the wrong place -------------------------------------------------------------------
 
 
+_REGISTERED_PROBLEM = (
+    "holds a value registered as a secret (the value of a *_TOKEN / *_KEY / *_SECRET / "
+    "*_PASSWORD environment variable or of a key refused before; not repeated here): a secret is "
+    "never written in a settings or models file; name the environment variable that holds it in "
+    "token_env (the Hub) or api_key_env (an API)")
+
+
 def _name_problem(value: object) -> str | None:
     if not isinstance(value, str):
         return "must be the name of an environment variable (a string)"
+    if contains_secret(value):
+        return _REGISTERED_PROBLEM
     if looks_like_secret(value):
         register(value)
         register(value.strip())
@@ -303,6 +322,9 @@ def misplaced_secrets(tree: object, where: str = "") -> list[str]:
         if isinstance(node, Mapping):
             for key, value in node.items():
                 name = str(key)
+                if contains_secret(name):
+                    problems.append(f"{path or '(top level)'}: a key {_REGISTERED_PROBLEM}")
+                    continue
                 here = f"{path}.{name}" if path else name
                 if name.lower().endswith("_env"):
                     problem = _name_problem(value) if value is not None else None
@@ -325,7 +347,7 @@ def misplaced_secrets(tree: object, where: str = "") -> list[str]:
             for index, value in enumerate(node):
                 walk(value, f"{path}[{index}]")
         elif isinstance(node, str):
-            problem = _url_problem(node)
+            problem = _REGISTERED_PROBLEM if contains_secret(node) else _url_problem(node)
             if problem:
                 problems.append(f"{path} {problem}")
 

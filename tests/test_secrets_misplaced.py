@@ -9,6 +9,7 @@ percent-encoded, 12-character windows); pydantic's ``input_value`` is never echo
 from __future__ import annotations
 
 import secrets as random_secrets
+import string
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,14 @@ def hf_token() -> str:
     return "hf_" + random_secrets.token_hex(17)
 
 
+def lower_case_key() -> str:
+    """A key of 38 random lower-case characters of which two are digits (issue 37)."""
+    chars = [random_secrets.choice(string.ascii_lowercase) for _ in range(36)]
+    for digit in (random_secrets.choice(string.digits) for _ in range(2)):
+        chars.insert(random_secrets.randbelow(len(chars) + 1), digit)
+    return "".join(chars)
+
+
 # --- what "looks like a key or token" means ----------------------------------------------------
 
 LOOK_LIKE = {
@@ -48,6 +57,7 @@ LOOK_LIKE = {
     "Bearer header": lambda: "Bearer " + random_secrets.token_hex(16),
     "long hex": lambda: random_secrets.token_hex(20),
     "long base64url": lambda: random_secrets.token_urlsafe(32).replace("-", "a") + "9Zz",
+    "38 lower-case characters, two of them digits": lambda: lower_case_key(),
 }
 NAMES = ["OPENAI_API_KEY", "HF_TOKEN", "CULTIVAR_TEST_API_KEY", "MY_TOKEN_2", "hf_token",
          "OPENROUTER_API_KEY_FOR_CULTIVAR_RUNS", "sk_live", "X"]
@@ -109,6 +119,73 @@ def test_a_key_in_the_models_file_is_refused_before_anything_runs(where, homes, 
     assert str(models) in printed and f"engine_options.{where}" in printed
     assert "not repeated" in printed
     assert_secret_nowhere(key, printed, *homes)
+
+
+# (engine options of the served entry, given the key): issue 37 found each stored in
+# raw.models.engine_options, models.parquet, the downloadable database and the model page
+KEY_PLACES = {
+    "extra_body api-key": lambda key: {"extra_body": {"api-key": key}},
+    "extra_body x-api-key": lambda key: {"extra_body": {"x-api-key": key}},
+    "extra_body key": lambda key: {"extra_body": {"key": key}},
+    "the registered value under any other name": lambda key: {
+        "extra_body": {"metadata": {"client": key}}},
+    "api_key_env holding a lower-case key": lambda key: {"api_key_env": key},
+}
+KEY_ENV = "CULTIVAR_TEST_API_KEY"
+
+
+@pytest.mark.parametrize("place", list(KEY_PLACES))
+def test_the_environment_key_written_in_the_models_file_is_refused_and_stored_nowhere(
+        place, homes, tmp_path, server, monkeypatch, capfd):
+    """The key is also the value of an environment variable (so registered as a secret):
+    wherever it is written in the entry, the run is refused before any request and no form of
+    the key is in anything written under the homes or printed."""
+    key = lower_case_key() if "lower-case" in place else openai_key()
+    fast_client(monkeypatch, KEY_ENV, key)
+    options = {"base_url": server.url, "api_key_env": KEY_ENV, **KEY_PLACES[place](key)}
+    models = _write(tmp_path / "models.yaml", {"models": [_entry(**options)]})
+    config = _write(tmp_path / "cultivar.yaml", {"models": ["served"],
+                                                 "models_file": str(models),
+                                                 "metrics": {"bleu_tokenize": "13a"}})
+    code, printed = _cli_run(config, capfd)
+    assert code == 1 and not server.requests, printed  # refused before any request
+    assert str(models) in printed and "engine_options." in printed and "not repeated" in printed
+    assert_secret_nowhere(key, printed, *homes)
+
+
+def test_a_registered_secret_under_any_name_is_refused_without_its_value():
+    value = random_secrets.token_hex(4) + "-" + random_secrets.token_hex(8)  # no key's look
+    assert not secrets.misplaced_secrets({"engine_options": {"extra_body": {"note": value}}})
+    secrets.register(value)
+    tree = {"engine_options": {"extra_body": {"note": value, "tags": [f"run {value}"]}},
+            value: 1}
+    problems = secrets.misplaced_secrets(tree, "models.yaml")
+    assert [p.split(" ", 2)[:2] for p in problems] == [
+        ["models.yaml:", "engine_options.extra_body.note"],
+        ["models.yaml:", "engine_options.extra_body.tags[0]"],
+        ["models.yaml:", "(top"]], problems
+    assert not any(found_forms(value, problem) for problem in problems)
+
+
+def test_engine_options_are_stored_after_redaction(tmp_path):
+    """An option whose value became a secret after the entry was read (registered later, under
+    a name that is no secret's) is stored as ``***`` in raw.models.engine_options."""
+    import duckdb
+
+    from cultivar_assets.engines.base import EngineInfo
+    from cultivar_assets.store.database import Store
+    from cultivar_assets.store.records import write_translations
+    from cultivar_assets.translation import TranslationRun
+
+    value = "opt-" + random_secrets.token_hex(10)
+    spec = ModelSpec(**_entry(extra_body={"route": value}))
+    secrets.register(value)
+    info = EngineInfo("openai", "1", None, None)
+    store = Store(tmp_path / "options.duckdb")
+    write_translations(store, TranslationRun(spec, "f", info, "h", [], 0, 0, 0.0), "d")
+    with duckdb.connect(str(store.path), read_only=True) as con:
+        stored = con.execute("SELECT engine_options FROM raw.models").fetchone()[0]
+    assert not found_forms(value, stored) and '"route": "***"' in stored, stored
 
 
 def test_a_token_in_token_env_is_refused_before_anything_runs(homes, tmp_path, capfd):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Segment, TestSet
+from cultivar_assets.secrets import redact
 from cultivar_assets.specs import REPORTED_SOURCE, ModelSpec
 from cultivar_assets.store.database import Step, Store
 from cultivar_assets.translation import TranslationRun
@@ -63,14 +64,15 @@ def read_test_sets(store: Store) -> list[TestSet]:
 
 
 def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: str) -> None:
-    """Replace a model's translations, its run record and its registry entry."""
+    """Replace a model's translations, its run record and its registry entry (its engine
+    options stored with every registered secret redacted: ``secrets.redact``)."""
     spec = run.model
     model_row = {
         "model_id": spec.id, "hf_id": spec.hf_id, "revision": spec.revision,
         "weights": spec.weights, "type": spec.type, "family": spec.family,
         "params_total_b": spec.params_total_b, "params_active_b": spec.params_active_b,
         "engine": spec.engine, "prompt_style": spec.prompt_style,
-        "engine_options": json.dumps(spec.engine_options, sort_keys=True),
+        "engine_options": redact(json.dumps(spec.engine_options, sort_keys=True)),
         "license": spec.license,
     }
     run_row = {

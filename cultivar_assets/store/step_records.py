@@ -6,7 +6,8 @@ Dagster run launched from the UI, a sensor or a schedule that materialised the w
 succeeded with inputs whose fingerprint is ``inputs`` and left output files whose listing digest
 is ``outputs``; ``token`` is unique to that run of the step, and the fingerprints of the steps
 that read its outputs include it; ``input_values`` holds the inputs themselves, flattened
-(:mod:`cultivar_assets.steps.changes`; None in records of older releases), so that a step that
+(:mod:`cultivar_assets.steps.changes`; registered secrets redacted; None in records of older
+releases), so that a step that
 runs again can say which changed. How they are used: :mod:`cultivar_assets.steps.reuse` (the
 runner), :mod:`cultivar_assets.steps.launched_runs` (Dagster runs). Which writes keep them:
 :mod:`cultivar_assets.store.database`.
@@ -23,6 +24,7 @@ from typing import Any
 
 import duckdb
 
+from cultivar_assets.secrets import redact
 from cultivar_assets.store.database import Step, Store, saw_generation
 
 
@@ -85,8 +87,8 @@ def new_record(step: str, inputs: str, outputs: str, seconds: float,
 def _params(record: StepRecord) -> dict[str, Any]:
     return {"step": record.step, "inputs": record.inputs, "outputs": record.outputs,
             "token": record.token, "seconds": record.seconds, "recorded_at": record.recorded_at,
-            "input_values": None if record.input_values is None else json.dumps(
-                record.input_values, sort_keys=True, ensure_ascii=False, default=str),
+            "input_values": None if record.input_values is None else redact(json.dumps(
+                record.input_values, sort_keys=True, ensure_ascii=False, default=str)),
             "run_id": record.run_id}
 
 

@@ -22,6 +22,7 @@ from cultivar_assets.construction.localisation.drafts import (
     recorded_from,
 )
 from cultivar_assets.construction.localisation.localiser import LocalisationRun
+from cultivar_assets.secrets import redact
 from cultivar_assets.store.database import Step, Store
 
 DRAFT_SCHEMA = pa.schema([
@@ -62,7 +63,7 @@ def run_rows(run: LocalisationRun, selection_fingerprint: str, is_demo: bool
             "engine_version": run.info.engine_version, "model": config.model,
             "model_revision": revision,
             "engine_fingerprint": localiser.fingerprint,
-            "engine_options": json.dumps(localiser.recorded_options(), sort_keys=True),
+            "engine_options": redact(json.dumps(localiser.recorded_options(), sort_keys=True)),
             "prompt_name": localiser.prompt.name, "prompt_hash": localiser.prompt.prompt_hash,
             "max_new_tokens": config.max_new_tokens, "max_attempts": config.max_attempts,
             "selection_fingerprint": selection_fingerprint, "is_demo": is_demo,
