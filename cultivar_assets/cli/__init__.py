@@ -217,10 +217,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
     else:  # installed from a wheel: no workspace.yaml beside the package
         command += ["-m", "cultivar_assets.definitions"]
     command += ["--host", args.host, "--port", str(args.port), *args.dagster_args]
-    import dagster as dg
+    from cultivar_assets.runner.instance import local_instance
 
     # opened once: at the stop, recording the runs left must not wait for Dagster's imports
-    with dg.DagsterInstance.from_config(home) as instance:
+    with local_instance(home) as instance:
         _mark_orphaned_runs(instance, "found at the start of cultivar ui: left in progress by "
                             "processes that ended without finishing it (a cultivar ui or "
                             "cultivar run that was killed)",

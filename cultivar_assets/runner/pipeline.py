@@ -12,7 +12,10 @@ sets; each model's translations and scores (one run per model, as a cluster woul
 run tags); the results (leaderboard to site). A pipeline with more assets
 (``PIPELINE.with_assets``) runs their steps in their place. The Dagster instance lives in
 ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so ``cultivar ui`` shows these
-runs afterwards.
+runs afterwards; it is set up, or a set-up that a killed process left half done is completed,
+under a file lock before the run uses it (:mod:`cultivar_assets.runner.instance`). A run of the
+same settings as a run in progress on the same database waits for it ("waiting for the run
+started at … (pid N) …"), then runs (reusing what that run left).
 
 A step whose inputs and output files are unchanged since its last successful run is *reused*
 instead (:mod:`cultivar_assets.steps.reuse`): it is not run, the runner says so ("unchanged since
@@ -38,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cultivar_assets.models import load_models, select_models
-from cultivar_assets.paths import dagster_home
 from cultivar_assets.processes import Interrupted, Interruptions, interruptions
+from cultivar_assets.runner.instance import dagster_home_dir, local_instance, settings_turn
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps import plan
 from cultivar_assets.steps.reuse import Decision, StepBook
@@ -100,18 +103,6 @@ class StepInterrupted(Interrupted):
 class ConcurrentWriteError(RuntimeError):
     """Another process wrote to the database during this pipeline run: the run cannot vouch
     for what the database holds (:mod:`cultivar_assets.steps.reuse`)."""
-
-
-def dagster_home_dir() -> str:
-    """``$DAGSTER_HOME``, else ``$CULTIVAR_HOME/dagster``, created with a ``dagster.yaml``."""
-    home = os.environ.get("DAGSTER_HOME") or str(dagster_home())
-    os.makedirs(home, exist_ok=True)
-    config = os.path.join(home, "dagster.yaml")
-    if not os.path.exists(config):
-        with open(config, "w") as handle:
-            handle.write("# Local Dagster instance of the Cultivar toolkit (created by cultivar).\n"
-                         "telemetry:\n  enabled: false\n")
-    return home
 
 
 class _Steps:
@@ -210,8 +201,6 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
     are unchanged since their last run (module docstring); ``pipeline``: the asset graph whose
     steps are run (default: the project's, :data:`cultivar_assets.assets.graph.PIPELINE`; one
     with more assets: ``PIPELINE.with_assets(...)``)."""
-    import dagster as dg
-
     from cultivar_assets.assets.graph import PIPELINE
 
     pipeline = pipeline or PIPELINE
@@ -219,11 +208,10 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
     started = time.perf_counter()
     timings: list[tuple[str, float]] = []
     reused: list[str] = []
-    home = dagster_home_dir()
     models = select_models(load_models(settings.models_file), settings.models)
     store = Store(settings.database_path)
-    with (dg.DagsterInstance.from_config(home) as instance, recording_steps(),
-          interruptions() as signals):
+    with (settings_turn(settings, say), local_instance(dagster_home_dir()) as instance,
+          recording_steps(), interruptions() as signals):
         known = set(instance.get_dynamic_partitions("models"))
         new = [m.id for m in models if m.id not in known]
         if new:
