@@ -45,7 +45,7 @@ from cultivar_assets.processes import Interrupted, Interruptions, interruptions
 from cultivar_assets.runner.instance import dagster_home_dir, local_instance, settings_turn
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps import plan
-from cultivar_assets.steps.reuse import Decision, StepBook
+from cultivar_assets.steps.reuse import ConcurrentWriteError, Decision, StepBook
 from cultivar_assets.store.database import Store, recording_steps, seen_generation
 
 if TYPE_CHECKING:
@@ -98,11 +98,6 @@ class StepInterrupted(Interrupted):
         where = (f"; its Dagster run {self.run[0]} is recorded as {self.run[1]}" if self.run
                  else "; no Dagster run of it was recorded")
         return f"interrupted ({self.name}) during the step {self.step}{where}"
-
-
-class ConcurrentWriteError(RuntimeError):
-    """Another process wrote to the database during this pipeline run: the run cannot vouch
-    for what the database holds (:mod:`cultivar_assets.steps.reuse`)."""
 
 
 class _Steps:
