@@ -84,6 +84,8 @@ class PipelineResult:
     steps: list[tuple[str, float]] = field(default_factory=list)  # (step, seconds)
     build: BuildSummary | None = None
     reused: list[str] = field(default_factory=list)  # the steps (names as in steps) reused whole
+    # rows of VERIFIED_READS, read with the leaderboard (what the run computed or verified)
+    verified: dict[str, list[dict]] = field(default_factory=dict)
 
 
 class StepInterrupted(Interrupted):
@@ -247,7 +249,7 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
                     since = time.perf_counter()
                     finish(step.timing_name(partition), since,
                            runner.run(planned(key), tags, indent="    "))
-        rows = _verified_leaderboard(store)
+        rows, reads = _verified_reads(store)
     summary = None
     if settings.data.kind == "built":
         tools = settings.construction.annotation.tools_path()
@@ -260,7 +262,7 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
             is_demo=settings.construction.source.kind == "demo")
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
                           time.perf_counter() - started, str(settings.site.site_path()),
-                          timings, summary, reused)
+                          timings, summary, reused, reads)
 
 
 def _run_together(runner: _Steps, settings: Settings, planned: list[plan.PlannedStep],
@@ -284,14 +286,20 @@ def _run_together(runner: _Steps, settings: Settings, planned: list[plan.Planned
             f"{settings.construction.annotation.tools_path()}):\n" + "\n".join(failures))
 
 
-def _verified_leaderboard(store: Store) -> list[dict]:
-    """The leaderboard, read in one connection with the file's write generation: only when no
-    other process wrote since this run's last write or look (what the run computed or
-    verified); otherwise :class:`ConcurrentWriteError`."""
+# what a run prints besides the leaderboard (named queries), read with it (_verified_reads)
+VERIFIED_READS = ("leaderboard_other_metrics", "site_models", "dataset_notes",
+                  "missing_test_sets")
+
+
+def _verified_reads(store: Store) -> tuple[list[dict], dict[str, list[dict]]]:
+    """The leaderboard and the rows of :data:`VERIFIED_READS`, read in one connection with the
+    file's write generation: only when no other process wrote since this run's last write or
+    look (what the run computed or verified); otherwise :class:`ConcurrentWriteError`."""
     seen = seen_generation(store.path)
     with store.reader() as reader:
         state = reader.rows("read_write_state")
         rows = reader.rows("leaderboard")
+        reads = {name: reader.rows(name) for name in VERIFIED_READS}
     now = state[0]["generation"] if state else 0
     if now != seen:
         writer = state[0]["writer"] if state else "unknown"
@@ -299,7 +307,7 @@ def _verified_leaderboard(store: Store) -> list[dict]:
             f"another process ({writer}) wrote to the database {store.path} after this run's "
             "last step, so its leaderboard is not the one this run computed or verified and is "
             "not shown; run again (`cultivar query` shows what the database holds now)")
-    return rows
+    return rows, reads
 
 
 def _model_tags(model) -> dict[str, str]:
