@@ -2,10 +2,14 @@
 
 - ``model_registry_sensor`` (after Dagster's ``assets_dynamic_partitions`` release sensor): its
   cursor holds, per selected registry entry, its fingerprint and the entry itself (as the registry
-  file gives it, secrets redacted). On its first tick it only registers the models as partitions
-  and remembers them (no flood of runs); afterwards a new entry becomes a partition and gets one
-  run, a changed entry (revision, weights, engine options, prompt template: anything in the
-  fingerprint) gets one run, an unchanged registry gets none. A run says why in its tags:
+  file gives it, secrets redacted). On its first tick it registers the models as partitions,
+  remembers them and runs only the models that the database holds no run of
+  (``raw.model_runs``: registered while the sensor was off, never evaluated; reason
+  ``not evaluated yet``), not the evaluated ones (no flood of runs); afterwards a new entry
+  becomes a partition and gets one run, a changed entry (revision, weights, engine options,
+  prompt template: anything in the fingerprint) gets one run, an unchanged registry gets none.
+  A database that cannot be read fails the first tick (the error is the tick's; the next tick
+  tries again). A run says why in its tags:
   ``cultivar/reason`` and ``cultivar/changed`` (each changed field, ``old → new``). It ticks every
   ``automation.registry_sensor_interval_seconds`` (settings; default 300 s).
 - ``run_failure_recorder`` (a run-failure sensor, on by default) records every failed run (model,
@@ -135,6 +139,14 @@ def _cursor_entries(cursor: str) -> dict[str, dict[str, Any]]:
             for model_id, value in data.items()}
 
 
+def _evaluated_models(store: StoreResource) -> set[str]:
+    """The models the database holds a run of (none when it does not exist yet)."""
+    database = store.store()
+    if not database.path.exists():
+        return set()
+    return {row["model_id"] for row in database.query("model_fingerprints")}
+
+
 def build_model_registry_sensor(
         interval_seconds: int = DEFAULT_REGISTRY_SENSOR_INTERVAL) -> dg.SensorDefinition:
     """The registry sensor, ticking every ``interval_seconds``."""
@@ -144,11 +156,12 @@ def build_model_registry_sensor(
         job_name="evaluate_model",
         minimum_interval_seconds=interval_seconds,
         default_status=dg.DefaultSensorStatus.STOPPED,
-        description="Runs models added to (or changed in) the registry; first tick runs nothing. "
-                    f"Ticks every {interval_seconds} s (automation.registry_sensor_interval_"
-                    "seconds).",
+        description="Runs models added to (or changed in) the registry; its first tick runs "
+                    "only the models not evaluated yet. Ticks every "
+                    f"{interval_seconds} s (automation.registry_sensor_interval_seconds).",
     )
-    def model_registry_sensor(context: dg.SensorEvaluationContext, engine: EngineResource):
+    def model_registry_sensor(context: dg.SensorEvaluationContext, engine: EngineResource,
+                              store: StoreResource):
         specs = {spec.id: spec for spec in selected_models(engine)}
         settings = engine.settings()
         current = {model_id: {"fingerprint": run_fingerprint(spec, settings),
@@ -158,7 +171,11 @@ def build_model_registry_sensor(
         unregistered = [model_id for model_id in current if model_id not in known]
         add = [models_partitions.build_add_request(unregistered)] if unregistered else []
         if context.cursor is None:
-            return dg.SensorResult(run_requests=[], dynamic_partitions_requests=add, cursor=cursor)
+            evaluated = _evaluated_models(store)
+            requests = [run_request(specs[model_id], now["fingerprint"], "not evaluated yet")
+                        for model_id, now in current.items() if model_id not in evaluated]
+            return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=add,
+                                   cursor=cursor)
         previous = _cursor_entries(context.cursor)
         requests = []
         for model_id, now in current.items():

@@ -275,17 +275,35 @@ def _translate_locked(spec, settings, jobs, keys, fingerprint, folder, progress,
 
 
 def _generate(engine, pending, cache, outputs, failed, total, progress, show_bar, label) -> None:
+    """Generate ``pending`` in batches, caching each batch; the bar and ``progress(done,
+    total)`` advance as the engine reports requests finished (:meth:`~cultivar_assets.engines.
+    base.Engine.generate_reporting`: per segment where the engine finishes them one by one)."""
     batch_size = max(1, getattr(engine, "batch_size", 0) or engine.settings.batch_size)
     done = total - len(pending)
     with tqdm(total=total, initial=done, desc=f"translate {label}", unit="seg",
               disable=not show_bar) as bar:
         for start in range(0, len(pending), batch_size):
             batch = pending[start:start + batch_size]
-            raws = engine.generate([request for _, request in batch])
+            before = done
+
+            def finished(count: int, before: int = before, size: int = len(batch)) -> None:
+                nonlocal done
+                if count < 0 or done + count > before + size:
+                    raise RuntimeError(f"engine {engine.name} reported {done - before + count} "
+                                       f"requests finished of a batch of {size}")
+                done += count
+                bar.update(count)
+                if progress:
+                    progress(done, total)
+
+            raws = engine.generate_reporting([request for _, request in batch], finished)
             if len(raws) != len(batch):
                 raise RuntimeError(
                     f"engine {engine.name} returned {len(raws)} outputs for {len(batch)} requests"
                 )
+            if done != before + len(batch):
+                raise RuntimeError(f"engine {engine.name} reported {done - before} requests "
+                                   f"finished of a batch of {len(batch)}")
             items = []
             for (key, _), raw in zip(batch, raws, strict=True):
                 if isinstance(raw, str):
@@ -293,7 +311,3 @@ def _generate(engine, pending, cache, outputs, failed, total, progress, show_bar
                 else:  # a GenerationFailure: reported, never stored as a translation
                     failed[key] = redact(str(raw))
             outputs.update(cache.put_many(items))
-            done += len(batch)
-            bar.update(len(batch))
-            if progress:
-                progress(done, total)

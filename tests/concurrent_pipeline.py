@@ -1,11 +1,13 @@
 """One real pipeline run (``run_pipeline``: Dagster in process) in its own process, for the
 concurrent-run tests (tests/test_concurrent_runs.py).
 
-``python concurrent_pipeline.py SETTINGS_JSON [PAUSE_DIR]``: run the pipeline with the settings
-(``Settings`` as JSON), print every line it says, then ``reused: <steps>`` and ``finished``; on
-an error, print ``error: <message>`` and exit 1. With PAUSE_DIR, the run pauses right after it
-has written a model's translations: it creates ``PAUSE_DIR/paused`` and waits (at most 300 s)
-until ``PAUSE_DIR/release`` exists.
+``python concurrent_pipeline.py SETTINGS_JSON [PAUSE_DIR [WHERE]]``: run the pipeline with the
+settings (``Settings`` as JSON), print every line it says, then ``leaderboard: <model (family);
+…>``, ``reused: <steps>`` and ``finished``; on an error, print ``error: <message>`` and exit 1.
+With PAUSE_DIR, the run pauses right after it has written a model's translations (WHERE
+``translations``, the default) or right after its model step has been recorded (WHERE
+``model-step``): it creates ``PAUSE_DIR/paused`` and waits (at most 300 s) until
+``PAUSE_DIR/release`` exists.
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ import time
 from pathlib import Path
 
 
+def _pause(folder: Path) -> None:
+    (folder / "paused").touch()
+    deadline = time.monotonic() + 300
+    while not (folder / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def pause_after_translations(folder: Path) -> None:
     from cultivar_assets.assets import model_assets
 
@@ -22,30 +31,44 @@ def pause_after_translations(folder: Path) -> None:
 
     def write_then_pause(*args, **kwargs):
         original(*args, **kwargs)
-        (folder / "paused").touch()
-        deadline = time.monotonic() + 300
-        while not (folder / "release").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _pause(folder)
 
     model_assets.write_translations = write_then_pause
 
 
-def main(settings_json: str, pause: str | None) -> int:
+def pause_after_model_step(folder: Path) -> None:
+    from cultivar_assets.steps.reuse import StepBook
+
+    original = StepBook.finished
+
+    def record_then_pause(self, step, *args, **kwargs):
+        record = original(self, step, *args, **kwargs)
+        if step.key.startswith("model:"):
+            _pause(folder)
+        return record
+
+    StepBook.finished = record_then_pause
+
+
+def main(settings_json: str, pause: str | None, where: str = "translations") -> int:
     from cultivar_assets.runner import run_pipeline
     from cultivar_assets.settings import Settings
 
     settings = Settings.model_validate_json(settings_json)
     if pause:
-        pause_after_translations(Path(pause))
+        {"translations": pause_after_translations,
+         "model-step": pause_after_model_step}[where](Path(pause))
     try:
         result = run_pipeline(settings, say=lambda line: print(line, flush=True))
     except Exception as error:  # the message the CLI would print
         print(f"error: {error}", flush=True)
         return 1
+    print("leaderboard: " + "; ".join(f"{row['model_id']} ({row['family']})"
+                                      for row in result.leaderboard))
     print(f"reused: {result.reused}")
     print("finished", flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))
+    sys.exit(main(*sys.argv[1:4]) if len(sys.argv) > 2 else main(sys.argv[1], None))

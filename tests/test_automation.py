@@ -68,8 +68,10 @@ def _edit(registry, change) -> None:
 def test_sensor_runs_only_new_or_changed_models(tmp_path, registry):
     defs = _defs(_settings(tmp_path, registry))
     with dg.instance_for_test() as instance:
-        first = _tick(instance, defs, None)
-        assert first.run_requests == []  # no flood of runs on first start
+        first = _tick(instance, defs, None)  # no database yet: none of them was evaluated
+        assert sorted(r.partition_key for r in first.run_requests) == [
+            "alpha", "beta", "copy-source-baseline"]
+        assert {r.tags["cultivar/reason"] for r in first.run_requests} == {"not evaluated yet"}
         assert set(instance.get_dynamic_partitions("models")) == {
             "alpha", "beta", "copy-source-baseline"}
         cursor = first.cursor
@@ -99,6 +101,28 @@ def test_sensor_runs_only_new_or_changed_models(tmp_path, registry):
         restyled = _tick(instance, defs, changed.cursor)
         assert [r.partition_key for r in restyled.run_requests] == ["alpha"]
         assert _tick(instance, defs, restyled.cursor).run_requests == []
+
+
+def test_the_first_tick_runs_what_is_registered_and_not_evaluated(tmp_path):
+    """Issue 35: a model added while the sensor was off gets its run when the sensor starts;
+    an evaluated one does not (no flood of runs)."""
+    registry = write_models_file(tmp_path / "models.yaml", [
+        {**COPY_ENTRY, "suites": ["watched"]},
+        {**COPY_ENTRY, "id": "copy-two", "suites": ["watched"]},  # added while it was off
+    ])
+    settings = _settings(tmp_path, registry)
+    defs = _defs(settings)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("models", ["copy-source-baseline", "copy-two"])
+        assert dg.materialize(ASSETS, selection=["test_sets"], resources=defs.resources,
+                              instance=instance).success
+        assert dg.materialize(ASSETS, selection=["translations"],
+                              partition_key="copy-source-baseline", resources=defs.resources,
+                              instance=instance).success
+        first = _tick(instance, defs, None)
+        assert [r.partition_key for r in first.run_requests] == ["copy-two"]
+        assert first.run_requests[0].tags["cultivar/reason"] == "not evaluated yet"
+        assert _tick(instance, defs, first.cursor).run_requests == []
 
 
 def test_run_keys_differ_per_fingerprint(tmp_path, registry):

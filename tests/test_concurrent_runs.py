@@ -41,10 +41,12 @@ def _settings(tmp_path: Path, version: str) -> Settings:
                     metrics=MetricConfig(bleu_tokenize="13a", bootstrap_replicates=50))
 
 
-def _start(settings: Settings, dagster: Path, pause: Path | None = None) -> subprocess.Popen:
-    """A pipeline run in a new process (its own Dagster instance, the shared CULTIVAR_HOME)."""
+def _start(settings: Settings, dagster: Path, pause: Path | None = None,
+           where: str = "translations") -> subprocess.Popen:
+    """A pipeline run in a new process (the Dagster instance in ``dagster``, the shared
+    CULTIVAR_HOME); with ``pause``, pausing at ``where`` (tests/concurrent_pipeline.py)."""
     command = [sys.executable, str(TESTS / "concurrent_pipeline.py"),
-               settings.model_dump_json()] + ([str(pause)] if pause else [])
+               settings.model_dump_json()] + ([str(pause), where] if pause else [])
     env = {**os.environ, "DAGSTER_HOME": str(dagster), "PYTHONPATH": str(TESTS.parent)}
     dagster.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -89,3 +91,44 @@ def test_a_run_interleaved_with_another_reuses_nothing_the_other_wrote(tmp_path,
     # and a run after that reuses every step: it verified them
     code, said_d = _finish(_start(v2, tmp_path / "dagster-c"))
     assert code == 0 and MODEL_STEP in said_d.split("reused: ")[-1], said_d[-3000:]
+
+
+def _paused(process: subprocess.Popen, pause: Path) -> None:
+    deadline = time.monotonic() + 300
+    while not (pause / "paused").exists():
+        assert process.poll() is None, _finish(process)[1][-3000:]
+        assert time.monotonic() < deadline, "the run never reached its pause"
+        time.sleep(0.1)
+
+
+def test_a_run_paused_after_its_model_step_shows_no_results_of_another_run(tmp_path,
+                                                                           isolated_home):
+    """Issue 37 §3: A (v2) stops after its model step, B (v3) runs to the end meanwhile and
+    replaces the model step's rows; A then goes on: it must not print B's results."""
+    v2, v3 = _settings(tmp_path, "v2"), _settings(tmp_path, "v3")
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    a = _start(v2, tmp_path / "dagster-a", pause, "model-step")
+    _paused(a, pause)
+    code, said_b = _finish(_start(v3, tmp_path / "dagster-b"))
+    assert code == 0 and "Family v3" in said_b, said_b[-3000:]
+    (pause / "release").touch()
+    code, said_a = _finish(a)
+    assert code == 1, said_a[-3000:]
+    assert f"forgot or replaced the record of {MODEL_STEP.replace(' ', ':')}" in said_a, said_a
+    assert "Family v" not in said_a.split("error:")[0]  # no leaderboard was printed
+
+
+def test_runs_of_the_same_settings_started_together_take_turns_and_all_complete(
+        tmp_path, isolated_home):
+    """Issue 37 §3: four runs of one settings, one new Dagster instance, started at once."""
+    v2 = _settings(tmp_path, "v2")
+    runs = [_start(v2, tmp_path / "dagster") for _ in range(4)]
+    outcomes = [_finish(run) for run in runs]
+    assert [code for code, _ in outcomes] == [0, 0, 0, 0], [out[-2000:] for _, out in outcomes]
+    waited = [out for _, out in outcomes if "waiting for the run started at " in out]
+    assert len(waited) >= 1, [out[-2000:] for _, out in outcomes]
+    assert all("finished" in out for _, out in outcomes)
+    for _, out in outcomes:  # each printed the leaderboard it computed or verified
+        assert "leaderboard: copy-source-baseline (Family v2)" in out
+    assert {r["family"] for r in Store(v2.database_path).query("leaderboard")} == {"Family v2"}

@@ -247,3 +247,42 @@ def test_notes_inside_a_translation_are_kept(text):
 def test_trailing_notes_are_removed(raw):
     cleaned = clean_output(raw, "x", single_line=False)
     assert cleaned.text == "The dog." and cleaned.rules == ("trailing_note",)
+
+
+def _copy_spec(tmp_path):
+    return load_models(write_models_file(tmp_path / "m.yaml", [COPY_ENTRY])).get(
+        COPY_ENTRY["id"])
+
+
+def test_progress_moves_per_request_the_engine_reports_within_one_batch(tmp_path, monkeypatch):
+    """Issue 35: the bar and the progress callback advance as the engine reports requests
+    finished (one by one here), not once at the end of the batch."""
+    from cultivar_assets.engines.copy_source import CopySourceEngine
+
+    def one_by_one(self, requests, finished):
+        outputs = self.generate(requests)
+        for _ in outputs:
+            finished(1)
+        return outputs
+
+    monkeypatch.setattr(CopySourceEngine, "generate_reporting", one_by_one)
+    seen: list[tuple[int, int]] = []
+    translate(_copy_spec(tmp_path), _test_sets(), EngineSettings(batch_size=16),
+              cache_dir=tmp_path / "cache", progress=lambda done, total: seen.append((done, total)),
+              show_progress_bar=False)
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_an_engine_reporting_more_requests_than_its_batch_fails(tmp_path, monkeypatch):
+    from cultivar_assets.engines.copy_source import CopySourceEngine
+
+    def twice(self, requests, finished):
+        outputs = self.generate(requests)
+        for _ in outputs:
+            finished(2)
+        return outputs
+
+    monkeypatch.setattr(CopySourceEngine, "generate_reporting", twice)
+    with pytest.raises(RuntimeError, match="reported 4 requests finished of a batch of 3"):
+        translate(_copy_spec(tmp_path), _test_sets(), EngineSettings(batch_size=16),
+                  cache_dir=tmp_path / "cache", show_progress_bar=False)

@@ -71,21 +71,21 @@ def test_killed_run_resumes_and_equals_an_uninterrupted_run(tmp_path, tiny_model
 
     generated_keys: list[str] = []
     engine_class = engine_registry().get("transformers")
-    original = engine_class.generate
+    original = engine_class.generate_reporting  # what translate calls
 
-    def recording_generate(self, requests):
+    def recording_generate(self, requests, finished):
         generated_keys.extend(request_key(run_fingerprint(spec, EngineSettings()), r)
                               for r in requests)
-        return original(self, requests)
+        return original(self, requests, finished)
 
-    monkeypatch.setattr(engine_class, "generate", recording_generate)
+    monkeypatch.setattr(engine_class, "generate_reporting", recording_generate)
     resumed = translate(spec, test_sets, cache_dir=cache, show_progress_bar=False)
     assert resumed.n_cached == len(done_before_kill)
     assert resumed.n_generated == total - len(done_before_kill)
     assert not set(generated_keys) & done_before_kill  # nothing finished was generated again
     assert len(generated_keys) == len(set(generated_keys)) == total - len(done_before_kill)
 
-    monkeypatch.setattr(engine_class, "generate", original)
+    monkeypatch.setattr(engine_class, "generate_reporting", original)
     uninterrupted = translate(spec, test_sets, cache_dir=tmp_path / "fresh",
                               show_progress_bar=False)
     assert uninterrupted.n_generated == total

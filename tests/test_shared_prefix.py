@@ -184,3 +184,15 @@ def test_unknown_decoding_and_fingerprints(tmp_path, tiny_model_dir):
         path = write_models_file(tmp_path / f"f-{decoding}.yaml", [entry])
         fingerprints.add(run_fingerprint(load_models(path).get("tiny")))
     assert len(fingerprints) == 2  # never served from each other's cache
+
+
+def test_rows_are_reported_as_they_finish(tmp_path, tiny_model_dir):
+    """Issue 35: progress within one batch moves per finished row, not once per batch."""
+    style = get_prompt_style("base-fewshot")
+    requests = [style.request(source, lang, 3 + 3 * i) for i, (lang, source) in
+                enumerate(SOURCES)]  # rows finish one after another
+    engine = _engine(tmp_path, tiny_model_dir, "base-fewshot", "shared-prefix")
+    reported: list[int] = []
+    outputs = engine.generate_reporting(requests, reported.append)  # one batch (batch_size 8)
+    assert sum(reported) == len(requests) and len(reported) > 1, reported
+    assert outputs == engine.generate(requests)

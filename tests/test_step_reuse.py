@@ -11,6 +11,7 @@ import typing
 from pathlib import Path
 
 import duckdb
+import pytest
 from pydantic import BaseModel
 
 from cultivar_assets.assets.graph import STEP_GRAPH
@@ -22,7 +23,7 @@ from cultivar_assets.models import load_models
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps import changes, digests
 from cultivar_assets.steps import plan as steps
-from cultivar_assets.steps.reuse import StepBook
+from cultivar_assets.steps.reuse import ConcurrentWriteError, StepBook
 from cultivar_assets.store.database import (
     Store,
     recording_steps,
@@ -304,13 +305,18 @@ if kind == "run":  # another pipeline run: its own steps' writes and records
         read_step_records(store)
         write_reported_results(store, [registry.get(m) for m in registry])
         put_step_record(store, new_record("results", "other" * 12, "o" * 64, 2.0))
+elif kind == "rerun":  # another pipeline run, of other settings, running the step "dataset"
+    with recording_steps():
+        read_step_records(store)
+        put_step_record(store, new_record("dataset", "other" * 12, "o" * 64, 2.0))
 else:  # cultivar build, the Dagster UI, a script
     write_reported_results(store, [registry.get(m) for m in registry])
 """
 
 
 def _other_writer(store: Store, kind: str) -> None:
-    """A write to ``store`` by another process: ``run`` (another pipeline run) or ``other``."""
+    """A write to ``store`` by another process: ``run`` (another pipeline run), ``rerun``
+    (another pipeline run that runs the step ``dataset``) or ``other``."""
     import subprocess
 
     subprocess.run([sys.executable, "-c", OTHER_WRITER, str(store.path), kind], check=True,
@@ -328,13 +334,32 @@ def _recorded_dataset_step(tmp_path: Path) -> tuple[Store, steps.PlannedStep]:
 def test_a_write_by_another_process_between_steps_is_seen_before_reuse(tmp_path):
     store, step = _recorded_dataset_step(tmp_path)
     with recording_steps():
+        earlier = StepBook(store)
+        earlier.finished(step, earlier.decide(step), 0.5)
+    with recording_steps():
         book = StepBook(store)
-        book.finished(step, book.decide(step), 0.5)
         assert book.decide(step).reuse  # nothing else wrote: reused
+    with recording_steps():
+        book = StepBook(store)  # a run that has not decided the step yet
         _other_writer(store, "other")  # e.g. the UI materialised a model meanwhile
         decision = book.decide(step)
     assert not decision.reuse and decision.reason == "no record of an earlier run"
     assert read_step_records(store) == {}
+
+
+@pytest.mark.parametrize("kind", ["rerun", "other"])
+def test_a_step_of_this_run_whose_record_another_writer_replaced_stops_the_run(tmp_path, kind):
+    """Issue 37 §3: a run paused after its model step while another run of other settings
+    replaced that step's outputs must not go on and show the other run's results."""
+    store, step = _recorded_dataset_step(tmp_path)
+    later = _step(_demo(tmp_path / "later"), "test_sets")
+    with recording_steps():
+        book = StepBook(store)
+        book.finished(step, book.decide(step), 0.5)  # this run's step
+        _other_writer(store, kind)  # replaces (rerun) or forgets (other) its record
+        with pytest.raises(ConcurrentWriteError, match=r"forgot or replaced the record of "
+                                                       r"dataset, which this run had run"):
+            book.decide(later)
 
 
 def test_another_pipeline_runs_records_are_read_again_before_the_next_decision(tmp_path):

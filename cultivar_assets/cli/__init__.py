@@ -77,7 +77,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run(settings: Settings) -> int:
     from cultivar_assets.runner import run_pipeline
-    from cultivar_assets.store.database import Store
 
     console = _console()
     built = settings.data.kind == "built"
@@ -99,10 +98,10 @@ def _run(settings: Settings) -> int:
     if notice:  # said once, before the run reaches the network (the site step runs npm)
         console.print(notice[0].upper() + notice[1:], markup=False)
     result = run_pipeline(settings, say=console.print)
-    _print_leaderboard(result.leaderboard, Store(Path(result.database)).query(
-        "leaderboard_other_metrics"))
-    _print_submitted(result.database, {row["model_id"] for row in result.leaderboard})
-    _print_missing(result.database)
+    verified = result.verified  # read with the leaderboard: what this run computed or verified
+    _print_leaderboard(result.leaderboard, verified["leaderboard_other_metrics"])
+    _print_submitted(verified["site_models"], {row["model_id"] for row in result.leaderboard})
+    _print_missing(verified["dataset_notes"], verified["missing_test_sets"])
     if result.build is not None:
         demo = " (DEMO annotation files: the final pairs are the bundled demo data)" if (
             result.build.is_demo) else ""
@@ -130,27 +129,24 @@ def _run(settings: Settings) -> int:
     return 0
 
 
-def _print_submitted(database: Path | str, shown: set[str]) -> None:
+def _print_submitted(site_models: list[dict], shown: set[str]) -> None:
     """For each model of the leaderboard whose outputs were submitted: "<id>: outputs
-    submitted, produced with <system> <version>, not run here" (from its stored run record)."""
+    submitted, produced with <system> <version>, not run here" (from its stored run record,
+    ``site_models``' rows)."""
     from cultivar_assets.engines.outputs import submitted_note
-    from cultivar_assets.store.database import Store
 
-    for row in Store(Path(database)).query("site_models"):
+    for row in site_models:
         note = submitted_note(row["engine"], row["engine_version"])
         if note and row["model_id"] in shown:
             _console().print(f"{row['model_id']}: {note}", markup=False)
 
 
-def _print_missing(database: Path | str) -> None:
-    """The data's notes (files not read, locales left out) and the test sets it could not
-    provide, each with its reason (a ∆ shown as '–' is otherwise unexplained)."""
-    from cultivar_assets.store.database import Store
-
-    store = Store(Path(database))
-    for row in store.query("dataset_notes"):  # e.g. files that name no locale, not read
+def _print_missing(notes: list[dict], missing: list[dict]) -> None:
+    """The data's notes (files not read, locales left out; ``dataset_notes``' rows) and the test
+    sets it could not provide (``missing_test_sets``' rows), each with its reason (a ∆ shown as
+    '–' is otherwise unexplained)."""
+    for row in notes:  # e.g. files that name no locale, not read
         _console().print(f"Data note: {row['note']}", markup=False)
-    missing = store.query("missing_test_sets")
     if missing:
         _console().print(f"Not evaluated: {len(missing)} test set(s) missing from the data "
                          "(their ∆ is '–'):")
@@ -217,10 +213,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
     else:  # installed from a wheel: no workspace.yaml beside the package
         command += ["-m", "cultivar_assets.definitions"]
     command += ["--host", args.host, "--port", str(args.port), *args.dagster_args]
-    import dagster as dg
+    from cultivar_assets.runner.instance import local_instance
 
     # opened once: at the stop, recording the runs left must not wait for Dagster's imports
-    with dg.DagsterInstance.from_config(home) as instance:
+    with local_instance(home) as instance:
         _mark_orphaned_runs(instance, "found at the start of cultivar ui: left in progress by "
                             "processes that ended without finishing it (a cultivar ui or "
                             "cultivar run that was killed)",

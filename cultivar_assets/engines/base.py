@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -115,6 +115,16 @@ class Engine(ABC):
     @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str | GenerationFailure]:
         """Raw output text for each request, in order (a GenerationFailure where one failed)."""
+
+    def generate_reporting(
+        self, requests: Sequence[GenerationRequest], finished: Callable[[int], None]
+    ) -> list[str | GenerationFailure]:
+        """Like :meth:`generate`, calling ``finished(n)`` each time ``n`` more of ``requests``
+        are done, ``len(requests)`` in all (default: once, when :meth:`generate` returns;
+        engines that finish requests one by one within a batch report them as they finish)."""
+        outputs = self.generate(requests)
+        finished(len(requests))
+        return outputs
 
     def generate_detailed(
         self, requests: Sequence[GenerationRequest]

@@ -17,7 +17,8 @@ for few-shot prompts on a CPU:
    row moves into its slot of the key/value buffers (allocated once per batch, ``BufferLayer``),
    so later steps compute only the rows still running (``generate`` keeps every row until the
    last one stops and pads the finished ones). The next token is the arg-max of the output layer,
-   fused with it where the model's logits are exactly that layer's (``_HeadArgmax``).
+   fused with it where the model's logits are exactly that layer's (``_HeadArgmax``). Rows are
+   reported to the caller as they finish (``finished``), so progress moves within a batch.
 
 Definitions (the rules ``generate`` applies, which this reproduces):
 
@@ -269,12 +270,14 @@ def greedy_shared_prefix(
     stop_checks: Sequence[StopCheck | None],
     eos_token_ids: Sequence[int],
     pad_token_id: int,
+    finished: Callable[[int], None] | None = None,
 ) -> list[list[int]]:
     """Greedy continuation (new token ids) of each prompt in ``rows``; see the module docstring.
 
     ``stop_checks[i]`` decides for row ``i`` whether its stop strings are complete, given the
     row's prompt and output ids left-padded into a 2-D tensor (a ``StopStringCriteria``; ``None``:
-    no stop strings). Rows that share a check object are checked together.
+    no stop strings). Rows that share a check object are checked together. ``finished(n)`` is
+    called at each decoding step at which ``n`` more rows have finished.
     """
     import torch
 
@@ -347,14 +350,18 @@ def greedy_shared_prefix(
                 if members:
                     done[members] |= check(history[members]).cpu()
             if bool(done.all()):
+                if finished is not None:
+                    finished(len(active))
                 return outputs
             if bool(done.any()):
                 # finished rows leave: the last running rows move into their slots, so only
                 # the moved rows' cache is copied
-                finished = set(done.nonzero().flatten().tolist())
-                running = len(active) - len(finished)
-                holes = sorted(j for j in finished if j < running)
-                movers = [j for j in range(running, len(active)) if j not in finished]
+                ended = set(done.nonzero().flatten().tolist())
+                if finished is not None:
+                    finished(len(ended))
+                running = len(active) - len(ended)
+                holes = sorted(j for j in ended if j < running)
+                movers = [j for j in range(running, len(active)) if j not in ended]
                 keep = list(range(running))
                 for hole, mover in zip(holes, movers, strict=True):
                     keep[hole] = mover
@@ -406,7 +413,10 @@ class SharedPrefixDecoder:
         return self._stop_checks[stops]
 
     def generate(self, texts: Sequence[str], add_special_tokens: bool,
-                 max_new_tokens: Sequence[int], stops: Sequence[tuple[str, ...]]) -> list[str]:
+                 max_new_tokens: Sequence[int], stops: Sequence[tuple[str, ...]],
+                 finished: Callable[[int], None] | None = None) -> list[str]:
+        """The output of each text; ``finished(n)`` as ``n`` more of them are done (rows finish
+        one by one within a batch)."""
         rows = [self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]
                 for text in texts]
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
@@ -419,7 +429,7 @@ class SharedPrefixDecoder:
             new_tokens = greedy_shared_prefix(
                 self.model, [rows[i] for i in batch], [max_new_tokens[i] for i in batch],
                 [self._stop_check(tuple(stops[i])) for i in batch], eos_token_ids,
-                pad if pad is not None else 0,
+                pad if pad is not None else 0, finished,
             )
             texts_out = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
             for i, text in zip(batch, texts_out, strict=True):

@@ -14,7 +14,7 @@ is part of the model's fingerprint, so the two never share cached translations.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cultivar_assets.engines.base import (
@@ -106,6 +106,13 @@ class TransformersEngine(Engine):
         )
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        return self.generate_reporting(requests, lambda _count: None)
+
+    def generate_reporting(self, requests: Sequence[GenerationRequest],
+                           finished: Callable[[int], None]) -> list[str]:
+        """:meth:`generate`, reporting each request as it finishes: with shared-prefix
+        decoding, the rows of a batch one by one; with ``generate``, each batch of
+        ``batch_size`` as a whole."""
         import torch
 
         if self._shared_prefix is not None:
@@ -115,7 +122,7 @@ class TransformersEngine(Engine):
             return self._shared_prefix.generate(
                 [self._render(r) for r in requests], add_special_tokens=not any(chat),
                 max_new_tokens=[r.max_new_tokens for r in requests],
-                stops=[r.stop for r in requests],
+                stops=[r.stop for r in requests], finished=finished,
             )
         outputs: list[str] = []
         for start in range(0, len(requests), self.batch_size):
@@ -137,6 +144,7 @@ class TransformersEngine(Engine):
                 )
             new_tokens = generated[:, encoded["input_ids"].shape[1]:]
             outputs += self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+            finished(len(batch))
         return outputs
 
     def generate_detailed(

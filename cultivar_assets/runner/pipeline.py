@@ -12,7 +12,10 @@ sets; each model's translations and scores (one run per model, as a cluster woul
 run tags); the results (leaderboard to site). A pipeline with more assets
 (``PIPELINE.with_assets``) runs their steps in their place. The Dagster instance lives in
 ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so ``cultivar ui`` shows these
-runs afterwards.
+runs afterwards; it is set up, or a set-up that a killed process left half done is completed,
+under a file lock before the run uses it (:mod:`cultivar_assets.runner.instance`). A run of the
+same settings as a run in progress on the same database waits for it ("waiting for the run
+started at … (pid N) …"), then runs (reusing what that run left).
 
 A step whose inputs and output files are unchanged since its last successful run is *reused*
 instead (:mod:`cultivar_assets.steps.reuse`): it is not run, the runner says so ("unchanged since
@@ -38,11 +41,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cultivar_assets.models import load_models, select_models
-from cultivar_assets.paths import dagster_home
 from cultivar_assets.processes import Interrupted, Interruptions, interruptions
+from cultivar_assets.runner.instance import dagster_home_dir, local_instance, settings_turn
 from cultivar_assets.settings import Settings
 from cultivar_assets.steps import plan
-from cultivar_assets.steps.reuse import Decision, StepBook
+from cultivar_assets.steps.reuse import ConcurrentWriteError, Decision, StepBook
 from cultivar_assets.store.database import Store, recording_steps, seen_generation
 
 if TYPE_CHECKING:
@@ -81,6 +84,8 @@ class PipelineResult:
     steps: list[tuple[str, float]] = field(default_factory=list)  # (step, seconds)
     build: BuildSummary | None = None
     reused: list[str] = field(default_factory=list)  # the steps (names as in steps) reused whole
+    # rows of VERIFIED_READS, read with the leaderboard (what the run computed or verified)
+    verified: dict[str, list[dict]] = field(default_factory=dict)
 
 
 class StepInterrupted(Interrupted):
@@ -95,23 +100,6 @@ class StepInterrupted(Interrupted):
         where = (f"; its Dagster run {self.run[0]} is recorded as {self.run[1]}" if self.run
                  else "; no Dagster run of it was recorded")
         return f"interrupted ({self.name}) during the step {self.step}{where}"
-
-
-class ConcurrentWriteError(RuntimeError):
-    """Another process wrote to the database during this pipeline run: the run cannot vouch
-    for what the database holds (:mod:`cultivar_assets.steps.reuse`)."""
-
-
-def dagster_home_dir() -> str:
-    """``$DAGSTER_HOME``, else ``$CULTIVAR_HOME/dagster``, created with a ``dagster.yaml``."""
-    home = os.environ.get("DAGSTER_HOME") or str(dagster_home())
-    os.makedirs(home, exist_ok=True)
-    config = os.path.join(home, "dagster.yaml")
-    if not os.path.exists(config):
-        with open(config, "w") as handle:
-            handle.write("# Local Dagster instance of the Cultivar toolkit (created by cultivar).\n"
-                         "telemetry:\n  enabled: false\n")
-    return home
 
 
 class _Steps:
@@ -210,8 +198,6 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
     are unchanged since their last run (module docstring); ``pipeline``: the asset graph whose
     steps are run (default: the project's, :data:`cultivar_assets.assets.graph.PIPELINE`; one
     with more assets: ``PIPELINE.with_assets(...)``)."""
-    import dagster as dg
-
     from cultivar_assets.assets.graph import PIPELINE
 
     pipeline = pipeline or PIPELINE
@@ -219,11 +205,10 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
     started = time.perf_counter()
     timings: list[tuple[str, float]] = []
     reused: list[str] = []
-    home = dagster_home_dir()
     models = select_models(load_models(settings.models_file), settings.models)
     store = Store(settings.database_path)
-    with (dg.DagsterInstance.from_config(home) as instance, recording_steps(),
-          interruptions() as signals):
+    with (settings_turn(settings, say), local_instance(dagster_home_dir()) as instance,
+          recording_steps(), interruptions() as signals):
         known = set(instance.get_dynamic_partitions("models"))
         new = [m.id for m in models if m.id not in known]
         if new:
@@ -264,7 +249,7 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
                     since = time.perf_counter()
                     finish(step.timing_name(partition), since,
                            runner.run(planned(key), tags, indent="    "))
-        rows = _verified_leaderboard(store)
+        rows, reads = _verified_reads(store)
     summary = None
     if settings.data.kind == "built":
         tools = settings.construction.annotation.tools_path()
@@ -277,7 +262,7 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
             is_demo=settings.construction.source.kind == "demo")
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
                           time.perf_counter() - started, str(settings.site.site_path()),
-                          timings, summary, reused)
+                          timings, summary, reused, reads)
 
 
 def _run_together(runner: _Steps, settings: Settings, planned: list[plan.PlannedStep],
@@ -301,14 +286,20 @@ def _run_together(runner: _Steps, settings: Settings, planned: list[plan.Planned
             f"{settings.construction.annotation.tools_path()}):\n" + "\n".join(failures))
 
 
-def _verified_leaderboard(store: Store) -> list[dict]:
-    """The leaderboard, read in one connection with the file's write generation: only when no
-    other process wrote since this run's last write or look (what the run computed or
-    verified); otherwise :class:`ConcurrentWriteError`."""
+# what a run prints besides the leaderboard (named queries), read with it (_verified_reads)
+VERIFIED_READS = ("leaderboard_other_metrics", "site_models", "dataset_notes",
+                  "missing_test_sets")
+
+
+def _verified_reads(store: Store) -> tuple[list[dict], dict[str, list[dict]]]:
+    """The leaderboard and the rows of :data:`VERIFIED_READS`, read in one connection with the
+    file's write generation: only when no other process wrote since this run's last write or
+    look (what the run computed or verified); otherwise :class:`ConcurrentWriteError`."""
     seen = seen_generation(store.path)
     with store.reader() as reader:
         state = reader.rows("read_write_state")
         rows = reader.rows("leaderboard")
+        reads = {name: reader.rows(name) for name in VERIFIED_READS}
     now = state[0]["generation"] if state else 0
     if now != seen:
         writer = state[0]["writer"] if state else "unknown"
@@ -316,7 +307,7 @@ def _verified_leaderboard(store: Store) -> list[dict]:
             f"another process ({writer}) wrote to the database {store.path} after this run's "
             "last step, so its leaderboard is not the one this run computed or verified and is "
             "not shown; run again (`cultivar query` shows what the database holds now)")
-    return rows
+    return rows, reads
 
 
 def _model_tags(model) -> dict[str, str]:

@@ -25,9 +25,12 @@ Other writers, while this run goes on (the database's write generation,
 :mod:`cultivar_assets.store.database`): before each decision the book compares the file's
 generation with the one this run last saw; when another process wrote in between, it reads the
 records again (what the other writer left: none, or those of a pipeline run that finished
-without interruption). When another writer wrote while a step ran, the step's writes empty the
-records and :meth:`StepBook.finished` records nothing and says so (``None``): the run cannot
-vouch for what that step left.
+without interruption). Read again, the records of the steps this run has already run or reused
+must be the ones it made or verified (the same tokens); when the other writer forgot or replaced
+any of them, what those steps left may be the other writer's, and the book raises
+:class:`ConcurrentWriteError` naming them. When another writer wrote while a step ran, the step's
+writes empty the records and :meth:`StepBook.finished` records nothing and says so (``None``):
+the run cannot vouch for what that step left.
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ from cultivar_assets.store.step_records import (
     put_step_record,
     read_step_records_at,
 )
+
+
+class ConcurrentWriteError(RuntimeError):
+    """Another process wrote to the database during this pipeline run: the run cannot vouch
+    for what the database holds (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -86,13 +94,23 @@ class StepBook:
         self.store = store
         self.records = read_step_records_at(store)[1]
         self._interruptions = recording_interrupted()
+        self.own: dict[str, str] = {}  # step -> token of the record this run made or verified
 
     def refresh(self) -> bool:
         """Read the records again when another process wrote to the file since this run last
-        saw it; True when it had."""
+        saw it; True when it had. :class:`ConcurrentWriteError` when the other writer forgot or
+        replaced the record of a step this run has run or reused (module docstring)."""
         if self.store.generation() == seen_generation(self.store.path):
             return False
         self.records = read_step_records_at(self.store)[1]
+        replaced = sorted(key for key, token in self.own.items()
+                          if key not in self.records or self.records[key].token != token)
+        if replaced:
+            raise ConcurrentWriteError(
+                f"another process wrote to the database {self.store.path} during this run and "
+                f"forgot or replaced the record of {', '.join(replaced)}, which this run had "
+                "run or reused: what the database holds may be that writer's, so this run's "
+                "results are not shown. Run again once the other writer has finished")
         return True
 
     def decide(self, step: PlannedStep) -> Decision:
@@ -112,6 +130,7 @@ class StepBook:
         if record.outputs != step.outputs_digest():
             return Decision(False, fingerprint, "runs again: its output files changed or are "
                             f"missing since its run of {_when(record)}", record, values)
+        self.own[step.key] = record.token
         return Decision(True, fingerprint, f"unchanged since its run of {_when(record)}, reused",
                         record, values)
 
@@ -120,6 +139,7 @@ class StepBook:
         what Dagster runs noted of it."""
         self._interruptions = recording_interrupted()
         running_step(step.key)
+        self.own.pop(step.key, None)
         if self.records.pop(step.key, None) is not None:
             forget_step_record(self.store, step.key)
 
@@ -135,6 +155,7 @@ class StepBook:
                 put_step_record(self.store, record)  # left out if another writer wrote just now
                 if recording_interrupted() == self._interruptions:
                     self.records[step.key] = record
+                    self.own[step.key] = record.token
                     return record
             self.records = {}  # the interrupted write emptied them in the file
             return None

@@ -1,0 +1,137 @@
+"""The local Dagster instance (issue 37 §3): set up by one process at a time, a set-up that a
+killed process left half done completed by the next start, and runs of the same settings taking
+turns (cultivar_assets/runner/instance.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cultivar_assets.runner.instance import (
+    INSTANCE_READY,
+    local_instance,
+    settings_turn,
+    turn_lock_path,
+)
+from cultivar_assets.settings import Settings
+
+pytestmark = pytest.mark.dagster_instances
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# the storage as a process killed during Dagster's set-up leaves it: the tables of the run and
+# event-log storages partly created, no alembic revision stamped
+HALF_SET_UP = """
+import sys
+import sqlalchemy as db
+from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
+from dagster._core.storage.runs.schema import RunStorageSqlMetadata
+home = sys.argv[1]
+for path, meta in ((f"{home}/history/runs/index.db", SqlEventLogStorageMetadata),
+                   (f"{home}/history/runs.db", RunStorageSqlMetadata)):
+    engine = db.create_engine("sqlite:///" + path)
+    meta.create_all(engine, tables=[t for t in meta.sorted_tables
+                                    if t.name not in ("dynamic_partitions", "instance_info")])
+    engine.dispose()
+"""
+
+# one process opening the instance, started with others and released at the same moment
+OPEN_AT_ONCE = """
+import os, sys, time
+import dagster as dg
+from cultivar_assets.runner.instance import local_instance
+home, go = sys.argv[1:3]
+while not os.path.exists(go):
+    time.sleep(0.01)
+with local_instance(home) as instance:
+    instance.add_dynamic_partitions("models", [f"m{os.getpid()}"])
+    instance.get_runs(limit=1)
+"""
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "dagster"
+    (home / "history" / "runs").mkdir(parents=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return home
+
+
+def test_a_half_set_up_instance_is_completed_at_the_next_start(tmp_path):
+    import dagster as dg
+
+    home = _home(tmp_path)
+    subprocess.run([sys.executable, "-c", HALF_SET_UP, str(home)], check=True)
+    with (dg.DagsterInstance.from_config(str(home)) as instance,  # the state of the issue
+          pytest.raises(Exception, match="dagster instance migrate")):
+        instance.get_dynamic_partitions("models")
+
+    with local_instance(str(home)) as instance:
+        instance.add_dynamic_partitions("models", ["m1"])
+        assert instance.get_dynamic_partitions("models") == ["m1"]
+    assert (home / INSTANCE_READY).read_text() == f"dagster {dg.__version__}\n"
+
+
+def test_processes_setting_up_one_instance_at_once_all_succeed(tmp_path):
+    home, go = _home(tmp_path), tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    processes = [subprocess.Popen([sys.executable, "-c", OPEN_AT_ONCE, str(home), str(go)],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True) for _ in range(4)]
+    time.sleep(4)  # their imports done: they open the instance together
+    go.touch()
+    outcomes = [(p.wait(timeout=300), p.stdout.read()) for p in processes]
+    assert [code for code, _ in outcomes] == [0, 0, 0, 0], [out[-1500:] for _, out in outcomes]
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert len(instance.get_dynamic_partitions("models")) == 4
+
+
+def _settings(tmp_path: Path, models: list[str]) -> Settings:
+    return Settings(database=str(tmp_path / "shared.duckdb"), models=models)
+
+
+def test_a_run_of_the_same_settings_waits_its_turn_and_says_for_whom(tmp_path):
+    first_in, release = threading.Event(), threading.Event()
+    said: list[str] = []
+    order: list[str] = []
+
+    def first() -> None:
+        with settings_turn(_settings(tmp_path, ["copy-source-baseline"]), said.append):
+            order.append("first")
+            first_in.set()
+            release.wait(30)
+        order.append("first ended")
+
+    def second() -> None:
+        with settings_turn(_settings(tmp_path, ["copy-source-baseline"]), said.append):
+            order.append("second")
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert first_in.wait(30)
+    two = threading.Thread(target=second)
+    two.start()
+    deadline = time.monotonic() + 30
+    while not said and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert order == ["first"]  # the second waits
+    assert len(said) == 1 and said[0].startswith("waiting for the run started at ")
+    assert f"(pid {os.getpid()}) with the same settings" in said[0]
+    release.set()
+    one.join(30)
+    two.join(30)
+    assert order == ["first", "first ended", "second"]
+
+    # other settings on the same database: no wait, no line
+    with (settings_turn(_settings(tmp_path, ["copy-source-baseline"]), said.append),
+          settings_turn(_settings(tmp_path, ["other-model"]), said.append)):
+        pass
+    assert len(said) == 1
+    assert turn_lock_path(_settings(tmp_path, ["a"])) != turn_lock_path(_settings(tmp_path, ["b"]))
