@@ -171,8 +171,8 @@ def _flow(value: Any) -> Any:
     return value
 
 
-def _appended(text: str, entry: dict[str, Any]) -> str:
-    """``text`` with ``entry`` appended to its ``models`` list, as a ruamel.yaml round trip."""
+def _round_trip(text: str) -> YAML:
+    """A ruamel.yaml round trip that writes ``text`` back with its own indentation."""
     _, sequence_indent, offset = load_yaml_guess_indent(text)
     round_trip = YAML(typ="rt")
     round_trip.width = 4096  # never fold a long flow mapping (the file's lines stay as written)
@@ -185,6 +185,12 @@ def _appended(text: str, entry: dict[str, Any]) -> str:
     round_trip.representer.add_representer(
         type(None), lambda representer, _: representer.represent_scalar(
             "tag:yaml.org,2002:null", "null"))
+    return round_trip
+
+
+def _appended(text: str, entry: dict[str, Any]) -> str:
+    """``text`` with ``entry`` appended to its ``models`` list, as a ruamel.yaml round trip."""
+    round_trip = _round_trip(text)
     document = round_trip.load(text)
     if document is None:
         document = CommentedMap()
@@ -195,6 +201,56 @@ def _appended(text: str, entry: dict[str, Any]) -> str:
     out = io.StringIO()
     round_trip.dump(document, out)
     return out.getvalue()
+
+
+def _without(text: str, model_id: str) -> str:
+    """``text`` without the entry ``model_id`` of its ``models`` list (ruamel.yaml round trip)."""
+    round_trip = _round_trip(text)
+    document = round_trip.load(text)
+    models = document["models"]
+    for index in reversed(range(len(models))):
+        if isinstance(models[index], dict) and models[index].get("id") == model_id:
+            del models[index]
+    out = io.StringIO()
+    round_trip.dump(document, out)
+    return out.getvalue()
+
+
+def remove_model_entry(path: str | Path, model_id: str) -> bool:
+    """Remove the entry ``model_id`` from the registry file at ``path``; False (the file
+    untouched) when the file has no such entry.
+
+    Edited as :func:`add_model_entry` edits (a ruamel.yaml round trip, the rest of the file as it
+    was); the new text is written only if it reads back, through the strict loader, as exactly
+    the other entries (otherwise ModelRegistryError), and replaces the file atomically.
+    """
+    path = Path(path)
+    try:
+        text = read_text_file(path, "model registry")
+        document = load_yaml_text(text, f"model registry {path}") or {}
+    except ConfigFileError as error:
+        raise ModelRegistryError(str(error)) from None
+    if not isinstance(document, dict):
+        raise ModelRegistryError(f"model registry {path} must be a mapping with a 'models' list")
+    existing = document.get("models") or []
+    kept = [e for e in existing if not (isinstance(e, dict) and e.get("id") == model_id)]
+    if len(kept) == len(existing):
+        return False
+    try:
+        new_text = _without(text, model_id)
+    except YAMLError:
+        new_text = None
+    if new_text is None or not _reads_back(new_text, kept):
+        raise ModelRegistryError(
+            f"cannot remove {model_id!r} from {path}: the updated file would not read back as "
+            "the registry without that entry; remove it by hand")
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        temporary.write_text(new_text, encoding="utf-8")
+        temporary.replace(path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
 
 
 def _reads_back(text: str, models: list[Any]) -> bool:

@@ -83,3 +83,35 @@ WHERE model_id = $model_id ORDER BY test_set, segment_id;
 -- name: leaderboard_other_metrics
 SELECT model_id, metric, label, quantity, value, signature
 FROM leaderboard_metrics WHERE level = 'model' AND metric NOT IN ('bleu', 'chrf');
+
+-- The rows of one model per raw table keyed by model_id (cultivar models remove says what it
+-- removes; the same tables as delete_model_rows in writes.sql).
+-- name: model_stored_rows
+SELECT 'raw.models' AS table_name, count(*) AS n FROM raw.models WHERE model_id = $model_id
+UNION ALL SELECT 'raw.model_runs', count(*) FROM raw.model_runs WHERE model_id = $model_id
+UNION ALL SELECT 'raw.translations', count(*) FROM raw.translations WHERE model_id = $model_id
+UNION ALL SELECT 'raw.segment_stats', count(*) FROM raw.segment_stats WHERE model_id = $model_id
+UNION ALL SELECT 'raw.segment_scores', count(*) FROM raw.segment_scores
+    WHERE model_id = $model_id
+UNION ALL SELECT 'raw.scores', count(*) FROM raw.scores WHERE model_id = $model_id
+UNION ALL SELECT 'raw.word_recall', count(*) FROM raw.word_recall WHERE model_id = $model_id
+UNION ALL SELECT 'raw.metric_values', count(*) FROM raw.metric_values WHERE model_id = $model_id
+UNION ALL SELECT 'raw.model_locale_deltas', count(*) FROM raw.model_locale_deltas
+    WHERE model_id = $model_id
+UNION ALL SELECT 'raw.model_summary', count(*) FROM raw.model_summary WHERE model_id = $model_id
+UNION ALL SELECT 'raw.locale_word_recall', count(*) FROM raw.locale_word_recall
+    WHERE model_id = $model_id
+UNION ALL SELECT 'raw.leaderboard_ranks', count(*) FROM raw.leaderboard_ranks
+    WHERE model_id = $model_id
+UNION ALL SELECT 'raw.contamination_flags', count(*) FROM raw.contamination_flags
+    WHERE model_id = $model_id
+UNION ALL SELECT 'raw.reported_results', count(*) FROM raw.reported_results
+    WHERE model_id = $model_id
+UNION ALL SELECT 'raw.error_annotations', count(*) FROM raw.error_annotations
+    WHERE model_id = $model_id
+UNION ALL SELECT 'raw.run_failures', count(*) FROM raw.run_failures WHERE model_id = $model_id;
+
+-- The raw tables that have a model_id column (tests: the two statements above cover them all).
+-- name: tables_keyed_by_model
+SELECT 'raw.' || table_name AS table_name FROM duckdb_columns()
+WHERE schema_name = 'raw' AND column_name = 'model_id' ORDER BY table_name;

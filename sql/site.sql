@@ -185,27 +185,10 @@ FROM raw.translations WHERE list_contains($models, model_id)
 ORDER BY model_id, test_set, segment_id;
 
 -- The DuckDB download (site.include_database): the site's own published parquet files as
--- tables of a fresh database file, originals policy as there ($dir: the site's downloads/).
--- name: export_database
-CREATE TABLE leaderboard AS SELECT * FROM read_parquet($dir || '/leaderboard.parquet');
-CREATE TABLE reported_leaderboard AS
-    SELECT * FROM read_parquet($dir || '/reported_leaderboard.parquet');
-CREATE TABLE model_locale_deltas AS
-    SELECT * FROM read_parquet($dir || '/model_locale_deltas.parquet');
-CREATE TABLE locale_deltas AS SELECT * FROM read_parquet($dir || '/locale_deltas.parquet');
-CREATE TABLE rank_agreement AS SELECT * FROM read_parquet($dir || '/rank_agreement.parquet');
-CREATE TABLE scores AS SELECT * FROM read_parquet($dir || '/scores.parquet');
-CREATE TABLE word_recall AS SELECT * FROM read_parquet($dir || '/word_recall.parquet');
-CREATE TABLE cleaning_counts AS SELECT * FROM read_parquet($dir || '/cleaning_counts.parquet');
-CREATE TABLE models AS SELECT * FROM read_parquet($dir || '/models.parquet');
-CREATE TABLE locales AS SELECT * FROM read_parquet($dir || '/locales.parquet');
-CREATE TABLE test_sets AS SELECT * FROM read_parquet($dir || '/test_sets.parquet');
-CREATE TABLE missing_test_sets AS
-    SELECT * FROM read_parquet($dir || '/missing_test_sets.parquet');
-CREATE TABLE annotation_summary AS
-    SELECT * FROM read_parquet($dir || '/annotation_summary.parquet');
-CREATE TABLE segments AS SELECT * FROM read_parquet($dir || '/segments.parquet');
-
+-- tables of a fresh database file, originals policy as there. site/downloads.py export_database
+-- makes one table per published table (PUBLISHED_TABLES, and segments) from
+-- $dir/<table>.parquet with DuckDB's relational API (read_parquet, create), so that no second
+-- list of them is kept here; then this block adds the translations (a parquet file per model).
 -- name: export_translations
 CREATE TABLE translations AS
 SELECT t.model_id, t.test_set, t.segment_id, s.source, s.reference, t.hypothesis,

@@ -33,6 +33,29 @@ DELETE FROM raw.translations WHERE model_id = $model_id;
 DELETE FROM raw.model_runs WHERE model_id = $model_id;
 DELETE FROM raw.models WHERE model_id = $model_id;
 
+-- Every row of one model, in every raw table keyed by model_id (cultivar models remove;
+-- model_stored_rows in reads.sql counts the same rows; tests/test_models_registry.py checks that
+-- the two cover every raw table with a model_id column). The results computed across models
+-- (locale rows, rank agreement, table averages, the other models' ranks) are left to the next
+-- results step, which recomputes them from the models that still have scores.
+-- name: delete_model_rows
+DELETE FROM raw.models WHERE model_id = $model_id;
+DELETE FROM raw.model_runs WHERE model_id = $model_id;
+DELETE FROM raw.translations WHERE model_id = $model_id;
+DELETE FROM raw.segment_stats WHERE model_id = $model_id;
+DELETE FROM raw.segment_scores WHERE model_id = $model_id;
+DELETE FROM raw.scores WHERE model_id = $model_id;
+DELETE FROM raw.word_recall WHERE model_id = $model_id;
+DELETE FROM raw.metric_values WHERE model_id = $model_id;
+DELETE FROM raw.model_locale_deltas WHERE model_id = $model_id;
+DELETE FROM raw.model_summary WHERE model_id = $model_id;
+DELETE FROM raw.locale_word_recall WHERE model_id = $model_id;
+DELETE FROM raw.leaderboard_ranks WHERE model_id = $model_id;
+DELETE FROM raw.contamination_flags WHERE model_id = $model_id;
+DELETE FROM raw.reported_results WHERE model_id = $model_id;
+DELETE FROM raw.error_annotations WHERE model_id = $model_id;
+DELETE FROM raw.run_failures WHERE model_id = $model_id;
+
 -- name: insert_translations
 INSERT INTO raw.translations BY NAME SELECT * FROM staging;
 

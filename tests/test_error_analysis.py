@@ -27,7 +27,11 @@ from cultivar_assets.error_analysis.sample import (
     build_error_sample,
     text_sha256,
 )
-from cultivar_assets.error_analysis.store import ErrorIngestError, ingest_error_files
+from cultivar_assets.error_analysis.store import (
+    ErrorFiles,
+    ErrorIngestError,
+    ingest_error_files,
+)
 from cultivar_assets.error_analysis.table import read_table5
 from cultivar_assets.error_analysis.tool import build_error_tools, highlights
 from cultivar_assets.error_analysis.types import CODES, GENERAL, LOCALE_SPECIFIC
@@ -177,8 +181,8 @@ def test_ingest_writes_table5_from_the_files(store, sample, tmp_path):
     for task in sample.tasks:
         marks.update(marks_for(task))
         write_document(folder, error_document(task))
-    files = ingest_error_files(db, sample, sample_config(folder))
-    assert [f.locale for f in files] == SAMPLE_LOCALES
+    ingested = ingest_error_files(db, sample, sample_config(folder))
+    assert [f.locale for f in ingested.files] == SAMPLE_LOCALES and ingested.left_out == []
     table5, correlations = read_table5(db)
     assert len(table5) == 9  # 3 models × 3 locales
     items = {i.key: i for t in sample.tasks for i in t.items}
@@ -236,9 +240,41 @@ def test_bad_files_are_reported_one_message_each_and_nothing_is_written(store, s
         ingest_error_files(db, sample, sample_config(twice))
 
 
+def test_files_of_other_systems_are_left_out_with_a_notice(store, sample, tmp_path):
+    """Files made for a sample of other models (a model added to or removed from the
+    leaderboard since) do not stop the ingest: each is left out with a one-line notice naming
+    the file and both sets of models, and the files of the current tasks are ingested."""
+    db = copy_store(store, tmp_path / "other.duckdb")
+    folder = tmp_path / "returned"
+    for task in sample.tasks:  # files of the three-model sample
+        write_document(folder, error_document(task))
+    fewer = build_error_sample(store, sample_config(models=SAMPLE_MODELS[:2]))
+    china = fewer.by_locale()["cmn_Hans_China"]
+    (folder / f"{sample.tasks[0].task_id}.errors.json").unlink()
+    write_document(folder, error_document(china))  # China's file of the two-model sample
+
+    ingested = ingest_error_files(db, fewer, sample_config(folder, models=SAMPLE_MODELS[:2]))
+    assert [f.locale for f in ingested.files] == ["cmn_Hans_China"]
+    assert len(ingested.left_out) == 2
+    for notice, task in zip(ingested.left_out, sample.tasks[1:], strict=True):
+        assert notice == (f"{folder / (task.task_id + '.errors.json')}: left out: it annotates "
+                          f"{', '.join(sorted(SAMPLE_MODELS))}; the sample's {task.locale} task "
+                          f"has {', '.join(sorted(SAMPLE_MODELS[:2]))} (every leaderboard "
+                          "model, or error_analysis.models)")
+    table5, _ = read_table5(db)
+    assert {(r["model_id"], r["locale"]) for r in table5} == {
+        (m, "cmn_Hans_China") for m in SAMPLE_MODELS[:2]}
+
+    other_seed = build_error_sample(store, sample_config(seed="another seed"))
+    wrong = tmp_path / "wrong"  # the same systems, another sample: still the wrong file
+    write_document(wrong, error_document(other_seed.tasks[0]))
+    with pytest.raises(ErrorIngestError, match="it was made for another sample"):
+        ingest_error_files(db, sample, sample_config(wrong))
+
+
 def test_no_files_mean_an_empty_table5(store, sample, tmp_path):
     db = copy_store(store, tmp_path / "empty.duckdb")
-    assert ingest_error_files(db, sample, sample_config()) == []
+    assert ingest_error_files(db, sample, sample_config()) == ErrorFiles([], [])
     assert read_table5(db) == ([], [])
 
 

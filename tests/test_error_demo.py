@@ -61,8 +61,9 @@ def test_the_bundled_files_belong_to_the_demo_sample(demo_store):
     for path in paths:
         document = json.loads(path.read_text("utf-8"))
         assert document["demo"] is True and "demo" in document["task"]["annotator"]
-    files = ingest_error_files(demo_store, sample, config)
-    for file in files:
+    ingested = ingest_error_files(demo_store, sample, config)
+    assert len(ingested.files) == 3 and ingested.left_out == []
+    for file in ingested.files:
         by_model = {a.model_id: [] for a in file.annotations}
         for a in file.annotations:
             by_model[a.model_id].append(a.translation_matches)

@@ -326,6 +326,32 @@ def test_export_then_import_scores_through_the_pipeline(tmp_path, homes, test_se
     assert (tmp_path / "hub" / "lm_eval_tasks" / "cultivar" / "_cultivar.yaml").is_file()
 
 
+def test_a_limited_run_imports_with_score_but_is_not_scored(tmp_path, homes, test_sets,
+                                                             capsys):
+    """Samples of a run with lm_eval --limit (the first documents of each task): with --score
+    the submission is written, nothing is scored, and the exit status says so."""
+    results = write_samples(tmp_path / "results", test_sets)
+    for path in results.rglob("samples_*.jsonl"):
+        path.write_text("".join(path.read_text("utf-8").splitlines(keepends=True)[:2]), "utf-8")
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(yaml.safe_dump({"database": str(tmp_path / "results.duckdb"),
+                                      "models": [], "data": {"kind": "demo"}}), "utf-8")
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(yaml.safe_dump(MANIFEST), "utf-8")
+    out = tmp_path / "submission"
+    assert main(["--config", str(config), "import", "lm-eval", str(results), str(out),
+                 "--manifest", str(manifest), "--score"]) == 1
+    err = capsys.readouterr().err
+    assert f"{out} is written but not scored" in err
+    assert "deu_Latn_Germany: 10 missing id(s)" in err
+    submission = read_submission(out)
+    assert len(submission.hypotheses) == 2 * len(test_sets)
+    with pytest.raises(SubmissionError, match="missing id"):
+        read_submission(out, test_sets)
+    assert not (tmp_path / "results.duckdb").exists()  # nothing scored
+    assert not (homes[0] / "submitted-models.yaml").exists()  # nor registered
+
+
 # --- lm-eval itself ------------------------------------------------------------------------
 
 

@@ -124,6 +124,25 @@ def test_load_dataset_reads_a_locale_config(demo_store, tmp_path, monkeypatch):
     assert set(hin["locale"]) == {"hin_Deva_US"}
 
 
+def test_load_dataset_without_a_config_name_loads_the_default_locale(demo_store, tmp_path,
+                                                                      monkeypatch):
+    """The card marks one configuration, its first locale's, ``default: true``: the folder
+    loads with no configuration name."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    target = tmp_path / "hf_dataset"
+    folder = build_dataset_folder(read_publish_data(demo_store),
+                                  PublishConfig(folder=str(target)))
+    configs = folder.card.front_matter["configs"]
+    defaults = [c["config_name"] for c in configs if c.get("default")]
+    assert defaults == [configs[0]["config_name"]]
+    loaded = datasets.load_dataset(str(target), split="test",
+                                   cache_dir=str(tmp_path / "ds-cache"))
+    assert set(loaded["locale"]) == {defaults[0]}
+    assert loaded.num_rows == folder.rows[defaults[0]]
+
+
 def test_real_data_leaves_out_the_flores_originals_by_default(real_store, tmp_path):
     target = tmp_path / "hf_dataset"
     folder = build_dataset_folder(read_publish_data(real_store), PublishConfig(folder=str(target)))
@@ -273,6 +292,10 @@ def test_merge_keeps_other_configs_and_keys():
     assert merged["language"] == ["deu", "en", "xyz"]
     assert merged["configs"] == [ours["configs"][0], existing["configs"][0]]
     assert merge_front_matter({}, ours) == (ours, [])
+    ours_default = {"configs": [{**ours["configs"][0], "default": True}]}
+    merged, _ = merge_front_matter(existing, ours_default)
+    assert [c["config_name"] for c in merged["configs"] if c.get("default")] == [DE]
+    assert existing["configs"][0]["default"] is True  # the existing card is left as it was
 
 
 @pytest.mark.parametrize("text", ["---\n[not: closed\n---\nbody\n", "---\n- a list\n---\n"])

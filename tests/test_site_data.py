@@ -232,6 +232,24 @@ def test_query_examples_run_on_the_published_tables(demo_store):
         assert len(board) == 2
 
 
+def test_the_duckdb_download_holds_every_published_table(demo_store, tmp_path):
+    """downloads/cultivar.duckdb holds each published table (PUBLISHED_TABLES, one list), the
+    segments and the translations, and the Query page's examples run on it as they are."""
+    import duckdb
+
+    from cultivar_assets.site.build import build_site
+
+    build_site(demo_store, tmp_path / "site", include_database=True, query_page="off")
+    with duckdb.connect(str(tmp_path / "site" / "downloads" / "cultivar.duckdb"),
+                        read_only=True) as con:
+        tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()")
+                  .fetchall()}
+        assert tables == {t.name for t in dl.PUBLISHED_TABLES} | {"segments", "translations"}
+        for name, _title in QUERY_EXAMPLES:
+            con.execute(statement_text(name)).fetchall()
+        assert con.execute("SELECT count(*) FROM leaderboard_metrics").fetchone()[0] > 0
+
+
 def test_query_engine_modes_say_why_the_page_is_left_out(tmp_path, monkeypatch):
     engine, note = query_engine_for_build("off", tmp_path, print)
     assert engine is None and "site.query_page is off" in note

@@ -64,15 +64,20 @@ def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: S
           automation_condition=AFTER_NEW_RESULTS)
 @recording_step
 @redacting
-def error_analysis(error_analysis_config: ErrorAnalysisResource, store: StoreResource):
+def error_analysis(context: dg.AssetExecutionContext, error_analysis_config: ErrorAnalysisResource,
+                   store: StoreResource):
     """Table 5 (paper §5) from the returned error-annotation files: per model and locale the
     error counts and BLEU; Pearson r between BLEU and total errors per language, with and
     without the configured outlier model. Every file is validated against the sample; a bad
-    file fails the step with one message per bad file, and nothing is written."""
+    file fails the step with one message per bad file, and nothing is written; a file of
+    other systems than its locale's task is left out with a notice (error_analysis/store.py)."""
     config = error_analysis_config.config()
     db = store.store()
     sample = build_error_sample(db, config)
-    files = ingest_error_files(db, sample, config)
+    ingested = ingest_error_files(db, sample, config)
+    files = ingested.files
+    for notice in ingested.left_out:
+        context.log.warning(notice)
     table5, correlations = read_table5(db)
     return dg.MaterializeResult(metadata={
         "files": dg.MetadataValue.md(markdown_table([
@@ -93,4 +98,6 @@ def error_analysis(error_analysis_config: ErrorAnalysisResource, store: StoreRes
             ("r_excluding", "r (without outlier)"), ("n_excluding", "cells")])),
         "demo_files": sum(f.is_demo for f in files),
         "annotated_translations": sum(len(f.annotations) for f in files),
+        "left_out": _notes(ingested.left_out),
+        **({"notice": "\n".join(ingested.left_out)} if ingested.left_out else {}),  # printed
     })

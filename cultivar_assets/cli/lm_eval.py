@@ -7,8 +7,10 @@
 - import: the samples that ``lm_eval --log_samples --output_path SAMPLES_DIR`` wrote become a
   submission in ``OUT`` (``manifest.yaml``: ``--manifest`` with ``outputs`` set and ``produced``
   completed from the run; ``outputs.jsonl``; :mod:`cultivar_assets.engines.lm_eval_samples`),
-  checked as ``cultivar score`` checks one; with ``--score``, then scored (``cultivar score
-  OUT``). On any problem every problem is listed, the exit status is 1 and nothing is written.
+  checked as ``cultivar score`` checks one (on any problem every problem is listed, the exit
+  status is 1 and nothing is written); with ``--score``, then scored (``cultivar score OUT``)
+  when it covers the configured benchmark's test sets, else it stays written, unscored, and the
+  exit status is 1 with the coverage problems (a run with ``lm_eval --limit``).
 """
 
 from __future__ import annotations
@@ -101,13 +103,12 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
             raise SubmissionError([f"{args.manifest}: expected a mapping of the manifest's "
                                    "fields"])
         document = submission_manifest(manifest, samples, DEFAULT_OUTPUTS)
-        test_sets = load_benchmark(settings.data).test_sets() if args.score else None
 
         def write(work: Path) -> None:
             (work / MANIFEST_NAMES[0]).write_text(
                 yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
             (work / DEFAULT_OUTPUTS).write_text(samples.outputs_text(), encoding="utf-8")
-            read_submission(work, test_sets)  # checked before it replaces anything
+            read_submission(work)  # checked before it replaces anything
 
         replace_folder(Path(args.out), write, {"kind": "lm_eval_submission"})
     except (SubmissionError, ConfigFileError, UnsafeOutputError) as error:
@@ -120,6 +121,13 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
     if not args.score:
         console.print(f"Score it: cultivar score {args.out}", markup=False)
         return 0
+    try:
+        read_submission(args.out, load_benchmark(settings.data).test_sets())
+    except SubmissionError as error:
+        print(f"cultivar import lm-eval: {args.out} is written but not scored: its test sets "
+              f"are not the configured benchmark's (a run with lm_eval --limit lacks ids); "
+              f"{error}", file=sys.stderr)
+        return 1
     from cultivar_assets.cli.score import cmd_score
 
     return cmd_score(argparse.Namespace(**{**vars(args), "submission": args.out}))

@@ -1,5 +1,6 @@
 """``cultivar models``: list and validate the model registry; ``cultivar models add``: add an entry
-(validated first) and say whether the registry sensor will run it."""
+(validated first) and say whether the registry sensor will run it; ``cultivar models remove``:
+remove a model (a registry entry, a scored submission) from the registry and the database."""
 
 from __future__ import annotations
 
@@ -68,6 +69,54 @@ def cmd_models_add(args: argparse.Namespace) -> int:
     if not args.revision:
         print("  revision: not pinned; pin it (--revision) before a run you publish")
     print("  " + _sensor_note(spec.id, path, settings))
+    return 0
+
+
+def _registry_files(args: argparse.Namespace, settings: Settings) -> list[Path]:
+    """The registry files ``models remove`` edits: ``--file``; else the settings' models file
+    (or the bundled one) and, where it exists, ``$CULTIVAR_HOME/submitted-models.yaml`` (where
+    ``cultivar score`` registers submissions without a models file)."""
+    from cultivar_assets.models import default_models_file
+    from cultivar_assets.paths import cultivar_home
+
+    if args.file:
+        return [Path(args.file)]
+    files = [Path(settings.models_file or default_models_file()),
+             cultivar_home() / "submitted-models.yaml"]
+    return [p for p in dict.fromkeys(files) if p.exists()]
+
+
+def cmd_models_remove(args: argparse.Namespace) -> int:
+    from cultivar_assets.models import ModelRegistryError, load_models, remove_model_entry
+    from cultivar_assets.store.database import Store
+    from cultivar_assets.store.records import remove_model_rows
+
+    settings = _settings(args)
+    model_id = args.model_id
+    if model_id in settings.models:
+        print(f"cultivar models remove: the settings' models select {model_id!r} by id; take it "
+              "out of that list first. Nothing was removed.", file=sys.stderr)
+        return 1
+    try:
+        holding = [p for p in _registry_files(args, settings) if model_id in load_models(p)]
+    except ModelRegistryError as error:
+        print(f"cultivar models remove: {error}\nNothing was removed.", file=sys.stderr)
+        return 1
+    database = settings.database_path
+    removed = remove_model_rows(Store(database), model_id) if database.exists() else {}
+    if not holding and not removed:
+        searched = ", ".join(map(str, _registry_files(args, settings))) or "none"
+        print(f"cultivar models remove: no model {model_id!r} in the registry ({searched}) or "
+              f"in the database {database}. Nothing was removed.", file=sys.stderr)
+        return 1
+    for path in holding:
+        remove_model_entry(path, model_id)
+        print(f"removed the registry entry {model_id} from {path}")
+    if removed:
+        print(f"removed {model_id}'s rows from {database}: " + ", ".join(
+            f"{table} {n}" for table, n in removed.items()))
+    print("  the site drops it at its next build; the results across models (locale rows, "
+          "rank agreement, ranks) are recomputed without it by the next run (cultivar run)")
     return 0
 
 
@@ -159,3 +208,10 @@ def add_models_parser(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--file", help="registry file (default: settings' models_file or the "
                      "bundled models.yaml)")
     add.set_defaults(func=cmd_models_add)
+    remove = models_sub.add_parser("remove", help="remove a model (or a scored submission) from "
+                                   "the registry and the database (docs/evaluating-models.md)")
+    remove.add_argument("model_id", help="the model's id")
+    remove.add_argument("--file", help="registry file (default: the settings' models_file or "
+                        "the bundled models.yaml, and $CULTIVAR_HOME/submitted-models.yaml)")
+    remove.add_argument("--database", help="DuckDB file (default: the settings' database)")
+    remove.set_defaults(func=cmd_models_remove)

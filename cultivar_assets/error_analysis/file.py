@@ -19,7 +19,10 @@ any problem:
    (as every tool file, ``site/tool_files.py``);
 2. the file belongs to a task of the sample: its locale has a task and ``task_id`` is that task's
    (otherwise it is simply the wrong file: another sample, or another version of the data), with
-   the same ``n_items``, ``n_instances`` and ``error_types``;
+   the same ``n_items``, ``n_instances`` and ``error_types``. A file of another task whose items
+   annotate another set of models than the task's systems raises :class:`OtherSystemsError`
+   instead: it was made for the sample of an earlier leaderboard (models added or removed
+   since), and the ingest leaves it out with a notice;
 3. the items: no duplicate keys, no key the task lacks, every task key present; each item's
    model, locale and instance are its key's; every item is done (unless ``allow_unfinished``) and
    a done item has ``done_at``;
@@ -34,7 +37,7 @@ any problem:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache
@@ -62,6 +65,21 @@ FILE_SUFFIX = ".errors.json"  # the tool downloads <task_id>.errors.json
 
 class ErrorFileError(ToolFileError):
     """An error-annotation file cannot be used; ``problems`` lists everything found wrong."""
+
+
+class OtherSystemsError(ValueError):
+    """An error-annotation file annotates other systems (models) than the sample's task of its
+    locale: a file of an earlier sample, made before models were added to or removed from the
+    leaderboard. Not a bad file: the ingest leaves it out with this one-line notice."""
+
+    def __init__(self, name: str, locale: str, file_models: Sequence[str],
+                 task_models: Sequence[str]) -> None:
+        self.name, self.locale = name, locale
+        self.file_models, self.task_models = tuple(file_models), tuple(task_models)
+        super().__init__(
+            f"{name}: left out: it annotates {', '.join(self.file_models)}; the sample's "
+            f"{locale} task has {', '.join(self.task_models)} (every leaderboard model, or "
+            "error_analysis.models)")
 
 
 @cache
@@ -115,12 +133,15 @@ class ErrorFile:
 
 
 def _check_task(header: dict, task: ErrorTask | None, tasks: Mapping[str, ErrorTask],
-                check: ProblemCollector) -> ErrorTask:
+                check: ProblemCollector, file_models: Sequence[str]) -> ErrorTask:
     if task is None:
         known = ", ".join(sorted(tasks)) or "none"
         check.add("task.locale", f"the sample has no task for {header['locale']} (its tasks: "
                   f"{known}): the file is for a locale that is not in the configured sample")
         check.fail()
+    if header["task_id"] != task.task_id and set(file_models) != set(task.models):
+        raise OtherSystemsError(check.name, task.locale, sorted(file_models),
+                                sorted(task.models))
     if header["task_id"] != task.task_id:
         check.add("task.task_id", f"the file is for task {header['task_id']}, not for this "
                   f"sample's {task.task_id}: it was made for another sample (models, instances, "
@@ -166,7 +187,8 @@ def parse_error_file(data: bytes, tasks: Mapping[str, ErrorTask], *, name: str,
     document = parse_tool_document(data, name, KIND)
     check = ProblemCollector(name, ErrorFileError)
     header = document["task"]
-    task = _check_task(header, tasks.get(header["locale"]), tasks, check)
+    file_models = {item["model_id"] for item in document["items"]}
+    task = _check_task(header, tasks.get(header["locale"]), tasks, check, sorted(file_models))
     demo = bool(document.get("demo", False))
 
     expected = task.by_key()

@@ -5,7 +5,10 @@ tasks (``file.read_error_file``), and only when all of them are usable replaces 
 analysis in the store in one transaction: the files, one row per annotated translation, and the
 settings the correlations need (the outlier model). A folder with any bad file raises one
 :class:`ErrorIngestError` with one message per bad file, and nothing is written (the store keeps
-the previous analysis). At most one file per locale.
+the previous analysis). At most one file per locale. A file that annotates other systems than
+its locale's task (``file.OtherSystemsError``: made for the sample of an earlier leaderboard,
+before models were added or removed) is not a bad file: it is left out, with a one-line notice
+in :attr:`ErrorFiles.left_out`, and the other files are ingested.
 
 Views (``sql/views.sql``): ``error_annotations`` (one row per translation), ``error_files``,
 ``error_table5`` (paper Table 5: per model and locale the counts of each locale-specific type,
@@ -17,6 +20,7 @@ error_analysis`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,6 +28,7 @@ from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
 from cultivar_assets.error_analysis.file import (
     ErrorFile,
     ErrorFileError,
+    OtherSystemsError,
     find_error_files,
     read_error_file,
 )
@@ -43,15 +48,27 @@ class ErrorIngestError(ValueError):
             + "\n".join(str(e) for e in self.errors))
 
 
-def read_error_files(paths: Sequence[Path], sample: ErrorSample) -> list[ErrorFile]:
+@dataclass(frozen=True)
+class ErrorFiles:
+    """The usable files of a folder, and a one-line notice per file left out (module
+    docstring)."""
+
+    files: list[ErrorFile]
+    left_out: list[str]
+
+
+def read_error_files(paths: Sequence[Path], sample: ErrorSample) -> ErrorFiles:
     """Every file validated; raises :class:`ErrorIngestError` when any of them is bad."""
     tasks = sample.by_locale()
-    files, errors, seen = [], [], {}
+    files, left_out, errors, seen = [], [], [], {}
     for path in paths:
         try:
             file = read_error_file(path, tasks)
         except ErrorFileError as error:
             errors.append(error)
+            continue
+        except OtherSystemsError as other:
+            left_out.append(str(other))
             continue
         if file.locale in seen:
             errors.append(ErrorFileError([Problem(
@@ -62,7 +79,7 @@ def read_error_files(paths: Sequence[Path], sample: ErrorSample) -> list[ErrorFi
         files.append(file)
     if errors:
         raise ErrorIngestError(errors, len(paths))
-    return files
+    return ErrorFiles(files, left_out)
 
 
 def annotation_rows(file: ErrorFile) -> list[dict]:
@@ -97,10 +114,11 @@ def write_error_analysis(store: Store, files: Sequence[ErrorFile],
 
 
 def ingest_error_files(store: Store, sample: ErrorSample,
-                       config: ErrorAnalysisConfig) -> list[ErrorFile]:
+                       config: ErrorAnalysisConfig) -> ErrorFiles:
     """Validate the configured folder's files against ``sample`` and replace the stored error
-    analysis (module docstring); no folder configured: an empty analysis."""
+    analysis with the usable ones (module docstring); no folder configured: an empty
+    analysis."""
     paths = find_error_files(config.annotations_dir) if config.annotations_dir else []
-    files = read_error_files(paths, sample)
-    write_error_analysis(store, files, config)
-    return files
+    read = read_error_files(paths, sample)
+    write_error_analysis(store, read.files, config)
+    return read

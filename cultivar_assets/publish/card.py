@@ -136,9 +136,14 @@ def reported_table1() -> dict[str, dict[str, str]]:
     return {row["locale"]: row for row in csv.DictReader(io.StringIO(text))}
 
 
-def config_entry(locale: str) -> dict[str, Any]:
-    return {"config_name": locale,
-            "data_files": [{"split": SPLIT, "path": f"data/{locale}/{SPLIT}.parquet"}]}
+def config_entry(locale: str, default: bool = False) -> dict[str, Any]:
+    """The card's ``configs`` entry of ``locale``; ``default``: the configuration that
+    ``datasets.load_dataset(folder)`` loads when given no configuration name."""
+    entry: dict[str, Any] = {"config_name": locale, "data_files": [
+        {"split": SPLIT, "path": f"data/{locale}/{SPLIT}.parquet"}]}
+    if default:
+        entry["default"] = True
+    return entry
 
 
 def build_card(
@@ -174,7 +179,8 @@ def build_card(
         "task_categories": ["translation"],
         "pretty_name": name,
         "size_categories": [size_category(n_rows)],
-        "configs": [config_entry(str(row["locale"])) for row in locales],
+        "configs": [config_entry(str(row["locale"]), default=i == 0)
+                    for i, row in enumerate(locales)],
     }
     sections = [
         ("title", f"# {md_text(name)}"),
@@ -417,8 +423,9 @@ def merge_front_matter(
     """Our front matter, plus what the existing card has that ours does not replace.
 
     Existing keys that we do not set are kept; ``configs`` keeps the existing configurations whose
-    name we do not have (ours replace those of the same name); ``language`` is the union, since the
-    kept configurations' data stays in the repository. Returns the result and the kept names.
+    name we do not have (ours replace those of the same name; where ours mark a default, a kept
+    one is no longer marked: a card has one default); ``language`` is the union, since the kept
+    configurations' data stays in the repository. Returns the result and the kept names.
     """
     merged = dict(ours)
     for key, value in existing.items():
@@ -426,6 +433,8 @@ def merge_front_matter(
     ours_names = {entry["config_name"] for entry in ours.get("configs", [])}
     kept = [entry for entry in existing.get("configs") or []
             if isinstance(entry, dict) and entry.get("config_name", "default") not in ours_names]
+    if any(entry.get("default") for entry in ours.get("configs", [])):
+        kept = [{k: v for k, v in entry.items() if k != "default"} for entry in kept]
     merged["configs"] = [*ours.get("configs", []), *kept]
     old_languages = existing.get("language") or []
     if isinstance(old_languages, str):

@@ -374,7 +374,8 @@ class _Build:
             files = [self.writer.root / f"downloads/translations/{entries[m]['slug']}.parquet"
                      for m in self.data.board if m in entries]
             target = self.writer.root / "downloads" / "cultivar.duckdb"
-            dl.export_database(self.writer.root / "downloads", files, target)
+            dl.export_database(self.writer.root / "downloads",
+                               [*self.data.published, "segments"], files, target)
             self.writer.counted(os.path.relpath(target, self.writer.root))
 
     def _bootstrap_shard(self) -> None:

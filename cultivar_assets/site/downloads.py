@@ -146,16 +146,19 @@ def translations_table(table: pa.Table) -> pa.Table:
     return table.select(TRANSLATION_SCHEMA.names).cast(TRANSLATION_SCHEMA)
 
 
-def export_database(downloads: Path, translation_files: Sequence[Path], target: Path) -> None:
-    """``downloads/cultivar.duckdb`` from the site's parquet files (see the module docstring)."""
+def export_database(downloads: Path, tables: Sequence[str], translation_files: Sequence[Path],
+                    target: Path) -> None:
+    """``downloads/cultivar.duckdb`` from the site's parquet files (see the module docstring):
+    one table per name of ``tables`` (the published tables this build wrote, and ``segments``)
+    from ``downloads/<name>.parquet``, then ``translations`` from ``translation_files``."""
     target.unlink(missing_ok=True)
     con = duckdb.connect(str(target), config={"storage_compatibility_version": STORAGE_VERSION})
     try:
-        params = {"dir": str(downloads), "translation_files": [str(p) for p in translation_files]}
-        blocks = ["export_database"] + (["export_translations"] if translation_files else [])
-        for block in blocks:
-            for statement in duckdb.extract_statements(statement_text(block)):
-                used = {k: params[k] for k in statement.named_parameters}
-                con.execute(statement, used)
+        for name in tables:
+            con.read_parquet(str(downloads / f"{name}.parquet")).create(name)
+        if translation_files:
+            params = {"translation_files": [str(p) for p in translation_files]}
+            for statement in duckdb.extract_statements(statement_text("export_translations")):
+                con.execute(statement, {k: params[k] for k in statement.named_parameters})
     finally:
         con.close()

@@ -111,3 +111,14 @@ def write_reported_results(store: Store, specs: list[ModelSpec]) -> int:
     ]
     store.write([Step("delete_reported_results"), Step("insert_reported_results", rows=rows)])
     return len(rows)
+
+
+def remove_model_rows(store: Store, model_id: str) -> dict[str, int]:
+    """Delete every row of ``model_id`` from the raw tables keyed by model (``delete_model_rows``,
+    one transaction); returns the rows removed per table (tables with none left out). The results
+    computed across models are recomputed by the next results step (sql/writes.sql)."""
+    counts = {row["table_name"]: row["n"]
+              for row in store.query("model_stored_rows", model_id=model_id) if row["n"]}
+    if counts:
+        store.write([Step("delete_model_rows", {"model_id": model_id})])
+    return counts
