@@ -483,6 +483,8 @@ def test_compare_follows_the_hash_has_an_overall_row_and_refuses_one_model(page,
     status = page.locator("#compare-status")
     assert "same model" in status.inner_text()
     assert page.locator("#compare-table tbody tr").count() == 0
+    assert page.locator("#compare-table tfoot tr").count() == 0  # no Overall row left behind
+    assert page.locator("#compare-table thead th").count() == 0
     page.go_back()  # back to the two models, in the view as in the address
     page.locator("#compare-table tbody tr").first.wait_for()
     assert page.locator("#compare-pick select[name=b]").input_value() == b

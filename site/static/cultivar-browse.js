@@ -382,7 +382,10 @@
     if (a === b) {
       this.table.tHead.rows[0].textContent = "";
       this.table.tBodies[0].textContent = "";
+      if (this.table.tFoot) { this.table.tFoot.textContent = ""; }
+      this.table.removeAttribute("data-intervals");
       this.records = [];
+      this.pending = [];  // the previous pair's intervals stop
       C.say(self.status, "Model A and model B are the same model (" + this.form.elements.a.selectedOptions[0].textContent +
         "): choose two different models to compare.");
       return;
