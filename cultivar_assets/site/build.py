@@ -301,8 +301,9 @@ class _Build:
         tables = [*self.data.published.items(), ("segments", self.public_segments)]
         for name, table in tables:
             self._later(f"downloads/{name}.parquet", lambda t=table: dl.parquet_bytes(t))
-            if self.engine is not None:
-                self._later(f"data/query/{name}.arrow.gz", lambda t=table: dl.ipc_gz_bytes(t))
+        if self.engine is not None:
+            self._later("data/query/published.duckdb.gz",
+                        lambda: dl.query_database_gz_bytes(tables))
 
     def _locale_shards(self) -> None:
         """One shard per locale (sources, references, their word diffs); reused when the
