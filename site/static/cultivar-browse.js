@@ -120,6 +120,7 @@
     C.say(this.status, localeShard.locale + ": " + names + (missing.length ? " (" +
       missing.join(", ") + ": no translations of this locale)" : ""));
     this.filter();
+    if (C.checkScripts) { C.checkScripts(); }  // the locale's text is on the page now
   };
 
   Browser.prototype.instance = function (shard, inst, outputs, lang) {

@@ -358,6 +358,68 @@
     });
   });
 
+  // Can this browser draw the page's text in each locale language? As the annotation tools
+  // check (static/tool-common.js, checkScript): each distinct letter of the elements with that
+  // lang is drawn on a canvas in their font and compared with the drawing of U+0378 (unassigned:
+  // every font draws its "missing glyph" box for it); the letters drawn the same show as empty
+  // boxes. The notice (base.html.j2, #script-notice) names the languages, how many letters, and
+  // what to install; pages that add text later (the segment browser) call it again.
+  var MISSING = "\u0378", SIZE = 48;
+  function undrawable(letters, font) {
+    var canvas = document.createElement("canvas");
+    canvas.width = canvas.height = SIZE;
+    var context = canvas.getContext("2d", { willReadFrequently: true });
+    function picture(text) {
+      context.clearRect(0, 0, SIZE, SIZE);
+      context.font = (SIZE / 2) + "px " + font;
+      context.textBaseline = "middle";
+      context.fillStyle = "#000";
+      context.fillText(text, 4, SIZE / 2);
+      return context.getImageData(0, 0, SIZE, SIZE).data;
+    }
+    var box = picture(MISSING);
+    function same(a) {
+      for (var i = 0; i < a.length; i += 1) { if (a[i] !== box[i]) { return false; } }
+      return true;
+    }
+    return letters.filter(function (letter) { return same(picture(letter)); });
+  }
+
+  function checkScripts() {
+    var notice = document.getElementById("script-notice");
+    if (!notice) { return; }
+    var notes = JSON.parse(notice.getAttribute("data-scripts") || "{}");
+    var problems = [], missingTotal = 0;
+    Object.keys(notes).sort().forEach(function (lang) {
+      var elements = Array.prototype.filter.call(document.querySelectorAll("[lang]"),
+        function (element) { return element.getAttribute("lang") === lang; });
+      if (!elements.length) { return; }
+      var seen = {}, letters = [];
+      elements.forEach(function (element) {
+        Array.from(element.textContent).forEach(function (character) {
+          if (!seen[character] && /\p{L}/u.test(character)) { seen[character] = true; letters.push(character); }
+        });
+      });
+      var missing = undrawable(letters, window.getComputedStyle(elements[0]).fontFamily);
+      if (missing.length) {
+        missingTotal += missing.length;
+        problems.push(notes[lang].language + " (" + missing.length + " of its " + letters.length +
+          " different letters here): install " + notes[lang].advice);
+      }
+    });
+    notice.setAttribute("data-missing", String(missingTotal));
+    notice.textContent = problems.length ? "This browser cannot draw some of this page's " +
+      "text: it shows it as empty boxes. " + problems.join("; ") + "; then reload this page." : "";
+    notice.hidden = !problems.length;
+    notice.setAttribute("data-checked", "true");
+  }
+  window.Cultivar.checkScripts = checkScripts;
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", checkScripts);
+  } else {
+    checkScripts();
+  }
+
   // A model card's rank interval, from the ranks shard (data/ranks.js: one file for every
   // card, so a new model does not rewrite every card whose rank moved; site_pages.py).
   var rankTargets = document.querySelectorAll("[data-rank-of]");
