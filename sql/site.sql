@@ -205,6 +205,14 @@ SET autoload_known_extensions = false;
 SET enable_external_access = false;
 SET lock_configuration = true;
 
+-- The Query page's published tables: the build's database file (data/query/published.duckdb.gz),
+-- attached READ_ONLY, so DuckDB refuses any statement that would change one of them. The
+-- reader's own tables go into `memory`, first on the search path; names not found there are
+-- looked up among the published tables.
+-- name: query_page_attach
+ATTACH 'published.duckdb' AS published (READ_ONLY);
+SET search_path = 'memory.main,published.main';
+
 -- The translations on the Query page: the models' outputs, loaded model by model from the
 -- site's translation shards, joined with the published segments.
 -- name: query_page_translations

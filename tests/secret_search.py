@@ -8,9 +8,10 @@ raw value (a piece that long is a leak even when the rest was cut off or redacte
 :func:`file_texts` gives the texts a file holds: its bytes as text, and decoded where it is a
 container: gzip (``.gz``, also inside the site's shards), the site's shards
 (``Cultivar.shard("key", "<base64 of gzip JSON>")``), Parquet, Arrow IPC files and streams,
-DuckDB and SQLite databases (every value of every table). :func:`assert_secret_nowhere` checks
-every file under the given folders and the printed output, and returns how many files it read
-and how many of them it decoded, so a test can show that the search reached them.
+DuckDB (also gzip-compressed) and SQLite databases (every value of every table).
+:func:`assert_secret_nowhere` checks every file under the given folders and the printed output,
+and returns how many files it read and how many of them it decoded, so a test can show that the
+search reached them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import gzip
 import io
 import re
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, quote_plus
@@ -119,8 +121,14 @@ def _decoded(data: bytes, path: Path, depth: int = 0) -> Iterator[tuple[str, str
         yield "shard", inner.decode("utf-8", "replace")
     if depth == 0 and data[:16] == b"SQLite format 3\x00":
         yield "sqlite", "\n".join(_sqlite_texts(path))
-    if depth == 0 and data[8:12] == b"DUCK":
-        yield "duckdb", "\n".join(_duckdb_texts(path))
+    if data[8:12] == b"DUCK":
+        if depth == 0:
+            yield "duckdb", "\n".join(_duckdb_texts(path))
+        else:  # a compressed database file (the Query page's): read from a copy on disk
+            with tempfile.TemporaryDirectory() as folder:
+                copy = Path(folder) / "inner.duckdb"
+                copy.write_bytes(data)
+                yield "duckdb", "\n".join(_duckdb_texts(copy))
 
 
 def file_texts(path: Path) -> Iterator[tuple[str, str]]:

@@ -84,7 +84,8 @@ def tool(browser, server):
 
 def test_highlights_follow_the_annotators_edits(tool, tasks):
     t = tool()
-    assert t.page.inner_text("#progress") == "0 / 12 reviewed, 1 revised pair"  # the flagged one
+    # nothing done yet: the flagged draft (its boxes start from the original) is not a change
+    assert t.page.inner_text("#progress") == "0 / 12 reviewed, 0 pairs changed"
     assert "Jonas Becker" in t.marks(0, "source-current")
     assert "Lucas Moreira" in t.marks(0, "source-original")
     assert t.item(0).locator("[data-role=source-edits]").inner_text() == (
@@ -100,7 +101,7 @@ def test_highlights_follow_the_annotators_edits(tool, tasks):
     assert t.item(0).locator("[data-role=source-edits]").inner_text() == (
         "edits to the LLM paraphrase: 1")
     assert t.item(0).locator("[data-role=action]").inner_text() == "edited"
-    assert t.page.inner_text("#progress") == "0 / 12 reviewed, 2 revised pairs"
+    assert t.page.inner_text("#progress") == "0 / 12 reviewed, 1 pair changed"
 
     t.box(0).fill(draft.source_original)  # back to the original: nothing is highlighted
     assert t.marks(0, "source-current") == [] and t.marks(0, "source-original") == []
@@ -165,7 +166,7 @@ def test_download_validates_ingests_and_loads_into_a_fresh_profile(tool, tasks, 
     t.item(7).get_by_role("button", name="Revert to the original FLORES entry").click()
     for iid in drafts:
         t.item(iid).get_by_role("checkbox", name="Confirm final version").check()
-    assert t.page.inner_text("#progress") == "12 / 12 reviewed, 4 revised pairs"
+    assert t.page.inner_text("#progress") == "12 / 12 reviewed, 3 pairs changed"
     shown = {iid: (t.item(iid).locator("[data-role=source-edits]").inner_text(),
                    t.item(iid).locator("[data-role=english-edits]").inner_text())
              for iid in drafts}
@@ -202,7 +203,7 @@ def test_download_validates_ingests_and_loads_into_a_fresh_profile(tool, tasks, 
     expect(fresh.page.locator("#status")).to_have_text(re.compile(r"\S"))
     assert "Loaded 12 items from download.json" in fresh.page.inner_text("#status")
     assert fresh.values() == filled
-    assert fresh.page.inner_text("#progress") == "12 / 12 reviewed, 4 revised pairs"
+    assert fresh.page.inner_text("#progress") == "12 / 12 reviewed, 3 pairs changed"
     fresh.open()  # the loaded file is now the autosaved draft
     assert fresh.values() == filled
     again = json.loads(fresh.download(tmp_path / "again.json").read_text("utf-8"))

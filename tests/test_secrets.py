@@ -163,7 +163,8 @@ def test_log_records_are_redacted_before_any_handler_sees_them(caplog):
 
 def test_the_search_finds_a_secret_in_every_container(tmp_path):
     """The search of tests/secret_search.py is not vacuous: it finds the secret in a gzip file, a
-    site shard, Parquet, an Arrow IPC file and a gzip-compressed stream, DuckDB and SQLite."""
+    site shard, Parquet, an Arrow IPC file and a gzip-compressed stream, DuckDB (also
+    gzip-compressed, as the Query page's file) and SQLite."""
     import gzip
     import sqlite3
 
@@ -171,7 +172,7 @@ def test_the_search_finds_a_secret_in_every_container(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cultivar_assets.site.downloads import ipc_gz_bytes
+    from cultivar_assets.site.downloads import ipc_gz_bytes, query_database_gz_bytes
     from cultivar_assets.site.shards import encode_shard
 
     secret = "sk-" + random_secrets.token_hex(16)
@@ -185,13 +186,15 @@ def test_the_search_finds_a_secret_in_every_container(tmp_path):
     con = duckdb.connect(str(tmp_path / "f.duckdb"))
     con.execute("CREATE TABLE t AS SELECT ? AS v", [secret])
     con.close()
+    (tmp_path / "h.duckdb.gz").write_bytes(query_database_gz_bytes([("t", table)]))
     with sqlite3.connect(tmp_path / "g.sqlite") as lite:
         lite.execute("CREATE TABLE t (v BLOB)")
         lite.execute("INSERT INTO t VALUES (?)", [gzip.compress(b"x")])
         lite.execute("INSERT INTO t VALUES (?)", [secret])
     lite.close()
     expected = {"a.gz": "gzip", "b.js": "shard", "c.parquet": "parquet", "d.arrow": "arrow",
-                "e.arrow.gz": "arrow stream", "f.duckdb": "duckdb", "g.sqlite": "sqlite"}
+                "e.arrow.gz": "arrow stream", "f.duckdb": "duckdb", "g.sqlite": "sqlite",
+                "h.duckdb.gz": "duckdb"}
     for name, kind in expected.items():
         found = [k for k, text in file_texts(tmp_path / name) if found_forms(secret, text)]
         assert kind in found, (name, found)

@@ -273,7 +273,9 @@ def test_real_data_sites_do_not_show_flores_text(site_dir, tmp_path):
 
 # ---- the leaderboard at many models (issue 20 §1) -------------------------------------------
 
-WIDE_NAMES = [f"org-model-{m:03d}-instruct" for m in range(30)]
+# two long names alike but for their end (a truncated name would make them the same)
+TWINS = ["google/gemma-3-270m-fewshot-instruct-q4", "google/gemma-3-270m-fewshot-instruct-q8"]
+WIDE_NAMES = [*TWINS, *(f"org-model-{m:03d}-instruct" for m in range(28))]
 
 
 @pytest.fixture(scope="module")
@@ -293,7 +295,8 @@ def board_geometry(page) -> dict:
     return page.evaluate("""() => {
       const wrap = document.querySelector('.table-wrap.board');
       const table = document.getElementById('leaderboard');
-      const row = table.tBodies[0].rows[0];
+      // a row whose name is of ordinary length (a long one wraps: names are never cut)
+      const row = table.querySelector('tbody th[data-value="org-model-000-instruct"]').parentNode;
       const line = parseFloat(getComputedStyle(row.cells[1]).lineHeight);
       return {page: document.documentElement.scrollWidth, viewport: window.innerWidth,
               wrap: wrap.clientWidth, table: table.scrollWidth,
@@ -414,11 +417,12 @@ def test_wide_leaderboard_fits_with_one_line_rows(browser, wide_site, width):
             return [...document.querySelectorAll('#leaderboard tbody tr')]
               .filter(r => r.getBoundingClientRect().bottom <= innerHeight).length; }""")
         assert rows_in_view >= 20, rows_in_view
-        # the header stays in view while the table scrolls
+        # the header stays in view as the page scrolls: no box of its own to scroll as well
         page.locator("#leaderboard tbody tr").last.scroll_into_view_if_needed()
         top = page.locator("#leaderboard thead th").first.bounding_box()
-        wrap = page.locator(".table-wrap.board").bounding_box()
-        assert wrap["y"] - 1 <= top["y"] <= wrap["y"] + 1 and top["y"] >= -1
+        assert abs(top["y"]) <= 1, top
+        assert page.locator(".table-wrap.board").evaluate(
+            "w => w.scrollHeight <= w.clientHeight + 1")
         text = page.locator("main").inner_text()
         assert "materialise" not in text and "asset" not in text  # no operator instructions
 
@@ -438,6 +442,108 @@ def test_narrow_screen_scrolls_the_table_not_the_page(browser, wide_site):
         summary = page.locator("#leaderboard details.separable summary").first
         summary.tap()  # the not-separable list by touch
         assert page.locator("#leaderboard details.separable .popover").first.is_visible()
+
+
+# ---- the leaderboard for readers at 390, 1440 and 1920 px (issue 35 §2) ----------------------
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+WIDTHS = {390: PHONE, 1440: {"viewport": {"width": 1440, "height": 900}},
+          1920: {"viewport": {"width": 1920, "height": 1080}}}
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_model_names_are_whole_and_the_delta_comes_first(browser, wide_site, width):
+    """No name is cut (two names alike but for their end stay two names) and each has its
+    tooltip; on a phone the model and its ∆BLEU are in view before any sideways scrolling."""
+    with watched_page(browser, **WIDTHS[width]) as page:
+        page.goto((wide_site / "index.html").as_uri())
+        names = page.locator("#leaderboard tbody th").evaluate_all("""ths => ths.map(th => ({
+            name: th.getAttribute('data-value'), title: th.title,
+            cut: th.scrollWidth > th.clientWidth + 1 ||
+                 [...th.querySelectorAll('a')].some(a => a.scrollWidth > a.clientWidth + 1),
+            text: th.querySelector('a') ? th.querySelector('a').innerText : th.innerText}))""")
+        assert {n["name"] for n in names} >= set(TWINS)
+        for n in names:
+            assert not n["cut"] and n["title"] == n["name"], n
+            assert n["text"].replace("\n", "") == n["name"], n
+        headers = page.locator("#leaderboard thead th").all_inner_texts()
+        assert [" ".join(h.split()).rstrip(" ▲▼") for h in headers[:3]] == [
+            "Model", "∆BLEU", "∆chrF"]
+        delta = page.locator("#leaderboard thead th").nth(1).bounding_box()
+        assert delta["x"] + delta["width"] <= width, delta
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_filters_fold_on_a_phone_and_captions_fit(browser, server, width):
+    with watched_page(browser, **WIDTHS[width]) as page:
+        page.goto(f"{server}/index.html")
+        form = page.locator("form.filters[data-table=leaderboard]").bounding_box()
+        family = page.locator("form.filters select[name=family]")
+        if width == 390:
+            assert form["height"] < 0.15 * 844, form  # the search, and the rest folded
+            assert not family.is_visible()
+            page.locator("details.more-filters > summary").tap()
+            assert family.is_visible()
+        else:
+            assert family.is_visible()
+        captions = page.locator(".table-wrap caption:not(.visually-hidden)").evaluate_all(
+            "cs => cs.map(c => c.getBoundingClientRect().right)")
+        assert captions and all(right <= width for right in captions), captions
+        # a filter in force is never folded away, even on a phone
+        page.goto(f"{server}/index.html#type=baseline")
+        page.reload()
+        assert family.is_visible()
+
+
+def test_no_model_matching_says_so_and_clears_the_filters(page, server):
+    page.goto(f"{server}/index.html#type=baseline&q=no-such-model")
+    message = page.locator("p.no-match")
+    assert message.is_visible() and "No model matches" in message.inner_text()
+    assert page.locator("#leaderboard tbody tr:visible").count() == 0
+    message.get_by_role("button", name="Clear the search and filters").click()
+    assert message.is_hidden()
+    assert page.locator("#leaderboard tbody tr:visible").count() == 2
+    assert page.locator("form.filters input[name=q]").input_value() == ""
+    assert "q=" not in page.url and "type=" not in page.url
+
+
+def test_escape_closes_the_not_separable_list(page, server):
+    page.goto(f"{server}/index.html")
+    summary = page.locator("#leaderboard details.separable summary").first
+    popover = page.locator("#leaderboard details.separable .popover").first
+    summary.focus()
+    page.keyboard.press("Enter")
+    assert popover.is_visible()
+    page.keyboard.press("Escape")
+    assert not popover.is_visible()
+    assert summary.evaluate("s => document.activeElement === s")
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_long_board_more_button_downloads_and_lists_do_not_overlap(browser, long_site, width):
+    """Past 100 models: "Show … more" and "Download this table" do not overlap, and the long
+    "not separable" list of the last row shown stays inside the table's box (or the window)."""
+    with watched_page(browser, **WIDTHS[width]) as page:
+        page.goto((long_site / "index.html").as_uri())
+        more = page.locator("button.more-rows").bounding_box()
+        downloads = page.locator(".table-wrap.board ~ .table-downloads").first.bounding_box()
+        assert more["y"] + more["height"] <= downloads["y"], (more, downloads)
+        page.locator(".table-wrap.board").evaluate("w => { w.scrollTop = w.scrollHeight; }")
+        last = page.locator("#leaderboard tbody tr").last
+        last.scroll_into_view_if_needed()
+        page.evaluate("scrollBy(0, 0)")
+        last.locator("details.separable summary").click()
+        popover = last.locator("details.separable .popover")
+        page.wait_for_function("p => p.textContent.startsWith('Not separable from: ')",
+                               arg=popover.element_handle())
+        box = popover.evaluate("""p => {
+            const r = p.getBoundingClientRect(), w = p.closest('.table-wrap');
+            const scrolls = getComputedStyle(w).overflowY !== 'visible';
+            const a = scrolls ? w.getBoundingClientRect() : {top: 0, bottom: innerHeight};
+            return {top: r.top, bottom: r.bottom, areaTop: Math.max(a.top, 0),
+                    areaBottom: Math.min(a.bottom, innerHeight)};
+        }""")
+        assert box["areaTop"] - 1 <= box["top"] and box["bottom"] <= box["areaBottom"] + 1, box
 
 
 # ---- segments and compare follow the hash (issue 20 §2) --------------------------------------
@@ -484,6 +590,8 @@ def test_compare_follows_the_hash_has_an_overall_row_and_refuses_one_model(page,
     status = page.locator("#compare-status")
     assert "same model" in status.inner_text()
     assert page.locator("#compare-table tbody tr").count() == 0
+    assert page.locator("#compare-table tfoot tr").count() == 0  # no Overall row left behind
+    assert page.locator("#compare-table thead th").count() == 0
     page.go_back()  # back to the two models, in the view as in the address
     page.locator("#compare-table tbody tr").first.wait_for()
     assert page.locator("#compare-pick select[name=b]").input_value() == b

@@ -133,3 +133,62 @@ def test_every_page_family_ships_and_links_the_one_font_sheet(tmp_path):
     for name in ("base.html.j2", "selection_review.html.j2"):
         template = (resource_dir("site") / "templates" / name).read_text("utf-8")
         assert template.index("static/fonts.css") < template.index("static/style.css"), name
+
+
+# ---- the site tells a reader too (issue 35 §2) -----------------------------------------------
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    from site_helpers import hostile_store
+
+    from cultivar_assets.site.build import build_site
+
+    root = tmp_path_factory.mktemp("font_site")
+    build_site(hostile_store(root), root / "site", query_page="off")
+    with serve(root / "site") as url:
+        yield url
+
+
+def site_notice(browser, url: str, ready: str | None = None) -> dict:
+    from site_helpers import watched_page
+
+    with watched_page(browser) as page:
+        page.goto(url)
+        if ready:
+            page.wait_for_selector(ready)
+        box = page.locator("#script-notice")
+        page.wait_for_function("document.getElementById('script-notice')"
+                               ".getAttribute('data-checked') === 'true'")
+        return {"hidden": box.is_hidden(), "text": box.text_content(),
+                "missing": int(box.get_attribute("data-missing"))}
+
+
+@NEEDS_CHROMIUM
+def test_site_tells_the_reader_when_the_browser_has_no_font_for_a_script(site, tmp_path):
+    conf = font_setup("without Noto", tmp_path)
+    if fc_has(conf, "hi"):
+        pytest.skip("this system has a Devanagari font besides Noto")
+    with chromium(conf) as browser:
+        hindi = site_notice(browser, f"{site}/locales/hin_Deva_India.html")
+        german = site_notice(browser, f"{site}/locales/deu_Latn_Germany.html")
+        segments = site_notice(browser, f"{site}/browse.html#locale=hin_Deva_India",
+                               ready="article.instance")
+        chinese = (site_notice(browser, f"{site}/locales/cmn_Hans_China.html")
+                   if not fc_has(conf, "zh-cn") else None)
+    assert not hindi["hidden"] and hindi["missing"] > 20
+    assert "cannot draw" in hindi["text"] and "Hindi" in hindi["text"]
+    assert "Noto Sans Devanagari" in hindi["text"] and "fonts-noto-core" in hindi["text"]
+    assert german["hidden"] and german["missing"] == 0
+    assert not segments["hidden"] and "Hindi" in segments["text"]  # text the page adds later
+    if chinese:
+        assert not chinese["hidden"] and "fonts-noto-cjk" in chinese["text"]
+
+
+@NEEDS_CHROMIUM
+def test_site_says_nothing_when_every_script_can_be_drawn(site, tmp_path):
+    conf = font_setup("with Noto", tmp_path)  # skips where Noto is not to be had
+    with chromium(conf) as browser:
+        for page in ("locales/hin_Deva_India.html", "locales/cmn_Hans_China.html",
+                     "index.html"):
+            state = site_notice(browser, f"{site}/{page}")
+            assert state["hidden"] and state["missing"] == 0, page

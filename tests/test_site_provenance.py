@@ -5,6 +5,7 @@ to the reported one, and each instance's LLM draft and post-editing action on it
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -55,3 +56,14 @@ def test_a_draft_that_repeats_the_original_is_hidden_with_the_originals(store, t
     assert "this draft repeats the original FLORES text" in page
     build_site(store, tmp_path / "demo", query_page="off")  # demo data: originals shown
     assert store.hidden_source in (tmp_path / "demo" / "locales" / f"{LOCALE}.html").read_text()
+
+
+def test_each_draft_line_says_which_side_it_is(store, tmp_path):
+    """The LLM draft row holds two lines, the source's and the English: each is labelled."""
+    build_site(store, tmp_path / "site", query_page="off")
+    page = (tmp_path / "site" / "locales" / f"{LOCALE}.html").read_text()
+    rows = re.findall(r'<tr class="provenance">(.*?)</tr>', page, flags=re.S)
+    assert len(rows) == 12
+    for row in rows:
+        labels = re.findall(r'<span class="draft-side">([^<]*)</span>', row)
+        assert labels == ["Source:", "English:"], row

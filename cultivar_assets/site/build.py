@@ -58,6 +58,7 @@ from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
+from cultivar_assets.site.fonts import font_advice
 from cultivar_assets.site.incremental import SITE_FORMAT, Cache
 from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
@@ -81,6 +82,15 @@ PUBLIC_STATIC = ("fonts.css", "style.css", "cultivar.js", "cultivar-shards.js", 
 __all__ = ["HIDDEN_OUTPUT", "MANIFEST", "SiteSummary", "build_site", "chart_inputs",
            "model_slug", "vega_bundle"]
 
+
+
+def script_notes(locale_info: dict[str, dict], locales: list[str]) -> dict[str, dict]:
+    """Per language code of ``locales`` (the pages' ``lang`` attributes): its name and what to
+    install to see its script (site/fonts.py), for the pages' notice when the browser cannot
+    draw its text (static/cultivar.js, checkScripts)."""
+    return {locale_info[loc]["language"]: {"language": locale_info[loc]["language_name"],
+                                           "advice": font_advice(locale_info[loc]["script"])}
+            for loc in locales}
 
 @dataclass(frozen=True)
 class SiteSummary:
@@ -222,7 +232,8 @@ class _Build:
         common = {"version": __version__, "dataset": self.dataset, "signatures": signatures,
                   "more_signatures": more_signatures,
                   "reported_source": REPORTED_SOURCE, "show_originals": self.show,
-                  "query_included": self.engine is not None}
+                  "query_included": self.engine is not None,
+                  "script_notes": script_notes(data.locale_info, data.present_locales)}
         self.writer = PageWriter(work, common, component=_component,
                                  link_pool=self.background)
         self.cache.start(self.writer)
@@ -301,8 +312,9 @@ class _Build:
         tables = [*self.data.published.items(), ("segments", self.public_segments)]
         for name, table in tables:
             self._later(f"downloads/{name}.parquet", lambda t=table: dl.parquet_bytes(t))
-            if self.engine is not None:
-                self._later(f"data/query/{name}.arrow.gz", lambda t=table: dl.ipc_gz_bytes(t))
+        if self.engine is not None:
+            self._later("data/query/published.duckdb.gz",
+                        lambda: dl.query_database_gz_bytes(tables))
 
     def _locale_shards(self) -> None:
         """One shard per locale (sources, references, their word diffs); reused when the

@@ -9,9 +9,11 @@ the Query page's inputs, and the optional DuckDB file.
 - ``downloads/<page table>.csv`` and ``.json``: the rows behind a table on a page, written with
   :func:`cultivar_assets.tables.csv_text` (formula-safe) and
   :func:`cultivar_assets.tables.json_text`.
-- ``data/query/<table>.arrow.gz``: the same tables as Arrow IPC streams, gzip-compressed, which
-  the Query page decompresses and inserts into DuckDB-Wasm (whose parquet reader is an extension
-  that would be downloaded from the internet; Arrow is built in).
+- ``data/query/published.duckdb.gz``: the same tables (and ``segments``) as one DuckDB file in
+  the storage format of the Query page's DuckDB-Wasm (:data:`QUERY_STORAGE_VERSION`),
+  gzip-compressed; the page attaches it READ_ONLY, so DuckDB itself refuses any change to a
+  published table (DuckDB-Wasm's parquet reader is an extension that would be downloaded from
+  the internet; its own file format is built in).
 - ``downloads/cultivar.duckdb`` (only when configured): the published tables as a fresh DuckDB
   file in the storage format DuckDB 1.5 reads — not a copy of the working database.
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +41,8 @@ from cultivar_assets.sqlfiles import statement_text
 HIDDEN_OUTPUT = "(output identical to the original FLORES source; not shown)"
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 6}
 STORAGE_VERSION = "v1.5.0"
+# The storage format of the Query page's database file: DuckDB-Wasm 1.32.0 is DuckDB 1.4.
+QUERY_STORAGE_VERSION = "v1.4.0"
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,21 @@ def ipc_gz_bytes(table: pa.Table) -> bytes:
     with pa.ipc.new_stream(sink, table.schema) as stream:
         stream.write_table(table)
     return gzip.compress(sink.getvalue().to_pybytes(), compresslevel=IPC_GZIP_LEVEL, mtime=0)
+
+
+def query_database_gz_bytes(tables: Sequence[tuple[str, pa.Table]]) -> bytes:
+    """``tables`` (name, table) as the tables of a fresh DuckDB file in
+    :data:`QUERY_STORAGE_VERSION`, gzip-compressed (the Query page's input)."""
+    with tempfile.TemporaryDirectory(prefix="cultivar-query-") as folder:
+        path = Path(folder) / "published.duckdb"
+        con = duckdb.connect(str(path),
+                             config={"storage_compatibility_version": QUERY_STORAGE_VERSION})
+        try:
+            for name, table in tables:
+                con.from_arrow(table).create(name)
+        finally:
+            con.close()
+        return gzip.compress(path.read_bytes(), compresslevel=IPC_GZIP_LEVEL, mtime=0)
 
 
 def public_segments(segments: pa.Table, show_originals: bool) -> pa.Table:

@@ -8,7 +8,8 @@ every one of them, so a reader who has one installed sees it used; the tests hol
 the registry and this table together, and check with fontconfig that each family covers its script.
 
 The annotation tools tell an annotator when the browser cannot draw the locale's script
-(``site/static/tool-common.js``, ``checkScript``): it draws each distinct letter of the page's
+(``site/static/tool-common.js``, ``checkScript``), and the site's pages tell a reader
+(``site/static/cultivar.js``, ``checkScripts``): each draws each distinct letter of the page's
 text in that language on a canvas and compares it with the drawing of an unassigned code point
 (U+0378: every font draws its "missing glyph" box for it). ``document.fonts.check`` cannot answer
 this: it says whether the web fonts a text needs are loaded, and is true when the fonts are

@@ -350,6 +350,7 @@ class SitePages:
                       for name, title in QUERY_EXAMPLES],
             engine_version=self.engine.version if self.engine else None,
             lock_sql=statement_text("query_page_lock"),
+            attach_sql=statement_text("query_page_attach"),
             translations_sql=statement_text("query_page_translations"),
             insert_sql=statement_text("query_page_insert_translations"),
             translations_description=dl.TRANSLATIONS_DESCRIPTION)

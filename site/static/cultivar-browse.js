@@ -120,6 +120,7 @@
     C.say(this.status, localeShard.locale + ": " + names + (missing.length ? " (" +
       missing.join(", ") + ": no translations of this locale)" : ""));
     this.filter();
+    if (C.checkScripts) { C.checkScripts(); }  // the locale's text is on the page now
   };
 
   Browser.prototype.instance = function (shard, inst, outputs, lang) {
@@ -382,7 +383,10 @@
     if (a === b) {
       this.table.tHead.rows[0].textContent = "";
       this.table.tBodies[0].textContent = "";
+      if (this.table.tFoot) { this.table.tFoot.textContent = ""; }
+      this.table.removeAttribute("data-intervals");
       this.records = [];
+      this.pending = [];  // the previous pair's intervals stop
       C.say(self.status, "Model A and model B are the same model (" + this.form.elements.a.selectedOptions[0].textContent +
         "): choose two different models to compare.");
       return;

@@ -1,5 +1,6 @@
 // The Query page: DuckDB-Wasm (shipped with the site: static/query/, see
-// cultivar_assets/site/query_engine.py) over the published tables (data/query/*.arrow.gz).
+// cultivar_assets/site/query_engine.py) over the published tables, a database file
+// (data/query/published.duckdb.gz) attached READ_ONLY: DuckDB itself refuses to change them.
 // The worker and the WebAssembly module are stored gzip-compressed and decompressed here; the
 // engine is then locked (no extensions, no files, no URLs). Results and errors are shown as text.
 (function () {
@@ -121,18 +122,6 @@
     document.querySelectorAll("button[data-download]").forEach(function (b) { b.disabled = true; });
   }
 
-  // The published tables are read-only (our choice: refused before running, rather than
-  // restored afterwards): a statement that drops, alters, truncates, replaces, shadows (a TEMP
-  // table of the same name) or writes into one of them is not run. A reader's own tables (CREATE TABLE mine AS …) are theirs.
-  var WRITES = /^\s*(?:DROP\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?|ALTER\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?|TRUNCATE\s+(?:TABLE\s+)?|UPDATE\s+|DELETE\s+FROM\s+|INSERT\s+(?:OR\s+\w+\s+)?INTO\s+|COPY\s+|COMMENT\s+ON\s+(?:TABLE|VIEW|COLUMN)\s+|CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?)(?:(?:main|temp)\.)?"?([A-Za-z_][A-Za-z0-9_]*)"?/i;
-  function changesPublished(sql) {
-    var published = app.getAttribute("data-tables").split(" ").concat(["segments", "translations", "hypotheses"]);
-    return statements(sql.replace(/--[^\n]*/g, "")).map(function (statement) {
-      var match = WRITES.exec(statement.replace(/^\s*WITH\s[\s\S]*?\)\s*(?=(UPDATE|DELETE|INSERT)\b)/i, ""));
-      return match && published.indexOf(match[1].toLowerCase()) >= 0 ? match[1] : null;
-    }).filter(Boolean)[0] || null;
-  }
-
   function showError(text) {
     clearResult();
     errorBox.textContent = text;
@@ -184,18 +173,16 @@
   function run() {
     if (!con) { return; }
     errorBox.hidden = true; errorBox.textContent = "";
-    var target = changesPublished(sqlBox.value);
-    if (target) {
-      showError("Not run: the published table " + target + " is read-only on this page. " +
-        "Make your own copy to change it, e.g. CREATE TABLE my_" + target.toLowerCase() +
-        " AS SELECT * FROM " + target + ";");
-      return;
-    }
     clearResult();
     summary.textContent = "Running…";
     runButton.disabled = true;
     con.query(sqlBox.value).then(render).catch(function (error) {
-      showError(errorText(error.message));
+      var text = errorText(error.message);
+      if (/database "published" which is attached in read-only mode/.test(text)) {
+        text += "\n\nThe published tables are read-only on this page. Make your own copy to " +
+          "change one, e.g. CREATE TABLE my_leaderboard AS SELECT * FROM leaderboard;";
+      }
+      showError(text);
     }).then(function () { runButton.disabled = false; });
   }
 
@@ -250,26 +237,20 @@
   function start() {
     C.say(status, "Loading DuckDB-Wasm…");
     var engine = root + "static/query/";
+    var names = app.getAttribute("data-tables").split(" ").concat(["segments"]);
     Promise.all([gunzip(engine + "duckdb-browser-eh.worker.js.gz"),
-                 gunzip(engine + "duckdb-eh.wasm.gz")]).then(function (files) {
+                 gunzip(engine + "duckdb-eh.wasm.gz"),
+                 gunzip(root + "data/query/published.duckdb.gz")]).then(function (files) {
       var worker = new Worker(blobUrl(files[0], "text/javascript"));
       var db = new window.CultivarDuckDB.AsyncDuckDB({ log: function () {} }, worker);
       return db.instantiate(blobUrl(files[1], "application/wasm")).then(function () {
-        return db.connect();
-      });
+        return db.registerFileBuffer("published.duckdb", files[2]);
+      }).then(function () { return db.connect(); });
     }).then(function (connection) {
       con = connection;
-      var names = app.getAttribute("data-tables").split(" ").concat(["segments"]);
       C.say(status, "Loading " + names.length + " tables…");
-      return names.reduce(function (chain, name) {
-        return chain.then(function () {
-          return gunzip(root + "data/query/" + name + ".arrow.gz").then(function (bytes) {
-            return con.insertArrowFromIPCStream(bytes, { name: name });
-          });
-        });
-      }, Promise.resolve()).then(function () { return names; });
-    }).then(function (names) {
-      var setup = statements(document.getElementById("query-translations-sql").textContent)
+      var setup = statements(document.getElementById("query-attach").textContent)
+        .concat(statements(document.getElementById("query-translations-sql").textContent))
         .concat(statements(document.getElementById("query-lock").textContent));
       return setup.reduce(function (chain, sql) {
         return chain.then(function () { return con.query(sql); });
@@ -277,8 +258,8 @@
     }).then(function (names) {
       runButton.disabled = false;
       loadForm.querySelector("button[type=submit]").disabled = false;
-      C.say(status, "Ready: " + names.length + " tables and the translations view (DuckDB " +
-        "runs in this page; nothing is sent anywhere).");
+      C.say(status, "Ready: " + names.length + " published tables (read-only) and the " +
+        "translations view (DuckDB runs in this page; nothing is sent anywhere).");
       app.setAttribute("data-ready", "yes");
       run();  // the default query, on load
     }).catch(function (error) {

@@ -116,6 +116,25 @@
       var wrap = this.table.closest(".table-wrap") || this.table;
       wrap.parentNode.insertBefore(this.moreButton, wrap.nextSibling);
     }
+    // no model passes the filters: a message under the header, with a button that clears them
+    this.noMatch = document.createElement("p");
+    this.noMatch.className = "no-match";
+    this.noMatch.setAttribute("role", "status");
+    this.noMatch.hidden = true;
+    this.noMatch.appendChild(document.createTextNode("No model matches the search and filters. "));
+    var clear = document.createElement("button");
+    clear.type = "button";
+    clear.textContent = "Clear the search and filters";
+    this.noMatch.appendChild(clear);
+    var box = this.table.closest(".table-wrap") || this.table;
+    box.parentNode.insertBefore(this.noMatch, box.nextSibling);
+    var board = this;
+    clear.addEventListener("click", function () { board.clear(); });
+    // on a narrow screen the filters other than the search start folded
+    this.moreFilters = form.querySelector("details.more-filters");
+    if (this.moreFilters && window.matchMedia && window.matchMedia("(max-width: 40rem)").matches) {
+      this.moreFilters.open = false;
+    }
     var sorted = this.table.querySelector("thead th[aria-sort='ascending'], thead th[aria-sort='descending']");
     this.defaultSort = sorted ? { key: sorted.getAttribute("data-key"),
       dir: sorted.getAttribute("aria-sort") } : null;
@@ -204,10 +223,25 @@
       if (visible) { shown += 1; }
     });
     if (this.output) { this.output.textContent = shown + " of " + rows.length + " models shown"; }
+    this.noMatch.hidden = shown > 0 || rows.length === 0;
+    if (this.moreFilters && FILTERS.some(function (name) {
+          return name !== "q" && form.elements[name] && form.elements[name].value.trim() !== "";
+        })) {
+      this.moreFilters.open = true;  // a filter in force is never folded away
+    }
     if (this.table.cultivarRows) {
       this.limit = PAGE_ROWS;
       this.render();
     }
+  };
+
+  // Every filter and the search emptied (a new history entry, as a choice is).
+  Board.prototype.clear = function () {
+    var form = this.form;
+    FILTERS.forEach(function (name) { if (form.elements[name]) { form.elements[name].value = ""; } });
+    this.apply();
+    this.record(true);
+    if (form.elements.q) { form.elements.q.focus(); }
   };
 
   // A long table: the first ``limit`` rows that pass the filters, in the array's order.
@@ -278,21 +312,113 @@
     input.addEventListener("input", function () { filterInstances(input.getAttribute("data-target")); });
   });
 
+  // An open "not separable" list stays inside the part of the table's box in the window (the
+  // window, where the board has no box): below its "≈ n" where there is room, else on the side
+  // with more room, scrolling within itself when even that is short.
+  function placePopover(details) {
+    var popover = details.querySelector(".popover");
+    if (!popover || !details.open) { return; }
+    var wrap = details.closest(".table-wrap");
+    var scrolls = wrap && getComputedStyle(wrap).overflowY !== "visible";
+    var box = scrolls ? wrap.getBoundingClientRect() : { top: 0, bottom: window.innerHeight };
+    var top = Math.max(box.top, 0), bottom = Math.min(box.bottom, window.innerHeight);
+    var anchor = details.getBoundingClientRect();
+    popover.classList.remove("up");
+    popover.style.maxHeight = "";
+    var below = bottom - anchor.bottom - 8, above = anchor.top - top - 8;
+    var height = popover.getBoundingClientRect().height;
+    if (height > below && above > below) { popover.classList.add("up"); }
+    popover.style.maxHeight = Math.max(below, above, 48) + "px";
+  }
+
   // The leaderboard's "not separable from" lists, from their shard when one is first opened
   // (data/separable.js: at 1,000 models the lists are most of the rows' bytes; site_pages.py).
   document.querySelectorAll("details.separable[data-separable]").forEach(function (details) {
     details.addEventListener("toggle", function () {
+      placePopover(details);
       if (!details.open || details.hasAttribute("data-filled") || !window.Cultivar.load) { return; }
       details.setAttribute("data-filled", "");
       var popover = details.querySelector(".popover");
       window.Cultivar.load("separable").then(function (payload) {
         var names = payload.delta_bleu[details.getAttribute("data-separable")] || [];
         popover.textContent = "Not separable from: " + names.join(", ");
+        placePopover(details);
       }).catch(function (error) {
         popover.textContent += " (" + error.message + ")";
       });
     });
   });
+  // Escape closes an open list and puts the focus back on its "≈ n".
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") { return; }
+    document.querySelectorAll("details.separable[open]").forEach(function (details) {
+      details.open = false;
+      var summary = details.querySelector("summary");
+      if (summary && details.contains(document.activeElement)) { summary.focus(); }
+    });
+  });
+
+  // Can this browser draw the page's text in each locale language? As the annotation tools
+  // check (static/tool-common.js, checkScript): each distinct letter of the elements with that
+  // lang is drawn on a canvas in their font and compared with the drawing of U+0378 (unassigned:
+  // every font draws its "missing glyph" box for it); the letters drawn the same show as empty
+  // boxes. The notice (base.html.j2, #script-notice) names the languages, how many letters, and
+  // what to install; pages that add text later (the segment browser) call it again.
+  var MISSING = "\u0378", SIZE = 48;
+  function undrawable(letters, font) {
+    var canvas = document.createElement("canvas");
+    canvas.width = canvas.height = SIZE;
+    var context = canvas.getContext("2d", { willReadFrequently: true });
+    function picture(text) {
+      context.clearRect(0, 0, SIZE, SIZE);
+      context.font = (SIZE / 2) + "px " + font;
+      context.textBaseline = "middle";
+      context.fillStyle = "#000";
+      context.fillText(text, 4, SIZE / 2);
+      return context.getImageData(0, 0, SIZE, SIZE).data;
+    }
+    var box = picture(MISSING);
+    function same(a) {
+      for (var i = 0; i < a.length; i += 1) { if (a[i] !== box[i]) { return false; } }
+      return true;
+    }
+    return letters.filter(function (letter) { return same(picture(letter)); });
+  }
+
+  function checkScripts() {
+    var notice = document.getElementById("script-notice");
+    if (!notice) { return; }
+    var notes = JSON.parse(notice.getAttribute("data-scripts") || "{}");
+    var problems = [], missingTotal = 0;
+    Object.keys(notes).sort().forEach(function (lang) {
+      var elements = Array.prototype.filter.call(document.querySelectorAll("[lang]"),
+        function (element) { return element.getAttribute("lang") === lang; });
+      if (!elements.length) { return; }
+      var seen = {}, letters = [];
+      elements.forEach(function (element) {
+        Array.from(element.textContent).forEach(function (character) {
+          if (!seen[character] && /\p{L}/u.test(character)) { seen[character] = true; letters.push(character); }
+        });
+      });
+      var missing = undrawable(letters, window.getComputedStyle(elements[0]).fontFamily);
+      if (missing.length) {
+        missingTotal += missing.length;
+        problems.push(notes[lang].language + " (" + missing.length + " of its " + letters.length +
+          " different letters here): install " + notes[lang].advice);
+      }
+    });
+    notice.setAttribute("data-missing", String(missingTotal));
+    notice.textContent = problems.length ? "This browser cannot draw some of this page's " +
+      "text: it shows it as empty boxes. " + problems.join("; ") + "; then reload this page." : "";
+    notice.hidden = !problems.length;
+    notice.setAttribute("data-checked", "true");
+  }
+  window.Cultivar.checkScripts = checkScripts;
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", checkScripts);
+  } else {
+    checkScripts();
+  }
 
   // A model card's rank interval, from the ranks shard (data/ranks.js: one file for every
   // card, so a new model does not rewrite every card whose rank moved; site_pages.py).

@@ -136,15 +136,17 @@
     part(el, "restore").disabled = entry.confirmed;
   }
 
+  // The progress: items confirmed, and pairs changed (either side differs from the text its
+  // boxes started with: the paraphrase, or the original for a flagged draft).
   function renderProgress() {
-    var reviewed = 0, revised = 0;
+    var reviewed = 0, changed = 0;
     items.forEach(function (item) {
       var entry = state.items[item.instance_id];
       if (entry.confirmed) { reviewed += 1; }
-      if (classifyAction(item, entry) !== "kept") { revised += 1; }
+      if (entry.source !== item.start.source || entry.english !== item.start.english) { changed += 1; }
     });
-    $("progress").textContent = reviewed + " / " + items.length + " reviewed, " + revised +
-      " revised pair" + (revised === 1 ? "" : "s");
+    $("progress").textContent = reviewed + " / " + items.length + " reviewed, " + changed +
+      (changed === 1 ? " pair" : " pairs") + " changed";
     if ($("annotator").value !== state.annotator) { $("annotator").value = state.annotator; }
   }
 
