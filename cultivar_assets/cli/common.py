@@ -6,7 +6,12 @@ import argparse
 import os
 import sys
 
-from cultivar_assets.settings import Settings, demo_settings, load_settings
+from cultivar_assets.settings import (
+    Settings,
+    database_path_problem,
+    demo_settings,
+    load_settings,
+)
 
 
 def _console():
@@ -23,12 +28,16 @@ def _console():
 def _settings(args: argparse.Namespace) -> Settings:
     """The settings a command runs with: the demo's (``cultivar demo``) or the settings file's,
     with the command's ``--bleu-tokenize`` and ``--database`` applied."""
+    database = getattr(args, "database", None)
+    problem = None if database is None else database_path_problem(database)
+    if problem:  # before the settings are read: nothing is done with a path that names no file
+        raise ValueError(f"--database {problem}")
     settings = (demo_settings(live_localiser=args.live_localiser) if args.command == "demo"
                 else load_settings(args.config))
     if getattr(args, "bleu_tokenize", None):
         settings.metrics = settings.metrics.model_copy(update={"bleu_tokenize": args.bleu_tokenize})
-    if getattr(args, "database", None):
-        settings.database = args.database
+    if database is not None:
+        settings.database = database
     return settings
 
 

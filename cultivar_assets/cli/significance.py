@@ -53,9 +53,9 @@ def add_significance_parser(sub) -> None:
     parser.add_argument("--test", choices=("bs", "ar"), default="bs",
                         help="paired bootstrap resampling (bs, default) or approximate "
                              "randomisation (ar)")
-    parser.add_argument("--samples", type=int, default=0,
-                        help="resamples (bs) or trials (ar); 0: sacreBLEU's default (1,000 / "
-                             "10,000)")
+    parser.add_argument("--samples", type=int, default=None,
+                        help="resamples (bs) or trials (ar), at least 1 (default: sacreBLEU's, "
+                             "1,000 / 10,000)")
     parser.add_argument("--seed", type=int, default=SACREBLEU_DEFAULT_SEED,
                         help=f"sacreBLEU's seed ({SACREBLEU_DEFAULT_SEED})")
     parser.add_argument("--database")
