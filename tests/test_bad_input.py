@@ -640,3 +640,61 @@ def test_a_utf16_outputs_file_is_one_problem(tmp_path, encoding):
     [problem] = caught.value.problems
     assert problem.startswith(f"{outputs}: is UTF-") and "save it as UTF-8" in problem
     assert "\n" not in str(caught.value)
+
+
+def test_score_with_a_directory_as_its_database_registers_nothing(tmp_path, capfd):
+    """`score --database <a directory>` failed only after adding its entry to the registry."""
+    from conftest import copy_baseline_config_file
+    from test_submissions import _rows, write_submission
+
+    from cultivar_assets.data.sources import load_benchmark
+
+    config = copy_baseline_config_file(tmp_path)
+    folder = write_submission(tmp_path / "submission",
+                              _rows(load_benchmark(DataConfig(kind="demo")).test_sets()))
+    registry = tmp_path / "models.yaml"
+    before = registry.read_bytes()
+    code, err = _cli(["--config", str(config), "score", str(folder), "--database",
+                      str(tmp_path)], capfd)
+    assert code == 1 and registry.read_bytes() == before
+    assert err == (f"cultivar score: error: database {tmp_path} is a directory, not a DuckDB "
+                   "file; give a file's path\n")
+
+
+HOSTILE = "a\x1b[2J\x1b]0;owned\x07\u202eb\u2066c\rd\x9be"
+ESCAPED = "a\\x1b[2J\\x1b]0;owned\\x07\\u202eb\\u2066c\\rd\\x9be"
+
+
+def test_escape_sequences_and_bidi_overrides_in_an_error_are_printed_escaped(tmp_path, capfd):
+    """A settings path (or any input) holding ESC, CR, C1 or U+202E reached the terminal raw."""
+    config = tmp_path / f"{HOSTILE}.yaml"
+    config.write_text("models: []\n", "utf-8")
+    code, err = _cli(["--config", str(config), "leaderboard"], capfd)
+    assert code == 1 and f"{tmp_path}/{ESCAPED}.yaml" in err
+    assert not any(ch in err for ch in "\x1b\x07\r\x9b\u202e\u2066")
+
+
+def test_argparse_errors_are_printed_escaped(capfd):
+    from cultivar_assets.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["query", "SELECT 1", HOSTILE])  # "unrecognized arguments: <them>", unquoted
+    err = capfd.readouterr().err
+    assert ESCAPED in err and not any(ch in err for ch in "\x1b\x07\r\x9b\u202e\u2066")
+
+
+def test_the_commands_own_error_lines_are_printed_escaped(tmp_path, capfd):
+    """`cultivar score` and `cultivar significance` printed their errors themselves, raw."""
+    from conftest import copy_baseline_config_file
+
+    config = copy_baseline_config_file(tmp_path)
+    folder = tmp_path / HOSTILE
+    code, err = _cli(["--config", str(config), "score", str(folder)], capfd)
+    assert code == 1 and ESCAPED in err and "\x1b" not in err and "\u202e" not in err
+    with Store(tmp_path / "x.duckdb").connect():  # a database without translations
+        pass
+    code, err = _cli(["significance", HOSTILE, "b", "--database", str(tmp_path / "x.duckdb")],
+                     capfd)
+    assert code == 1 and err.startswith(f"cultivar significance: no stored translations of "
+                                        f"{ESCAPED}, b")
+    assert "\x1b" not in err and "\u202e" not in err
