@@ -698,3 +698,13 @@ def test_the_commands_own_error_lines_are_printed_escaped(tmp_path, capfd):
     assert code == 1 and err.startswith(f"cultivar significance: no stored translations of "
                                         f"{ESCAPED}, b")
     assert "\x1b" not in err and "\u202e" not in err
+
+
+def test_a_localiser_model_that_is_a_relative_path_is_refused_with_the_settings(tmp_path):
+    """The localiser's model becomes its entry's hf_id: refused when the settings are read, not
+    as a pydantic traceback when localisation starts."""
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("construction: {localisation: {model: ../weights}}\n", "utf-8")
+    assert _settings_error(path).startswith(
+        f"invalid settings in {path}: construction.localisation.model: has an empty, '.' or '..' "
+        "part")
