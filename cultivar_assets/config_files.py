@@ -9,10 +9,14 @@ strict YAML and short, exact error messages.
 - Validation errors (pydantic) are one line per problem, ``key.path: message``, and never repeat
   the input value (a secret-bearing field must not echo what was typed into it; ours: no field
   echoes, so no field can be forgotten).
+- JSON read by :func:`load_json_noting_repeated_keys` keeps a note of every object that writes a
+  key twice (Python's ``json`` keeps the last value silently), so that its reader can refuse it
+  by the object's place in the document (:func:`repeated_json_keys`).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,53 @@ from pydantic import ValidationError
 
 class ConfigFileError(ValueError):
     """A configuration file cannot be read; the message names the file and the problem."""
+
+
+class _RepeatingObject(dict):
+    """A JSON object that wrote a key more than once: its keys, the last value of each (as
+    ``json`` keeps them), and ``repeated``, the keys written twice or more."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _note_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document = dict(pairs)
+    if len(document) == len(pairs):
+        return document
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for key, _ in pairs:
+        if key in seen and key not in repeated:
+            repeated.append(key)
+        seen.add(key)
+    noted = _RepeatingObject(document)
+    noted.repeated = tuple(repeated)
+    return noted
+
+
+def load_json_noting_repeated_keys(text: str) -> Any:
+    """``json.loads(text)``, noting each object that writes a key twice
+    (:func:`repeated_json_keys` lists them); raises what ``json.loads`` raises."""
+    return json.loads(text, object_pairs_hook=_note_repeated_keys)
+
+
+def repeated_json_keys(document: Any) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every key written twice in one object of ``document`` (read by
+    :func:`load_json_noting_repeated_keys`): (the path of the object from the top, as keys and
+    list positions; the key), in document order; walked without recursion."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            found += [(path, key) for key in getattr(value, "repeated", ())]
+            children = list(value.items())
+        elif isinstance(value, list):
+            children = list(enumerate(value))
+        else:
+            continue
+        stack.extend((child, (*path, key)) for key, child in reversed(children))
+    return found
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -40,7 +40,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from cultivar_assets.config_files import ConfigFileError, read_yaml_file, validation_message
 from cultivar_assets.construction.config import ConstructionConfig, demo_construction
@@ -79,6 +86,15 @@ class AutomationConfig(BaseModel):
     failure_log: str | None = None
 
 
+def database_path_problem(value: str) -> str | None:
+    """Why ``value`` cannot be the database's path (None: it can): an empty or blank path names
+    no file (and would otherwise fall back to the default database without a word)."""
+    if not value.strip():
+        return (f"{value!r} names no file: give a DuckDB file's path, or leave it out for the "
+                "default ($CULTIVAR_HOME/db/<data>.duckdb)")
+    return None
+
+
 class SettingsError(ValueError):
     """The settings file cannot be read or is invalid."""
 
@@ -97,6 +113,24 @@ class Settings(BaseModel):
     construction: ConstructionConfig = Field(default_factory=demo_construction)
     error_analysis: ErrorAnalysisConfig = Field(default_factory=ErrorAnalysisConfig)
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
+
+    @field_validator("models")
+    @classmethod
+    def _some_model(cls, value: list[str]) -> list[str]:
+        """An empty selection would run no model and publish a site without one."""
+        if not value:
+            raise ValueError("is empty: name at least one model id or suite:<name> (default: "
+                             "suite:demo)")
+        return value
+
+    @field_validator("database")
+    @classmethod
+    def _database_is_a_path(cls, value: str | None) -> str | None:
+        """An empty or blank path would silently fall back to the default database."""
+        problem = None if value is None else database_path_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _built_data_is_the_construction_dataset(self) -> Settings:

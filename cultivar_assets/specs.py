@@ -25,6 +25,27 @@ REPORTED_SOURCE = (
 )
 
 
+def hf_id_problem(hf_id: str) -> str | None:
+    """Why ``hf_id`` cannot name a model's weights (None: it can). An ``hf_id`` is a Hub
+    repository id or an API's model name, whose parts between ``/`` are non-empty and neither
+    ``.`` nor ``..``, or an absolute path to a local folder (``/``-rooted, no ``.``/``..``
+    parts); it holds no backslash, whitespace or control character and does not start with
+    ``~``. A relative path such as ``../../x`` is refused: it would load whatever folder lies
+    there, relative to wherever the run starts."""
+    if not hf_id:
+        return "is empty"
+    if any(char.isspace() or ord(char) < 0x20 or ord(char) == 0x7F or char == "\\"
+           for char in hf_id):
+        return "holds whitespace, a control character or a backslash"
+    if hf_id.startswith("~"):
+        return "starts with '~': write a local folder as an absolute path"
+    parts = hf_id.removeprefix("/").split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return ("has an empty, '.' or '..' part between '/': write a Hub repository id "
+                "(owner/name) or a local folder as an absolute path")
+    return None
+
+
 class ReportedResults(BaseModel):
     """Figures published in the paper (Table 3) for a model: reported, never evaluated here."""
 
@@ -53,8 +74,9 @@ class ModelSpec(BaseModel):
     weights: str = "hub"
     type: ModelType
     family: str
-    params_total_b: float | None = Field(default=None, gt=0)
-    params_active_b: float | None = Field(default=None, gt=0)  # None: not known
+    # billions of parameters: a finite number above 0 (.inf and .nan are refused)
+    params_total_b: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    params_active_b: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # None: unknown
     engine: str
     prompt_style: str
     engine_options: dict[str, Any] = {}
@@ -63,6 +85,16 @@ class ModelSpec(BaseModel):
     path: str | None = None  # engine outputs: the submission's folder or manifest
     license: str | None = None  # the weights' licence as its holder names it (None: not recorded)
     reported: ReportedResults | None = None  # the paper's Table 3 figures, kept apart
+
+    @field_validator("hf_id")
+    @classmethod
+    def _hf_id_is_a_repository_or_an_absolute_folder(cls, value: str | None) -> str | None:
+        """A Hugging Face repository id (``owner/name``; an API's model name) or an absolute
+        path to a local weights folder; never a relative path (:func:`hf_id_problem`)."""
+        problem = None if value is None else hf_id_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("engine_options")
     @classmethod

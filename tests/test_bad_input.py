@@ -421,3 +421,290 @@ def test_query_page_on_says_how_to_write_a_mode(tmp_path):
     assert message == (f"invalid settings in {path}: site.query_page: is a boolean (YAML reads on, "
                        "yes and true so): write one of auto, cached, required, off (quoted, e.g. "
                        "query_page: 'auto')")
+
+
+# --- malformed inputs (issue 37): each refused in one or two lines, nothing changed ----------
+
+
+def _cli(argv: list[str], capfd) -> tuple[int, str]:
+    """``cultivar`` ``argv`` in this process: its exit status and what it printed to stderr."""
+    from cultivar_assets.cli import main
+
+    code = main(argv)
+    return code, capfd.readouterr().err
+
+
+def test_an_empty_model_selection_is_refused(tmp_path):
+    """`models: []` ran no model and published a site without one."""
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("models: []\n", "utf-8")
+    assert _settings_error(path) == (f"invalid settings in {path}: models: is empty: name at "
+                                     "least one model id or suite:<name> (default: suite:demo)")
+
+
+@pytest.mark.parametrize("written", ["''", "'  '"])
+def test_an_empty_database_path_in_the_settings_is_refused(tmp_path, written):
+    """`database: ''` fell back to the default database without a word."""
+    path = tmp_path / "cultivar.yaml"
+    path.write_text(f"database: {written}\n", "utf-8")
+    message = _settings_error(path)
+    assert message.startswith(f"invalid settings in {path}: database: ") and "names no file" in (
+        message) and "\n" not in message
+
+
+def _commands_with_database(parser, prefix=()) -> list[tuple[str, ...]]:
+    """Every ``cultivar`` subcommand (as its words) that takes ``--database``."""
+    import argparse
+
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                if any("--database" in a.option_strings for a in child._actions):
+                    found.append((*prefix, name))
+                found += _commands_with_database(child, (*prefix, name))
+    return found
+
+
+def test_an_empty_database_option_is_refused_by_every_command_that_takes_it(capfd):
+    """`--database ''` was taken as "not given": the command used the default database."""
+    import argparse
+
+    from cultivar_assets.cli import build_parser
+    from cultivar_assets.cli.common import _settings
+
+    commands = _commands_with_database(build_parser())
+    assert {"demo", "run", "leaderboard", "query", "score", "significance"} <= {
+        c[0] for c in commands}
+    for words in commands:  # the options _settings reads, as each command's parser gives them
+        args = argparse.Namespace(command=words[0], config=None, database="",
+                                  live_localiser=False)
+        with pytest.raises(ValueError, match=r"^--database '' names no file: give a DuckDB "):
+            _settings(args)
+    code, err = _cli(["leaderboard", "--database", ""], capfd)
+    assert code == 1 and err.startswith("cultivar leaderboard: error: --database '' names no "
+                                        "file") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "-3"])
+def test_a_parameter_count_must_be_a_finite_positive_number(tmp_path, value):
+    """`params_total_b: .inf` (and .nan) were stored and shown; -3 was already refused."""
+    from cultivar_assets.models import ModelRegistryError, load_models
+
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  - id: m\n    hf_id: org/m\n    type: LLM\n    family: F\n"
+                    f"    params_total_b: {value}\n    engine: transformers\n"
+                    "    prompt_style: chat-instruction\n", "utf-8")
+    with pytest.raises(ModelRegistryError, match=r"entry 1 \(m\): params_total_b: ") as info:
+        load_models(path)
+    assert str(path) in str(info.value) and len(str(info.value).split("\n")) == 2
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), -1.5])
+def test_a_submissions_parameter_count_must_be_finite_and_positive(tmp_path, value):
+    from test_submissions import MANIFEST, write_submission
+
+    from cultivar_assets.engines.submission import SubmissionError, read_submission
+
+    folder = write_submission(tmp_path / "s", [{"test_set": "flores_deu_Latn", "id": 0,
+                                                "hypothesis": "x"}],
+                              {**MANIFEST, "params_total_b": value})
+    with pytest.raises(SubmissionError) as caught:
+        read_submission(folder)
+    assert caught.value.problems == [f"{folder / 'manifest.yaml'}: params_total_b must be a "
+                                     "positive, finite number of billions"]
+
+
+@pytest.mark.parametrize("hf_id", ["../../x", "org/../m", "./m", "org//m", "~/m", "org\\m",
+                                   "org/m\n", ""])
+def test_an_hf_id_that_is_a_relative_path_is_refused(hf_id):
+    """`models add ../../x` stored hf_id '../../x': the engine loads whatever folder is there."""
+    from cultivar_assets.models import ModelRegistryError, parse_models
+
+    entry = {**COPY_ENTRY, "id": "m", "type": "LLM", "family": "F", "hf_id": hf_id}
+    with pytest.raises(ModelRegistryError, match=r"entry 1 \(m\): hf_id: "):
+        parse_models([entry], "models.yaml")
+
+
+@pytest.mark.parametrize("hf_id", ["org/m", "Qwen/Qwen3.5-4B", "gpt-4o-mini", "/abs/folder/m",
+                                   "accounts/org/models/m"])
+def test_hub_ids_api_names_and_absolute_folders_are_hf_ids(hf_id):
+    from cultivar_assets.models import parse_models
+
+    entry = {**COPY_ENTRY, "id": "m", "type": "LLM", "family": "F", "hf_id": hf_id}
+    assert parse_models([entry], "models.yaml")[0].hf_id == hf_id
+
+
+def test_models_add_of_a_relative_path_changes_nothing(tmp_path, capfd):
+    path = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
+    before = path.read_bytes()
+    code, err = _cli(["models", "add", "../../x", "--type", "LLM", "--engine", "transformers",
+                      "--family", "F", "--file", str(path)], capfd)
+    assert code == 1 and path.read_bytes() == before
+    assert "entry 2 (x): hf_id: has an empty, '.' or '..' part" in err
+    assert len(err.strip().split("\n")) == 2
+
+
+@pytest.mark.parametrize("samples", [-5, 0])
+def test_significance_needs_at_least_one_resample(tmp_path, capfd, samples):
+    """`--samples -5` ran sacreBLEU with no resample at all; 0 meant its default."""
+    from cultivar_assets.evaluation.paired_tests import PairedTestError, paired_tests
+
+    database = tmp_path / "none.duckdb"
+    with pytest.raises(PairedTestError, match=rf"^{samples} resamples or trials: expected a whole "
+                       "number of at least 1"):
+        paired_tests(Store(database), ["a", "b"], n_samples=samples)
+    code, err = _cli(["significance", "a", "b", "--samples", str(samples), "--database",
+                      str(database)], capfd)
+    assert code == 1 and err.count("\n") == 1 and "at least 1" in err
+    assert not database.exists()
+
+
+def test_a_repeated_key_in_an_outputs_line_is_refused(tmp_path):
+    """JSON keeps the last of two keys: the first hypothesis was dropped without a word."""
+    from test_submissions import write_submission
+
+    from cultivar_assets.engines.submission import SubmissionError, read_submission
+
+    folder = write_submission(tmp_path / "s", raw_lines=[
+        b'{"test_set": "flores_deu_Latn", "id": 0, "hypothesis": "a", "hypothesis": "b"}'])
+    with pytest.raises(SubmissionError) as caught:
+        read_submission(folder)
+    assert caught.value.problems == [f"{folder / 'outputs.jsonl'}:1: key 'hypothesis' is written "
+                                     "twice in one object; keep one"]
+    assert "\n" not in str(caught.value)
+
+
+def test_a_repeated_key_in_an_annotation_files_final_is_refused(tmp_path):
+    """An annotation item's `final` with `source` twice was ingested with the last one."""
+    from annotation_helpers import annotation_document, demo_drafts
+
+    from cultivar_assets.construction.annotation.file import (
+        AnnotationFileError,
+        read_annotation_file,
+    )
+    from cultivar_assets.construction.annotation.task import AnnotationTask
+
+    task = AnnotationTask.from_drafts(demo_drafts(flagged=True))
+    text = json.dumps(annotation_document(task, {}), ensure_ascii=False)
+    assert text.count('"final": {') == len(task.drafts)
+    second = task.drafts[1].instance_id
+    head, tail = text.split('"final": {', 2)[:2], text.split('"final": {', 2)[2]
+    text = '"final": {'.join(head) + '"final": {"source": "not this one", ' + tail
+    path = tmp_path / "file.json"
+    path.write_text(text, "utf-8")
+    with pytest.raises(AnnotationFileError) as caught:
+        read_annotation_file(path, task)
+    assert [str(p) for p in caught.value.problems] == [
+        f"{path}: instance {second}, final.source: is written twice in one object (a JSON reader "
+        "keeps one of the two values); keep the one you mean"]
+
+
+def test_a_directory_named_like_an_error_file_is_refused(tmp_path):
+    """A directory `x.errors.json` was left out of the error analysis without a word."""
+    from cultivar_assets.error_analysis.file import ErrorFileError, find_error_files
+
+    (tmp_path / "deu_Latn_Germany-1.errors.json").mkdir()
+    with pytest.raises(ErrorFileError) as caught:
+        find_error_files(tmp_path)
+    assert str(caught.value.problems[0]) == (
+        f"{tmp_path / 'deu_Latn_Germany-1.errors.json'}: (file): is a directory, not a file: each "
+        "*.errors.json here is read as an error-annotation file; move or rename it")
+
+
+def test_a_directory_named_like_an_annotation_file_is_refused(tmp_path):
+    from cultivar_assets.construction.annotation.file import (
+        AnnotationFileError,
+        find_annotation_file,
+    )
+
+    (tmp_path / "deu_Latn_Germany-1.annotations.json").mkdir()
+    with pytest.raises(AnnotationFileError, match="is a directory, not a file"):
+        find_annotation_file(tmp_path, "deu_Latn_Germany")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+def test_a_utf16_outputs_file_is_one_problem(tmp_path, encoding):
+    """Every line of a UTF-16 file was "not UTF-8": 135 lines for the demo's submission."""
+    from test_submissions import write_submission
+
+    from cultivar_assets.engines.submission import SubmissionError, read_submission
+
+    folder = write_submission(tmp_path / "s")
+    outputs = folder / "outputs.jsonl"
+    outputs.write_bytes("".join(json.dumps({"test_set": "flores_deu_Latn", "id": i,
+                                            "hypothesis": "x"}) + "\n"
+                                for i in range(12)).encode(encoding))
+    with pytest.raises(SubmissionError) as caught:
+        read_submission(folder)
+    [problem] = caught.value.problems
+    assert problem.startswith(f"{outputs}: is UTF-") and "save it as UTF-8" in problem
+    assert "\n" not in str(caught.value)
+
+
+def test_score_with_a_directory_as_its_database_registers_nothing(tmp_path, capfd):
+    """`score --database <a directory>` failed only after adding its entry to the registry."""
+    from conftest import copy_baseline_config_file
+    from test_submissions import _rows, write_submission
+
+    from cultivar_assets.data.sources import load_benchmark
+
+    config = copy_baseline_config_file(tmp_path)
+    folder = write_submission(tmp_path / "submission",
+                              _rows(load_benchmark(DataConfig(kind="demo")).test_sets()))
+    registry = tmp_path / "models.yaml"
+    before = registry.read_bytes()
+    code, err = _cli(["--config", str(config), "score", str(folder), "--database",
+                      str(tmp_path)], capfd)
+    assert code == 1 and registry.read_bytes() == before
+    assert err == (f"cultivar score: error: database {tmp_path} is a directory, not a DuckDB "
+                   "file; give a file's path\n")
+
+
+HOSTILE = "a\x1b[2J\x1b]0;owned\x07\u202eb\u2066c\rd\x9be"
+ESCAPED = "a\\x1b[2J\\x1b]0;owned\\x07\\u202eb\\u2066c\\rd\\x9be"
+
+
+def test_escape_sequences_and_bidi_overrides_in_an_error_are_printed_escaped(tmp_path, capfd):
+    """A settings path (or any input) holding ESC, CR, C1 or U+202E reached the terminal raw."""
+    config = tmp_path / f"{HOSTILE}.yaml"
+    config.write_text("models: []\n", "utf-8")
+    code, err = _cli(["--config", str(config), "leaderboard"], capfd)
+    assert code == 1 and f"{tmp_path}/{ESCAPED}.yaml" in err
+    assert not any(ch in err for ch in "\x1b\x07\r\x9b\u202e\u2066")
+
+
+def test_argparse_errors_are_printed_escaped(capfd):
+    from cultivar_assets.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["query", "SELECT 1", HOSTILE])  # "unrecognized arguments: <them>", unquoted
+    err = capfd.readouterr().err
+    assert ESCAPED in err and not any(ch in err for ch in "\x1b\x07\r\x9b\u202e\u2066")
+
+
+def test_the_commands_own_error_lines_are_printed_escaped(tmp_path, capfd):
+    """`cultivar score` and `cultivar significance` printed their errors themselves, raw."""
+    from conftest import copy_baseline_config_file
+
+    config = copy_baseline_config_file(tmp_path)
+    folder = tmp_path / HOSTILE
+    code, err = _cli(["--config", str(config), "score", str(folder)], capfd)
+    assert code == 1 and ESCAPED in err and "\x1b" not in err and "\u202e" not in err
+    with Store(tmp_path / "x.duckdb").connect():  # a database without translations
+        pass
+    code, err = _cli(["significance", HOSTILE, "b", "--database", str(tmp_path / "x.duckdb")],
+                     capfd)
+    assert code == 1 and err.startswith(f"cultivar significance: no stored translations of "
+                                        f"{ESCAPED}, b")
+    assert "\x1b" not in err and "\u202e" not in err
+
+
+def test_a_localiser_model_that_is_a_relative_path_is_refused_with_the_settings(tmp_path):
+    """The localiser's model becomes its entry's hf_id: refused when the settings are read, not
+    as a pydantic traceback when localisation starts."""
+    path = tmp_path / "cultivar.yaml"
+    path.write_text("construction: {localisation: {model: ../weights}}\n", "utf-8")
+    assert _settings_error(path).startswith(
+        f"invalid settings in {path}: construction.localisation.model: has an empty, '.' or '..' "
+        "part")

@@ -305,7 +305,7 @@ def test_export_then_import_scores_through_the_pipeline(tmp_path, homes, test_se
     assert (tasks / "cultivar" / "cultivar_spa_Latn_Spain.yaml").is_file()
     config = tmp_path / "cultivar.yaml"
     config.write_text(yaml.safe_dump({
-        "database": str(tmp_path / "results.duckdb"), "models": [], "data": {"kind": "demo"},
+        "database": str(tmp_path / "results.duckdb"), "data": {"kind": "demo"},
         "metrics": {"bleu_tokenize": "13a", "bootstrap_replicates": 50},
         "site": {"output_dir": str(tmp_path / "site"), "charts_dir": str(tmp_path / "charts"),
                  "query_page": "off"},

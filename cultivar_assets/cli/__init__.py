@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 
 from cultivar_assets.cli.build import _hand_in_line, add_build_parser, print_table1
-from cultivar_assets.cli.common import RECORD_FORMATS, _console, _settings, print_records
+from cultivar_assets.cli.common import (
+    RECORD_FORMATS,
+    CultivarArgumentParser,
+    _console,
+    _settings,
+    print_error,
+    print_records,
+)
 from cultivar_assets.cli.lm_eval import add_lm_eval_parsers
 from cultivar_assets.cli.models import add_models_parser
 from cultivar_assets.cli.score import add_score_parser
@@ -163,15 +170,13 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    """Run SQL read-only and print every value in full, in ``--format``
+    """Run SQL read-only (:meth:`~cultivar_assets.store.database.Store.read_only_sql`: reading
+    statements only, no file written) and print every value in full, in ``--format``
     (:func:`~cultivar_assets.cli.common.print_records`)."""
     from cultivar_assets.store.database import Store
 
-    store = Store(_settings(args).database_path)
-    with store.connect(read_only=True) as con:
-        cursor = con.execute(args.sql)
-        columns = [d[0] for d in cursor.description] if cursor.description else []
-        records = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    columns, rows = Store(_settings(args).database_path).read_only_sql(args.sql)
+    records = [dict(zip(columns, row, strict=True)) for row in rows]
     print_records(records, columns, args.format)
     return 0
 
@@ -357,7 +362,7 @@ def _add_global_options_below(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cultivar", description=__doc__)
+    parser = CultivarArgumentParser(prog="cultivar", description=__doc__)
     _add_global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -434,7 +439,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from cultivar_assets.secrets import (
         install_log_redaction,
-        redact,
         register_environment,
         secrets_redacted,
     )
@@ -463,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
             os._exit(code)
         return code
     except Interrupted as stop:  # SIGINT or SIGTERM: say where, exit as the signal would
-        print(redact(f"cultivar {args.command}: {stop}"), file=sys.stderr)
+        print_error(f"cultivar {args.command}: {stop}")
         return 128 + stop.signum
     except KeyboardInterrupt:
         return 130
@@ -471,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("CULTIVAR_DEBUG"):
             raise
         message = _disk_full_message(error) or str(error)
-        print(redact(f"cultivar {args.command}: error: {message}"), file=sys.stderr)
+        print_error(f"cultivar {args.command}: error: {message}")
         return 1
 
 

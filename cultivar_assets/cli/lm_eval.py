@@ -16,12 +16,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import yaml
 
-from cultivar_assets.cli.common import _console, _settings
+from cultivar_assets.cli.common import _console, _settings, print_error
 
 
 def _data_config(settings, dataset: str | None):
@@ -37,7 +36,7 @@ def _data_config(settings, dataset: str | None):
 
 def _refused(command: str, error: Exception) -> int:
     """Say why ``cultivar <command> lm-eval`` wrote nothing; exit status 1."""
-    print(f"cultivar {command} lm-eval: {error}\nNothing was written.", file=sys.stderr)
+    print_error(f"cultivar {command} lm-eval: {error}\nNothing was written.")
     return 1
 
 

@@ -1,8 +1,9 @@
 """``cultivar score SUBMISSION``: outputs produced elsewhere, scored here.
 
 The submission (a folder or its manifest; :mod:`cultivar_assets.engines.submission`) is read and
-checked against the configured benchmark's test sets first: on any problem, every problem is
-listed, the exit status is 1 and nothing is written. Then its registry entry (``engine:
+checked against the configured benchmark's test sets first, and the database path (a directory
+is refused): on any problem, every problem is listed, the exit status is 1 and nothing is
+written. Then its registry entry (``engine:
 outputs``, ``path:``) is added to the settings' ``models_file`` (when the file has no entry of
 that id; without a ``models_file``, to ``$CULTIVAR_HOME/submitted-models.yaml``, a copy of the
 bundled registry) and the normal pipeline (``cultivar run``) scores that model.
@@ -12,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from pathlib import Path
 
-from cultivar_assets.cli.common import _settings
+from cultivar_assets.cli.common import _settings, print_error
 
 
 def _registered(settings, submission) -> str | None:
@@ -63,11 +63,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     try:
         submission = read_submission(args.submission, load_benchmark(settings.data).test_sets())
     except SubmissionError as error:
-        print(f"cultivar score: {error}\nNothing was written.", file=sys.stderr)
+        print_error(f"cultivar score: {error}\nNothing was written.")
         return 1
+    from cultivar_assets.store.database import Store
+
+    Store(settings.database_path)  # a path that cannot be the database fails before registering
     problem = _registered(settings, submission)
     if problem:
-        print(f"cultivar score: {problem}\nNothing was written.", file=sys.stderr)
+        print_error(f"cultivar score: {problem}\nNothing was written.")
         return 1
     settings.models = [submission.model_id]
     return _run(settings)

@@ -4,9 +4,8 @@ models, per test set (:mod:`cultivar_assets.evaluation.paired_tests`)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
-from cultivar_assets.cli.common import RECORD_FORMATS, _settings, print_records
+from cultivar_assets.cli.common import RECORD_FORMATS, _settings, print_error, print_records
 
 COLUMNS = ["test_set", "metric", "system", "score", "p_value", "mean", "ci", "signature"]
 
@@ -29,10 +28,10 @@ def cmd_significance(args: argparse.Namespace) -> int:
                              settings.metrics, args.metric or _statistics_metrics(settings),
                              args.test_set or None, args.test, args.samples, args.seed)
     except (PairedTestError, ValueError) as error:
-        print(f"cultivar significance: {error}", file=sys.stderr)
+        print_error(f"cultivar significance: {error}")
         return 1
     for test_set, lacking in tests.left_out.items():
-        print(f"left out {test_set}: not translated by {', '.join(lacking)}", file=sys.stderr)
+        print_error(f"left out {test_set}: not translated by {', '.join(lacking)}")
     print_records(tests.rows, COLUMNS, args.format)
     return 0
 
@@ -53,9 +52,9 @@ def add_significance_parser(sub) -> None:
     parser.add_argument("--test", choices=("bs", "ar"), default="bs",
                         help="paired bootstrap resampling (bs, default) or approximate "
                              "randomisation (ar)")
-    parser.add_argument("--samples", type=int, default=0,
-                        help="resamples (bs) or trials (ar); 0: sacreBLEU's default (1,000 / "
-                             "10,000)")
+    parser.add_argument("--samples", type=int, default=None,
+                        help="resamples (bs) or trials (ar), at least 1 (default: sacreBLEU's, "
+                             "1,000 / 10,000)")
     parser.add_argument("--seed", type=int, default=SACREBLEU_DEFAULT_SEED,
                         help=f"sacreBLEU's seed ({SACREBLEU_DEFAULT_SEED})")
     parser.add_argument("--database")

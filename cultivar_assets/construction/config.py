@@ -47,6 +47,7 @@ from cultivar_assets.data.source_benchmark import SourceBenchmarkConfig
 from cultivar_assets.data.sources import built_dataset_dir, demo_dataset_dir
 from cultivar_assets.paths import cultivar_home
 from cultivar_assets.secrets import refuse_misplaced_secrets
+from cultivar_assets.specs import hf_id_problem
 
 
 def demo_annotations_dir() -> Path:
@@ -162,6 +163,16 @@ class LocalisationConfig(BaseModel):
     price_output_per_million: float | None = Field(default=None, ge=0)
     price_currency: str = "USD"
     cache_dir: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_names_weights(cls, value: str) -> str:
+        """The localiser's model is its entry's ``hf_id`` (:func:`~cultivar_assets.specs.
+        hf_id_problem`): a Hub id, an API's model name or an absolute folder."""
+        problem = hf_id_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("locales")
     @classmethod

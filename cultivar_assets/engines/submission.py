@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-from cultivar_assets.config_files import ConfigFileError, load_yaml_text
+from cultivar_assets.config_files import (
+    ConfigFileError,
+    load_json_noting_repeated_keys,
+    load_yaml_text,
+    repeated_json_keys,
+)
 from cultivar_assets.data.testsets import TestSet
 from cultivar_assets.registry import UnknownEntryError
 from cultivar_assets.specs import MODEL_ID_MAX_LENGTH, MODEL_ID_PATTERN, ModelType
@@ -52,8 +58,11 @@ class SubmissionError(ValueError):
 
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
-        super().__init__(f"the submission has {len(self.problems)} problem(s):\n  "
-                         + "\n  ".join(self.problems))
+        if len(self.problems) == 1:  # one line
+            super().__init__(f"the submission has 1 problem: {self.problems[0]}")
+        else:
+            super().__init__(f"the submission has {len(self.problems)} problems:\n  "
+                             + "\n  ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -194,8 +203,8 @@ def _manifest_problems(where: str, document: Any) -> list[str]:
     for key in ("params_total_b", "params_active_b"):
         value = document.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or value <= 0):
-            problems.append(f"{where}: {key} must be a positive number of billions")
+                                  or not math.isfinite(value) or value <= 0):
+            problems.append(f"{where}: {key} must be a positive, finite number of billions")
     if kind == "baseline" and (document.get("params_total_b") or document.get("params_active_b")):
         problems.append(f"{where}: type 'baseline' is not a model and has no parameters; a "
                         "system with parameters is an LLM, MT or LLM+MT")
@@ -237,6 +246,25 @@ def _test_set_of(row: dict[str, Any]) -> tuple[str | None, str | None]:
     return f"flores_{language}", None
 
 
+_BYTE_ORDER_MARKS = ((b"\xff\xfe\x00\x00", "UTF-32 (little-endian, with a byte order mark)"),
+                     (b"\x00\x00\xfe\xff", "UTF-32 (big-endian, with a byte order mark)"),
+                     (b"\xff\xfe", "UTF-16 (little-endian, with a byte order mark)"),
+                     (b"\xfe\xff", "UTF-16 (big-endian, with a byte order mark)"))
+
+
+def _other_encoding(data: bytes) -> str | None:
+    """The encoding an outputs file is written in when it is UTF-16 or UTF-32 rather than
+    UTF-8 (named by its byte order mark, or by NUL bytes in its first line, which UTF-8 text
+    of JSON or TSV never holds); None otherwise. Such a file would fail on every line."""
+    for mark, name in _BYTE_ORDER_MARKS:
+        if data.startswith(mark):
+            return name
+    first = data[:4096].split(b"\n", 1)[0]
+    if first.count(b"\x00") * 4 >= len(first) > 0:  # ASCII in UTF-16/32: every other byte NUL
+        return "UTF-16 or UTF-32 (NUL bytes between its characters)"
+    return None
+
+
 def _read_outputs(path: Path, where: str) -> tuple[dict, dict, list[str]]:
     try:
         size = path.stat().st_size
@@ -245,7 +273,12 @@ def _read_outputs(path: Path, where: str) -> tuple[dict, dict, list[str]]:
     if size > MAX_OUTPUTS_BYTES:
         return {}, {}, [f"{where}: {size} bytes, over the limit of {MAX_OUTPUTS_BYTES} bytes "
                         "per outputs file"]
-    raw_lines = path.read_bytes().split(b"\n")
+    data = path.read_bytes()
+    encoding = _other_encoding(data)
+    if encoding:
+        return {}, {}, [f"{where}: is {encoding}, not UTF-8: save it as UTF-8 (one JSON object "
+                        "or TSV row per line)"]
+    raw_lines = data.split(b"\n")
     if path.suffix == ".tsv":
         converted, problems = tsv_lines(raw_lines, where)
         hypotheses, lines, found = parse_outputs(converted, where)
@@ -272,12 +305,17 @@ def parse_outputs(raw_lines: Iterable[bytes], where: str) -> tuple[
             problems.append(f"{at}: not UTF-8 (byte {error.start + 1} of the line)")
             continue
         try:
-            row = json.loads(text)
+            row = load_json_noting_repeated_keys(text)
         except ValueError as error:
             problems.append(f"{at}: not a JSON object ({error})")
             continue
         if not isinstance(row, dict):
             problems.append(f"{at}: not a JSON object")
+            continue
+        repeated = repeated_json_keys(row)
+        if repeated:  # JSON keeps the last value: which one was meant is unknown
+            problems += [f"{at}: key {'.'.join(map(str, (*path, key)))!r} is written twice in "
+                         "one object; keep one" for path, key in repeated]
             continue
         unknown = sorted(set(row) - {"test_set", "locale", "side", "id", "hypothesis"})
         if unknown:

@@ -49,10 +49,12 @@ from cultivar_assets.error_analysis.sample import ErrorItem, ErrorTask
 from cultivar_assets.error_analysis.types import CODES
 from cultivar_assets.files import file_sha256
 from cultivar_assets.site.tool_files import (
+    Problem,
     ProblemCollector,
     ToolFileError,
     ToolFileKind,
     check_item_ids,
+    file_problem,
     parse_timestamp,
     parse_tool_document,
     read_tool_bytes,
@@ -228,8 +230,16 @@ def read_error_file(path: str | Path, tasks: Mapping[str, ErrorTask], *,
 
 
 def find_error_files(folder: str | Path) -> list[Path]:
-    """The returned files in ``folder``: every ``*.errors.json``, sorted by name."""
+    """The returned files in ``folder``: every ``*.errors.json``, sorted by name. One of those
+    names that is not a regular file (a directory, a dangling link) is an
+    :class:`ErrorFileError`: it would otherwise be left out of the analysis without a word."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"error-annotation folder {folder} does not exist")
-    return sorted(p for p in folder.glob(f"*{FILE_SUFFIX}") if p.is_file())
+    found = sorted(folder.glob(f"*{FILE_SUFFIX}"))
+    problems = [Problem(str(p), None, "(file)", f"{problem}: each *{FILE_SUFFIX} here is read "
+                        "as an error-annotation file; move or rename it")
+                for p in found if (problem := file_problem(p))]
+    if problems:
+        raise ErrorFileError(problems)
+    return found

@@ -18,7 +18,7 @@ from typing import Literal
 
 from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED
 from cultivar_assets.metrics.metric_config import MetricConfig
-from cultivar_assets.metrics.significance import paired_test
+from cultivar_assets.metrics.significance import check_samples, paired_test
 from cultivar_assets.store.database import Store
 
 
@@ -41,10 +41,14 @@ def _translations(store: Store, model: str) -> dict[str, list[dict]]:
 
 def paired_tests(store: Store, models: Sequence[str], config: MetricConfig | None = None,
                  metrics: Sequence[str] = ("bleu", "chrf"), test_sets: Sequence[str] | None = None,
-                 test_type: Literal["bs", "ar"] = "bs", n_samples: int = 0,
+                 test_type: Literal["bs", "ar"] = "bs", n_samples: int | None = None,
                  seed: int = SACREBLEU_DEFAULT_SEED) -> PairedTests:
     """Every model against ``models[0]`` on each test set (module docstring); ``test_sets``
-    None: every test set all of them translated."""
+    None: every test set all of them translated; ``n_samples`` None: sacreBLEU's default."""
+    try:
+        check_samples(n_samples)
+    except ValueError as error:
+        raise PairedTestError(str(error)) from None
     if len(models) < 2 or len(set(models)) != len(models):
         raise PairedTestError("name a baseline and at least one other model, each once")
     stored = {model: _translations(store, model) for model in models}

@@ -63,22 +63,31 @@ def _number(value) -> float | None:
     return None if value is None else float(value)
 
 
+def check_samples(n_samples: int | None) -> None:
+    """Refuse a number of resamples or trials below 1 (None: sacreBLEU's default). sacreBLEU
+    reads 0 as its default and runs a negative number as no resample at all."""
+    if n_samples is not None and (isinstance(n_samples, bool) or n_samples < 1):
+        raise ValueError(f"{n_samples} resamples or trials: expected a whole number of at least 1 "
+                         "(leave it out for sacreBLEU's default)")
+
+
 def paired_test(
     references: Sequence[str],
     systems: Mapping[str, Sequence[str]],
     config: MetricConfig | None = None,
     test_type: Literal["bs", "ar"] = "bs",
-    n_samples: int = 0,
+    n_samples: int | None = None,
     seed: int = SACREBLEU_DEFAULT_SEED,
     metrics: Sequence[str] | None = None,
 ) -> list[PairedTestResult]:
     """sacreBLEU's paired test of every system against the first (the baseline).
 
-    ``metrics`` default: the settings' (``config.metrics``). ``n_samples`` 0 takes sacreBLEU's
-    default (1,000 resamples for bs, 10,000 trials for ar).
+    ``metrics`` default: the settings' (``config.metrics``). ``n_samples`` None takes
+    sacreBLEU's default (1,000 resamples for bs, 10,000 trials for ar); otherwise at least 1.
     """
     from sacrebleu.significance import PairedTest
 
+    check_samples(n_samples)
     if seed == 0:
         raise ValueError("seed 0 makes sacreBLEU's paired test unseeded; choose another seed")
     if len(systems) < 2:
@@ -95,7 +104,7 @@ def paired_test(
     with _sacrebleu_seed(seed):
         test = PairedTest([(name, list(hyps)) for name, hyps in systems.items()], chosen,
                           references=[list(references)], test_type=test_type,
-                          n_samples=n_samples, n_jobs=1)
+                          n_samples=n_samples or 0, n_jobs=1)  # 0: sacreBLEU's default
         signatures, table = test()
     # sacreBLEU renames the metrics by their score names ('BLEU', 'chrF2'), in the given order
     names = [k for k in table if k != "System"]

@@ -7,7 +7,8 @@ analysis files (``error_analysis/file.py``) are validated the same way, with the
   carries *every* problem found in one file and says that nothing was read from it;
 - :class:`ProblemCollector`: gathers a file's problems and raises once at a checkpoint;
 - :func:`decode_json`: the bytes are UTF-8 (a leading byte-order mark is allowed) and complete,
-  valid JSON (a truncated download is named as such);
+  valid JSON (a truncated download is named as such) in which no object writes a key twice
+  (JSON readers keep one of the two values; which one the annotator meant is unknown);
 - :func:`check_header` and :func:`check_schema`: the file's ``format`` and ``schema_version``
   are the reader's, then every JSON Schema error, each located by the item's instance id. A
   schema's ``integer`` is a JSON number written without a decimal point (ours: JSON Schema
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+
+from cultivar_assets.config_files import load_json_noting_repeated_keys, repeated_json_keys
 
 
 @dataclass(frozen=True)
@@ -144,10 +147,12 @@ def file_problem(path: Path) -> str | None:
     return None if path.is_file() else "no such file"
 
 
-def decode_json(data: bytes, check: ProblemCollector) -> Any:
+def decode_json(data: bytes, check: ProblemCollector, item_id: str = "instance_id") -> Any:
     """The JSON document in ``data``; an empty, non-UTF-8, truncated or invalid file fails, and
     so does one nested more than :data:`MAX_JSON_DEPTH` levels (which would otherwise stop the
-    parser or the schema check with "maximum recursion depth exceeded")."""
+    parser or the schema check with "maximum recursion depth exceeded") and one with an object
+    that writes a key twice (named by its field, and by its item's ``item_id`` when it is in
+    one of the ``items``)."""
     if not data.strip():
         check.add("(file)", "the file is empty")
         check.fail()
@@ -159,7 +164,7 @@ def decode_json(data: bytes, check: ProblemCollector) -> Any:
                   "Download JSON does")
         check.fail()
     try:
-        document = json.loads(text)
+        document = load_json_noting_repeated_keys(text)
     except RecursionError:
         document = None
         check.add("(file)", f"nests arrays or objects more than {MAX_JSON_DEPTH} levels deep: "
@@ -179,6 +184,15 @@ def decode_json(data: bytes, check: ProblemCollector) -> Any:
         check.add("(file)", f"nests arrays or objects more than {MAX_JSON_DEPTH} levels deep: "
                   "it is not a file the tool wrote")
         check.fail()
+    for path, key in repeated_json_keys(document):
+        instance = None
+        if len(path) >= 2 and path[0] == "items" and isinstance(document.get("items"), list):
+            item = document["items"][path[1]]
+            instance = item.get(item_id) if isinstance(item, dict) else None
+            path = path[2:] if instance is not None else path
+        check.add(".".join(map(str, (*path, key))), "is written twice in one object (a JSON "
+                  "reader keeps one of the two values); keep the one you mean", instance)
+    check.fail()
     return document
 
 
@@ -275,7 +289,7 @@ def parse_tool_document(data: bytes, name: str, kind: ToolFileKind, *,
     if limit is not None and len(data) > limit.max_bytes:
         check.add("(file)", limit.too_large(len(data)))
         check.fail()
-    document = decode_json(data, check)
+    document = decode_json(data, check, kind.item_id)
     check_header(document, check, kind.file_format, kind.schema_version, kind.what)
     if before_schema is not None:
         before_schema(document, check)

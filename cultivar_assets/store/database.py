@@ -170,6 +170,11 @@ class StoreError(RuntimeError):
     """The database cannot be used as asked."""
 
 
+# the statements a read-only query may hold (DuckDB's classification): DESCRIBE, SHOW,
+# SUMMARIZE and FROM-first queries are SELECTs to its parser
+READING_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+
+
 def lock_holder(path: Path) -> int | None:
     """The PID of another process holding a lock on ``path``, or None (not locked, no file).
 
@@ -332,6 +337,9 @@ class Store:
     def __init__(self, path: str | Path, lock_timeout: float = 120.0) -> None:
         self.path = Path(path).expanduser().resolve()
         self.lock_timeout = lock_timeout
+        if self.path.is_dir():  # refused before anything is done on the way to opening it
+            raise StoreError(f"database {self.path} is a directory, not a DuckDB file; give a "
+                             "file's path")
         if self.path.stem.lower() in _RESERVED_STEMS:
             raise StoreError(
                 f"database file name {self.path.name!r} clashes with a schema name "
@@ -371,12 +379,18 @@ class Store:
                 delay = min(delay * 1.5, 1.0)
 
     @contextmanager
-    def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Open the file (creating schema and views when writing) and close it afterwards."""
+    def connect(self, read_only: bool = False, other_files: bool = True
+                ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open the file (creating schema and views when writing) and close it afterwards. A
+        read-only connection without ``other_files`` can read or write no file but the database
+        (DuckDB's ``enable_external_access`` off: no ``COPY … TO``, ``EXPORT DATABASE``,
+        ``ATTACH``, ``read_csv``, profiling output, extension loading)."""
         if read_only and not self.path.exists():
             raise StoreError(f"database {self.path} does not exist yet; run the pipeline first")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
+        if read_only and not other_files:
+            config["enable_external_access"] = False
         con = self._open(read_only, config)
         try:
             if not read_only:
@@ -454,6 +468,32 @@ class Store:
         except duckdb.CatalogException:  # a file that holds no tables yet
             return 0
         return rows[0]["generation"] if rows else 0
+
+    def read_only_sql(self, sql: str) -> tuple[list[str], list[tuple]]:
+        """The columns and rows of a user's ``sql`` (``cultivar query``), run so that nothing is
+        written: every statement must be of a reading kind (:data:`READING_STATEMENTS`, as
+        DuckDB's own parser classifies it; anything else is refused before anything runs), and
+        the connection is read-only and reaches no other file (:meth:`connect` without
+        ``other_files``; an ``EXPLAIN ANALYZE`` of a ``COPY … TO`` is stopped there)."""
+        statements = duckdb.extract_statements(sql)
+        if not statements:
+            raise StoreError("the SQL holds no statement")
+        for number, statement in enumerate(statements, 1):
+            if statement.type not in READING_STATEMENTS:
+                kind = statement.type.name
+                which = f"statement {number} " if len(statements) > 1 else ""
+                raise StoreError(
+                    f"{which}is {kind} ({' '.join(statement.query.split())[:60]!r}): the query "
+                    "is read-only; only reading statements run (SELECT, WITH, FROM, DESCRIBE, "
+                    "SHOW, SUMMARIZE, EXPLAIN)")
+        with self.connect(read_only=True, other_files=False) as con:
+            try:
+                cursor = con.execute(sql)
+            except duckdb.PermissionException as error:
+                raise StoreError(f"{' '.join(str(error).split())} (a query reads the database "
+                                 "only, and writes no file)") from None
+            columns = [d[0] for d in cursor.description] if cursor.description else []
+            return columns, cursor.fetchall()
 
     @contextmanager
     def reader(self) -> Iterator[Reader]:

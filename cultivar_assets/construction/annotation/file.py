@@ -76,6 +76,7 @@ from cultivar_assets.site.tool_files import (
     ToolFileError,
     ToolFileKind,
     check_item_ids,
+    file_problem,
     parse_timestamp,
     parse_tool_document,
     read_tool_bytes,
@@ -472,11 +473,17 @@ def locale_annotation_files(folder: str | Path, locale: str) -> list[Path]:
 def find_annotation_file(folder: str | Path, locale: str) -> Path | None:
     """The returned file of ``locale`` in ``folder`` (:func:`locale_annotation_files`).
 
-    None when there is none; more than one is an :class:`AnnotationFileError` (keep one).
+    None when there is none; more than one, or one of those names that is not a regular file (a
+    directory, a dangling link), is an :class:`AnnotationFileError`.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"annotation folder {folder} does not exist")
+    odd = [Problem(str(p), None, "(file)", f"{problem}: each {locale}-*.json here is read as "
+                   f"an annotation file of {locale}; move or rename it")
+           for p in sorted(folder.glob(f"{locale}-*.json")) if (problem := file_problem(p))]
+    if odd:
+        raise AnnotationFileError(odd)
     found = locale_annotation_files(folder, locale)
     if len(found) > 1:
         raise AnnotationFileError([Problem(str(folder), None, "(folder)",
