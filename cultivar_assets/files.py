@@ -138,6 +138,19 @@ def clean_leftovers(target: Path) -> list[Path]:
     return removed
 
 
+def clean_partial_files(folder: Path, stem: str) -> list[Path]:
+    """Remove the files ``<stem>.<pid>.partial`` in ``folder`` of processes that are no longer
+    running (a write killed or failed before its rename); returns what was removed."""
+    removed = []
+    for path in Path(folder).glob(f"{glob.escape(stem)}.*.partial"):
+        pid = path.name[len(stem) + 1:-len(".partial")]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) and (
+                path.is_file() and not path.is_symlink()):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two existing paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where
     the system or the filesystem cannot, and nothing was changed."""

@@ -52,7 +52,15 @@ import pyarrow.compute as pc
 
 from cultivar_assets import __version__
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
-from cultivar_assets.files import MANIFEST, read_manifest, replace_folder
+from cultivar_assets.files import (
+    MANIFEST,
+    clean_partial_files,
+    disk_full_error,
+    free_space,
+    is_disk_full,
+    read_manifest,
+    replace_folder,
+)
 from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
@@ -434,14 +442,31 @@ class _Build:
 
 def vega_bundle(cache: Path) -> Path:
     """Vega, Vega-Lite and vega-embed in one script (``vl_convert.javascript_bundle()``),
-    generated once per vl-convert version into the web cache (it takes seconds)."""
+    generated once per vl-convert version into the web cache (it takes seconds).
+
+    It is written to ``vega-bundle.<pid>.partial`` and renamed into place; a partial file of a
+    process that is no longer running (a killed build) is removed first. On a full disk this
+    raises :class:`~cultivar_assets.files.DiskFullError` naming the bundle's path and the space
+    left on its filesystem, and leaves no partial file."""
     version = importlib.metadata.version("vl-convert-python")
     path = Path(cache) / f"vl-convert-{version}" / "vega-bundle.js"
+    clean_partial_files(path.parent, "vega-bundle")
     if not path.is_file():
         import vl_convert
 
-        path.parent.mkdir(parents=True, exist_ok=True)
+        bundle = vl_convert.javascript_bundle().encode("utf-8")
         partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(vl_convert.javascript_bundle(), "utf-8")
-        partial.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_bytes(bundle)
+            partial.replace(path)
+        except OSError as error:
+            full = is_disk_full(error)
+            free = free_space(path) if full else None  # before the partial file goes
+            partial.unlink(missing_ok=True)
+            if full:
+                raise disk_full_error(path, f"the web cache {cache} is as it was, with no "
+                                      "partial file left", error, needed=len(bundle),
+                                      free=free) from error
+            raise
     return path
