@@ -138,6 +138,19 @@ def clean_leftovers(target: Path) -> list[Path]:
     return removed
 
 
+def clean_partial_files(folder: Path, stem: str) -> list[Path]:
+    """Remove the files ``<stem>.<pid>.partial`` in ``folder`` of processes that are no longer
+    running (a write killed or failed before its rename); returns what was removed."""
+    removed = []
+    for path in Path(folder).glob(f"{glob.escape(stem)}.*.partial"):
+        pid = path.name[len(stem) + 1:-len(".partial")]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) and (
+                path.is_file() and not path.is_symlink()):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two existing paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where
     the system or the filesystem cannot, and nothing was changed."""
@@ -158,6 +171,33 @@ def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux: ``/proc/self/status``; elsewhere
+    set and restored at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def own_parents(target: Path) -> list[Path]:
+    """The folders between ``$CULTIVAR_HOME`` and ``target`` (both excluded): made by the
+    project for its default outputs (``publish/`` of ``publish/hf_dataset``); none when
+    ``target`` is outside the home."""
+    from cultivar_assets.paths import cultivar_home
+
+    home, target = cultivar_home(), Path(os.path.abspath(target))
+    if not target.is_relative_to(home):
+        return []
+    return [folder for folder in target.parents if folder != home and folder.is_relative_to(home)]
+
+
 def _tree_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
 
@@ -167,15 +207,16 @@ def replace_folder(target: Path, write: Callable[[Path], None],
     """Run ``write(work)`` on a fresh sibling of ``target``, add the manifest, swap it in.
 
     The work folder is ``.<name>.<pid>-<random>.partial`` beside ``target``, created with the
-    process's umask (0755 under the usual 022, so a web server running as another user can read
-    the result). Leftovers of an interrupted earlier call are removed first
-    (:func:`clean_leftovers`). The swap (our choice): on Linux both folders are exchanged in one
-    ``renameat2(RENAME_EXCHANGE)`` call, so ``target`` always exists and is always a complete
-    build -- a static web server sees the old tree or the new one at every instant, never a
-    missing folder (a page being fetched while the swap happens may still get an old file and
-    then a new one); the old build is removed afterwards. Where the exchange is not available
-    (macOS, some network filesystems) the old folder is renamed aside and the new one renamed
-    in: two renames, between which ``target`` is missing for that instant. A folder is never
+    process's umask (0755 under the usual 022, so a web server running as another user can read the
+    result); the folders between ``$CULTIVAR_HOME`` and ``target`` (:func:`own_parents`, e.g.
+    ``publish/``) get the mode the umask gives a new folder too. Leftovers of an interrupted earlier
+    call are removed first (:func:`clean_leftovers`). The swap (our choice): on Linux both folders
+    are exchanged in one ``renameat2(RENAME_EXCHANGE)`` call, so ``target`` always exists and is
+    always a complete build -- a static web server sees the old tree or the new one at every
+    instant, never a missing folder (a page being fetched while the swap happens may still get an
+    old file and then a new one); the old build is removed afterwards. Where the exchange is not
+    available (macOS, some network filesystems) the old folder is renamed aside and the new one
+    renamed in: two renames, between which ``target`` is missing for that instant. A folder is never
     turned into a symlink (servers configured not to follow links keep working).
 
     On a full disk this raises :class:`DiskFullError` naming ``target``; the previous build is
@@ -188,6 +229,10 @@ def replace_folder(target: Path, write: Callable[[Path], None],
             f"(no {MANIFEST}); choose an empty or new folder"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
+    mode = 0o777 & ~current_umask()
+    for folder in own_parents(target):  # made under another umask by an earlier build
+        if folder.stat().st_mode & 0o777 != mode:
+            folder.chmod(mode)
     clean_leftovers(target)
     work = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial")
     work.mkdir()

@@ -140,6 +140,13 @@ class Settings(BaseModel):
                 self.data = self.data.model_copy(update={"cultivar_path": folder})
         return self
 
+    @model_validator(mode="after")
+    def _outputs_apart(self) -> Settings:
+        problems = overlapping_paths(self)
+        if problems:
+            raise ValueError(problems[0] if len(problems) == 1 else "; ".join(problems))
+        return self
+
     @property
     def data_name(self) -> str:
         """Names the default database: the data source's name; for the project's own build,
@@ -151,6 +158,91 @@ class Settings(BaseModel):
     @property
     def database_path(self) -> Path:
         return Path(self.database) if self.database else default_database(self.data_name)
+
+
+def _home(*parts: str) -> Path:
+    from cultivar_assets.paths import cultivar_home
+
+    return cultivar_home().joinpath(*parts)
+
+
+def output_folders(settings: Settings) -> dict[str, Path]:
+    """The folders the project writes (setting -> folder, defaults included): the folders
+    replaced whole by a build (:func:`cultivar_assets.files.replace_folder`) and the caches."""
+    c, e = settings.construction, settings.error_analysis
+    folders = {
+        "site.output_dir": settings.site.site_path(),
+        "site.charts_dir": settings.site.charts_path(),
+        "site.web_cache_dir": settings.site.web_cache_path(),
+        "publish.folder": settings.publish.folder_path,
+        "construction.dataset.folder": c.dataset.folder_path(),
+        "construction.annotation.tools_dir": c.annotation.tools_path(),
+        "construction.selection.review_dir": (Path(c.selection.review_dir)
+                                              if c.selection.review_dir
+                                              else _home("construction", "selection")),
+        "construction.localisation.cache_dir": (Path(c.localisation.cache_dir)
+                                                if c.localisation.cache_dir
+                                                else _home("cache", "localisation")),
+        "engine.cache_dir": (Path(settings.engine.cache_dir) if settings.engine.cache_dir
+                             else _home("cache", "translations")),
+        "error_analysis.tool_dir": e.tool_path(),
+    }
+    for name, value in (("data.hub_cache_dir", settings.data.hub_cache_dir),
+                        ("construction.source.hub_cache_dir", c.source.hub_cache_dir)):
+        if value:
+            folders[name] = Path(value)
+    return folders
+
+
+def output_files(settings: Settings) -> dict[str, Path]:
+    """The files the project writes outside its output folders (setting -> file)."""
+    files = {"database": settings.database_path}
+    if settings.automation.failure_log:
+        files["automation.failure_log"] = Path(settings.automation.failure_log)
+    return files
+
+
+def input_paths(settings: Settings) -> dict[str, Path]:
+    """The files and folders the project reads and never writes (setting -> path), as
+    configured (the data kind ``built`` reads ``construction.dataset.folder``, an output)."""
+    c, e, d = settings.construction, settings.error_analysis, settings.data
+    values = {
+        "data.cultivar_path": d.cultivar_path if d.kind != "built" else None,
+        "data.flores_path": d.flores_path,
+        "models_file": settings.models_file,
+        "construction.source.path": c.source.path,
+        "construction.selection.corrections_file": c.selection.corrections_file,
+        "construction.selection.selection_file": c.selection.selection_file,
+        "construction.localisation.prompts_file": c.localisation.prompts_file,
+        "construction.annotation.folder": str(c.annotation.folder_path()),
+        "error_analysis.annotations_dir": e.annotations_dir,
+    }
+    return {name: Path(value) for name, value in values.items() if value}
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(Path(path).expanduser())).resolve()
+
+
+def overlapping_paths(settings: Settings) -> list[str]:
+    """One line per path that lies in (or is) an output folder of another setting: a build
+    replaces its folder whole, so it would delete that file or folder (a database configured
+    inside the site folder), or publish it."""
+    folders = {name: _absolute(path) for name, path in output_folders(settings).items()}
+    others = {**folders,
+              **{name: _absolute(path) for name, path in output_files(settings).items()},
+              **{name: _absolute(path) for name, path in input_paths(settings).items()}}
+    inputs = input_paths(settings)
+    problems = []
+    for name, folder in folders.items():
+        for other, path in others.items():
+            if other != name and path.is_relative_to(folder):
+                kind = "input" if other in inputs else "output"
+                where = "is" if path == folder else "is inside"
+                problems.append(f"{other} ({path}) {where} the output folder {name} ({folder}), "
+                                f"an {kind} that folder's build would delete or overwrite: "
+                                "choose paths apart")
+    return problems
 
 
 def demo_settings(live_localiser: bool = False) -> Settings:

@@ -132,6 +132,9 @@ class HubServer:
         self.commits: list[HubCommit] = []
         self.validated: list[str] = []  # README contents sent to /api/validate-yaml
         self.write_tokens: set[str] = set()  # empty: any token may write
+        # POST path -> (status, JSON payload) answered instead of the Hub's (a server that is
+        # not the Hub)
+        self.posts_answered: dict[str, tuple[int, object]] = {}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
@@ -279,6 +282,8 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             self._error(404, None, f"no route for {self.command} {path}", send_body)
 
         def _dispatch_post(self, path: str) -> None:
+            if path in hub.posts_answered:
+                return self._json(*hub.posts_answered[path])
             if path == "/api/validate-yaml":
                 return self._validate_yaml()
             if not self._write_allowed():

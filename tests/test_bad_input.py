@@ -396,6 +396,43 @@ def test_a_local_source_without_its_path_is_refused_when_the_settings_are_read(t
                                      "needs cultivar_path (a dataset directory)")
 
 
+@pytest.mark.parametrize(("settings", "inside", "folder", "kind", "where"), [
+    # the site rebuild deleted this database, and the next steps read an empty new one
+    ("database: HOME/site/results.duckdb\n", "database", "site.output_dir", "output",
+     "is inside"),
+    ("publish: {folder: HOME/out}\nconstruction: {annotation: {folder: HOME/out/returned}}\n",
+     "construction.annotation.folder", "publish.folder", "input", "is inside"),
+    ("site: {web_cache_dir: HOME/charts/web}\n", "site.web_cache_dir", "site.charts_dir",
+     "output", "is inside"),
+    ("site: {output_dir: HOME/www, charts_dir: HOME/www}\n", "site.charts_dir",
+     "site.output_dir", "output", "is"),
+])
+def test_a_path_inside_an_output_folder_is_refused(tmp_path, monkeypatch, settings, inside,
+                                                   folder, kind, where):
+    home = tmp_path / "home"
+    monkeypatch.setenv("CULTIVAR_HOME", str(home))
+    path = tmp_path / "cultivar.yaml"
+    path.write_text(settings.replace("HOME", str(home)), "utf-8")
+    message = _settings_error(path)
+    assert message.startswith(f"invalid settings in {path}: {inside} (")
+    assert f") {where} the output folder {folder} (" in message
+    assert f"an {kind} that folder's build would delete or overwrite" in message
+    assert "\n" not in message and not home.exists()  # nothing was written
+
+
+def test_outputs_apart_and_the_built_dataset_read_from_its_folder_are_accepted(tmp_path,
+                                                                               monkeypatch):
+    from cultivar_assets.settings import demo_settings, load_settings
+
+    monkeypatch.setenv("CULTIVAR_HOME", str(tmp_path / "home"))
+    demo_settings()  # the built data kind reads construction.dataset.folder, its own output
+    path = tmp_path / "cultivar.yaml"
+    path.write_text(f"database: {tmp_path}/db/results.duckdb\n"
+                    f"site: {{output_dir: {tmp_path}/www/site, charts_dir: {tmp_path}/charts}}\n"
+                    f"publish: {{folder: {tmp_path}/www/hub}}\n", "utf-8")
+    assert load_settings(path).site.output_dir == f"{tmp_path}/www/site"
+
+
 def test_an_unknown_model_names_the_registry_file(tmp_path):
     from cultivar_assets.models import load_models, select_models
 

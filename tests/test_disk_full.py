@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from pathlib import Path
 
 import duckdb
@@ -155,6 +156,55 @@ def test_dagsters_storage_on_a_full_disk_is_one_line_from_the_cli(tmp_path, monk
     assert "Dagster's run and event storage there keeps every run and event" in message
 
 
+@pytest.mark.dagster_instances
+def test_dagsters_own_dumps_of_a_full_disk_are_kept_off_stderr(tmp_path, monkeypatch, capsys):
+    """Dagster writes "Exception while writing logger call to event log: ..." with the SQL and
+    the event's payload (4 lines per event) to stderr itself, before the CLI's one line."""
+    import dagster as dg
+
+    from cultivar_assets import cli
+
+    with small_disk(tmp_path / "disk", 4) as disk:
+        home = disk / "dagster"
+        home.mkdir()
+        monkeypatch.setenv("DAGSTER_HOME", str(home))
+
+        @dg.asset
+        def logs(context) -> int:
+            fill(disk)
+            context.log.info("a user log message")
+            return 1
+
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            capsys.readouterr()
+            with (pytest.raises(Exception) as info,  # whatever Dagster raises
+                  cli.dagster_storage_errors("cultivar run") as errors):
+                print("other text", file=sys.stderr)
+                dg.materialize([logs], instance=instance, raise_on_error=False)
+        message = cli._disk_full_message(info.value)
+    err = capsys.readouterr().err
+    assert errors.dropped >= 1
+    assert "Exception while writing logger call" not in err and "[SQL:" not in err
+    assert "other text\n" in err and "Dagster could not store" not in err  # it failed: no note
+    assert message.startswith(f"out of disk space writing {home}") and "\n" not in message
+
+
+def test_log_messages_dagster_could_not_store_are_one_note_when_the_command_ends_well(
+        tmp_path, capsys):
+    from cultivar_assets import cli
+
+    text = ("Exception while writing logger call to event log: (sqlite3.OperationalError) "
+            "database or disk is full\n[SQL: INSERT INTO event_logs ...]\n"
+            "[parameters: ('run', '{\"message\": \"secret payload\"}')]\n(Background ...)\n")
+    with cli.dagster_storage_errors("cultivar run") as errors:
+        sys.stderr.write(text)
+        sys.stderr.write(text)
+    err = capsys.readouterr().err
+    assert errors.dropped == 2 and "payload" not in err
+    assert err.startswith("cultivar run: note: Dagster could not store 2 log message(s) in its "
+                          "event log under ") and err.count("\n") == 1
+
+
 def test_other_errors_are_not_called_a_full_disk(tmp_path):
     from cultivar_assets import cli
 
@@ -170,3 +220,43 @@ def test_any_other_full_disk_is_named_as_such_not_as_dagsters(tmp_path):
     message = cli._disk_full_message(error)
     assert message.startswith(f"out of disk space writing {tmp_path / 'x.js'} (")
     assert "Dagster" not in message and "Nothing already stored was lost" in message
+
+
+def test_a_full_disk_naming_no_file_states_no_other_disks_free_space(tmp_path, monkeypatch):
+    """The free space stated was the current directory's, another disk than the one written."""
+    from cultivar_assets import cli
+
+    monkeypatch.chdir(tmp_path)
+    message = cli._disk_full_message(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+    assert message.startswith("out of disk space: ") and "free" not in message
+
+
+def test_the_vega_bundle_on_a_full_disk_is_named_and_leaves_no_partial_file(tmp_path,
+                                                                             monkeypatch):
+    import subprocess
+
+    import vl_convert
+
+    from cultivar_assets import cli
+    from cultivar_assets.site.build import vega_bundle
+
+    bundle = "/* vega */" * 300_000  # 3 MB, more than the disk holds
+    monkeypatch.setattr(vl_convert, "javascript_bundle", lambda: bundle)
+    with small_disk(tmp_path / "disk", 1) as disk:
+        cache = disk / "web"
+        with pytest.raises(DiskFullError) as info:
+            vega_bundle(cache)
+        [folder] = cache.iterdir()
+        message = _one_line(info.value)
+        assert message.startswith(f"out of disk space writing {folder / 'vega-bundle.js'} (")
+        assert "kB free on its filesystem; at least 3.0 MB needed" in message
+        assert cli._disk_full_message(RuntimeError("site")) is None
+        assert cli._disk_full_message(info.value) == message
+        assert list(folder.iterdir()) == []  # no partial file left
+        # a partial file of a build that was killed is removed by the next good one
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        (folder / f"vega-bundle.{dead.pid}.partial").write_text("half")
+        monkeypatch.setattr(vl_convert, "javascript_bundle", lambda: "/* vega */")
+        assert vega_bundle(cache).read_text("utf-8") == "/* vega */"
+        assert [p.name for p in folder.iterdir()] == ["vega-bundle.js"]

@@ -47,6 +47,28 @@ def test_published_folders_get_the_process_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "site" / "index.html").stat().st_mode) == 0o644
 
 
+def test_the_folders_made_for_an_output_in_the_home_follow_the_umask(tmp_path, monkeypatch):
+    """``$CULTIVAR_HOME/publish/`` made under umask 077 stayed 0700 at every later build (a web
+    server could not read ``publish/hf_dataset``); a folder outside the home is not changed."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("CULTIVAR_HOME", str(home))
+    outside = tmp_path / "www"
+    outside.mkdir(mode=0o700)
+    write = lambda work: (work / "README.md").write_text("x")  # noqa: E731
+    previous = os.umask(0o077)
+    try:
+        replace_folder(home / "publish" / "hf_dataset", write)
+        assert stat.S_IMODE((home / "publish").stat().st_mode) == 0o700
+        os.umask(0o022)
+        replace_folder(home / "publish" / "hf_dataset", write)
+        replace_folder(outside / "site", write)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((home / "publish").stat().st_mode) == 0o755
+    assert stat.S_IMODE((home / "publish" / "hf_dataset").stat().st_mode) == 0o755
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o700  # the user's own folder
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="the one-step exchange is Linux's")
 def test_the_swap_never_leaves_the_target_missing(tmp_path, monkeypatch):
     """Every rename the swap makes is checked: the target exists after each (a static server

@@ -208,6 +208,22 @@ def test_an_unreachable_endpoint_is_named(hub, demo_data, tmp_path):
         push_dataset(folder.path, cfg, is_demo=True, token=TOKEN)
 
 
+def test_an_endpoint_answering_other_json_is_named_with_what_it_lacked(hub, demo_data,
+                                                                       tmp_path):
+    """A server at the endpoint that answers 200 with JSON that is not the Hub's."""
+    hub.posts_answered["/api/repos/create"] = (200, {"status": "ok", "name": REPO})
+    cfg = config(tmp_path)
+    folder = build_dataset_folder(demo_data, cfg)
+    with pytest.raises(PublishError) as info:
+        push_dataset(folder.path, cfg, is_demo=True, token=TOKEN)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"the Hub at {hub.url} gave an answer that is not the Hub API's "
+                              f"while pushing {REPO}")
+    assert "KeyError: 'url'" in message and "publish.endpoint" in message
+    assert TOKEN not in message and hub.commits == []
+
+
 def test_push_needs_a_built_folder(tmp_path):
     with pytest.raises(PublishError, match="materialise hf_dataset_folder first"):
         push_dataset(tmp_path / "nothing", config(tmp_path), is_demo=True, token=TOKEN)

@@ -3,8 +3,11 @@ is the same site a full build writes; a failed build leaves the previous site as
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
+import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -202,6 +205,15 @@ def test_a_model_page_follows_its_rows_and_the_others_are_linked(tmp_path):
     assert files(site) == files(full)
 
 
+def as_built(site: Path, path: Path) -> None:
+    """Record ``path`` in the site's manifest as the build writes a file's record."""
+    manifest = read_manifest(site)
+    stat = path.stat()
+    manifest["files"][path.relative_to(site).as_posix()] = [
+        stat.st_size, stat.st_mtime_ns, stat.st_ino, hashlib.sha256(path.read_bytes()).hexdigest()]
+    (site / MANIFEST).write_text(json.dumps(manifest), "utf-8")
+
+
 def test_a_locale_download_takes_its_unchanged_rows_from_the_previous_build(tmp_path):
     """A locale page's ∆ downloads (CSV and JSON) are written row by row: an unchanged row's
     line is the previous build's (found by the row keys of the previous page), a changed row is
@@ -214,10 +226,13 @@ def test_a_locale_download_takes_its_unchanged_rows_from_the_previous_build(tmp_
     paths = [downloads / "deu_Latn_Germany.deltas.csv", downloads / "deu_Latn_Germany.deltas.json"]
 
     def mark(path: Path, old: str, new: str) -> None:
+        """Change the file as if the build had written it so (its manifest record follows: a
+        file changed after its build is not taken)."""
         text = path.read_bytes().decode()
         assert old in text
         path.unlink()  # the file may be a hard link of another build's
         path.write_bytes(text.replace(old, new).encode())
+        as_built(site, path)
 
     for path in paths:  # a mark in the unchanged (hostile) row's line, which only a reuse keeps
         mark(path, "alert(1)", "alert(MARK)")
@@ -342,3 +357,73 @@ def test_the_code_in_every_key_covers_every_module_of_the_site_package():
                if path.parent == Path(site_package.__file__).parent}
     assert "compare_stats.py" in modules
     assert modules <= covered
+
+
+def modes(folder: Path) -> dict[str, set[int]]:
+    """The permission bits of the files and of the folders under ``folder`` (manifest aside)."""
+    found: dict[str, set[int]] = {"files": set(), "folders": set()}
+    for path in [folder, *folder.rglob("*")]:
+        if path.name != MANIFEST:
+            found["folders" if path.is_dir() else "files"].add(stat.S_IMODE(path.stat().st_mode))
+    return found
+
+
+def test_a_site_file_changed_after_its_build_is_made_again_not_taken(store, tmp_path):
+    """Appending to a published file changed the next build's file too (a hard link of it)."""
+    site = tmp_path / "site"
+    build(store, site)
+    hostile = model_slug(HOSTILE_MODEL)
+    changed = [f"data/hyp/{hostile}.js", f"models/{hostile}.html", "locales.html",
+               "downloads/leaderboard.csv", "data/locales/deu_Latn_Germany.js"]
+    before = files(site)
+    linked = inodes(site, "")
+    for rel in changed:
+        assert rel in before
+        with open(site / rel, "ab") as file:  # as root, a read-only file is writable too
+            file.write(b"<script>tampered</script>")
+    again = build(store, site)
+    assert again.reused_models == 1  # the other model's files are still taken
+    assert files(site) == before  # every changed file made again as it was
+    now = inodes(site, "")
+    assert [rel for rel in changed if now[rel] == linked[rel]] == []
+    assert now[f"data/hyp/{model_slug('copy-source-baseline')}.js"] == linked[
+        f"data/hyp/{model_slug('copy-source-baseline')}.js"]  # the unchanged are linked
+
+
+def test_the_vega_bundle_is_the_sites_own_copy(store, tmp_path):
+    """site/static/vega-bundle.js was a hard link of the web cache's: appending to it changed
+    the cache, and every later build published the changed file."""
+    site, web = tmp_path / "site", tmp_path / "web"
+    build(store, site, web_cache=web)
+    cached = site_build.vega_bundle(web)
+    bundle = cached.read_bytes()
+    with open(site / "static" / "vega-bundle.js", "ab") as file:
+        file.write(b";alert('tampered')")
+    assert cached.read_bytes() == bundle
+    build(store, site, web_cache=web)
+    assert (site / "static" / "vega-bundle.js").read_bytes() == bundle
+    assert (site / "static/vega-bundle.js").stat().st_ino != cached.stat().st_ino
+
+
+def test_a_rebuild_gives_every_file_the_current_umask(store, tmp_path):
+    """Built under umask 077 and rebuilt under 022, the files taken from the first build kept
+    0600 (unreadable to a web server running as another user)."""
+    site = tmp_path / "site"
+    previous = os.umask(0o077)
+    try:
+        build(store, site)
+        assert modes(site) == {"files": {0o400}, "folders": {0o700}}
+        os.umask(0o022)
+        again = build(store, site)
+    finally:
+        os.umask(previous)
+    assert again.reused_models == 2  # taken, as copies with the new mode
+    assert modes(site) == {"files": {0o444}, "folders": {0o755}}
+    linked = inodes(site, "")
+    previous = os.umask(0o022)
+    try:
+        build(store, site)
+    finally:
+        os.umask(previous)
+    assert inodes(site, "data/hyp/") == {rel: ino for rel, ino in linked.items()
+                                         if rel.startswith("data/hyp/")}  # now linked again

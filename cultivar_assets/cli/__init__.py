@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from cultivar_assets.cli.build import _hand_in_line, add_build_parser, print_table1
@@ -456,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     from cultivar_assets.processes import Interrupted
 
     try:
-        with secrets_redacted():
+        with secrets_redacted(), dagster_storage_errors(f"cultivar {args.command}"):
             code = args.func(args)
         if getattr(args, "exit_at_once", False):
             # `cultivar ui` after dagster dev: everything is written and closed; the interpreter's
@@ -477,6 +479,53 @@ def main(argv: list[str] | None = None) -> int:
         message = _disk_full_message(error) or str(error)
         print_error(f"cultivar {args.command}: error: {message}")
         return 1
+
+
+class _DagsterStorageErrors:
+    """``sys.stderr`` while a command runs: passes every text through except the dumps that
+    Dagster writes there itself when its event log under ``home`` is on a full disk
+    ("Exception while writing logger call to event log: " and the SQLite error, with its SQL
+    and the event's payload: 4 lines each), which it counts (``dropped``)."""
+
+    PREFIX = "Exception while writing logger call to event log: "
+
+    def __init__(self, stream, home: Path) -> None:
+        self._stream, self.home, self.dropped = stream, home, 0
+
+    def write(self, text: str) -> int:
+        from cultivar_assets.files import is_disk_full
+
+        if text.startswith(self.PREFIX) and is_disk_full(RuntimeError(text), self.home):
+            self.dropped += 1
+            return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def dagster_storage_errors(who: str) -> Iterator[_DagsterStorageErrors]:
+    """Keep Dagster's own dumps of a full disk under ``$DAGSTER_HOME`` off stderr
+    (:class:`_DagsterStorageErrors`): a command that then fails says so in its one error line
+    (:func:`_disk_full_message`); one that ends well says, in one line, how many log messages
+    Dagster could not store."""
+    from cultivar_assets.files import free_space
+    from cultivar_assets.paths import dagster_home
+
+    home = Path(os.environ.get("DAGSTER_HOME") or dagster_home())
+    stream = sys.stderr
+    errors = sys.stderr = _DagsterStorageErrors(stream, home)
+    try:
+        yield errors
+    finally:
+        sys.stderr = stream
+    if errors.dropped:
+        free = free_space(home)
+        print(f"{who}: note: Dagster could not store {errors.dropped} log message(s) in its "
+              f"event log under {home}: out of disk space"
+              f"{f' ({free / 1e3:.1f} kB free on its filesystem)' if free is not None else ''}",
+              file=sys.stderr)
 
 
 def _disk_full_message(error: BaseException) -> str | None:
@@ -506,8 +555,10 @@ def _disk_full_message(error: BaseException) -> str | None:
             "run was applied whole or not at all, so the finished steps are kept", error))
     if not is_disk_full(error):
         return None
+    # the free space of the named file's filesystem; none stated when no file is named (the
+    # current directory's would describe another disk)
     named = next((c.filename for c in chain if isinstance(c, OSError) and c.filename), None)
-    free = free_space(Path(named) if named else Path.cwd())
+    free = free_space(Path(named)) if named else None
     return (f"out of disk space{f' writing {named}' if named else ''}"
             f"{f' ({free / 1e6:.1f} MB free on its filesystem)' if free is not None else ''}: "
             f"{' '.join(str(error).split())}. Nothing already stored was lost: every database "

@@ -13,8 +13,10 @@ publish, and keys we do not set, stay. Nothing is deleted, so other locales' dat
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -119,6 +121,19 @@ def _hub_errors(endpoint: str, repo_id: str) -> Iterator[None]:
     except _transport_errors() as error:
         raise PublishError(redact(f"cannot reach the Hub at {endpoint} to push {repo_id}: "
                                   f"{type(error).__name__}: {error}")) from None
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        if not _raised_in_huggingface_hub(error):
+            raise
+        raise PublishError(redact(
+            f"the Hub at {endpoint} gave an answer that is not the Hub API's while pushing "
+            f"{repo_id} (huggingface_hub could not read it: {type(error).__name__}: {error}); "
+            "check publish.endpoint")) from None
+
+
+def _raised_in_huggingface_hub(error: BaseException) -> bool:
+    """Whether ``error`` was raised inside huggingface_hub (reading a server's answer)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and f"{os.sep}huggingface_hub{os.sep}" in frames[-1].filename
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:

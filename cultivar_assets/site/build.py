@@ -22,11 +22,12 @@ such as ``</script>`` stay text. CSV cells go through :func:`cultivar_assets.tab
 
 Incremental builds (ours): the build writes a fresh folder and swaps it in
 (:func:`cultivar_assets.files.replace_folder`), but takes each model's files (its translation
-shards and parquet file) from the previous build by hard link when nothing they depend on has
-changed: the model's translations (a hash over its rows), the dataset, the originals policy and
-the code that writes them (:func:`cultivar_assets.site.incremental.reuse_key`). Pages, table
-downloads and chart SVGs whose inputs are unchanged are linked likewise; the rest is written
-again (:mod:`.incremental`).
+shards and parquet file) from the previous build when nothing they depend on has changed: the
+model's translations (a hash over its rows), the dataset, the originals policy and the code that
+writes them (:func:`cultivar_assets.site.incremental.reuse_key`). Pages, table downloads and
+chart SVGs whose inputs are unchanged are taken likewise; the rest is written again. A file is
+taken only while it is as the previous build wrote it, by hard link when it is read-only with
+the mode this build gives its files, else as a copy (:mod:`.incremental`).
 
 The parts: this module is the orchestration (the order of the steps, the two writer threads that
 compress and write shards and parquet files beside the Python work, the two reader threads that
@@ -52,7 +53,15 @@ import pyarrow.compute as pc
 
 from cultivar_assets import __version__
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
-from cultivar_assets.files import MANIFEST, read_manifest, replace_folder
+from cultivar_assets.files import (
+    MANIFEST,
+    clean_partial_files,
+    disk_full_error,
+    free_space,
+    is_disk_full,
+    read_manifest,
+    replace_folder,
+)
 from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
@@ -235,7 +244,7 @@ class _Build:
                   "query_included": self.engine is not None,
                   "script_notes": script_notes(data.locale_info, data.present_locales)}
         self.writer = PageWriter(work, common, component=_component,
-                                 link_pool=self.background)
+                                 link_pool=self.background, own_files=True)
         self.cache.start(self.writer)
         self.say("static files")
         self._static()
@@ -259,13 +268,16 @@ class _Build:
         self._chart_svgs()
         self._settle()
         self.manifest["notes"] = self.notes
+        self.manifest["files"] = self.writer.records
 
     def _static(self) -> None:
         self.writer.copy_static(list(PUBLIC_STATIC))
-        self.writer.link(vega_bundle(self.web_cache), "static/vega-bundle.js")
+        # copies: a file of the site is never the web cache's own (a change to one is not the
+        # other's)
+        self.writer.copy(vega_bundle(self.web_cache), "static/vega-bundle.js")
         if self.engine is not None:
             for path in self.engine.files():
-                self.writer.link(path, f"static/query/{path.name}")
+                self.writer.copy(path, f"static/query/{path.name}")
 
     def _charts(self) -> None:
         """Chart specs (shards, JSON) now; SVGs of changed specs in a child process (collected
@@ -295,8 +307,8 @@ class _Build:
                 continue
             if self.charts_dir is not None:
                 self.writer.copy(Path(self.charts_dir) / f"{chart_id}.svg", svg)
-            elif old.get(chart_id) == digest and (self.out_dir / svg).is_file():
-                self.writer.link(self.out_dir / svg, svg)
+            elif old.get(chart_id) == digest and self.cache.take_later(svg):
+                pass  # the previous build's, as it wrote it
             else:
                 pending.append((svg, data))
         self.svg_paths = [svg for svg, _ in pending]
@@ -326,8 +338,7 @@ class _Build:
         for locale in self.data.present_locales:
             path = shards.shard_path(f"locale/{locale}")
             old = self.out_dir / path
-            if reusable and old.is_file():
-                self.writer.link(old, path)
+            if reusable and self.cache.take_later(path):
                 self.locale_payloads[locale] = lambda old=old: shards.decode_shard(
                     old.read_bytes())[1]
                 continue
@@ -343,7 +354,7 @@ class _Build:
         """Per model: translation shards per locale and the parquet download (or the previous
         build's, when unchanged)."""
         self.data.digests = self.digests.result()
-        old, out = self.cache.previous.get("models", {}), os.fspath(self.out_dir)
+        old = self.cache.previous.get("models", {})
         present = self.cache.previous_files()
         self.manifest["models"] = entries = {}
         self.model_locales: dict[str, list[str]] = {}
@@ -354,7 +365,7 @@ class _Build:
             if key and before and before["key"] == key and all(
                     rel in present for rel in before["files"]):
                 for rel in before["files"]:
-                    self.writer.link_later(os.path.join(out, rel), rel, present[rel])
+                    self.cache.take_later(rel)
                 entries[model_id] = before
                 self.model_locales[model_id] = before["locales"]
                 self.reused += 1
@@ -447,14 +458,31 @@ class _Build:
 
 def vega_bundle(cache: Path) -> Path:
     """Vega, Vega-Lite and vega-embed in one script (``vl_convert.javascript_bundle()``),
-    generated once per vl-convert version into the web cache (it takes seconds)."""
+    generated once per vl-convert version into the web cache (it takes seconds).
+
+    It is written to ``vega-bundle.<pid>.partial`` and renamed into place; a partial file of a
+    process that is no longer running (a killed build) is removed first. On a full disk this
+    raises :class:`~cultivar_assets.files.DiskFullError` naming the bundle's path and the space
+    left on its filesystem, and leaves no partial file."""
     version = importlib.metadata.version("vl-convert-python")
     path = Path(cache) / f"vl-convert-{version}" / "vega-bundle.js"
+    clean_partial_files(path.parent, "vega-bundle")
     if not path.is_file():
         import vl_convert
 
-        path.parent.mkdir(parents=True, exist_ok=True)
+        bundle = vl_convert.javascript_bundle().encode("utf-8")
         partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(vl_convert.javascript_bundle(), "utf-8")
-        partial.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_bytes(bundle)
+            partial.replace(path)
+        except OSError as error:
+            full = is_disk_full(error)
+            free = free_space(path) if full else None  # before the partial file goes
+            partial.unlink(missing_ok=True)
+            if full:
+                raise disk_full_error(path, f"the web cache {cache} is as it was, with no "
+                                      "partial file left", error, needed=len(bundle),
+                                      free=free) from error
+            raise
     return path

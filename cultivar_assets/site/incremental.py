@@ -17,6 +17,15 @@ build takes an output from the previous folder by hard link when it was made fro
 
 A previous manifest with another reuse key is ignored as a whole. Everything else is written
 again.
+
+Every file of a build is its own (:class:`~cultivar_assets.site.pages.PageWriter` with
+``own_files``): written read-only (0444 less the umask) and recorded in the manifest's ``files``
+(path -> size, mtime in ns, inode, sha256 of its bytes). A previous file counts as unchanged
+only when its size, mtime and inode are still the recorded ones (:func:`verified_files`: any
+write to it changes its mtime, a replaced file has another inode); one that differs is made
+again, never taken. A verified file is taken by hard link when its mode is the one this build
+gives its files (read-only under the current umask), else copied; nothing is linked from outside
+the site folder (the Vega bundle and DuckDB-Wasm are copied from the web cache).
 """
 
 from __future__ import annotations
@@ -32,12 +41,13 @@ import duckdb
 from markupsafe import Markup
 
 from cultivar_assets import textdiff
+from cultivar_assets.files import current_umask
 from cultivar_assets.site import diff, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.pages import PageWriter
 from cultivar_assets.tables import csv_text, json_text
 
-SITE_FORMAT = 2  # the site's layout; a change rebuilds every file
+SITE_FORMAT = 3  # the site's layout and manifest; a change rebuilds every file
 INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
 # The JSON text that keys and digests hash (sorted keys, str() of what JSON has no type for):
 # one encoder, instead of one made by every json.dumps call with these options.
@@ -120,7 +130,9 @@ class Cache:
         self._listing: Future | None = None
         if self.previous:
             pool = ThreadPoolExecutor(1, thread_name_prefix="site-listing")
-            self._listing = pool.submit(file_sizes, self._out)
+            self._listing = pool.submit(verified_files, self._out,
+                                        self.previous.get("files", {}),
+                                        PageWriter.READ_ONLY & ~current_umask())
             pool.shutdown(wait=False)
         self.writer: PageWriter | None = None  # set by :meth:`start`
         self.common: str | None = None  # the digest of the common context, set by :meth:`start`
@@ -138,17 +150,23 @@ class Cache:
         if path in outputs:
             raise ValueError(f"the site build writes {path} twice")
         outputs[path] = key
-        if self.previous.get("outputs", {}).get(path) == key:
-            size = self.previous_files().get(path)
-            if size is not None:  # linked by the writer's link pool
-                self.writer.link_later(os.path.join(self._out, path), path, size)
-                return True
-        return False
+        return self.previous.get("outputs", {}).get(path) == key and self.take_later(path)
 
     def previous_files(self) -> dict[str, int]:
-        """The previous build's files (paths relative to it, forward slashes) and their sizes
-        when this build started; empty where it cannot be reused."""
-        return self._listing.result() if self._listing is not None else {}
+        """The previous build's files (paths relative to it, forward slashes) that are as it
+        wrote them (:func:`verified_files`), and their sizes, when this build started; empty
+        where it cannot be reused."""
+        return self._listing.result()[0] if self._listing is not None else {}
+
+    def take_later(self, path: str) -> bool:
+        """Take the previous build's ``path`` into this one (linked or copied by the writer's
+        link pool: :meth:`PageWriter.take`) when it is as that build wrote it; whether it was."""
+        if path not in self.previous_files():
+            return False
+        linkable = self._listing.result()[1]
+        self.writer.take_later(os.path.join(self._out, path), path,
+                               self.previous["files"][path], path in linkable)
+        return True
 
     def key_of(self, *parts: Any) -> str:
         """The key of an output made from ``parts`` (module docstring)."""
@@ -185,7 +203,7 @@ class Cache:
     def previous_text(self, path: str) -> str | None:
         """The previous build's ``path`` (a page), where that build can be reused and wrote it."""
         old = self.out_dir / path
-        if path in self.previous.get("outputs", {}) and old.is_file():
+        if path in self.previous.get("outputs", {}) and path in self.previous_files():
             return old.read_text("utf-8")
         return None
 
@@ -224,7 +242,7 @@ class Cache:
         where that file is missing, has other columns, or its lines are not one per key (a CSV
         cell holding a line break)."""
         old = os.path.join(self._out, path)
-        if path not in self.previous.get("outputs", {}) or not os.path.isfile(old):
+        if path not in self.previous.get("outputs", {}) or path not in self.previous_files():
             return None
         with open(old, encoding="utf-8", newline="") as file:
             text = file.read()
@@ -257,15 +275,20 @@ class Cache:
     def fragment(self, path: str, locale: str, key: str) -> Markup | None:
         """The previous build's instances part of ``path`` when it had ``key``, else None."""
         old = self.out_dir / path
-        if self.previous.get("fragments", {}).get(locale) == key and old.is_file():
+        if (self.previous.get("fragments", {}).get(locale) == key
+                and path in self.previous_files()):
             return between(old.read_text("utf-8"), INSTANCES_MARKERS)
         return None
 
 
-def file_sizes(folder: str) -> dict[str, int]:
-    """Every regular file under ``folder`` (its path relative to it, forward slashes) and its
-    size in bytes."""
+def verified_files(folder: str, records: dict[str, list], mode: int
+                   ) -> tuple[dict[str, int], set[str]]:
+    """The regular files under ``folder`` (paths relative to it, forward slashes) whose size,
+    mtime and inode are those of their ``records`` (the manifest's ``files``: as the build
+    wrote them), with their sizes; and those of them whose permission bits are ``mode`` (which
+    may be linked)."""
     sizes: dict[str, int] = {}
+    linkable: set[str] = set()
     pending = [("", folder)]
     while pending:
         prefix, path = pending.pop()
@@ -274,8 +297,16 @@ def file_sizes(folder: str) -> dict[str, int]:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append((f"{prefix}{entry.name}/", entry.path))
                 elif entry.is_file(follow_symlinks=False):
-                    sizes[prefix + entry.name] = entry.stat(follow_symlinks=False).st_size
-    return sizes
+                    rel = prefix + entry.name
+                    record = records.get(rel)
+                    if record is None:
+                        continue
+                    stat = entry.stat(follow_symlinks=False)
+                    if (stat.st_size, stat.st_mtime_ns, stat.st_ino) == tuple(record[:3]):
+                        sizes[rel] = stat.st_size
+                        if stat.st_mode & 0o7777 == mode:
+                            linkable.add(rel)
+    return sizes, linkable
 
 
 def table_text(path: str, rows: list[dict], columns: list[str], keys: list[str],
