@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import dockerfile
 import helm_chart
 import kubernetes
 import kubernetes_validate
@@ -339,36 +339,42 @@ def test_the_secret_check_sees_a_secret_copied_into_a_job(values, deployment, tm
 
 # --- the Dockerfile ---------------------------------------------------------------------------
 
-def _instructions(path: Path) -> list[tuple[str, str]]:
-    """(instruction, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
-    lines, current = [], ""
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not current and (not line or line.startswith("#")):
-            continue
-        if line.endswith("\\"):
-            current += line[:-1] + " "
-            continue
-        lines.append(current + line)
-        current = ""
-    assert not current, "a continuation line ends the file"
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
+def _instructions(path: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(instruction, arguments) of a Dockerfile as BuildKit's own parser reads it (PyPI
+    ``dockerfile``, the Go parser of moby/buildkit): an ``ARG`` gives one word per declared
+    argument, ``ENV`` names and values in turn, ``RUN`` (shell form) one string."""
+    return [(command.cmd.upper(), command.value) for command in dockerfile.parse_file(str(path))]
+
+
+def _arguments(words: tuple[str, ...]) -> dict[str, str | None]:
+    """``ARG`` words as {name: default} (None without a default), the quotes of a quoted default
+    removed; a word that is not an argument's name (an unquoted value split at a space) fails."""
+    arguments: dict[str, str | None] = {}
+    for word in words:
+        name, equals, default = word.partition("=")
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name), f"ARG word {word!r}"
+        if default[:1] == default[-1:] and default[:1] in ("'", '"') and len(default) > 1:
+            default = default[1:-1]
+        arguments[name] = default if equals else None
+    return arguments
 
 
 def test_dockerfile_pins_cuda_by_a_required_digest_and_installs_the_project():
     steps = _instructions(K8S / "Dockerfile")
-    froms = [args for name, args in steps if name == "FROM"]
-    assert froms == ["${CUDA_IMAGE}"]
+    froms = [words for name, words in steps if name == "FROM"]
+    assert froms == [("${CUDA_IMAGE}",)]
     before = steps[:[name for name, _ in steps].index("FROM")]
-    args = dict(arg.split("=", 1) if "=" in arg else (arg, None)
-                for name, arg in before if name == "ARG")
+    args = {name: default for instruction, words in before if instruction == "ARG"
+            for name, default in _arguments(words).items()}
     assert re.fullmatch(r"\d+\.\d+\.\d+-(runtime|devel|base)-ubuntu\d+\.\d+", args["CUDA_TAG"])
     assert args["CUDA_DIGEST"] is None  # required: no digest is made up here
-    assert args["CUDA_IMAGE"].startswith("nvidia/cuda:${CUDA_TAG}@${CUDA_DIGEST:?")
+    # the whole reference, the `:?` message included, is the one default of CUDA_IMAGE
+    assert re.fullmatch(r"nvidia/cuda:\$\{CUDA_TAG\}@\$\{CUDA_DIGEST:\?[^{}]+\}",
+                        args["CUDA_IMAGE"]), args["CUDA_IMAGE"]
 
-    runs = " ".join(args for name, args in steps if name == "RUN")
+    runs = " ".join(word for name, words in steps if name == "RUN" for word in words)
     assert re.search(r"pip install [^&]*['\"]\.\[gpu,k8s\]['\"]", runs)
-    copied = [shlex.split(args)[:-1] for name, args in steps if name == "COPY"]
+    copied = [words[:-1] for name, words in steps if name == "COPY"]
     sources = {source for step in copied for source in step}
     assert "." not in sources and all((REPO / source).exists() for source in sources)
     # what the wheel is built from (pyproject.toml) is all copied
@@ -380,6 +386,8 @@ def test_dockerfile_pins_cuda_by_a_required_digest_and_installs_the_project():
     assert {"gpu", "k8s"} <= set(project["project"]["optional-dependencies"])
     # nothing secret baked into a layer or a build argument (a build argument is kept in the
     # image's history): no variable named like a secret
-    names = [word.partition("=")[0] for name, arguments in steps if name in ("ENV", "ARG")
-             for word in shlex.split(arguments)]
+    names = [*(name for instruction, words in steps if instruction == "ARG"
+               for name in _arguments(words)),
+             *(name for instruction, words in steps if instruction == "ENV"
+               for name in words[::2])]
     assert names and not [name for name in names if SECRET_NAME.search(name)]
