@@ -217,6 +217,61 @@ def test_user_deployment_and_objects_validate(values, deployment):
                        "data": {"A": "b"}, "dta": {}})
 
 
+# --- the real chart, rendered by the real helm --------------------------------------------------
+
+def _real_chart() -> tuple[str, Path]:
+    """helm (``$CULTIVAR_HELM``, else ``helm`` on PATH) and the Dagster chart 1.13.27
+    (``$CULTIVAR_DAGSTER_CHART``: its folder or .tgz); the test skips, saying which is missing,
+    without them (docs/kubernetes.md says how to get both)."""
+    import os
+    import shutil
+
+    helm = os.environ.get("CULTIVAR_HELM") or shutil.which("helm")
+    chart = os.environ.get("CULTIVAR_DAGSTER_CHART")
+    if not helm or not Path(helm).exists():
+        pytest.skip("no helm: set CULTIVAR_HELM or put helm on PATH (docs/kubernetes.md)")
+    if not chart or not Path(chart).exists():
+        pytest.skip("no Dagster chart: set CULTIVAR_DAGSTER_CHART to the dagster/dagster "
+                    "1.13.27 chart's folder or .tgz (docs/kubernetes.md)")
+    return helm, Path(chart)
+
+
+def test_the_real_chart_renders_our_values_without_duplicates(values, deployment, tmp_path):
+    """``helm template`` of the real chart with our values: no two objects of one kind and name
+    (Helm refuses such a release), every object valid against the Kubernetes schemas, the
+    instance's dagster.yaml with our coordinator and the launcher that tests/helm_chart.py
+    restates, and the webserver and daemon on our image."""
+    import subprocess
+
+    helm, chart = _real_chart()
+    rendered = subprocess.run(
+        [helm, "template", RELEASE, str(chart), "-n", NAMESPACE, "--skip-tests",
+         "-f", str(K8S / "values.yaml")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr[-3000:]
+    objects = [o for o in yaml.safe_load_all(rendered.stdout) if o]
+    names = [(o["kind"], o["metadata"]["name"]) for o in objects]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    for manifest in objects:
+        _validate_k8s(manifest)
+    assert plaintext_secrets(objects) == []
+    by_name = {name: o for name, o in zip(names, objects, strict=True)}
+    instance = yaml.safe_load(
+        by_name["ConfigMap", "cultivar-dagster-instance"]["data"]["dagster.yaml"])
+    assert instance["run_coordinator"] == helm_chart.run_coordinator_config(values)
+    assert instance["run_launcher"] == helm_chart.run_launcher_config(values, RELEASE, NAMESPACE)
+    image = helm_chart.user_deployment_image(deployment)
+    for (kind, _), manifest in by_name.items():
+        if kind == "Deployment":
+            for container in manifest["spec"]["template"]["spec"]["containers"]:
+                assert container["image"] == image, (manifest["metadata"]["name"], container)
+    code_server = by_name["Deployment", f"cultivar-dagster-{deployment['name']}"]
+    [container] = code_server["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"]) == (
+        helm_chart.user_deployment_container_context(values, deployment, RELEASE, NAMESPACE))
+
+
 # --- the Jobs of a model's run ----------------------------------------------------------------
 
 class RecordingBatchApi:
