@@ -27,9 +27,14 @@
   a model's run failed (the failure sensor reports the asset ``run_failures``); the dataset
   folder after new test sets; the push only where :func:`push_configured`.
 
-Run requests carry tags for the run launcher: ``cultivar/model``, ``cultivar/gpus`` (tensor
-parallel size for GPU engines, 0 otherwise) and, for GPU runs, a ``dagster-k8s/config`` tag that
-asks Kubernetes for that many ``nvidia.com/gpu`` (see ``cultivar_assets/deploy``).
+Every run of a model carries its model's run tags (:mod:`cultivar_assets.assets.run_tags`):
+``cultivar/model``, ``cultivar/gpus`` (tensor parallel size for GPU engines, 0 otherwise) and, for
+GPU runs, ``cultivar/gpu-run`` (the GPU queue's tag) and a ``dagster-k8s/config`` tag that asks
+Kubernetes for that many ``nvidia.com/gpu`` (see ``cultivar_assets/deploy``). The sensor's and
+the schedule's run requests carry them; ``evaluate_model`` derives them per partition; and
+:class:`ModelRunCoordinator`, the instance's run coordinator on Kubernetes, gives them to every
+other submitted run of a model (a partition of the model assets materialised from the UI, an
+asset backfill) before it is queued.
 """
 
 import json
@@ -39,11 +44,16 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.asset_key import AssetKey
+from dagster._core.remote_representation.external_data import PartitionExecutionErrorSnap
+from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
+from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.storage.tags import PARTITION_NAME_TAG
 
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, run_failures
 from cultivar_assets.assets.model_assets import models_partitions
 from cultivar_assets.assets.publish_assets import hf_dataset_push
-from cultivar_assets.engines import engine_registry
+from cultivar_assets.assets.run_tags import run_tags
 from cultivar_assets.engines.fingerprint import run_fingerprint
 from cultivar_assets.models import load_models, select_models
 from cultivar_assets.publish.config import PublishConfig
@@ -57,26 +67,59 @@ from cultivar_assets.settings import (
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import Step, StoreError, writing_for_steps
 
-
-def gpus_for(spec: ModelSpec) -> int:
-    """GPUs a model's run needs: its tensor-parallel size (default 1) when its engine uses GPUs
-    (``Engine.uses_gpu``) and its ``device`` option is not ``cpu``; 0 otherwise."""
-    engine = engine_registry().get(spec.engine)
-    if not engine.uses_gpu or spec.engine_options.get("device") == "cpu":
-        return 0
-    return int(spec.engine_options.get("tensor_parallel_size", 1))
+MODEL_JOB = "evaluate_model"
 
 
-def run_tags(spec: ModelSpec) -> dict[str, str]:
-    gpus = gpus_for(spec)
-    tags = {"cultivar/model": spec.id, "cultivar/gpus": str(gpus)}
-    if gpus:
-        tags["cultivar/gpu-run"] = "true"  # the run queues in cultivar_assets/deploy limit these
-        limits = {"nvidia.com/gpu": str(gpus)}
-        tags["dagster-k8s/config"] = json.dumps(
-            {"container_config": {"resources": {"limits": limits, "requests": limits}}}
-        )
-    return tags
+class ModelRunTagsError(Exception):
+    """A model's run whose run tags cannot be had from its code location."""
+
+
+def model_run_tags(run: DagsterRun, workspace: Any) -> dict[str, str]:
+    """The run tags of ``run``'s model that ``run`` lacks, or ``{}`` for a run that is not a
+    model's. A model's run: a run with a partition (tag ``dagster/partition``) of the job
+    ``evaluate_model``, or of assets that job materialises. Its tags are those that
+    ``evaluate_model`` gives that partition, asked of the run's code location in ``workspace``
+    (its settings and registry: :func:`~cultivar_assets.assets.run_tags.model_partition_tags`);
+    a partition that the code location cannot tag raises :class:`ModelRunTagsError`."""
+    partition = run.tags.get(PARTITION_NAME_TAG)
+    origin = run.remote_job_origin
+    if partition is None or origin is None:
+        return {}
+    location = workspace.get_code_location(origin.location_name)
+    repository = location.get_repository(origin.repository_origin.repository_name)
+    if run.job_name != MODEL_JOB:
+        model_assets = {node.asset_key for node in repository.get_asset_node_snaps(MODEL_JOB)}
+        selected: set[AssetKey] = set(run.asset_selection or ())
+        if not selected & model_assets:
+            return {}
+    snap = location.get_partition_tags_from_repo(repository.handle, MODEL_JOB, partition,
+                                                 workspace.instance)
+    if isinstance(snap, PartitionExecutionErrorSnap):
+        error = snap.error
+        while error is not None and error.cause is not None:  # the registry's, not Dagster's
+            error = error.cause
+        message = error.message.strip().splitlines()[0] if error else "no error given"
+        raise ModelRunTagsError(f"run {run.run_id} (partition {partition!r} of {MODEL_JOB}, code "
+                                f"location {origin.location_name}): no run tags: {message}")
+    return {key: value for key, value in snap.tags.items()
+            if key.startswith("cultivar/") or key == "dagster-k8s/config"
+            if key not in run.tags}
+
+
+class ModelRunCoordinator(QueuedRunCoordinator):
+    """Dagster's ``QueuedRunCoordinator`` (same config) that adds to every submitted run of a
+    model the run tags of its model that the run lacks (:func:`model_run_tags`) before queueing
+    it: its GPUs (``dagster-k8s/config``) and the GPU queue's tag (``cultivar/gpu-run``), whatever
+    launched the run. Every run launched from the UI, a backfill, a sensor or a schedule is
+    submitted through the instance's run coordinator (``cultivar_assets/deploy/k8s``)."""
+
+    def submit_run(self, context: SubmitRunContext) -> DagsterRun:
+        run = context.dagster_run
+        tags = model_run_tags(run, context.workspace)
+        if tags:
+            self._instance.add_run_tags(run.run_id, tags)
+            run = self._instance.get_run_by_id(run.run_id)
+        return super().submit_run(SubmitRunContext(run, context.workspace))
 
 
 def selected_models(engine: EngineResource) -> list[ModelSpec]:

@@ -46,7 +46,9 @@ CHART_KEYS: dict[str, set[str]] = {
     "postgresql": {"image", "enabled", "postgresqlHost", "postgresqlUsername",
                    "postgresqlPassword", "postgresqlDatabase", "postgresqlParams",
                    "postgresqlScheme", "service"},
-    "dagster-user-deployments": {"enabled", "enableSubchart", "imagePullSecrets", "deployments"},
+    # and the subchart's own values (charts/dagster-user-deployments/values.yaml: rbacEnabled)
+    "dagster-user-deployments": {"enabled", "enableSubchart", "imagePullSecrets", "deployments",
+                                 "rbacEnabled"},
     "deployment": {"name", "image", "dagsterApiGrpcArgs", "codeServerArgs",
                    "includeConfigInLaunchedRuns", "port", "env", "envConfigMaps", "envSecrets",
                    "annotations", "nodeSelector", "affinity", "tolerations",
@@ -54,6 +56,9 @@ CHART_KEYS: dict[str, set[str]] = {
                    "readinessProbe", "startupProbe", "labels", "volumeMounts", "volumes",
                    "schedulerName"},
     "image": {"repository", "tag", "pullPolicy"},
+    # subschema/webserver.py (Webserver) and daemon.py (Daemon): the keys our values set
+    "dagsterWebserver": {"image"},
+    "dagsterDaemon": {"enabled", "image", "runCoordinator"},
     "runLauncher": {"type", "config"},
     "k8sRunLauncher": {"image", "imagePullPolicy", "jobNamespace", "loadInclusterConfig",
                        "kubeconfigFile", "envConfigMaps", "envSecrets", "envVars",
@@ -62,6 +67,8 @@ CHART_KEYS: dict[str, set[str]] = {
     "runK8sConfig": {"containerConfig", "podSpecConfig", "podTemplateSpecMetadata",
                      "jobSpecConfig", "jobMetadata"},
     "runCoordinator": {"enabled", "type", "config"},
+    "runCoordinatorConfig": {"queuedRunCoordinator", "customRunCoordinator"},
+    "customRunCoordinator": {"module", "class", "config"},  # ConfigurableClass (utils.py)
     "queuedRunCoordinator": {"maxConcurrentRuns", "tagConcurrencyLimits",
                              "dequeueIntervalSeconds", "dequeueNumWorkers", "dequeueUseThreads",
                              "blockOpConcurrencyLimitedRuns"},
@@ -144,13 +151,20 @@ def run_launcher_config(values: dict[str, Any], release: str, namespace: str) ->
 
 
 def run_coordinator_config(values: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``run_coordinator`` section, written when the daemon and the coordinator are on."""
+    """The ``run_coordinator`` section, written when the daemon and the coordinator are on
+    (``dagsterYaml.runCoordinator.queued`` or ``.custom``)."""
     daemon = values.get("dagsterDaemon", {})
     coordinator = daemon.get("runCoordinator", {})
     if not (daemon.get("enabled", True) and coordinator.get("enabled")):
         return None
+    if coordinator["type"] == "CustomRunCoordinator":
+        custom = coordinator["config"]["customRunCoordinator"]
+        _known("customRunCoordinator", custom, {"module", "class", "config"})
+        return {"module": custom["module"], "class": custom["class"],
+                "config": custom.get("config")}
     if coordinator["type"] != "QueuedRunCoordinator":
-        raise ValueError("dagsterDaemon.runCoordinator.type must be QueuedRunCoordinator")
+        raise ValueError("dagsterDaemon.runCoordinator.type must be QueuedRunCoordinator or "
+                         "CustomRunCoordinator")
     queued = coordinator["config"]["queuedRunCoordinator"]
     _known("queuedRunCoordinator", queued, {"maxConcurrentRuns", "tagConcurrencyLimits"})
     config: dict[str, Any] = {"max_concurrent_runs": queued.get("maxConcurrentRuns", -1)}

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import dockerfile
 import helm_chart
 import kubernetes
 import kubernetes_validate
@@ -30,7 +30,7 @@ from dagster_k8s import K8sRunLauncher
 from dagster_k8s.models import k8s_model_from_dict, k8s_snake_case_dict
 
 import cultivar_assets
-from cultivar_assets.automation import run_request
+from cultivar_assets.automation import ModelRunCoordinator, run_request
 from cultivar_assets.models import load_models
 from cultivar_assets.secrets import SECRET_NAME, looks_like_secret, misplaced_secrets
 
@@ -116,11 +116,18 @@ def test_values_use_the_charts_keys(values, deployment):
     within("k8sRunLauncher", launcher)
     assert launcher["imagePullPolicy"] in helm_chart.PULL_POLICIES
     within("runK8sConfig", launcher["runK8sConfig"])
+    within("dagsterDaemon", values["dagsterDaemon"])
+    within("dagsterWebserver", values["dagsterWebserver"])
+    # the webserver and the daemon (which submit runs through the coordinator) run our image
+    for section in ("dagsterDaemon", "dagsterWebserver"):
+        within("image", values[section]["image"])
+        assert values[section]["image"] == deployment["image"], section
     coordinator = values["dagsterDaemon"]["runCoordinator"]
     within("runCoordinator", coordinator)
-    within("queuedRunCoordinator", coordinator["config"]["queuedRunCoordinator"])
-    for limit in coordinator["config"]["queuedRunCoordinator"]["tagConcurrencyLimits"]:
-        within("tagConcurrencyLimit", limit)
+    within("runCoordinatorConfig", coordinator["config"])
+    assert coordinator["type"] == "CustomRunCoordinator"
+    within("customRunCoordinator", coordinator["config"]["customRunCoordinator"])
+    assert values["dagster-user-deployments"]["rbacEnabled"] is False  # the main chart's Role
     within("telemetry", values["telemetry"])
     with pytest.raises(AssertionError):  # a misspelt key is caught
         within("k8sRunLauncher", {**launcher, "envSecret": []})
@@ -147,13 +154,16 @@ def test_chart_instance_config_is_valid_and_matches_dagster_yaml(values):
     launcher = helm_chart.run_launcher_config(values, RELEASE, NAMESPACE)
     coordinator = helm_chart.run_coordinator_config(values)
     _validate_config(K8sRunLauncher, launcher["config"])
-    _validate_config(QueuedRunCoordinator, coordinator["config"])
+    assert (coordinator["module"], coordinator["class"]) == ("cultivar_assets.automation",
+                                                             "ModelRunCoordinator")
+    assert issubclass(ModelRunCoordinator, QueuedRunCoordinator)
+    _validate_config(ModelRunCoordinator, coordinator["config"])
     assert coordinator["config"]["tag_concurrency_limits"] == [
         {"key": "cultivar/gpu-run", "value": "true", "limit": 16}]
 
     # deploy/k8s/dagster.yaml (for an instance set up without the chart) says the same
     shipped, _ = dagster_instance_config(str(K8S))
-    assert shipped["run_coordinator"]["config"] == coordinator["config"]
+    assert shipped["run_coordinator"] == coordinator
     ours, chart = shipped["run_launcher"]["config"], launcher["config"]
     for key in ("job_namespace", "service_account_name", "instance_config_map",
                 "image_pull_policy", "env_config_maps", "env_secrets"):
@@ -207,6 +217,61 @@ def test_user_deployment_and_objects_validate(values, deployment):
                        "data": {"A": "b"}, "dta": {}})
 
 
+# --- the real chart, rendered by the real helm --------------------------------------------------
+
+def _real_chart() -> tuple[str, Path]:
+    """helm (``$CULTIVAR_HELM``, else ``helm`` on PATH) and the Dagster chart 1.13.27
+    (``$CULTIVAR_DAGSTER_CHART``: its folder or .tgz); the test skips, saying which is missing,
+    without them (docs/kubernetes.md says how to get both)."""
+    import os
+    import shutil
+
+    helm = os.environ.get("CULTIVAR_HELM") or shutil.which("helm")
+    chart = os.environ.get("CULTIVAR_DAGSTER_CHART")
+    if not helm or not Path(helm).exists():
+        pytest.skip("no helm: set CULTIVAR_HELM or put helm on PATH (docs/kubernetes.md)")
+    if not chart or not Path(chart).exists():
+        pytest.skip("no Dagster chart: set CULTIVAR_DAGSTER_CHART to the dagster/dagster "
+                    "1.13.27 chart's folder or .tgz (docs/kubernetes.md)")
+    return helm, Path(chart)
+
+
+def test_the_real_chart_renders_our_values_without_duplicates(values, deployment, tmp_path):
+    """``helm template`` of the real chart with our values: no two objects of one kind and name
+    (Helm refuses such a release), every object valid against the Kubernetes schemas, the
+    instance's dagster.yaml with our coordinator and the launcher that tests/helm_chart.py
+    restates, and the webserver and daemon on our image."""
+    import subprocess
+
+    helm, chart = _real_chart()
+    rendered = subprocess.run(
+        [helm, "template", RELEASE, str(chart), "-n", NAMESPACE, "--skip-tests",
+         "-f", str(K8S / "values.yaml")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr[-3000:]
+    objects = [o for o in yaml.safe_load_all(rendered.stdout) if o]
+    names = [(o["kind"], o["metadata"]["name"]) for o in objects]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    for manifest in objects:
+        _validate_k8s(manifest)
+    assert plaintext_secrets(objects) == []
+    by_name = {name: o for name, o in zip(names, objects, strict=True)}
+    instance = yaml.safe_load(
+        by_name["ConfigMap", "cultivar-dagster-instance"]["data"]["dagster.yaml"])
+    assert instance["run_coordinator"] == helm_chart.run_coordinator_config(values)
+    assert instance["run_launcher"] == helm_chart.run_launcher_config(values, RELEASE, NAMESPACE)
+    image = helm_chart.user_deployment_image(deployment)
+    for (kind, _), manifest in by_name.items():
+        if kind == "Deployment":
+            for container in manifest["spec"]["template"]["spec"]["containers"]:
+                assert container["image"] == image, (manifest["metadata"]["name"], container)
+    code_server = by_name["Deployment", f"cultivar-dagster-{deployment['name']}"]
+    [container] = code_server["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"]) == (
+        helm_chart.user_deployment_container_context(values, deployment, RELEASE, NAMESPACE))
+
+
 # --- the Jobs of a model's run ----------------------------------------------------------------
 
 class RecordingBatchApi:
@@ -230,37 +295,48 @@ def _kubeconfig(tmp_path: Path) -> Path:
     return path
 
 
-def launched_job(values: dict, deployment: dict, model_id: str, tmp_path: Path,
-                 **launcher_overrides: Any) -> tuple[dict, dict[str, str]]:
-    """The Job (as sent to the API server) and the run tags of ``model_id``'s run, launched by
-    dagster-k8s's K8sRunLauncher configured as the chart configures it from our values, for a
-    run whose tags are those the registry sensor puts on it and whose code location is the
-    chart's user deployment (its image and container context)."""
-    spec = load_models().get(model_id)
-    tags = dict(run_request(spec, "0" * 64, "new in registry").tags)
+def code_origin(values: dict, deployment: dict, job_name: str) -> JobPythonOrigin:
+    """The code origin of a run of ``job_name``: the chart's user deployment (its image and
+    container context) serving the project's definitions."""
+    return JobPythonOrigin(job_name, RepositoryPythonOrigin(
+        executable_path="/opt/cultivar/venv/bin/python",
+        code_pointer=ModuleCodePointer("cultivar_assets.definitions", "defs", None),
+        container_image=helm_chart.user_deployment_image(deployment),
+        container_context=helm_chart.user_deployment_container_context(
+            values, deployment, RELEASE, NAMESPACE)))
+
+
+def job_of_run(instance, run, values: dict, tmp_path: Path,
+               **launcher_overrides: Any) -> dict:
+    """The Job (as sent to the API server) that dagster-k8s's K8sRunLauncher, configured as the
+    chart configures it from our values, makes of the stored ``run``."""
     config = dict(helm_chart.run_launcher_config(values, RELEASE, NAMESPACE)["config"])
     config.update(load_incluster_config=False, kubeconfig_file=str(_kubeconfig(tmp_path)),
                   **launcher_overrides)
     batch = RecordingBatchApi()
     launcher = K8sRunLauncher(**config, k8s_client_batch_api=batch,
                               k8s_client_core_api=object())
-    origin = JobPythonOrigin("evaluate_model", RepositoryPythonOrigin(
-        executable_path="/opt/cultivar/venv/bin/python",
-        code_pointer=ModuleCodePointer("cultivar_assets.definitions", "defs", None),
-        container_image=helm_chart.user_deployment_image(deployment),
-        container_context=helm_chart.user_deployment_container_context(
-            values, deployment, RELEASE, NAMESPACE)))
-    with dg.instance_for_test() as instance:
-        launcher.register_instance(instance)
-        run = create_run_for_test(instance, job_name="evaluate_model", tags=tags,
-                                  job_code_origin=origin)
-        launcher.launch_run(LaunchRunContext(dagster_run=run, workspace=None))
+    launcher.register_instance(instance)
+    launcher.launch_run(LaunchRunContext(dagster_run=run, workspace=None))
     assert [namespace for namespace, _ in batch.jobs] == [NAMESPACE]
     manifest = kubernetes.client.ApiClient().sanitize_for_serialization(batch.jobs[0][1])
     # the run id (random hex, in names, labels and arguments) would look like a token
     text = json.dumps(manifest)
     assert run.run_id in text
-    return json.loads(text.replace(run.run_id, "RUN-ID")), tags
+    return json.loads(text.replace(run.run_id, "RUN-ID"))
+
+
+def launched_job(values: dict, deployment: dict, model_id: str, tmp_path: Path,
+                 **launcher_overrides: Any) -> tuple[dict, dict[str, str]]:
+    """The Job and the run tags of ``model_id``'s run (:func:`job_of_run`), for a run whose tags
+    are those the registry sensor puts on it."""
+    spec = load_models().get(model_id)
+    tags = dict(run_request(spec, "0" * 64, "new in registry").tags)
+    with dg.instance_for_test() as instance:
+        run = create_run_for_test(instance, job_name="evaluate_model", tags=tags,
+                                  job_code_origin=code_origin(values, deployment,
+                                                              "evaluate_model"))
+        return job_of_run(instance, run, values, tmp_path, **launcher_overrides), tags
 
 
 @pytest.fixture
@@ -325,6 +401,115 @@ def test_run_job_validates_asks_for_its_gpus_and_holds_no_secret(
     assert not any(secret in json.dumps(job) for secret in FAKE.values())
 
 
+GPU_MODEL = "Llama-3.3-70B-Instruct"  # vLLM, tensor_parallel_size 2
+
+
+def test_every_launch_of_a_models_run_gets_its_gpus_and_queue_tag(values, deployment,
+                                                                   tmp_path):
+    """However a model's run is launched, its Job asks for the model's GPUs and the run carries
+    the GPU queue's tag. Runs submitted to the instance (the UI, backfills, sensors, schedules)
+    pass through the chart's run coordinator (``ModelRunCoordinator``), which asks the code
+    location for the tags; each run is made with the tags Dagster gives it on that path, then
+    submitted, then launched by dagster-k8s as the chart configures it. Runs executed in
+    process (``dg launch --job``, ``dagster job execute``, ``cultivar run``) take their tags from
+    the job's partition tags or the runner."""
+    from dagster._core.definitions.assets.job.asset_job import IMPLICIT_ASSET_JOB_NAME
+    from dagster._core.storage.tags import BACKFILL_ID_TAG, PARTITION_NAME_TAG
+    from dagster._core.test_utils import in_process_test_workspace
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    from cultivar_assets.automation import ModelRunTagsError
+    from cultivar_assets.definitions import defs
+    from cultivar_assets.runner.pipeline import _model_tags
+
+    coordinator = helm_chart.run_coordinator_config(values)
+    gpus = {"nvidia.com/gpu": "2"}
+
+    def asks_for_gpus(job: dict) -> bool:
+        [container] = job["spec"]["template"]["spec"]["containers"]
+        resources = container.get("resources") or {}
+        return resources.get("limits") == resources.get("requests") == gpus
+
+    with dg.instance_for_test(overrides={"run_coordinator": coordinator}) as instance:
+        assert type(instance.run_coordinator) is ModelRunCoordinator
+        instance.add_dynamic_partitions("models", [GPU_MODEL, "copy-source-baseline", "gone"])
+        with in_process_test_workspace(instance, LoadableTargetOrigin(
+                module_name="cultivar_assets.definitions", attribute="defs")) as workspace:
+            [entry] = workspace.get_code_location_entries().values()
+            location = entry.code_location
+            [repository] = location.get_repositories().values()
+            model_assets = {node.asset_key
+                            for node in repository.get_asset_node_snaps("evaluate_model")}
+            assert {key.to_user_string() for key in model_assets} == {"translations", "scores"}
+            job_def = defs.resolve_job_def("evaluate_model")
+
+            def submitted(job_name: str, tags: dict, assets=None):
+                origin = repository.get_full_job(job_name).get_remote_origin()
+                run = create_run_for_test(
+                    instance, job_name=job_name, tags=tags, asset_selection=assets,
+                    remote_job_origin=origin,
+                    job_code_origin=code_origin(values, deployment, job_name))
+                instance.submit_run(run.run_id, workspace)
+                return instance.get_run_by_id(run.run_id)
+
+            def partition_tags(partition: str) -> dict:
+                snap = location.get_partition_tags_from_repo(
+                    repository.handle, "evaluate_model", partition, instance)
+                return dict(snap.tags)
+
+            partition = {PARTITION_NAME_TAG: GPU_MODEL}  # all the host gives the assets' runs
+            launches = {
+                # Assets → translations, scores → Materialize, one partition
+                "UI: the model assets' partition": (IMPLICIT_ASSET_JOB_NAME, partition,
+                                                    model_assets),
+                # the assets' partitions page → backfill (an asset backfill's runs)
+                "asset backfill": (IMPLICIT_ASSET_JOB_NAME,
+                                   {**partition, BACKFILL_ID_TAG: "abcdefgh"}, model_assets),
+                # Jobs → evaluate_model → a partition, or a backfill of its partitions
+                "UI: evaluate_model's partition": ("evaluate_model", partition_tags(GPU_MODEL),
+                                                   None),
+                "backfill of evaluate_model": (
+                    "evaluate_model", {**partition, BACKFILL_ID_TAG: "ijklmnop"}, None),
+                # a sensor's or schedule's RunRequest(partition_key=…), resolved as the daemon
+                # resolves it; and the registry sensor's own request
+                "a sensor or schedule": ("evaluate_model", dict(dg.RunRequest(
+                    partition_key=GPU_MODEL).with_resolved_tags_and_config(
+                        job_def, [], instance).tags), None),
+                "the registry sensor": ("evaluate_model", dict(run_request(
+                    load_models().get(GPU_MODEL), "0" * 64, "new in registry").tags), None),
+            }
+            for how, (job_name, tags, assets) in launches.items():
+                run = submitted(job_name, tags, assets)
+                assert run.tags.get("cultivar/gpu-run") == "true", how
+                assert run.tags["cultivar/gpus"] == "2", how
+                assert asks_for_gpus(job_of_run(instance, run, values, tmp_path)), how
+
+            # executed in process: `dg launch --job evaluate_model --partition …` and `dagster
+            # job execute` take the job's partition tags (dagster/_cli/job.py); `cultivar run`
+            # the runner's
+            in_process = {"dg launch --job": dict(job_def.get_tags_for_partition_key(
+                              GPU_MODEL, selected_asset_keys=None)),
+                          "cultivar run": _model_tags(load_models().get(GPU_MODEL))}
+            for how, tags in in_process.items():
+                assert tags["cultivar/gpu-run"] == "true", how
+                run = create_run_for_test(
+                    instance, job_name="evaluate_model", tags=tags,
+                    job_code_origin=code_origin(values, deployment, "evaluate_model"))
+                assert asks_for_gpus(job_of_run(instance, run, values, tmp_path)), how
+
+            # no GPU for the copy baseline; nothing added to another job's partitions
+            baseline = submitted(IMPLICIT_ASSET_JOB_NAME,
+                                 {PARTITION_NAME_TAG: "copy-source-baseline"}, model_assets)
+            assert baseline.tags["cultivar/gpus"] == "0"
+            assert "cultivar/gpu-run" not in baseline.tags
+            assert not asks_for_gpus(job_of_run(instance, baseline, values, tmp_path))
+            other = submitted("build_benchmark", {PARTITION_NAME_TAG: "de_DE"})
+            assert not any(key.startswith("cultivar/") for key in other.tags)
+            # a model partition the registry no longer holds is refused, loudly
+            with pytest.raises(ModelRunTagsError, match=r"'gone'.*unknown model 'gone'"):
+                submitted(IMPLICIT_ASSET_JOB_NAME, {PARTITION_NAME_TAG: "gone"}, model_assets)
+
+
 def test_the_secret_check_sees_a_secret_copied_into_a_job(values, deployment, tmp_path,
                                                           fake_secrets):
     """``envVars: [HF_TOKEN]`` (not in our values) would copy the launching process's token into
@@ -339,36 +524,42 @@ def test_the_secret_check_sees_a_secret_copied_into_a_job(values, deployment, tm
 
 # --- the Dockerfile ---------------------------------------------------------------------------
 
-def _instructions(path: Path) -> list[tuple[str, str]]:
-    """(instruction, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
-    lines, current = [], ""
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not current and (not line or line.startswith("#")):
-            continue
-        if line.endswith("\\"):
-            current += line[:-1] + " "
-            continue
-        lines.append(current + line)
-        current = ""
-    assert not current, "a continuation line ends the file"
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
+def _instructions(path: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(instruction, arguments) of a Dockerfile as BuildKit's own parser reads it (PyPI
+    ``dockerfile``, the Go parser of moby/buildkit): an ``ARG`` gives one word per declared
+    argument, ``ENV`` names and values in turn, ``RUN`` (shell form) one string."""
+    return [(command.cmd.upper(), command.value) for command in dockerfile.parse_file(str(path))]
+
+
+def _arguments(words: tuple[str, ...]) -> dict[str, str | None]:
+    """``ARG`` words as {name: default} (None without a default), the quotes of a quoted default
+    removed; a word that is not an argument's name (an unquoted value split at a space) fails."""
+    arguments: dict[str, str | None] = {}
+    for word in words:
+        name, equals, default = word.partition("=")
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name), f"ARG word {word!r}"
+        if default[:1] == default[-1:] and default[:1] in ("'", '"') and len(default) > 1:
+            default = default[1:-1]
+        arguments[name] = default if equals else None
+    return arguments
 
 
 def test_dockerfile_pins_cuda_by_a_required_digest_and_installs_the_project():
     steps = _instructions(K8S / "Dockerfile")
-    froms = [args for name, args in steps if name == "FROM"]
-    assert froms == ["${CUDA_IMAGE}"]
+    froms = [words for name, words in steps if name == "FROM"]
+    assert froms == [("${CUDA_IMAGE}",)]
     before = steps[:[name for name, _ in steps].index("FROM")]
-    args = dict(arg.split("=", 1) if "=" in arg else (arg, None)
-                for name, arg in before if name == "ARG")
+    args = {name: default for instruction, words in before if instruction == "ARG"
+            for name, default in _arguments(words).items()}
     assert re.fullmatch(r"\d+\.\d+\.\d+-(runtime|devel|base)-ubuntu\d+\.\d+", args["CUDA_TAG"])
     assert args["CUDA_DIGEST"] is None  # required: no digest is made up here
-    assert args["CUDA_IMAGE"].startswith("nvidia/cuda:${CUDA_TAG}@${CUDA_DIGEST:?")
+    # the whole reference, the `:?` message included, is the one default of CUDA_IMAGE
+    assert re.fullmatch(r"nvidia/cuda:\$\{CUDA_TAG\}@\$\{CUDA_DIGEST:\?[^{}]+\}",
+                        args["CUDA_IMAGE"]), args["CUDA_IMAGE"]
 
-    runs = " ".join(args for name, args in steps if name == "RUN")
+    runs = " ".join(word for name, words in steps if name == "RUN" for word in words)
     assert re.search(r"pip install [^&]*['\"]\.\[gpu,k8s\]['\"]", runs)
-    copied = [shlex.split(args)[:-1] for name, args in steps if name == "COPY"]
+    copied = [words[:-1] for name, words in steps if name == "COPY"]
     sources = {source for step in copied for source in step}
     assert "." not in sources and all((REPO / source).exists() for source in sources)
     # what the wheel is built from (pyproject.toml) is all copied
@@ -380,6 +571,8 @@ def test_dockerfile_pins_cuda_by_a_required_digest_and_installs_the_project():
     assert {"gpu", "k8s"} <= set(project["project"]["optional-dependencies"])
     # nothing secret baked into a layer or a build argument (a build argument is kept in the
     # image's history): no variable named like a secret
-    names = [word.partition("=")[0] for name, arguments in steps if name in ("ENV", "ARG")
-             for word in shlex.split(arguments)]
+    names = [*(name for instruction, words in steps if instruction == "ARG"
+               for name in _arguments(words)),
+             *(name for instruction, words in steps if instruction == "ENV"
+               for name in words[::2])]
     assert names and not [name for name in names if SECRET_NAME.search(name)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import tiny_entry
-from vllm_helpers import VLLM_PYTHON, needs_vllm, run_worker
+from vllm_helpers import VLLM_PYTHON, needs_vllm, run_vllm_python, run_worker
 
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings
 from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
@@ -70,7 +70,7 @@ def vllm_run(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir) -> dict:
                 for r, text in zip(plain + chat, expected, strict=True)]
     cases = {
         "chat_model": (_entry("tiny-chat", tiny_chat_model_dir, "chat-instruction",
-                              chat_template_kwargs={"enable_thinking": False}),
+                              chat_template_kwargs={"enable_thinking": False}, max_num_seqs=3),
                        [plain, chat, mixed, stopping]),
         "base_model": (_entry("tiny-base", tiny_model_dir, "chat-instruction", batch_size=2),
                        [plain, chat]),
@@ -151,6 +151,8 @@ def test_info_and_batch_size(vllm_run):
     # the run-wide settings.batch_size (8) does not cap vLLM; the model's own option does
     assert chat_model["batch_size"] > 10**9
     assert base_model["batch_size"] == 2
+    # an engine option that is a field of vLLM's EngineArgs reaches vLLM (it was dropped)
+    assert chat_model["max_num_seqs"] == 3 and base_model["max_num_seqs"] != 3
 
 
 @needs_vllm
@@ -158,3 +160,101 @@ def test_missing_weights_fail_with_a_clear_message(vllm_run):
     error = vllm_run["results"]["missing"]["error"]
     assert error["type"] == "EngineLoadError"
     assert "cannot load ghost" in error["message"]
+
+
+# What the engine gives vllm.LLM, checked against the installed vLLM's EngineArgs, and the chat
+# prompts of the registry's Ministral entries through vLLM's Mistral tokenizer (which vLLM loads
+# for Mistral repositories): one vLLM python for both (its import takes ~20 s). The registry and
+# the prompts are read here (input.json): the vLLM virtualenv has vLLM and pydantic only.
+OPTIONS_AND_MISTRAL = r"""
+import dataclasses, json, shutil
+from pathlib import Path
+import mistral_common
+import vllm
+from vllm.engine.arg_utils import EngineArgs
+from vllm.tokenizers.mistral import MistralTokenizer
+from cultivar_assets.engines.base import EngineLoadError
+from cultivar_assets.engines.vllm_engine import chat_format, llm_options
+from cultivar_assets.specs import ModelSpec
+
+given = json.loads(Path("input.json").read_text(encoding="utf-8"))
+fields = [field.name for field in dataclasses.fields(EngineArgs)]
+out = {"passed": {}, "refused": {}}
+for name, entry in given["entries"].items():
+    try:
+        out["passed"][name] = llm_options(ModelSpec.model_validate(entry), fields,
+                                          vllm.__version__)
+    except EngineLoadError as error:
+        out["refused"][name] = str(error)
+folder = Path("mistral-tokenizer")
+folder.mkdir()
+shutil.copy(Path(mistral_common.__file__).parent / "data" / "tekken_240911.json",
+            folder / "tekken.json")
+tokenizer = MistralTokenizer.from_pretrained(str(folder))
+out["has_chat_template"] = hasattr(tokenizer, "chat_template")
+out["chat_format"] = chat_format(tokenizer)
+out["prompts"] = [
+    tokenizer.decode(tokenizer.apply_chat_template(messages, add_generation_prompt=True),
+                     skip_special_tokens=False)
+    for messages in given["chats"]]
+print(json.dumps(out, ensure_ascii=False))
+"""
+MINISTRAL = ("Ministral-3-8B-Instruct-2512", "Ministral-3-3B-Instruct-2512")
+WANTED = {"pipeline_parallel_size": 2, "data_parallel_size": 2, "enable_expert_parallel": True,
+          "max_num_seqs": 64, "tokenizer_mode": "mistral", "distributed_executor_backend": "mp"}
+
+
+@pytest.fixture(scope="module")
+def options_and_mistral(tmp_path_factory) -> dict:
+    import json
+
+    from cultivar_assets.models import load_models
+
+    if VLLM_PYTHON is None:
+        pytest.skip("no vLLM python")
+    registry = load_models()
+    base = registry.get(MINISTRAL[0]).model_dump(mode="json", exclude_none=True)
+    entries = {spec.id: spec.model_dump(mode="json", exclude_none=True)
+               for spec in map(registry.get, registry) if spec.engine == "vllm"}
+    entries["wanted"] = {**base, "engine_options": {
+        **WANTED, "dtype": "bfloat16", "batch_size": 4, "chat_template_kwargs": {"a": 1}}}
+    entries["typo"] = {**base, "engine_options": {"max_num_seqz": 4}}
+    entries["entry"] = {**base, "engine_options": {"revision": "main"}}
+    chats = []
+    for model_id in MINISTRAL:
+        style = get_prompt_style(registry.get(model_id).prompt_style)
+        request = style.request("Der Bürgermeister eröffnet die Brücke.", "deu_Latn", 64)
+        assert request.kind == "chat"
+        chats.append([{"role": role, "content": content} for role, content in request.messages])
+    work = tmp_path_factory.mktemp("vllm_options")
+    (work / "input.json").write_text(json.dumps({"entries": entries, "chats": chats},
+                                                ensure_ascii=False), encoding="utf-8")
+    return {**run_vllm_python(OPTIONS_AND_MISTRAL, work), "chats": chats}
+
+
+@needs_vllm
+def test_engine_options_go_to_vllm_checked_against_its_engine_args(options_and_mistral):
+    passed, refused = options_and_mistral["passed"], options_and_mistral["refused"]
+    # the registry's vllm entries all pass, without the engine's own options
+    assert set(refused) == {"typo", "entry"}
+    assert passed["Qwen3.5-122B-A10B-FP8"]["tensor_parallel_size"] == 2
+    assert all("dtype" not in options and "chat_template_kwargs" not in options
+               for options in passed.values())
+    assert passed["wanted"] == WANTED
+    assert "\n" not in refused["typo"] and (
+        f"{MINISTRAL[0]}: engine_options ['max_num_seqz'] are neither options of the vllm "
+        "engine nor fields of vLLM 0.") in refused["typo"]
+    assert "['revision'] come from the registry entry" in refused["entry"]
+
+
+@needs_vllm
+def test_ministral_chat_prompts_through_vllms_mistral_tokenizer(options_and_mistral):
+    result = options_and_mistral
+    assert result["has_chat_template"] is False  # what the engine used to require
+    # tekken_240911.json: mistral_common's instruct tokenizer v3
+    assert result["chat_format"].startswith("mistral_common ")
+    assert result["chat_format"].endswith("InstructTokenizerV3 v3")
+    for messages, text in zip(result["chats"], result["prompts"], strict=True):
+        assert text.startswith("<s>[INST]") and text.endswith("[/INST]")
+        for message in messages:  # every turn's text is in the prompt
+            assert message["content"].strip() in text

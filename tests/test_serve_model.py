@@ -14,9 +14,7 @@ from conftest import write_models_file
 from cultivar_assets.cli import main
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.engines.openai_engine import OpenAIEngine
-from cultivar_assets.engines.vllm_engine import LLM_OPTIONS
 from cultivar_assets.engines.vllm_serve import (
-    FLAGS,
     ServeError,
     check_python,
     openai_entry,
@@ -39,8 +37,21 @@ def _spec(**changes) -> ModelSpec:
     return ModelSpec.model_validate(entry)
 
 
-def test_every_option_the_vllm_engine_passes_has_its_server_flag():
-    assert set(FLAGS) == set(LLM_OPTIONS)
+def test_every_option_the_vllm_engine_passes_is_a_server_flag():
+    """Options the engine passes to vllm.LLM (EngineArgs fields) become the flags of the same
+    names; the engine's own options do not; model and revision come from the entry."""
+    spec = _spec(engine_options={
+        "pipeline_parallel_size": 2, "data_parallel_size": 4, "enable_expert_parallel": True,
+        "max_num_seqs": 64, "tokenizer_mode": "mistral", "distributed_executor_backend": "ray",
+        "compilation_config": {"level": 0}, "chat_template_kwargs": {"enable_thinking": False},
+        "batch_size": 8, "max_new_tokens": 96, "use_tqdm": False, "device": "cuda"})
+    assert server_options(spec) == [
+        "--dtype", "auto", "--pipeline-parallel-size", "2", "--data-parallel-size", "4",
+        "--enable-expert-parallel", "--max-num-seqs", "64", "--tokenizer-mode", "mistral",
+        "--distributed-executor-backend", "ray", "--compilation-config", '{"level": 0}',
+        "--default-chat-template-kwargs", '{"enable_thinking": false}']
+    with pytest.raises(ServeError, match="org-model: engine_options 'revision' comes from"):
+        server_options(_spec(engine_options={"revision": "main"}))
 
 
 def test_command_carries_the_vllm_engines_options():

@@ -59,3 +59,14 @@ def run_worker(cases: list[dict], work: Path, timeout: float = 900) -> list[dict
         f"vLLM worker failed ({process.returncode}):\n{process.stderr[-6000:]}"
     )
     return json.loads(target.read_text(encoding="utf-8"))["cases"]
+
+
+def run_vllm_python(code: str, work: Path, timeout: float = 600) -> dict:
+    """Run ``code`` with the vLLM virtualenv's python (``PYTHONPATH`` at the repo, offline); the
+    JSON object it prints on its last line of stdout."""
+    assert VLLM_PYTHON is not None, NO_VLLM
+    env = {**vllm_env(work / "home"), "PYTHONPATH": str(REPO_ROOT)}
+    process = subprocess.run([str(VLLM_PYTHON), "-c", code], env=env, cwd=work,
+                             capture_output=True, text=True, timeout=timeout)
+    assert process.returncode == 0, f"vLLM python failed:\n{process.stderr[-6000:]}"
+    return json.loads(process.stdout.strip().splitlines()[-1])

@@ -5,8 +5,9 @@ Usage: ``python tests/vllm_worker.py INPUT.json OUTPUT.json`` with ``PYTHONPATH`
 INPUT: ``{"cases": [{"model": <models.yaml entry>, "calls": [[<request>, ...], ...]}]}``, a
 request being a ``GenerationRequest`` as a dict. Each case loads one engine, reads ``info()``,
 runs each call through ``generate()`` and closes the engine. OUTPUT: ``{"cases": [...]}`` with,
-per case, ``info``, ``batch_size`` and one ``{"outputs": [...]}`` or ``{"error": ...}`` per call,
-or a load ``error``; an error is ``{"type": class name, "message": text}``.
+per case, ``info``, ``batch_size``, ``max_num_seqs`` (vLLM's scheduler's) and one
+``{"outputs": [...]}`` or ``{"error": ...}`` per call, or a load ``error``; an error is
+``{"type": class name, "message": text}``.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         engine = VLLMEngine(spec, EngineSettings(**case.get("settings", {})))
     except Exception as error:
         return {"error": _error(error), "seconds": time.perf_counter() - started}
+    # what vLLM's scheduler was configured with (engine option max_num_seqs, passed through)
+    scheduler = engine.llm.llm_engine.vllm_config.scheduler_config
     result: dict[str, Any] = {"info": asdict(engine.info()), "batch_size": engine.batch_size,
-                              "calls": []}
+                              "max_num_seqs": scheduler.max_num_seqs, "calls": []}
     try:
         for call in case["calls"]:
             try:

@@ -27,8 +27,9 @@ from cultivar_assets.assets.construction_assets import (
     selected_instances,
 )
 from cultivar_assets.assets.data_assets import test_sets
-from cultivar_assets.assets.model_assets import scores, translations
+from cultivar_assets.assets.model_assets import models_partitions, scores, translations
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
+from cultivar_assets.assets.run_tags import model_partition_tags
 from cultivar_assets.assets.site_assets import charts, site
 from cultivar_assets.assets.step_graph import step_graph
 from cultivar_assets.steps.declarations import Step
@@ -50,6 +51,10 @@ def steps_selection(*steps: Step) -> dg.AssetSelection:
 evaluate_model_job = dg.define_asset_job(
     "evaluate_model",
     selection=steps_selection(MODEL),
+    # each partition's run tags: its model's GPUs and queue tag (assets/run_tags.py)
+    config=dg.PartitionedConfig(partitions_def=models_partitions,
+                                run_config_for_partition_key_fn=lambda _key: {},
+                                tags_for_partition_key_fn=model_partition_tags),
     description="Translate every test set with one model and score it (one partition = one model).",
 )
 

