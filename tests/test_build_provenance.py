@@ -145,3 +145,34 @@ def test_another_hub_revision_is_not_the_builds_source():
     with pytest.raises(DataError, match=r"made from FLORES dev from the Hub \(o/f@v2\), but the "
                        r"configured originals are FLORES dev from the Hub \(o/f@v4\)"):
         check_originals_source(built, {**built, "revision": "v4"}, "ds")
+
+
+@pytest.mark.parametrize("origin", [
+    {"origin": "local", "path": "/home/someone/flores200_dataset"},
+    {"origin": "hub", "repo": "openlanguagedata/flores_plus", "revision": "v2.1"},
+])
+def test_a_devtest_builds_card_and_page_name_the_devtest_split(origin):
+    """The ids of a build from FLORES devtest index devtest, and the originals are taken from
+    devtest: neither the card nor the dataset page (the card's page body) says dev."""
+    from cultivar_assets.publish.card import build_card
+
+    source = {"kind": "flores", "split": "devtest", **origin}
+    card = build_card([LOCALE_ROW], is_demo=False, include_originals=False, kind="built",
+                      build_provenance={"source_benchmark": source})
+    for text in (card.body, card.page_body):
+        data = text[text.index("## Data"):]
+        data = data[:data.index("\n## ")] if "\n## " in data else data
+        assert "0-based line index in the FLORES devtest set" in data
+        assert "devtest split) by `id`" in data
+        assert not re.search(r"\bdev (set|split)\b", data), data
+    assert "someone" not in card.body  # the local folder is not published
+
+
+def test_a_build_from_a_parallel_file_names_the_file_not_flores():
+    from cultivar_assets.publish.card import build_card
+
+    source = {"kind": "files", "path": "/data/mine/parallel.tsv", "file_sha256": "ab" * 32}
+    body = build_card([LOCALE_ROW], is_demo=False, include_originals=False, kind="built",
+                      build_provenance={"source_benchmark": source}).body
+    data = body[body.index("## Data"):body.index("## Locales")]
+    assert "FLORES" not in data and "parallel.tsv" in data and "/data/mine" not in data
