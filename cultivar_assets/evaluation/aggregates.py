@@ -20,7 +20,7 @@ from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_t
 from cultivar_assets.metrics.bootstrap import paired_bootstrap
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.ranks import rank_sentence
-from cultivar_assets.metrics.registry import metric_registry
+from cultivar_assets.metrics.registry import metric_registry, score_label
 from cultivar_assets.metrics.sacrebleu_metrics import MetricConfig
 from cultivar_assets.metrics.segment_stats import (
     recall_from_table,
@@ -147,7 +147,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     tables = statistics_tables(result, config.flag_config())
     registry = metric_registry()
     metric_rows = [  # raw.statistics_metrics
-        {"metric": metric, "position": i, "label": registry.get(metric).label,
+        {"metric": metric, "position": i, "label": score_label(metric, consistent[metric][0]),
          "higher_is_better": registry.get(metric).higher_is_better,
          "signature": consistent[metric][0], "tokenizer_sha256": consistent[metric][1]}
         for i, metric in enumerate(result.metrics)]
