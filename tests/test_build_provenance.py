@@ -176,3 +176,35 @@ def test_a_build_from_a_parallel_file_names_the_file_not_flores():
                       build_provenance={"source_benchmark": source}).body
     data = body[body.index("## Data"):body.index("## Locales")]
     assert "FLORES" not in data and "parallel.tsv" in data and "/data/mine" not in data
+
+
+def test_no_published_page_names_a_path_of_the_build_machine(openai_build, tmp_path):
+    """The footer says where the data came from without the build's folder (part 2 of issue 35):
+    no page or script of the site names the folder the dataset was built in or the machine's
+    home."""
+    root, store = openai_build
+    _page(store, tmp_path / "site")
+    machine_paths = {str(root), str(root / "dataset"), str(tmp_path)}
+    texts = [p for p in (tmp_path / "site").rglob("*")
+             if p.suffix in (".html", ".js", ".json", ".csv", ".md", ".txt", ".svg")]
+    assert any(p.name == "index.html" for p in texts)
+    leaks = sorted(f"{p.relative_to(tmp_path / 'site')}: {path}" for p in texts
+                   for path in machine_paths if path in p.read_text("utf-8", errors="replace"))
+    assert not leaks, leaks
+    footer = (tmp_path / "site" / "index.html").read_text("utf-8").split('<footer class="site">')[1]
+    assert "Cultivar built by this project (from " in footer
+    fingerprint = store.query("dataset")[0]["fingerprint"]
+    assert f"fingerprint {fingerprint[:12]}" in footer
+
+
+def test_the_public_source_names_no_local_folder():
+    from cultivar_assets.data.build_record import public_source
+
+    local = public_source({"kind": "local", "source": "Cultivar files in /home/ann/cultivar-v1"})
+    assert local == "Cultivar files (folder cultivar-v1)"
+    built = public_source({"kind": "built", "is_demo": False, "fingerprint": "f" * 64,
+                           "source": "Cultivar built by this project in /home/ann/ds (...)",
+                           "build_provenance": json.dumps({"source_benchmark": {
+                               "kind": "flores", "split": "devtest", "origin": "local",
+                               "path": "/home/ann/flores200"}})})
+    assert "/home/ann" not in built and "FLORES devtest in flores200" in built
