@@ -164,6 +164,7 @@ def test_a_devtest_builds_card_and_page_name_the_devtest_split(origin):
         data = data[:data.index("\n## ")] if "\n## " in data else data
         assert "0-based line index in the FLORES devtest set" in data
         assert "devtest split) by `id`" in data
+        assert "set `flores_split: devtest`" in data  # how to read it back with its originals
         assert not re.search(r"\bdev (set|split)\b", data), data
     assert "someone" not in card.body  # the local folder is not published
 

@@ -272,7 +272,9 @@ def _origin(is_demo: bool, kind: str | None,
         return _Origin(f"0-based line index in the FLORES {md_text(split)} set{shared} (the "
                        "source benchmark this dataset was built from)", "original FLORES",
                        f"Take them from FLORES+ ({where}) by `id`: this dataset was built from "
-                       f"the {md_text(split)} split.", True)
+                       f"the {md_text(split)} split (read back with the Cultivar toolkit as "
+                       f"data kind `local` with originals from FLORES, `flores: local` or `hub`, "
+                       f"set `flores_split: {md_text(split)}`).", True)
     what = md_text(build_record.source_description(source, public=True))
     return _Origin(f"id of the instance in the source benchmark it was built from ({what})"
                    f"{shared}", "original",
