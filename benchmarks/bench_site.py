@@ -307,11 +307,22 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path):
     return summary, round(cpu() - before, 2), round(os.getloadavg()[0], 1)
 
 
+def finish(folder: Path, keep: bool) -> str | None:
+    """After one size's builds: with ``keep``, the line that says where its site and database
+    are kept; without, ``folder`` is removed (None)."""
+    if not keep:
+        shutil.rmtree(folder)
+        return None
+    return (f"kept: the site in {folder / 'site'} (open {folder / 'site' / 'index.html'}), "
+            f"its database {folder / 'bench.duckdb'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, nargs="+", default=[32, 320])
     parser.add_argument("--segments", type=int, default=200, help="instances per test set")
-    parser.add_argument("--keep", action="store_true", help="keep the built sites")
+    parser.add_argument("--keep", action="store_true", help="keep the built sites and their "
+                        "databases (their folders are printed)")
     parser.add_argument("--fetch", action="store_true",
                         help="fetch DuckDB-Wasm with npm first if it is not in the web cache")
     parser.add_argument("--json", type=Path, help="write the figures to this file too")
@@ -402,8 +413,9 @@ def main(argv: list[str] | None = None) -> int:
                   "files_per_part": part_files(site)}
         results.append(result)
         print(json.dumps(result, indent=1), flush=True)
-        if not args.keep:
-            shutil.rmtree(folder)
+        kept_note = finish(folder, args.keep)
+        if kept_note:
+            print(kept_note, flush=True)
     print("\n| models | pages | files | size (MB) | largest file (MB) | full build (s) | "
           "unchanged (s) | one model added (s) | leaderboard: interactive / sort / search (ms) |")
     print("|---|---|---|---|---|---|---|---|---|")

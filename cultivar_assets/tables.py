@@ -1,9 +1,10 @@
 """Rendering result values and tables as text: one value formatter, one Markdown table writer.
 
 Used by the CLI, the Dagster metadata, the dataset card and the site, so a number reads the same
-everywhere: ``None`` is an en dash, rates (columns ending in ``_rate``) get 4 decimals, other
-floats 2 (or ``digits``). Markdown cells are escaped (:func:`md_text`), so a ``|`` or ``<`` in a
-model name cannot break a table or inject HTML.
+everywhere: ``None`` is an en dash, rates (columns ending in ``_rate``) get 4 decimals,
+parameter counts (``params_*``) 2 or as many as their first two significant digits need
+(:func:`format_params`), other floats 2 (or ``digits``). Markdown cells are escaped
+(:func:`md_text`), so a ``|`` or ``<`` in a model name cannot break a table or inject HTML.
 """
 
 from __future__ import annotations
@@ -28,10 +29,27 @@ def format_value(value: Any, column: str = "", digits: int | None = None) -> str
     """``value`` as display text (see the module docstring)."""
     if value is None:
         return MISSING
+    if isinstance(value, float) and column.startswith("params_"):
+        return format_params(value)
     if isinstance(value, float):
         places = digits if digits is not None else (4 if column.endswith("_rate") else 2)
         return f"{value:.{places}f}"
     return str(value)
+
+
+def format_params(value: float | None) -> str:
+    """A parameter count in billions: 2 decimals, or as many as its first two significant
+    digits need below 0.01 (0.001 is "0.001", not "0.00"); None is an en dash."""
+    if value is None:
+        return MISSING
+    if value == 0 or not math.isfinite(value) or abs(value) >= 0.01:
+        return f"{value:.2f}"
+    return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}".rstrip("0")
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: "1 model", "3 models"."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 # Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection"): = + - @,

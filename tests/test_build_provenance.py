@@ -145,3 +145,67 @@ def test_another_hub_revision_is_not_the_builds_source():
     with pytest.raises(DataError, match=r"made from FLORES dev from the Hub \(o/f@v2\), but the "
                        r"configured originals are FLORES dev from the Hub \(o/f@v4\)"):
         check_originals_source(built, {**built, "revision": "v4"}, "ds")
+
+
+@pytest.mark.parametrize("origin", [
+    {"origin": "local", "path": "/home/someone/flores200_dataset"},
+    {"origin": "hub", "repo": "openlanguagedata/flores_plus", "revision": "v2.1"},
+])
+def test_a_devtest_builds_card_and_page_name_the_devtest_split(origin):
+    """The ids of a build from FLORES devtest index devtest, and the originals are taken from
+    devtest: neither the card nor the dataset page (the card's page body) says dev."""
+    from cultivar_assets.publish.card import build_card
+
+    source = {"kind": "flores", "split": "devtest", **origin}
+    card = build_card([LOCALE_ROW], is_demo=False, include_originals=False, kind="built",
+                      build_provenance={"source_benchmark": source})
+    for text in (card.body, card.page_body):
+        data = text[text.index("## Data"):]
+        data = data[:data.index("\n## ")] if "\n## " in data else data
+        assert "0-based line index in the FLORES devtest set" in data
+        assert "devtest split) by `id`" in data
+        assert "set `flores_split: devtest`" in data  # how to read it back with its originals
+        assert not re.search(r"\bdev (set|split)\b", data), data
+    assert "someone" not in card.body  # the local folder is not published
+
+
+def test_a_build_from_a_parallel_file_names_the_file_not_flores():
+    from cultivar_assets.publish.card import build_card
+
+    source = {"kind": "files", "path": "/data/mine/parallel.tsv", "file_sha256": "ab" * 32}
+    body = build_card([LOCALE_ROW], is_demo=False, include_originals=False, kind="built",
+                      build_provenance={"source_benchmark": source}).body
+    data = body[body.index("## Data"):body.index("## Locales")]
+    assert "FLORES" not in data and "parallel.tsv" in data and "/data/mine" not in data
+
+
+def test_no_published_page_names_a_path_of_the_build_machine(openai_build, tmp_path):
+    """The footer says where the data came from without the build's folder (part 2 of issue 35):
+    no page or script of the site names the folder the dataset was built in or the machine's
+    home."""
+    root, store = openai_build
+    _page(store, tmp_path / "site")
+    machine_paths = {str(root), str(root / "dataset"), str(tmp_path)}
+    texts = [p for p in (tmp_path / "site").rglob("*")
+             if p.suffix in (".html", ".js", ".json", ".csv", ".md", ".txt", ".svg")]
+    assert any(p.name == "index.html" for p in texts)
+    leaks = sorted(f"{p.relative_to(tmp_path / 'site')}: {path}" for p in texts
+                   for path in machine_paths if path in p.read_text("utf-8", errors="replace"))
+    assert not leaks, leaks
+    footer = (tmp_path / "site" / "index.html").read_text("utf-8").split('<footer class="site">')[1]
+    assert "Cultivar built by this project (from " in footer
+    fingerprint = store.query("dataset")[0]["fingerprint"]
+    assert f"fingerprint {fingerprint[:12]}" in footer
+
+
+def test_the_public_source_names_no_local_folder():
+    from cultivar_assets.data.build_record import public_source
+
+    local = public_source({"kind": "local", "source": "Cultivar files in /home/ann/cultivar-v1"})
+    assert local == "Cultivar files (folder cultivar-v1)"
+    built = public_source({"kind": "built", "is_demo": False, "fingerprint": "f" * 64,
+                           "source": "Cultivar built by this project in /home/ann/ds (...)",
+                           "build_provenance": json.dumps({"source_benchmark": {
+                               "kind": "flores", "split": "devtest", "origin": "local",
+                               "path": "/home/ann/flores200"}})})
+    assert "/home/ann" not in built and "FLORES devtest in flores200" in built

@@ -82,8 +82,11 @@ def test_chrfpp_and_ter_scores_equal_sacrebleus_corpus_score_with_its_signature(
 def test_every_configured_metric_has_intervals_deltas_and_ranks_in_long_form(stores):
     four, _ = stores
     metrics = _rows(four, "SELECT metric, label, higher_is_better FROM statistics_metrics")
-    assert metrics == [("bleu", "spBLEU", True), ("chrf", "chrF", True),
+    # BLEU with tok:13a is not spBLEU: the label follows the stored signature
+    assert metrics == [("bleu", "BLEU", True), ("chrf", "chrF", True),
                        ("chrf++", "chrF++", True), ("ter", "TER", False)]
+    labels = _rows(four, "SELECT DISTINCT metric, label FROM leaderboard_metrics ORDER BY metric")
+    assert labels == [("bleu", "BLEU"), ("chrf", "chrF"), ("chrf++", "chrF++"), ("ter", "TER")]
     model_rows = _rows(four, "SELECT model_id, metric, quantity, value, low, high, n "
                              "FROM leaderboard_metrics WHERE level = 'model'")
     assert {(m, q) for _, m, q, *_ in model_rows} == {

@@ -97,6 +97,37 @@ def test_entries_state_their_direction_kind_and_width():
     assert METRIC_NAMES == ("bleu", "chrf")  # the paper's, what the pipeline stores
 
 
+@pytest.mark.parametrize("option", [{"normalized": True}, {"no_punct": True},
+                                    {"asian_support": True}])
+def test_ters_options_are_settings_recorded_in_its_signature(option):
+    """TER's normalisation, punctuation and Asian options are set like the other metrics'
+    options; the scores and signature are sacreBLEU's TER with that option."""
+    (key, value), = option.items()
+    config = MetricConfig(**{f"ter_{key}": value})
+    theirs = TER(case_sensitive=True, **option)
+    default_signature = build_metric("ter", MetricConfig()).signature
+    for refs, hyps in corpora()[-4:]:
+        assert score_corpus("ter", refs, hyps, config).score == theirs.corpus_score(
+            hyps, [refs]).score
+    built = build_metric("ter", config)
+    assert built.signature == theirs.get_signature().format() != default_signature
+    assert "case:mixed" in built.signature  # case-sensitive unless metrics.lowercase
+
+
+def test_bleus_label_follows_its_signatures_tokenizer():
+    from cultivar_assets.metrics.registry import score_label
+
+    thirteen = build_metric("bleu", MetricConfig(bleu_tokenize="13a")).signature
+    assert "tok:13a" in thirteen and score_label("bleu", thirteen) == "BLEU"
+    assert score_label("bleu", thirteen.replace("tok:13a", "tok:flores200")) == "spBLEU"
+    assert score_label("bleu", thirteen.replace("tok:13a", "tok:flores101")) == "spBLEU"
+    assert score_label("bleu", thirteen.replace("tok:13a", "tok:intl")) == "BLEU"
+    ter = build_metric("ter", MetricConfig()).signature
+    assert score_label("ter", ter) == "TER"
+    with pytest.raises(ValueError, match="names no tokenizer"):
+        score_label("bleu", "nrefs:1|case:mixed")
+
+
 def test_ter_of_many_sums_equals_sacrebleu():
     """Random [edits, ref_len] sums, zeros included (empty references: 100 or 0)."""
     rng = np.random.default_rng(3)

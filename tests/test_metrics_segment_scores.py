@@ -122,7 +122,7 @@ def test_its_delta_interval_and_ranks_come_from_the_paired_bootstrap(store):
     for quantity in (f"delta_{NAME}", f"flores_{NAME}", f"cultivar_{NAME}"):
         assert {ranks[(quantity, m)] for m in MODELS} <= {1, 2}, quantity
     assert _rows(store, "SELECT metric, label FROM statistics_metrics") == [
-        ("bleu", "spBLEU"), ("chrf", "chrF"), (NAME, "Cross ratio")]
+        ("bleu", "BLEU"), ("chrf", "chrF"), (NAME, "Cross ratio")]
 
 
 def test_the_site_leaderboard_shows_it_with_its_signature(store, tmp_path):

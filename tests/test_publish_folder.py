@@ -176,7 +176,9 @@ def test_include_originals_overrides_the_default(real_store, demo_store, tmp_pat
                                 PublishConfig(folder=str(tmp_path / "b"), include_originals=False))
     columns = pq.read_table(tmp_path / "b" / "data" / DE / "test.parquet").column_names
     assert columns == ["id", "locale", "source_localised", "english_localised"]
-    assert "The original FLORES sentences are not included" in demo.card.body
+    # the demo's originals are the demo's own sentences, not FLORES (its ids are demo ids)
+    assert "The demo's own \"original\" sentences are not included" in demo.card.body
+    assert "flores_plus" not in demo.card.body
 
 
 def test_the_folder_reads_back_with_the_project_reader(demo_store, tmp_path):

@@ -25,7 +25,7 @@ from cultivar_assets.engines.submission import (
 from cultivar_assets.models import ModelRegistryError, parse_models
 from cultivar_assets.specs import ModelSpec
 
-MANIFEST = {"id": "copied-sources", "type": "LLM", "family": "Copy", "params_total_b": None,
+MANIFEST = {"id": "copied-sources", "type": "LLM", "family": "Copy", "params_total_b": 0.001,
             "license": "MIT",
             "produced": {"system": "mytool", "version": "1.2", "prompt": "none (sources copied)",
                          "date": "2026-12-01"}}
@@ -254,7 +254,13 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes
     assert len(_scores(database, "copied-sources")) > 0
     note = "outputs submitted, produced with mytool 1.2, not run here"
     assert note in (tmp_path / "site" / "index.html").read_text("utf-8")
-    assert note in (tmp_path / "site" / "models" / "copied-sources.html").read_text("utf-8")
+    page = (tmp_path / "site" / "models" / "copied-sources.html").read_text("utf-8")
+    assert note in page
+    # a submitted model's card: its weights are not recorded (it is a model, not run here), and
+    # its 0.001 B parameters are not rounded to 0.00
+    assert "<dt>Weights</dt><dd>not recorded (outputs submitted, not run here)</dd>" in page
+    assert "not a model" not in page
+    assert "<dt>Parameters (B)</dt><dd>0.001</dd>" in page
     with duckdb.connect(str(database), read_only=True) as con:
         assert con.execute("SELECT engine_version FROM models WHERE model_id = "
                            "'copied-sources'").fetchone()[0].startswith(note + "; dated 2026-12-01")

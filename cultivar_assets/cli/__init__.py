@@ -1,4 +1,6 @@
-"""The ``cultivar`` command line."""
+"""The cultivar command line: the pipeline (demo, run), its results (leaderboard, query,
+serve, ui), the model registry, scoring and significance tests, and building the benchmark.
+"""
 
 from __future__ import annotations
 
@@ -74,8 +76,21 @@ def _print_leaderboard(rows: list[dict], other_metrics: list[dict] = ()) -> None
         console.print(f"{line.split(': ', 1)[0]} signature: {line.split(': ', 1)[1]}")
 
 
+def selection_text(selection: list[str]) -> str:
+    """A model selection in words: ``suite:<name>`` is "the models of suite <name>", an id
+    itself: ["suite:demo", "m-1"] is "the models of suite demo and m-1"."""
+    parts = [f"the models of suite {item.split(':', 1)[1]}" if item.startswith("suite:")
+             else item for item in selection]
+    return (", ".join(parts[:-1]) + " and " + parts[-1]) if len(parts) > 1 else "".join(parts)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The embedded default (ignores cultivar.yaml): demo data, demo models, local DuckDB."""
+    """The embedded default (reads no settings file): demo data, demo models, local DuckDB."""
+    if getattr(args, "config", None):
+        print(f"cultivar demo: reads no settings file, so --config {args.config} would be "
+              "ignored; run the configured pipeline with: cultivar run --config "
+              f"{args.config}", file=sys.stderr)
+        return 2
     return _run(_settings(args))
 
 
@@ -96,7 +111,7 @@ def _run(settings: Settings) -> int:
         how = (f"built here from its original sentences (selection, drafts: {localiser}, the "
                "shipped demo annotation files) and " if built else "")
         console.print("Cultivar demo: DEMO data (written for this project, not FLORES or "
-                      f"Cultivar), {how}evaluated with the models of " + ", ".join(settings.models))
+                      f"Cultivar), {how}evaluated with {selection_text(settings.models)}")
     if settings.metrics.bleu_tokenize != "flores200":
         console.print(f"BLEU tokenizer: {settings.metrics.bleu_tokenize} (selected explicitly; the "
                       "paper's spBLEU uses flores200, whose SentencePiece model is not bundled: "
@@ -353,12 +368,18 @@ def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
                         "without one, the demo defaults)")
 
 
+# commands that read no settings file, so take no --config (cultivar demo: the embedded default)
+NO_SETTINGS_FILE = ("demo",)
+
+
 def _add_global_options_below(parser: argparse.ArgumentParser) -> None:
     """Every subcommand at every depth (``build select``, ``models add``) gets the global options:
-    one place, so a new subcommand cannot miss them."""
+    one place, so a new subcommand cannot miss them (except :data:`NO_SETTINGS_FILE`)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for child in action.choices.values():
+            for name, child in action.choices.items():
+                if parser.prog == "cultivar" and name in NO_SETTINGS_FILE:
+                    continue
                 _add_global_options(child, top=False)
                 _add_global_options_below(child)
 
@@ -372,23 +393,27 @@ def build_parser() -> argparse.ArgumentParser:
                           "and models; settings files are not read)")
     demo.add_argument("--bleu-tokenize", help="BLEU tokenizer, e.g. flores200 (spBLEU) when its "
                       "SentencePiece model is available")
-    demo.add_argument("--database", help="DuckDB file to write")
+    demo.add_argument("--database", help="DuckDB file to write (default: "
+                      "$CULTIVAR_HOME/db/demo.duckdb)")
     demo.add_argument("--live-localiser", action="store_true", help="run the weak demo localiser "
                       "(Gemma 3 270M, ~6 minutes on 2 cores) instead of playing back its "
                       "recorded answers")
     demo.set_defaults(func=cmd_demo)
 
     run = sub.add_parser("run", help="run the whole pipeline as configured (cultivar.yaml)")
-    run.add_argument("--database", help="DuckDB file to write")
+    run.add_argument("--database", help="DuckDB file to write (default: the settings' "
+                     "database)")
     run.set_defaults(func=cmd_run)
 
     board = sub.add_parser("leaderboard", help="print the leaderboard from the database")
-    board.add_argument("--database")
+    board.add_argument("--database", help="DuckDB file to read (default: the settings' "
+                       "database)")
     board.set_defaults(func=cmd_leaderboard)
 
     query = sub.add_parser("query", help="run SQL against the database (read-only)")
-    query.add_argument("sql")
-    query.add_argument("--database")
+    query.add_argument("sql", help="the SQL to run, e.g. \"SELECT * FROM leaderboard\"")
+    query.add_argument("--database", help="DuckDB file to read (default: the settings' "
+                       "database)")
     query.add_argument("--format", choices=RECORD_FORMATS, default="table",
                        help="table (wraps long values), csv, json or markdown (default: table)")
     query.set_defaults(func=cmd_query)
@@ -424,8 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the built site on localhost")
     serve.add_argument("--directory", help="site folder (default: the settings' site.output_dir, "
                        "else $CULTIVAR_HOME/site)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (8000)")
     serve.set_defaults(func=cmd_serve)
 
     fetch = sub.add_parser("fetch-query-engine", help="fetch DuckDB-Wasm for the site's Query "

@@ -83,7 +83,17 @@ def cmd_build_tools(args: argparse.Namespace) -> int:
 
 
 def _hand_in_line(settings: Settings) -> str:
+    """How to hand in an edited annotation file. The demo's folder is the installed package's
+    shipped files (left as they are): its line names a folder in the user's home instead."""
+    from cultivar_assets.construction.annotation.postedit_build import is_demo_folder
+    from cultivar_assets.construction.config import AnnotationConfig
+
     folder = settings.construction.annotation.folder_path()
+    if is_demo_folder(folder):
+        own = AnnotationConfig().folder_path()
+        return ("Hand in an edited file: cultivar build ingest FILE (the demo reads only its "
+                f"shipped annotation files; keep yours in {own} and set "
+                "construction.annotation.folder to it in a settings file for cultivar run).")
     return ("Hand in an edited file: cultivar build ingest FILE (or put it in "
             f"{folder} and materialise `annotations`).")
 

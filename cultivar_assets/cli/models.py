@@ -11,6 +11,7 @@ from pathlib import Path
 
 from cultivar_assets.cli.common import _settings
 from cultivar_assets.settings import Settings
+from cultivar_assets.tables import count
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         spec = registry.get(name)
         print(f"{spec.id:40s} {spec.type:9s} {spec.engine:14s} {spec.prompt_style:22s} "
               f"{','.join(spec.suites)}")
-    print(f"{len(registry)} models, registry valid", file=sys.stderr)
+    print(f"{count(len(registry), 'model')}, registry valid", file=sys.stderr)
     return 0
 
 
@@ -45,6 +46,12 @@ def cmd_models_add(args: argparse.Namespace) -> int:
         if not sep:
             raise ValueError(f"--option {item!r}: expected key=value")
         options[key] = yaml.safe_load(value)
+    if not args.hf_id and not args.id:
+        raise ValueError("models add: give the Hugging Face repository (hf_id) or, for an entry "
+                         "without weights such as a copy baseline, its --id")
+    if args.revision and not args.hf_id:
+        raise ValueError(f"models add: --revision {args.revision!r} pins weights, but no hf_id "
+                         "is given")
     style = args.prompt_style or DEFAULT_STYLES.get(args.engine, "chat-instruction")
     entry = {
         "id": args.id or args.hf_id.rstrip("/").split("/")[-1],
@@ -66,7 +73,7 @@ def cmd_models_add(args: argparse.Namespace) -> int:
         print("  active parameters: not given, stored as unknown (--params-active)")
     if not args.prompt_style:
         print(f"  prompt style: {style} (the default for engine {args.engine}; --prompt-style)")
-    if not args.revision:
+    if args.hf_id and not args.revision:
         print("  revision: not pinned; pin it (--revision) before a run you publish")
     print("  " + _sensor_note(spec.id, path, settings))
     return 0
@@ -194,12 +201,16 @@ def add_models_parser(sub: argparse._SubParsersAction) -> None:
     models.set_defaults(func=cmd_models)
     models_sub = models.add_subparsers(dest="models_command")
     add = models_sub.add_parser("add", help="add a model to the registry (validated first)")
-    add.add_argument("hf_id", help="Hugging Face repository, e.g. Qwen/Qwen3.5-4B")
-    add.add_argument("--type", required=True, choices=["LLM", "MT", "LLM+MT", "baseline"])
+    add.add_argument("hf_id", nargs="?", help="Hugging Face repository of the weights, e.g. "
+                     "Qwen/Qwen3.5-4B (none for a baseline without weights, such as "
+                     "--engine copy-source: give --id)")
+    add.add_argument("--type", required=True, choices=["LLM", "MT", "LLM+MT", "baseline"],
+                     help="LLM, MT, LLM+MT or baseline (not a model)")
     add.add_argument("--engine", required=True, help="vllm, transformers, seq2seq, openai, ...")
     add.add_argument("--family", required=True, help="model family, e.g. 'Qwen 3.5'")
-    add.add_argument("--id", help="model id (default: the repository name)")
-    add.add_argument("--revision", help="commit or tag to pin")
+    add.add_argument("--id", help="model id (default: the repository name; required without "
+                     "hf_id)")
+    add.add_argument("--revision", help="commit or tag of hf_id to pin")
     add.add_argument("--prompt-style", help="default: chat-instruction (source for seq2seq)")
     add.add_argument("--params-total", type=float, help="total parameters, billions")
     add.add_argument("--params-active", type=float, help="active parameters, billions")

@@ -57,7 +57,8 @@ def add_significance_parser(sub) -> None:
                              "1,000 / 10,000)")
     parser.add_argument("--seed", type=int, default=SACREBLEU_DEFAULT_SEED,
                         help=f"sacreBLEU's seed ({SACREBLEU_DEFAULT_SEED})")
-    parser.add_argument("--database")
+    parser.add_argument("--database", help="DuckDB file to read (default: the settings' "
+                        "database)")
     parser.add_argument("--format", choices=RECORD_FORMATS, default="table",
                         help="table, csv, json or markdown (default: table)")
     parser.set_defaults(func=cmd_significance)

@@ -284,6 +284,29 @@ def table1_scope(provenance: Mapping[str, Any] | None) -> str:
             f"{who}, not figures of the paper: what was done with each locale's LLM drafts.")
 
 
+def public_source(dataset: Mapping[str, Any]) -> str:
+    """Where the loaded data came from, as the published pages say it (a row of the ``dataset``
+    query): no folder of the machine that loaded or built it. ``built``: the build's own source
+    benchmark (:func:`source_description`, public), its build time and fingerprint; ``local``:
+    the folder's last part; the demo's and a Hub dataset's stored description as it is."""
+    kind, stored = dataset.get("kind"), str(dataset.get("source") or "–")
+    if kind == "built":
+        raw = dataset.get("build_provenance")
+        provenance = (json.loads(raw) if isinstance(raw, str) else raw) or {}
+        what = ("demo data" if dataset.get("is_demo") else
+                source_description(provenance.get("source_benchmark"), public=True))
+        built = (provenance.get("dataset") or {}).get("built_at") or NOT_RECORDED
+        return (f"Cultivar built by this project (from {what}; built {built}, fingerprint "
+                f"{str(dataset.get('fingerprint') or '?')[:12]})")
+    if kind == "local":
+        prefix = "Cultivar files in "
+        folder = stored[len(prefix):] if stored.startswith(prefix) else stored
+        return f"Cultivar files (folder {_where(folder, True)})"
+    if kind in ("demo", "hub"):
+        return stored
+    return "data whose kind is not recorded (loaded before it was)"
+
+
 # --- the paper's own method (only for the paper's dataset) -------------------------------------
 
 

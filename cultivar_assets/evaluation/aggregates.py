@@ -21,7 +21,7 @@ from cultivar_assets.metrics.bootstrap import paired_bootstrap
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.ranks import rank_sentence
-from cultivar_assets.metrics.registry import metric_registry, score_functions
+from cultivar_assets.metrics.registry import metric_registry, score_functions, score_label
 from cultivar_assets.metrics.segment_stats import (
     recall_from_table,
     scores_from_table,
@@ -148,7 +148,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     tables = statistics_tables(result, config.flag_config())
     registry = metric_registry()
     metric_rows = [  # raw.statistics_metrics
-        {"metric": metric, "position": i, "label": registry.get(metric).label,
+        {"metric": metric, "position": i, "label": score_label(metric, consistent[metric][0]),
          "higher_is_better": registry.get(metric).higher_is_better,
          "signature": consistent[metric][0], "tokenizer_sha256": consistent[metric][1]}
         for i, metric in enumerate(result.metrics)]

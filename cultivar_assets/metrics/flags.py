@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from cultivar_assets.tables import count
+
 if TYPE_CHECKING:
     from cultivar_assets.metrics.bootstrap import BootstrapResult
 
@@ -143,8 +145,9 @@ def _outlier_rule(name: str, text: str, values: Mapping[str, Value | None], mode
                   k: float, min_models: int, use_interval: bool, below: bool) -> RuleResult:
     present = {m: v for m, v in values.items() if v is not None}
     if len(present) < min_models:
-        return _not_applied(name, text, f"{len(present)} models have a value, the rule needs "
-                            f"{min_models}", models)
+        has = "has" if len(present) == 1 else "have"
+        return _not_applied(name, text, f"{count(len(present), 'model')} {has} a value, the rule "
+                            f"needs {min_models}", models)
     median, mad = robust_center([v.point for v in present.values()])
     if mad == 0:
         return _not_applied(name, text, "MAD is 0 (at least half the models have the same "

@@ -34,6 +34,10 @@ class MetricConfig(BaseModel):
     spm_model_path: str | None = None
     chrf_word_order: int = 0
     lowercase: bool = False
+    # sacreBLEU TER's options (signature norm:, punct:, asian:); default: its own defaults
+    ter_normalized: bool = False
+    ter_no_punct: bool = False
+    ter_asian_support: bool = False
     # statistics over the stored scores (module docstring); defaults: B = 1,000, seed 12345, 95 %
     bootstrap_replicates: int = Field(1000, ge=1, le=100_000)
     bootstrap_seed: int = Field(SACREBLEU_DEFAULT_SEED, ge=1)  # 0 would be unseeded in sacreBLEU

@@ -30,7 +30,9 @@ Built-in entries (definitions; ``h`` hypothesis, ``r`` reference, sums over the 
 - ``ter`` — ``TER = 100 · Σ edits / Σ |r|`` (tercom tokenisation; edits: insertions, deletions,
   substitutions and block shifts, sacreBLEU's ``TER``), 100 when the references are empty and
   the hypotheses are not, 0 when both are; **lower is better**. Case-sensitive unless
-  ``metrics.lowercase`` (sacreBLEU's ``TER()`` alone defaults to case-insensitive). Statistics
+  ``metrics.lowercase`` (sacreBLEU's ``TER()`` alone defaults to case-insensitive); its
+  normalisation, punctuation removal and Asian-script support are ``metrics.ter_normalized``,
+  ``ter_no_punct`` and ``ter_asian_support`` (off by default, as in sacreBLEU). Statistics
   ``[edits, ref_len]``.
 
 All use the settings' ``lowercase``; every signature is sacreBLEU's ``get_signature().format()``
@@ -296,7 +298,8 @@ def _make_chrf(word_order: int | None) -> Callable[[MetricConfig], Built]:
 def _make_ter(config: MetricConfig) -> Built:
     from sacrebleu.metrics import TER
 
-    return Built(TER(case_sensitive=not config.lowercase))
+    return Built(TER(case_sensitive=not config.lowercase, normalized=config.ter_normalized,
+                     no_punct=config.ter_no_punct, asian_support=config.ter_asian_support))
 
 
 def _chrf_width(chrf) -> int:
@@ -358,3 +361,18 @@ def table_label(name: str) -> str:
     if name in TABLE_LABELS:
         return TABLE_LABELS[name]
     return get_metric(name).label if name in metric_registry() else name
+
+
+_SIGNATURE_TOKENIZER = re.compile(r"(?:^|\|)tok:([^|]+)")
+
+
+def score_label(name: str, signature: str) -> str:
+    """The label of ``name``'s scores made under ``signature``: ``bleu`` is "spBLEU" when the
+    signature's tokenizer (``tok:``) is a SentencePiece one (:data:`SPM_TOKENIZERS`) and "BLEU"
+    otherwise (``tok:13a``, ``tok:intl``, ...); every other metric, its entry's label."""
+    if name == "bleu":
+        match = _SIGNATURE_TOKENIZER.search(signature)
+        if match is None:
+            raise ValueError(f"bleu signature {signature!r} names no tokenizer (tok:)")
+        return "spBLEU" if match.group(1) in SPM_TOKENIZERS else "BLEU"
+    return get_metric(name).label

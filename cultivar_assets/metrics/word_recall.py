@@ -1,9 +1,12 @@
 """Locale-specific word recall (paper §3.2): false positives and false negatives.
 
-Terms of a text: ``T(x) = set(re.findall(r"\\w+", unicodedata.normalize("NFC", x).lower()))``: the
-set of maximal runs of Unicode word characters (letters, digits, underscore; Python's ``re`` with
-``str`` patterns) of the NFC-normalised, lower-cased text (NFC first, so that a decomposed "Zürich"
-is one term). The paper does not define its tokenisation or normalisation; this is our choice.
+Terms of a text (our tokenisation; the paper defines none): the NFC-normalised, lower-cased text
+(NFC first, so that a decomposed "Zürich" is one term) split into *words*, maximal runs of Unicode
+word characters (letters, digits, underscore; Python's ``re`` with ``str`` patterns) joined by
+single inner periods or apostrophes (``'`` or ``’``), so that "U.S." is the one term ``u.s``,
+"d'Orsay" ``d'orsay`` and "3.14" ``3.14``; a word's possessive ending ``'s`` (``’s``) is dropped,
+so that "Charité's" is ``charité``, the term of "Charité". Hyphens, other punctuation and spaces
+separate words (``TERM_PATTERN``, :func:`terms`).
 
 For one instance of locale l, with original English reference ``o``, localised English reference
 ``c`` and the model's translation ``h`` of the *localised* source:
@@ -14,10 +17,11 @@ For one instance of locale l, with original English reference ``o``, localised E
 
 False-positive rate of locale l = ``Σ|H ∩ R| / Σ|R|`` (memorised FLORES terms that should no longer
 appear); false-negative rate = ``Σ|I ∖ H| / Σ|I|`` (local terms the translation misses); sums run
-over the locale's instances. A model's rate is the unweighted mean of its locale rates; a locale
-whose denominator is 0 has no rate and is left out of that mean (the pipeline computes the model
-rates with their intervals in ``bootstrap.py``: ``model_false_positive_rate`` and
-``model_false_negative_rate``).
+over the locale's instances (pooled: the paper defines the terms counted, not how a locale's
+instances are combined; pooling the counts is our choice). A model's rate is the unweighted mean
+of its locale rates; a locale whose denominator is 0 has no rate and is left out of that mean
+(the pipeline computes the model rates with their intervals in ``bootstrap.py``:
+``model_false_positive_rate`` and ``model_false_negative_rate``).
 """
 
 from __future__ import annotations
@@ -26,12 +30,16 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-TERM_PATTERN = re.compile(r"\w+")
+TERM_PATTERN = re.compile(r"\w+(?:[.'’]\w+)*")
+POSSESSIVE = re.compile(r"['’]s\Z")
 
 
 def terms(text: str) -> frozenset[str]:
-    """The set of lower-cased Unicode word tokens of ``text``."""
-    return frozenset(TERM_PATTERN.findall(unicodedata.normalize("NFC", text).lower()))
+    """The set of terms of ``text``: its NFC-normalised, lower-cased words (``TERM_PATTERN``:
+    word characters joined by inner periods or apostrophes), each without a possessive
+    ``'s``."""
+    words = TERM_PATTERN.findall(unicodedata.normalize("NFC", text).lower())
+    return frozenset(POSSESSIVE.sub("", word) for word in words)
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,8 @@ def build_card(
         ("title", f"# {md_text(name)}"),
         ("notice", _demo_notice() if is_demo else None),
         ("overview", _overview()),
-        ("data", _data_section(locales, is_demo, include_originals, repo_id, provenance)),
+        ("data", _data_section(locales, is_demo, include_originals, repo_id, provenance,
+                               _origin(is_demo, kind, build_provenance))),
         ("locales", _locales_section(locales)),
         ("method", _method_section(kind, is_demo, build_provenance)),
         ("table1", _computed_annotation_section(annotation_summary or [], build_provenance)),
@@ -245,18 +246,58 @@ def _overview() -> str:
     )
 
 
+@dataclass(frozen=True)
+class _Origin:
+    """What the ids of the published rows index, and where their original sentences are."""
+
+    id_meaning: str
+    originals: str  # "original FLORES" or the like, before "sentence"
+    take_from: str  # the sentence that says where to take the originals from, by ``id``
+    flores: bool  # the originals are FLORES text (its licence and re-hosting request apply)
+
+
+def _origin(is_demo: bool, kind: str | None,
+            build_provenance: dict[str, Any] | None) -> _Origin:
+    """The ids' source: the build's own source benchmark (kind ``built``, from its record), the
+    demo's ids, or FLORES dev (the paper's dataset)."""
+    shared = ", shared by every locale"
+    if is_demo:
+        return _Origin("demo instance id" + shared, "demo \"original\"", "", False)
+    if kind != "built":
+        return _Origin("0-based line index in the FLORES dev set" + shared, "original FLORES",
+                       "Take them from FLORES+ (`openlanguagedata/flores_plus`, dev split) by "
+                       "`id`.", True)
+    source = (build_provenance or {}).get("source_benchmark") or {}
+    if source.get("kind") == "flores":
+        split = str(source.get("split") or build_record.NOT_RECORDED)
+        if source.get("origin") == "hub":
+            where = (f"{md_code(source.get('repo') or build_record.NOT_RECORDED)} at revision "
+                     f"{md_code(source.get('revision') or 'main')}, {md_text(split)} split")
+        else:
+            where = f"`openlanguagedata/flores_plus`, {md_text(split)} split"
+        return _Origin(f"0-based line index in the FLORES {md_text(split)} set{shared} (the "
+                       "source benchmark this dataset was built from)", "original FLORES",
+                       f"Take them from FLORES+ ({where}) by `id`: this dataset was built from "
+                       f"the {md_text(split)} split (read back with the Cultivar toolkit as "
+                       f"data kind `local` with originals from FLORES, `flores: local` or `hub`, "
+                       f"set `flores_split: {md_text(split)}`).", True)
+    what = md_text(build_record.source_description(source, public=True))
+    return _Origin(f"id of the instance in the source benchmark it was built from ({what})"
+                   f"{shared}", "original",
+                   f"Take them from the source benchmark this dataset was built from ({what}) "
+                   "by `id`.", False)
+
+
 def _data_section(
     locales: Sequence[dict[str, Any]], is_demo: bool, include_originals: bool,
-    repo_id: str | None, provenance: bool = False,
+    repo_id: str | None, provenance: bool = False, origin: _Origin | None = None,
 ) -> str:
-    id_meaning = ("demo instance id, shared by every locale" if is_demo else
-                  "0-based line index in the FLORES dev set, shared by every locale")
-    rows = [("`id`", id_meaning),
+    origin = origin or _origin(is_demo, None, None)
+    rows = [("`id`", origin.id_meaning),
             ("`locale`", "locale key, `<language>_<Script>_<Location>`")]
     if include_originals:
-        origin = "demo \"original\"" if is_demo else "original FLORES"
-        rows += [("`source_original`", f"{origin} sentence in the source language"),
-                 ("`english_original`", f"{origin} English sentence")]
+        rows += [("`source_original`", f"{origin.originals} sentence in the source language"),
+                 ("`english_original`", f"{origin.originals} English sentence")]
     rows += [("`source_localised`", "the sentence localised to the locale, in the source language"),
              ("`english_localised`", "its English counterpart: the reference for translation "
                                      "into English")]
@@ -274,20 +315,28 @@ def _data_section(
     if include_originals and is_demo:
         parts.append("`source_original` and `english_original` are the demo's own \"original\" "
                      "sentences, written for the toolkit like the rest: they are not FLORES.")
-    elif include_originals:
+    elif include_originals and origin.flores:
         parts.append(
             "`source_original` and `english_original` are the original FLORES sentences "
             "(CC BY-SA 4.0; NLLB Team et al., 2022; Goyal et al., 2022), included by this "
             "repository's configuration. The FLORES maintainers ask that FLORES text not be "
             "re-hosted in plain form where web crawlers can pick it up; keep such a copy gated "
             "or private.")
-    else:
+    elif include_originals:
+        parts.append("`source_original` and `english_original` are the sentences of the source "
+                     "benchmark this dataset was built from, included by this repository's "
+                     "configuration.")
+    elif origin.flores:
         parts.append(
             "The original FLORES sentences are not included. FLORES, like Cultivar, is licensed "
             "under CC BY-SA 4.0, which would allow redistribution with attribution, but its "
             "maintainers ask that FLORES text not be re-hosted in plain form where web crawlers "
-            "can pick it up (to limit contamination of future models). Take them from FLORES+ "
-            "(`openlanguagedata/flores_plus`, dev split) by `id`.")
+            "can pick it up (to limit contamination of future models). " + origin.take_from)
+    elif is_demo:
+        parts.append("The demo's own \"original\" sentences are not included; they are bundled "
+                     "with the Cultivar toolkit (`cultivar_assets/data/demo`), by `id`.")
+    else:
+        parts.append("The original sentences are not included. " + origin.take_from)
     if repo_id and REPO_ID.match(repo_id):
         parts.append("```python\nfrom datasets import load_dataset\n\n"
                      f"data = load_dataset({repo_id!r}, {str(locales[0]['locale'])!r}, "

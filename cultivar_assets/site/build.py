@@ -52,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cultivar_assets import __version__
+from cultivar_assets.data.build_record import public_source
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
 from cultivar_assets.files import (
     MANIFEST,
@@ -238,7 +239,8 @@ class _Build:
             self.notes.append(self.engine_note)
             self.say(self.engine_note)
         more_signatures = [m for m in data.metrics if m["metric"] not in PAPER_METRICS]
-        common = {"version": __version__, "dataset": self.dataset, "signatures": signatures,
+        common = {"version": __version__, "dataset": self.dataset,
+                  "data_source": public_source(self.dataset), "signatures": signatures,
                   "more_signatures": more_signatures,
                   "reported_source": REPORTED_SOURCE, "show_originals": self.show,
                   "query_included": self.engine is not None,

@@ -29,7 +29,7 @@ from cultivar_assets.files import current_umask
 from cultivar_assets.paths import cultivar_home, resource_dir
 from cultivar_assets.site.fonts import font_advice
 from cultivar_assets.site.model_card import engine_text, utc_time
-from cultivar_assets.tables import format_value
+from cultivar_assets.tables import format_params, format_value
 
 # The browser's token diff (site/static/textdiff.js, the twin of cultivar_assets/textdiff.py) and
 # what it needs: the vendored diff-match-patch with its licence and origin, and the shim that lets
@@ -68,6 +68,7 @@ def _environment(home: Path) -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["fmt"] = lambda value, digits=2: format_value(value, digits=digits)
+    env.filters["params"] = format_params
     env.filters["slug"] = model_slug
     env.filters["num"] = num_cell
     env.filters["num_interval"] = interval_cell
