@@ -123,9 +123,9 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
     try:
         read_submission(args.out, load_benchmark(settings.data).test_sets())
     except SubmissionError as error:
-        print(f"cultivar import lm-eval: {args.out} is written but not scored: its test sets "
-              f"are not the configured benchmark's (a run with lm_eval --limit lacks ids); "
-              f"{error}", file=sys.stderr)
+        print_error(f"cultivar import lm-eval: {args.out} is written but not scored: its test "
+                    f"sets are not the configured benchmark's (a run with lm_eval --limit lacks "
+                    f"ids); {error}")
         return 1
     from cultivar_assets.cli.score import cmd_score
 
