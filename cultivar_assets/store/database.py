@@ -481,9 +481,9 @@ class Store:
         for number, statement in enumerate(statements, 1):
             if statement.type not in READING_STATEMENTS:
                 kind = statement.type.name
-                which = f"statement {number} " if len(statements) > 1 else ""
+                which = f"statement {number}" if len(statements) > 1 else "the statement"
                 raise StoreError(
-                    f"{which}is {kind} ({' '.join(statement.query.split())[:60]!r}): the query "
+                    f"{which} is {kind} ({' '.join(statement.query.split())[:60]!r}): the query "
                     "is read-only; only reading statements run (SELECT, WITH, FROM, DESCRIBE, "
                     "SHOW, SUMMARIZE, EXPLAIN)")
         with self.connect(read_only=True, other_files=False) as con:
