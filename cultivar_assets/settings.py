@@ -239,9 +239,9 @@ def overlapping_paths(settings: Settings) -> list[str]:
             if other != name and path.is_relative_to(folder):
                 kind = "input" if other in inputs else "output"
                 where = "is" if path == folder else "is inside"
-                problems.append(f"{other} ({path}) {where} the output folder {name} ({folder}), "
-                                f"an {kind} that folder's build would delete or overwrite: "
-                                "choose paths apart")
+                problems.append(f"{other} ({path}) {where} the output folder {name} ({folder}): "
+                                f"an {kind} there could be deleted or overwritten (a build "
+                                "replaces its folder whole); choose paths apart")
     return problems
 
 

@@ -416,7 +416,7 @@ def test_a_path_inside_an_output_folder_is_refused(tmp_path, monkeypatch, settin
     message = _settings_error(path)
     assert message.startswith(f"invalid settings in {path}: {inside} (")
     assert f") {where} the output folder {folder} (" in message
-    assert f"an {kind} that folder's build would delete or overwrite" in message
+    assert f"): an {kind} there could be deleted or overwritten" in message
     assert "\n" not in message and not home.exists()  # nothing was written
 
 
