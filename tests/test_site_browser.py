@@ -425,6 +425,11 @@ def test_wide_leaderboard_fits_with_one_line_rows(browser, wide_site, width):
             "w => w.scrollHeight <= w.clientHeight + 1")
         text = page.locator("main").inner_text()
         assert "materialise" not in text and "asset" not in text  # no operator instructions
+        # a table that does not fit after all (narrowed here) scrolls in its box again
+        page.evaluate("document.querySelector('main').style.maxWidth = '40rem';"
+                      "dispatchEvent(new Event('resize'))")
+        box = board_geometry(page)
+        assert box["table"] > box["wrap"] and box["page"] <= box["viewport"], box
 
 
 def test_narrow_screen_scrolls_the_table_not_the_page(browser, wide_site):

@@ -233,6 +233,7 @@
       this.limit = PAGE_ROWS;
       this.render();
     }
+    this.fit();
   };
 
   // Every filter and the search emptied (a new history entry, as a choice is).
@@ -257,8 +258,16 @@
       Math.min(this.limit, visible.length) + " of " + visible.length + " shown)";
   };
 
+  // Whether the table is wider than its box (then the box scrolls sideways at any width;
+  // style.css, .overflows).
+  Board.prototype.fit = function () {
+    var wrap = this.table.closest(".table-wrap.board");
+    if (wrap) { wrap.classList.toggle("overflows", this.table.scrollWidth > wrap.clientWidth + 1); }
+  };
+
   Board.prototype.start = function () {
     var self = this, form = this.form, table = this.table;
+    window.addEventListener("resize", function () { self.fit(); });
     makeSortable(table, function () { self.record(true); });
     var intervals = form.elements.intervals;
     if (intervals) {
