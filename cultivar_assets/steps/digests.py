@@ -41,9 +41,13 @@ def _files(folder: Path) -> Iterator[Path]:
 
 def file_sha256(path: Path) -> bytes:
     """The sha256 of a regular file's bytes (read in blocks). Anything else (a FIFO, a device,
-    a link to one) is not read: its digest is that of the words naming what it is, and the
-    reader of the file refuses it (:func:`~cultivar_assets.config_files.read_input_file`)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    a link to one) is not read: its digest is that of the words naming what it is (``missing``
+    for a link to nothing), and the reader of the file refuses it
+    (:func:`~cultivar_assets.config_files.read_input_file`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:  # a link to nothing
+        return hashlib.sha256(MISSING.encode()).digest()
     try:
         kind = not_a_regular_file(os.fstat(fd).st_mode)
         if kind:
