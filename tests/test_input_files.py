@@ -261,19 +261,17 @@ def test_lm_eval_samples_are_looked_for_only_where_lm_eval_writes_them(tmp_path)
     assert samples_files(tmp_path) == [tmp_path / "model" / name, tmp_path / name]
 
 
-def test_folders_list_every_returned_file_that_is_not_a_folder(tmp_path):
-    """A returned file that is a FIFO or a link to a device is listed (and so refused by its
-    reader, naming it), not left out without a word; the step digests do not read it."""
-    from cultivar_assets.construction.annotation.file import locale_annotation_files
-    from cultivar_assets.error_analysis.file import find_error_files
-
-    (tmp_path / "cmn_Hans_China-x.errors.json").symlink_to("/dev/zero")
-    os.mkfifo(tmp_path / "deu_Latn_Germany-y.json")
-    (tmp_path / "deu_Latn_Germany-z.json").symlink_to(tmp_path / "nothing")
-    assert find_error_files(tmp_path) == [tmp_path / "cmn_Hans_China-x.errors.json"]
-    assert locale_annotation_files(tmp_path, "deu_Latn_Germany") == [
-        tmp_path / "deu_Latn_Germany-y.json", tmp_path / "deu_Latn_Germany-z.json"]
-    from cultivar_assets.steps.digests import content_digest, files_digest
-
-    assert len(files_digest(tmp_path, find_error_files(tmp_path))) == 64
-    assert len(content_digest(tmp_path)) == 64
+def test_step_digests_read_no_file_that_is_not_a_regular_file(tmp_path):
+    """A folder digest meets a link to /dev/zero, a FIFO and a link to nothing among the files:
+    it reads none of them (``content_digest`` read /dev/zero forever and waited on the FIFO)."""
+    folder = tmp_path / "returned"
+    folder.mkdir()
+    (folder / "a.errors.json").write_text("{}")
+    (folder / "cmn_Hans_China-x.errors.json").symlink_to("/dev/zero")
+    os.mkfifo(folder / "deu_Latn_Germany-y.errors.json")
+    (folder / "deu_Latn_Germany-z.errors.json").symlink_to(folder / "nothing")
+    printed = run_child(f"""
+        from cultivar_assets.steps.digests import content_digest
+        print(len(content_digest({str(folder)!r})))
+        """, tmp_path)
+    assert printed == "64", printed

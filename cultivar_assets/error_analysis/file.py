@@ -206,10 +206,8 @@ def read_error_file(path: str | Path, tasks: Mapping[str, ErrorTask], *,
 
 
 def find_error_files(folder: str | Path) -> list[Path]:
-    """The returned files in ``folder``: every ``*.errors.json`` but a folder, sorted by name
-    (one that is no regular file, such as a FIFO or a link to a device, is listed so that its
-    reader refuses it, not left out unsaid)."""
+    """The returned files in ``folder``: every ``*.errors.json``, sorted by name."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"error-annotation folder {folder} does not exist")
-    return sorted(p for p in folder.glob(f"*{FILE_SUFFIX}") if not p.is_dir())
+    return sorted(p for p in folder.glob(f"*{FILE_SUFFIX}") if p.is_file())

@@ -487,11 +487,9 @@ def read_annotation_file(
 def locale_annotation_files(folder: str | Path, locale: str) -> list[Path]:
     """The files of ``locale`` in ``folder``, sorted: ``<locale>-*.json`` (the tool's download
     name is ``<task_id>.annotations.json``, and a task id starts with ``<locale>-``); none when
-    the folder does not exist. Every entry of such a name but a folder is listed, so that one
-    that is no regular file (a FIFO, a link to a device) is refused by its reader, not left
-    out unsaid."""
+    the folder does not exist."""
     folder = Path(folder)
-    return sorted(p for p in folder.glob(f"{locale}-*.json") if not p.is_dir()) if (
+    return sorted(p for p in folder.glob(f"{locale}-*.json") if p.is_file()) if (
         folder.is_dir()) else []
 
 
