@@ -12,16 +12,27 @@ strict YAML and short, exact error messages.
 - JSON read by :func:`load_json_noting_repeated_keys` keeps a note of every object that writes a
   key twice (Python's ``json`` keeps the last value silently), so that its reader can refuse it
   by the object's place in the document (:func:`repeated_json_keys`).
+- YAML aliases (``*name``) may repeat at most :data:`MAX_ALIAS_NODES` nodes in one document, and
+  none may refer to a node that holds it; both are checked on the parsed nodes before any value
+  is built (a few hundred bytes of nested aliases would otherwise expand to billions of values).
+- Every user-supplied file the project reads (these, and submissions, annotation and
+  error-annotation files, lm-eval samples, recorded answers) is read by :func:`read_input_file`:
+  a regular file, at most a size limit of its kind (checked before reading), one-line errors.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
+
+# --- how large a user-supplied file may be (bytes; read by read_input_file) ----------------------
+MAX_CONFIG_BYTES = 16_000_000  # a settings file, models.yaml, a prompts or selection file
 
 
 class ConfigFileError(ValueError):
@@ -98,28 +109,130 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
+MAX_ALIAS_NODES = 10_000  # nodes that aliases may repeat in one YAML document, all together
+
+
+def _alias_problem(root: yaml.Node) -> str | None:
+    """Why the aliases of the document under ``root`` are refused: one that refers to a node
+    it is inside (a cycle), or aliases that repeat more than :data:`MAX_ALIAS_NODES` nodes in
+    all; None when they are within bounds. Walked without recursion, each node once."""
+    expanded: dict[int, int] = {}  # a node's size with every alias written out
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            on_path.discard(key)
+            expanded[key] = 1 + sum(expanded[id(child)] for child in _children(node))
+            continue
+        if key in on_path:
+            line = node.start_mark.line + 1 if node.start_mark else "?"
+            return f"line {line}: an alias refers to a node that holds it (a cycle)"
+        if key in expanded:
+            continue
+        on_path.add(key)
+        stack.append((node, True))
+        stack += [(child, False) for child in _children(node) if id(child) not in expanded]
+    repeated = expanded[id(root)] - len(expanded)
+    if repeated > MAX_ALIAS_NODES:
+        return (f"its aliases (*name) would repeat {repeated} nodes, over the limit of "
+                f"{MAX_ALIAS_NODES}: write the values out, or use fewer aliases")
+    return None
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _compose_checked_document(loader: _StrictLoader) -> yaml.Node:
+    node = yaml.composer.Composer.compose_document(loader)
+    problem = _alias_problem(node)
+    if problem:
+        raise yaml.composer.ComposerError(None, None, problem, None)
+    return node
+
+
+_StrictLoader.compose_document = _compose_checked_document  # aliases checked before building
+
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
     mark = getattr(error, "problem_mark", None)
     problem = getattr(error, "problem", None) or str(error)
     if isinstance(error, yaml.constructor.ConstructorError) and "written twice" in problem:
         return problem
+    if mark is None and isinstance(error, yaml.composer.ComposerError):
+        return problem  # the alias check's message says where itself
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     context = getattr(error, "context", None)
     return f"{where}{problem}" + (f" ({context})" if context else "")
 
 
-def read_text_file(path: str | Path, what: str) -> str:
-    """The file's text, read as UTF-8; :class:`ConfigFileError` naming ``what`` and the file."""
+_FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def not_a_regular_file(mode: int) -> str | None:
+    """What a file of ``mode`` (``st_mode``) is when it is not a regular file, else None."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _FILE_TYPES if test(mode)), "not a regular file")
+
+
+def read_input_file(path: str | Path, what: str, max_bytes: int) -> bytes:
+    """The bytes of the user-supplied file at ``path`` (``what`` names it in errors), read only
+    when it is a regular file (symbolic links followed) of at most ``max_bytes`` bytes, both
+    checked on the open file before anything is read; no more than ``max_bytes`` + 1 bytes are
+    ever read (a file that grew past the limit since is refused too). Every refusal is one
+    :class:`ConfigFileError` line naming the file: missing, unreadable, a directory, a FIFO or
+    device, or too large. A FIFO is opened without waiting for a writer."""
     path = Path(path)
-    if path.is_dir():
-        raise ConfigFileError(f"{what} {path} is a directory, not a file")
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise ConfigFileError(f"{what} {path} does not exist") from None
     except OSError as error:
         raise ConfigFileError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    try:
+        info = os.fstat(fd)
+        kind = not_a_regular_file(info.st_mode)
+        if kind == "a directory":
+            raise ConfigFileError(f"{what} {path} is a directory, not a file")
+        if kind:
+            raise ConfigFileError(f"{what} {path} is {kind}, not a regular file")
+        if info.st_size > max_bytes:
+            raise ConfigFileError(f"{what} {path} is {info.st_size} bytes, over the limit of "
+                                  f"{max_bytes} bytes")
+        parts: list[bytes] = []
+        size = 0
+        while size <= max_bytes:  # asks for the size stated (and one byte more), not the limit
+            want = min(max(info.st_size + 1 - size, 1 << 16), max_bytes + 1 - size)
+            chunk = os.read(fd, want)
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+        data = b"".join(parts)
+    except OSError as error:
+        raise ConfigFileError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise ConfigFileError(f"{what} {path} grew past the limit of {max_bytes} bytes while "
+                              "it was read")
+    return data
+
+
+def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """The file's text, read as UTF-8 by :func:`read_input_file` (at most ``max_bytes``);
+    :class:`ConfigFileError` naming ``what`` and the file."""
+    path = Path(path)
+    data = read_input_file(path, what, max_bytes)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -566,6 +566,20 @@ def test_a_launched_runs_write_during_a_runners_step_is_seen(tmp_path):
     assert read_step_records(store) == {}
 
 
+def test_the_error_annotation_folder_is_read_only_for_its_errors_files(tmp_path):
+    """The results step's inputs digest the ``*.errors.json`` files of ``annotations_dir``
+    alone (``annotations_dir: /etc`` hashed every file there): another file is neither read
+    nor counted; a returned file still counts."""
+    settings = _demo(tmp_path)
+    before = _step(settings, "results").fingerprint({})
+    folder = Path(settings.error_analysis.annotations_dir)
+    (folder / "notes.txt").write_text("not an error-annotation file")
+    assert _step(settings, "results").fingerprint({}) == before
+    (returned,) = folder.glob("cmn_*.errors.json")
+    returned.write_bytes(returned.read_bytes() + b"\n")
+    assert _step(settings, "results").fingerprint({}) != before
+
+
 # The groups and labels of each step's inputs as the hand-written plan (steps/plan.py before the
 # steps were derived from the asset graph) gave them for these settings: stored records name
 # changed inputs by these labels, so the derived plan keeps them.

@@ -183,8 +183,8 @@ def test_oversized_hypotheses_and_files_are_refused(tmp_path, test_sets, monkeyp
     size = (folder / "outputs.jsonl").stat().st_size
     with pytest.raises(SubmissionError) as caught:
         read_submission(folder)
-    assert caught.value.problems == [f"{folder / 'outputs.jsonl'}: {size} bytes, over the "
-                                     "limit of 1000 bytes per outputs file"]
+    assert caught.value.problems == [f"outputs file {folder / 'outputs.jsonl'} is {size} bytes, "
+                                     "over the limit of 1000 bytes"]
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -14,7 +14,7 @@ from cultivar_assets.error_analysis.table import read_table5
 from cultivar_assets.error_analysis.tool import build_error_tools
 from cultivar_assets.resources import ErrorAnalysisResource, StoreResource
 from cultivar_assets.steps.declarations import StepInputs
-from cultivar_assets.steps.inputs import RESULTS, folder
+from cultivar_assets.steps.inputs import RESULTS, error_annotation_files, folder
 from cultivar_assets.tables import markdown_table
 
 
@@ -59,7 +59,7 @@ def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: S
 
 
 @step_inputs(StepInputs(RESULTS, settings=("error_analysis",),
-                        files={"error-annotation files": "error_analysis.annotations_dir"}))
+                        files={"error-annotation files": error_annotation_files}))
 @dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard], kinds={"duckdb"},
           automation_condition=AFTER_NEW_RESULTS)
 @recording_step

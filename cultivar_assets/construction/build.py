@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cultivar_assets.config_files import read_input_file
 from cultivar_assets.construction.annotation.postedit_build import is_demo_folder
 from cultivar_assets.construction.config import (
     AnnotationConfig,
@@ -158,8 +159,9 @@ def draft_holders(store: Store, locale: str, annotation: AnnotationConfig) -> tu
         held.append(f"the tool page {page / 'index.html'}")
     for path in sorted(folder.glob(f"{locale}-*.json")) if folder.is_dir() else []:
         try:
-            header = json.loads(path.read_bytes().decode("utf-8-sig"))["task"]
-        except (OSError, ValueError, KeyError, TypeError):
+            data = read_input_file(path, "annotation file", int(annotation.max_file_mb * 1e6))
+            header = json.loads(data.decode("utf-8-sig"))["task"]
+        except (ValueError, KeyError, TypeError):  # ConfigFileError too: not one that holds it
             continue
         if isinstance(header, dict) and header.get("drafts_hash") == wanted:
             held.append(f"the annotation file {path}")

@@ -8,8 +8,9 @@ lm-eval`` (``cultivar_<locale>``, ``cultivar_flores_<language>``: :func:`task_na
 document holds its test set and instance id, and the hypothesis is ``filtered_resps[0]``, taken as
 lm-eval logged it (no cleaning rule, no stripping: a submission is scored as submitted).
 
-:func:`read_lm_eval_samples` turns every such file under a folder into the lines of a
-submission's outputs file (:mod:`cultivar_assets.engines.submission`) and checks them as
+:func:`read_lm_eval_samples` turns every such file in a folder or in the folders directly inside
+it (:func:`samples_files`) into the lines of a submission's outputs file
+(:mod:`cultivar_assets.engines.submission`) and checks them as
 :func:`~cultivar_assets.engines.submission.parse_outputs` checks a submitted file, each problem
 naming the samples file and its line; :func:`submission_manifest` completes a manifest's
 ``produced`` from the run's ``results_<date>.json``. Neither writes anything.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cultivar_assets.config_files import MAX_CONFIG_BYTES, ConfigFileError, read_input_file
 from cultivar_assets.data.locales import locale_registry, source_languages
 from cultivar_assets.data.testsets import TestSet
 from cultivar_assets.engines.submission import SubmissionError, parse_outputs
@@ -67,9 +69,11 @@ class LmEvalSamples:
 
 
 def samples_files(folder: Path) -> list[Path]:
-    """Every ``samples_<task>_<date>.jsonl`` under ``folder``, sorted."""
-    return sorted(path for path in Path(folder).rglob("samples_*.jsonl")
-                  if path.is_file() and SAMPLES_FILE.match(path.name))
+    """Every ``samples_<task>_<date>.jsonl`` in ``folder`` or in a folder directly inside it
+    (where lm-eval writes them: ``DIR/<model>/``; no deeper folder is listed), sorted."""
+    folder = Path(folder)
+    found = [*folder.glob("samples_*.jsonl"), *folder.glob("*/samples_*.jsonl")]
+    return sorted(path for path in found if SAMPLES_FILE.match(path.name))
 
 
 def _converted(path: Path, test_set: str, filter_name: str | None
@@ -78,12 +82,9 @@ def _converted(path: Path, test_set: str, filter_name: str | None
     the problems that only lm-eval's fields can have."""
     where = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_SAMPLES_BYTES:
-            return [], [f"{where}: {size} bytes, over the limit of {MAX_SAMPLES_BYTES} bytes"]
-        raw_lines = path.read_bytes().split(b"\n")
-    except OSError as error:
-        return [], [f"{where}: cannot be read ({error.strerror or error})"]
+        raw_lines = read_input_file(path, "samples file", MAX_SAMPLES_BYTES).split(b"\n")
+    except ConfigFileError as error:
+        return [], [str(error)]
     rows: list[tuple[int, dict[str, Any] | None]] = []
     problems: list[str] = []
     for number, raw in enumerate(raw_lines, 1):
@@ -182,8 +183,8 @@ def _results(samples: LmEvalSamples) -> list[dict[str, Any]]:
     for path in sorted({p.parent / f"results_{d}.json" for p in samples.files.values()
                         for d in samples.dates}):
         try:
-            document = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
+            document = json.loads(read_input_file(path, "results file", MAX_CONFIG_BYTES))
+        except ValueError:  # missing, unreadable or not JSON (ConfigFileError too): not used
             continue
         if isinstance(document, dict):
             found.append(document)

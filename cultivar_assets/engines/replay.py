@@ -28,10 +28,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from cultivar_assets.config_files import read_input_file
 from cultivar_assets.engines.base import Engine, EngineInfo, EngineLoadError, Generation
 from cultivar_assets.engines.prompts import GenerationRequest
 
 FORMAT = 1
+MAX_RECORDING_BYTES = 256_000_000  # a recording file (read_input_file's limit)
 
 
 def replay_key(request: GenerationRequest) -> str:
@@ -61,8 +63,9 @@ def read_recorded_from(value: str | Path) -> dict[str, Any] | None:
     """The ``recorded_from`` record of the recording at ``value`` (None: it holds none, or the
     file cannot be read: loading the engine reports that)."""
     try:
-        document = json.loads(recording_path(value).read_bytes())
-    except (OSError, ValueError):
+        document = json.loads(read_input_file(recording_path(value), "recording",
+                                              MAX_RECORDING_BYTES))
+    except ValueError:  # ConfigFileError too
         return None
     found = document.get("recorded_from") if isinstance(document, dict) else None
     return found if isinstance(found, dict) else None
@@ -84,9 +87,9 @@ class ReplayEngine(Engine):
     @cached_property
     def _recording(self) -> tuple[str, dict[str, dict]]:
         try:
-            raw = self._file.read_bytes()
+            raw = read_input_file(self._file, "recording", MAX_RECORDING_BYTES)
             document = json.loads(raw)
-        except (OSError, ValueError) as error:
+        except ValueError as error:  # ConfigFileError too
             raise EngineLoadError(f"{self.spec.id}: cannot read the recording {self._file}: "
                                   f"{error}") from None
         if not isinstance(document, dict) or document.get("format") != FORMAT:

@@ -31,6 +31,7 @@ from cultivar_assets.config_files import (
     ConfigFileError,
     load_json_noting_repeated_keys,
     load_yaml_text,
+    read_input_file,
     repeated_json_keys,
 )
 from cultivar_assets.data.testsets import TestSet
@@ -110,13 +111,16 @@ def manifest_path(path: str | Path) -> Path:
 
 def content_sha256(path: str | Path) -> str:
     """sha256 over the manifest's bytes and the outputs file's bytes (each length-prefixed); a
-    file that cannot be read counts as absent (reading the submission then reports it)."""
+    file that cannot be read (missing, not a regular file, over its limit: each read by
+    :func:`~cultivar_assets.config_files.read_input_file`) counts as absent (reading the
+    submission then reports it)."""
     manifest = manifest_path(path)
     digest = hashlib.sha256()
-    for file in (manifest, _outputs_path(manifest, _raw_manifest(manifest))):
+    for file, limit in ((manifest, MAX_MANIFEST_BYTES),
+                        (_outputs_path(manifest, _raw_manifest(manifest)), MAX_OUTPUTS_BYTES)):
         try:
-            data = file.read_bytes()
-        except OSError:
+            data = read_input_file(file, "submission file", limit)
+        except ConfigFileError:
             data = b""
         digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest()
@@ -124,8 +128,9 @@ def content_sha256(path: str | Path) -> str:
 
 def _raw_manifest(path: Path) -> Any:
     try:
-        return load_yaml_text(path.read_bytes().decode("utf-8"), str(path))  # JSON is YAML
-    except (OSError, UnicodeDecodeError, ConfigFileError):
+        data = read_input_file(path, "manifest", MAX_MANIFEST_BYTES)
+        return load_yaml_text(data.decode("utf-8"), str(path))  # JSON is YAML
+    except (UnicodeDecodeError, ConfigFileError):
         return None
 
 
@@ -267,13 +272,9 @@ def _other_encoding(data: bytes) -> str | None:
 
 def _read_outputs(path: Path, where: str) -> tuple[dict, dict, list[str]]:
     try:
-        size = path.stat().st_size
-    except OSError as error:
-        return {}, {}, [f"{where}: cannot be read ({error.strerror or error})"]
-    if size > MAX_OUTPUTS_BYTES:
-        return {}, {}, [f"{where}: {size} bytes, over the limit of {MAX_OUTPUTS_BYTES} bytes "
-                        "per outputs file"]
-    data = path.read_bytes()
+        data = read_input_file(path, "outputs file", MAX_OUTPUTS_BYTES)
+    except ConfigFileError as error:
+        return {}, {}, [str(error)]
     encoding = _other_encoding(data)
     if encoding:
         return {}, {}, [f"{where}: is {encoding}, not UTF-8: save it as UTF-8 (one JSON object "
@@ -360,17 +361,16 @@ def read_submission(path: str | Path, test_sets: Sequence[TestSet] | None = None
     manifest = manifest_path(path)
     problems: list[str] = []
     document: Any = None
+    if not manifest.exists():
+        raise SubmissionError([f"{manifest}: no manifest (No such file or directory); "
+                               f"expected one of {', '.join(MANIFEST_NAMES)}"])
     try:
-        size = manifest.stat().st_size
-    except OSError as error:
-        raise SubmissionError([f"{manifest}: no manifest ({error.strerror or error}); expected "
-                               f"one of {', '.join(MANIFEST_NAMES)}"]) from None
-    if size > MAX_MANIFEST_BYTES:
-        problems.append(f"{manifest}: {size} bytes, over the limit of {MAX_MANIFEST_BYTES} "
-                        "bytes for a manifest")
+        data = read_input_file(manifest, "manifest", MAX_MANIFEST_BYTES)
+    except ConfigFileError as error:
+        problems.append(str(error))
     else:
         try:
-            text = manifest.read_bytes().decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as error:
             problems.append(f"{manifest}: not UTF-8 (byte {error.start + 1})")
         else:

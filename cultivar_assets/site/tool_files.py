@@ -17,12 +17,13 @@ analysis files (``error_analysis/file.py``) are validated the same way, with the
 
 On these, one generic reader that both files use: a :class:`ToolFileKind` names a kind of file
 (format, schema version, schema, error class, the field that identifies an item);
-:func:`read_tool_bytes` reads a handed-in file (a directory or a missing file is refused, and a
-:class:`ByteLimit`, when given, is looked up before the file is read and no more than it is
-read); :func:`parse_tool_document` runs the checks every tool file gets, in this order: the byte
-limit, :func:`decode_json`, :func:`check_header`, a reader's own checks of the raw document
-(optional), :func:`check_schema`; :func:`check_item_ids` is the identity check of the items
-against their task (no id twice, none the task lacks, every task id present).
+:func:`read_tool_bytes` reads a handed-in file (a directory, a missing file or anything but a
+regular file is refused, and its :class:`ByteLimit`, else :data:`MAX_TOOL_FILE_BYTES`, is looked
+up before the file is read and no more than it is read); :func:`parse_tool_document` runs the
+checks every tool file gets, in this order: the byte limit, :func:`decode_json`,
+:func:`check_header`, a reader's own checks of the raw document (optional),
+:func:`check_schema`; :func:`check_item_ids` is the identity check of the items against their
+task (no id twice, none the task lacks, every task id present).
 """
 
 from __future__ import annotations
@@ -37,7 +38,15 @@ from typing import Any
 
 import jsonschema
 
-from cultivar_assets.config_files import load_json_noting_repeated_keys, repeated_json_keys
+from cultivar_assets.config_files import (
+    ConfigFileError,
+    load_json_noting_repeated_keys,
+    not_a_regular_file,
+    read_input_file,
+    repeated_json_keys,
+)
+
+MAX_TOOL_FILE_BYTES = 64_000_000  # a handed-in file of a kind that sets no limit of its own
 
 
 @dataclass(frozen=True)
@@ -141,10 +150,18 @@ def json_depth(document: Any) -> int:
 
 
 def file_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a handed-in file (None: it is a file)."""
-    if path.is_dir():
+    """Why ``path`` cannot be read as a handed-in file (None: it is a regular file, symbolic
+    links followed)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    kind = not_a_regular_file(mode)
+    if kind == "a directory":
         return "is a directory, not a file"
-    return None if path.is_file() else "no such file"
+    return f"is {kind}, not a regular file" if kind else None
 
 
 def decode_json(data: bytes, check: ProblemCollector, item_id: str = "instance_id") -> Any:
@@ -262,19 +279,23 @@ class ByteLimit:
 
 
 def read_tool_bytes(path: str | Path, kind: ToolFileKind, limit: ByteLimit | None = None) -> bytes:
-    """The bytes of the handed-in file at ``path``; a directory, a missing file or one larger
-    than ``limit`` (looked up before it is read) raises ``kind.error``. With a limit, no more
-    than one byte past it is read (a file that grew since is caught by the parser's limit)."""
+    """The bytes of the handed-in file at ``path``, read by
+    :func:`~cultivar_assets.config_files.read_input_file`; a directory, a missing file, anything
+    but a regular file (a FIFO, a device, a link to one) or one larger than ``limit`` (else
+    :data:`MAX_TOOL_FILE_BYTES`; looked up before it is read) raises ``kind.error``. No more
+    than one byte past the limit is read (a file that grew since is caught by the parser's
+    limit)."""
     path = Path(path)
     if problem := file_problem(path):
         raise kind.error([Problem(str(path), None, "(file)", problem)])
-    if limit is None:
-        return path.read_bytes()
+    max_bytes = limit.max_bytes if limit is not None else MAX_TOOL_FILE_BYTES
     size = path.stat().st_size
-    if size > limit.max_bytes:
+    if limit is not None and size > limit.max_bytes:
         raise kind.error([Problem(str(path), None, "(file)", limit.too_large(size))])
-    with path.open("rb") as handle:
-        return handle.read(limit.max_bytes + 1)
+    try:
+        return read_input_file(path, "the file", max_bytes)
+    except ConfigFileError as error:
+        raise kind.error([Problem(str(path), None, "(file)", str(error))]) from None
 
 
 def parse_tool_document(data: bytes, name: str, kind: ToolFileKind, *,

@@ -7,7 +7,8 @@
   the ``*.dist-info`` and ``*.egg-info`` entries of every ``sys.path`` folder, which carry each
   distribution's name and version (an install, upgrade or removal changes it).
 - :func:`content_digest`: a file's bytes, or a folder's files (relative path and bytes);
-  ``"missing"`` when the path does not exist, ``None`` for no path.
+  ``"missing"`` when the path does not exist, ``None`` for no path; :func:`files_digest`: the
+  same over chosen files of a folder. Only regular files are read (:func:`file_sha256`).
 - :func:`listing_digest`: the listing of files and folders (each file's path, size and
   modification time in ns): cheap, for a step's outputs, which must be as the step left them.
 """
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
+from cultivar_assets.config_files import not_a_regular_file
 from cultivar_assets.paths import resource_dir
 
 MISSING = "missing"
@@ -37,10 +39,35 @@ def _files(folder: Path) -> Iterator[Path]:
                 yield Path(root) / name
 
 
-def _add_tree(digest, folder: Path, label: str) -> None:
-    for path in _files(folder):
+def file_sha256(path: Path) -> bytes:
+    """The sha256 of a regular file's bytes (read in blocks). Anything else (a FIFO, a device,
+    a link to one) is not read: its digest is that of the words naming what it is (``missing``
+    for a link to nothing), and the reader of the file refuses it
+    (:func:`~cultivar_assets.config_files.read_input_file`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:  # a link to nothing
+        return hashlib.sha256(MISSING.encode()).digest()
+    try:
+        kind = not_a_regular_file(os.fstat(fd).st_mode)
+        if kind:
+            return hashlib.sha256(f"not a regular file: {kind}".encode()).digest()
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        return digest.digest()
+    finally:
+        os.close(fd)
+
+
+def _add_files(digest, folder: Path, paths: Iterable[Path], label: str) -> None:
+    for path in paths:
         digest.update(f"{label}/{path.relative_to(folder).as_posix()}\0".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        digest.update(file_sha256(path))
+
+
+def _add_tree(digest, folder: Path, label: str) -> None:
+    _add_files(digest, folder, _files(folder), label)
 
 
 def code_roots() -> dict[str, Path]:
@@ -89,12 +116,20 @@ def content_digest(path: str | Path | None) -> str | None:
     if path is None:
         return None
     path = Path(path).expanduser()
-    if path.is_file():
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    if not path.is_dir():
+    if path.is_dir():
+        digest = hashlib.sha256()
+        _add_tree(digest, path, ".")
+        return digest.hexdigest()
+    if not path.exists():
         return MISSING
+    return file_sha256(path).hex()
+
+
+def files_digest(folder: str | Path, paths: Iterable[Path]) -> str:
+    """sha256 over ``paths`` (files inside ``folder``), by relative path and content: for a
+    folder of which only some files are read (:func:`content_digest` reads every file)."""
     digest = hashlib.sha256()
-    _add_tree(digest, path, ".")
+    _add_files(digest, Path(folder), sorted(paths), ".")
     return digest.hexdigest()
 
 

@@ -16,11 +16,12 @@ from typing import Any
 
 from cultivar_assets.construction.annotation.file import locale_annotation_files
 from cultivar_assets.construction.selection.page import default_review_dir
+from cultivar_assets.error_analysis.file import find_error_files
 from cultivar_assets.metrics.sacrebleu_metrics import SPM_TOKENIZERS, spm_model_location
 from cultivar_assets.settings import Settings
 from cultivar_assets.site.query_engine import cached_query_engine, npm_executable
 from cultivar_assets.steps.declarations import Step, StepContext
-from cultivar_assets.steps.digests import content_digest, listing_digest
+from cultivar_assets.steps.digests import MISSING, content_digest, files_digest, listing_digest
 
 # --- which partitions the settings' pipeline runs ---------------------------------------------
 
@@ -97,6 +98,19 @@ def annotation_files(folder: Path, locale: str) -> dict[str, str]:
     if not found:
         return {f"annotation files of {locale}": "none"}
     return {f"annotation file {path.name}": content_digest(path) for path in found}
+
+
+def error_annotation_files(ctx: StepContext) -> str | None:
+    """the returned error-annotation files (``*.errors.json``) of ``annotations_dir``: one digest
+    over their names and bytes (no other file of the folder is read); ``missing`` when the
+    folder is not there, None when none is configured"""
+    folder = ctx.settings.error_analysis.annotations_dir
+    if folder is None:
+        return None
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        return MISSING
+    return files_digest(path, find_error_files(path))
 
 
 def source_benchmark_files(ctx: StepContext) -> str | None:
@@ -206,7 +220,7 @@ def as_str(fact):
 
 __all__: Sequence[str] = (
     "BUILD", "DATASET", "MODEL", "RESULTS", "SELECTION", "TEST_SETS", "annotation_files",
-    "build_locales", "data_files", "engine_files", "folder", "gets_query_page",
-    "locale_annotation_digests", "localiser_files", "model_files", "pushes_to_hub",
-    "registered_models", "review_folder", "selected_model_ids", "source_benchmark_files",
-    "spm_model_file", "tool_pages_folder", "unpinned_hub_data")
+    "build_locales", "data_files", "engine_files", "error_annotation_files", "folder",
+    "gets_query_page", "locale_annotation_digests", "localiser_files", "model_files",
+    "pushes_to_hub", "registered_models", "review_folder", "selected_model_ids",
+    "source_benchmark_files", "spm_model_file", "tool_pages_folder", "unpinned_hub_data")

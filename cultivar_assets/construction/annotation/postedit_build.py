@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cultivar_assets.config_files import read_input_file
 from cultivar_assets.construction.annotation.demo import GENERATED_WITH, describe, environment
 from cultivar_assets.construction.annotation.file import (
     AnnotationFile,
@@ -46,6 +47,7 @@ from cultivar_assets.construction.config import demo_annotations_dir
 from cultivar_assets.construction.localisation.store import read_drafts
 from cultivar_assets.construction.selection.store import read_selected_sources
 from cultivar_assets.data.locales import get_locale
+from cultivar_assets.site.tool_files import MAX_TOOL_FILE_BYTES
 from cultivar_assets.store.database import Store
 
 REGENERATE = "python scripts/regenerate_demo_annotations.py"
@@ -96,7 +98,8 @@ def is_demo_folder(folder: Path) -> bool:
 def _changed_drafts(path: Path, task: AnnotationTask) -> list[int] | None:
     """Ids whose draft hash in the file differs from the task's (None: the file is unreadable)."""
     try:
-        document = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+        document = json.loads(read_input_file(path, "annotation file", MAX_TOOL_FILE_BYTES
+                                              ).decode("utf-8-sig"))
         items = {item["instance_id"]: item["draft"]["draft_hash"] for item in document["items"]}
     except (ValueError, KeyError, TypeError):
         return None

@@ -31,8 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
+from cultivar_assets.config_files import ConfigFileError, load_yaml_text, read_text_file
 from cultivar_assets.construction.errors import ConstructionError
 from cultivar_assets.data.locales import get_locale
 from cultivar_assets.engines.prompts import GenerationRequest
@@ -206,9 +205,9 @@ def _check(entry: Any) -> list[str]:
 def parse_prompts(text: str, where: str) -> dict[str, LocalisationPrompt]:
     """The templates of one YAML file; one ConstructionError lists every problem."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConstructionError(f"{where}: not valid YAML: {error}") from None
+        data = load_yaml_text(text, where)  # strict: no key twice, aliases bounded
+    except ConfigFileError as error:
+        raise ConstructionError(f"not valid YAML: {error}") from None
     templates = data.get("templates") if isinstance(data, dict) else None
     if not isinstance(templates, dict) or not templates:
         raise ConstructionError(f"{where}: expected a top-level 'templates' mapping of prompt "
@@ -242,9 +241,11 @@ def prompt_registry(prompts_file: str | Path | None = None) -> Registry[Localisa
         registry.register(name, prompt)
     if prompts_file is not None:
         path = Path(prompts_file)
-        if not path.is_file():
-            raise ConstructionError(f"localisation prompts file {path} does not exist")
-        for name, prompt in parse_prompts(path.read_text("utf-8"), str(path)).items():
+        try:
+            text = read_text_file(path, "localisation prompts file")
+        except ConfigFileError as error:
+            raise ConstructionError(str(error)) from None
+        for name, prompt in parse_prompts(text, str(path)).items():
             if name in registry:
                 raise ConstructionError(f"{path}: template {name!r} is already defined in "
                                         f"{registry.get(name).source}; choose another name")

@@ -32,10 +32,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
 
+from cultivar_assets.config_files import ConfigFileError, load_yaml_text, read_text_file
 from cultivar_assets.construction.errors import ConstructionError
 from cultivar_assets.data.source_benchmark import SourceBenchmark
 
@@ -167,11 +167,13 @@ class Corrections:
 def read_yaml_file(path: Path, what: str) -> object:
     """A YAML (or JSON) file's content; unreadable or invalid files name themselves."""
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConstructionError(f"{what} {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise ConstructionError(f"cannot read {what} {path}: {error}") from error
+        text = read_text_file(path, what)
+    except ConfigFileError as error:
+        raise ConstructionError(str(error)) from None
+    try:
+        return load_yaml_text(text, f"{what} {path}")
+    except ConfigFileError as error:
+        raise ConstructionError(f"cannot read {error}") from None
 
 
 def validation_message(path: Path, error: ValidationError) -> str:
