@@ -1,8 +1,10 @@
 """What the official Dagster Helm chart (dagster/dagster, 1.13) makes of our values file.
 
-No Helm runs here, so the few template rules that turn the values we set into Dagster instance
-config and into the container context of a user-code deployment are restated below, each from
-the chart's template (read in dagster-io/dagster, helm/dagster/):
+Tests cannot download the chart, so the few template rules that turn the values we set into
+Dagster instance config and into the container context of a user-code deployment are restated
+below, each from the chart's template (read in dagster-io/dagster, helm/dagster/); where the real
+chart and helm are given, tests/test_deploy_k8s.py renders the chart with ``helm template`` and
+compares its output with these rules:
 
 - ``templates/helpers/instance/_run-launcher.tpl`` (``dagsterYaml.runLauncher.k8s``): the
   ``run_launcher`` section of the instance's ``dagster.yaml``;

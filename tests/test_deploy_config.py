@@ -10,7 +10,7 @@ from dagster._config import process_config, resolve_to_config_type
 from dagster._core.instance.config import dagster_instance_config
 
 import cultivar_assets
-from cultivar_assets.automation import run_tags
+from cultivar_assets.automation import ModelRunCoordinator, run_tags
 from cultivar_assets.models import load_models, select_models
 from cultivar_assets.specs import ModelSpec
 
@@ -28,21 +28,22 @@ def _limits(config: dict) -> dict[tuple[str, str], int]:
 
 
 def test_gpu_node_instance_config_is_valid():
-    from dagster._core.run_coordinator import QueuedRunCoordinator
-
     config, _ = dagster_instance_config(str(DEPLOY / "gpu-node"))
-    _validate(QueuedRunCoordinator, config["run_coordinator"]["config"])
+    # the coordinator that tags every submitted run of a model, however launched
+    coordinator = config["run_coordinator"]
+    assert (coordinator["module"], coordinator["class"]) == ("cultivar_assets.automation",
+                                                             "ModelRunCoordinator")
+    _validate(ModelRunCoordinator, coordinator["config"])
     assert _limits(config) == {("cultivar/gpu-run", "true"): 1}
 
 
 def test_k8s_instance_config_is_valid():
     k8s = pytest.importorskip("dagster_k8s", reason="dagster-k8s is the 'k8s' extra")
-    from dagster._core.run_coordinator import QueuedRunCoordinator
-
     config, _ = dagster_instance_config(str(DEPLOY / "k8s"))
     assert config["run_launcher"]["class"] == "K8sRunLauncher"
     _validate(k8s.K8sRunLauncher, config["run_launcher"]["config"])
-    _validate(QueuedRunCoordinator, config["run_coordinator"]["config"])
+    assert config["run_coordinator"]["class"] == "ModelRunCoordinator"
+    _validate(ModelRunCoordinator, config["run_coordinator"]["config"])
     with pytest.raises(AssertionError, match="unexpected config entry"):
         _validate(k8s.K8sRunLauncher, {**config["run_launcher"]["config"], "gpus": 2})
 

@@ -2,8 +2,9 @@
 can check it: the Helm values against the chart's schema and Dagster's config schemas, the
 Kubernetes Jobs that dagster-k8s's own K8sRunLauncher makes of a model's run, and the objects the
 project ships, validated against the Kubernetes schemas (kubernetes-validate, offline), with no
-secret in plain text anywhere. No Helm, Docker or cluster runs here: docs/kubernetes.md says what
-that leaves unchecked."""
+secret in plain text anywhere; the Dockerfile as BuildKit's parser reads it; the real chart
+rendered by the real helm where both are given. No Docker or cluster runs here: docs/kubernetes.md
+says what that leaves unchecked."""
 
 from __future__ import annotations
 
