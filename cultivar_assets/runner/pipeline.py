@@ -249,12 +249,12 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
                     since = time.perf_counter()
                     finish(step.timing_name(partition), since,
                            runner.run(planned(key), tags, indent="    "))
-        rows, reads = _verified_reads(store)
+        rows, reads = _verified_reads(store, settings.data.kind == "built")
     summary = None
     if settings.data.kind == "built":
         tools = settings.construction.annotation.tools_path()
         summary = BuildSummary(
-            table1=store.query("built_annotation_summary"),
+            table1=reads[BUILT_TABLE1],
             tools={loc: str(tools / loc / "index.html")
                    for loc in settings.construction.localisation.locale_keys()},
             annotation_folder=str(settings.construction.annotation.folder_path()),
@@ -286,20 +286,24 @@ def _run_together(runner: _Steps, settings: Settings, planned: list[plan.Planned
             f"{settings.construction.annotation.tools_path()}):\n" + "\n".join(failures))
 
 
-# what a run prints besides the leaderboard (named queries), read with it (_verified_reads)
+# what a run prints besides the leaderboard (named queries), read with it (_verified_reads);
+# with data of kind "built", Table 1 of the build as well
 VERIFIED_READS = ("leaderboard_other_metrics", "site_models", "dataset_notes",
                   "missing_test_sets")
+BUILT_TABLE1 = "built_annotation_summary"
 
 
-def _verified_reads(store: Store) -> tuple[list[dict], dict[str, list[dict]]]:
-    """The leaderboard and the rows of :data:`VERIFIED_READS`, read in one connection with the
-    file's write generation: only when no other process wrote since this run's last write or
-    look (what the run computed or verified); otherwise :class:`ConcurrentWriteError`."""
+def _verified_reads(store: Store, built: bool) -> tuple[list[dict], dict[str, list[dict]]]:
+    """The leaderboard and the rows of :data:`VERIFIED_READS` (and :data:`BUILT_TABLE1` when
+    ``built``), read in one connection with the file's write generation: only when no other
+    process wrote since this run's last write or look (what the run computed or verified);
+    otherwise :class:`ConcurrentWriteError`."""
     seen = seen_generation(store.path)
     with store.reader() as reader:
         state = reader.rows("read_write_state")
         rows = reader.rows("leaderboard")
-        reads = {name: reader.rows(name) for name in VERIFIED_READS}
+        reads = {name: reader.rows(name)
+                 for name in VERIFIED_READS + ((BUILT_TABLE1,) if built else ())}
     now = state[0]["generation"] if state else 0
     if now != seen:
         writer = state[0]["writer"] if state else "unknown"
