@@ -59,7 +59,7 @@ def test_the_demos_hand_in_line_names_a_folder_in_the_users_home():
 
 
 def test_a_model_selection_in_words():
-    from cultivar_assets.cli import selection_text
+    from cultivar_assets.cli.pipeline_run import selection_text
 
     assert selection_text(["suite:demo"]) == "the models of suite demo"
     assert selection_text(["shouty-reference-v1"]) == "shouty-reference-v1"

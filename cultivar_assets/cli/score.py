@@ -55,7 +55,7 @@ def _registered(settings, submission) -> str | None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from cultivar_assets.cli import _run
+    from cultivar_assets.cli.pipeline_run import run_and_report
     from cultivar_assets.data.sources import load_benchmark
     from cultivar_assets.engines.submission import SubmissionError, read_submission
 
@@ -73,7 +73,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         print_error(f"cultivar score: {problem}\nNothing was written.")
         return 1
     settings.models = [submission.model_id]
-    return _run(settings)
+    return run_and_report(settings)
 
 
 def add_score_parser(sub) -> None:
