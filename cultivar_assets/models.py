@@ -118,6 +118,19 @@ def load_models(path: str | Path | None = None) -> Registry[ModelSpec]:
     return registry
 
 
+def _registry_text_and_entries(path: Path) -> tuple[str, list]:
+    """The registry file's text and its ``models`` entries as the strict loader reads them
+    (ModelRegistryError for a file that cannot be read or is no mapping)."""
+    try:
+        text = read_text_file(path, "model registry")
+        document = load_yaml_text(text, f"model registry {path}") or {}
+    except ConfigFileError as error:
+        raise ModelRegistryError(str(error)) from None
+    if not isinstance(document, dict):
+        raise ModelRegistryError(f"model registry {path} must be a mapping with a 'models' list")
+    return text, document.get("models") or []
+
+
 def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
     """Append ``entry`` to the registry file at ``path`` after validating the whole registry.
 
@@ -131,14 +144,7 @@ def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
     leaves it byte for byte as it was.
     """
     path = Path(path)
-    try:
-        text = read_text_file(path, "model registry")
-        document = load_yaml_text(text, f"model registry {path}") or {}
-    except ConfigFileError as error:
-        raise ModelRegistryError(str(error)) from None
-    if not isinstance(document, dict):
-        raise ModelRegistryError(f"model registry {path} must be a mapping with a 'models' list")
-    existing = document.get("models") or []
+    text, existing = _registry_text_and_entries(path)
     specs = parse_models([*existing, entry], f"{path} + new entry")
     try:
         new_text = _appended(text, entry)
@@ -225,14 +231,7 @@ def remove_model_entry(path: str | Path, model_id: str) -> bool:
     the other entries (otherwise ModelRegistryError), and replaces the file atomically.
     """
     path = Path(path)
-    try:
-        text = read_text_file(path, "model registry")
-        document = load_yaml_text(text, f"model registry {path}") or {}
-    except ConfigFileError as error:
-        raise ModelRegistryError(str(error)) from None
-    if not isinstance(document, dict):
-        raise ModelRegistryError(f"model registry {path} must be a mapping with a 'models' list")
-    existing = document.get("models") or []
+    text, existing = _registry_text_and_entries(path)
     kept = [e for e in existing if not (isinstance(e, dict) and e.get("id") == model_id)]
     if len(kept) == len(existing):
         return False

@@ -87,8 +87,9 @@ from cultivar_assets.store.database import Reader, Store
 from cultivar_assets.textdiff import mode_for_script
 
 Progress = Callable[[str], None]
-PUBLIC_STATIC = ("fonts.css", "style.css", "cultivar.js", "cultivar-shards.js", *TEXTDIFF_STATIC,
-                 "cultivar-csv.js", "cultivar-browse.js", "cultivar-query.js", "favicon.svg")
+PUBLIC_STATIC = ("fonts.css", "style.css", "script-check.js", "cultivar.js", "cultivar-shards.js",
+                 *TEXTDIFF_STATIC, "cultivar-csv.js", "cultivar-browse.js", "cultivar-query.js",
+                 "favicon.svg")
 __all__ = ["HIDDEN_OUTPUT", "MANIFEST", "SiteSummary", "build_site", "chart_inputs",
            "model_slug", "vega_bundle"]
 

@@ -9,7 +9,8 @@ with a ``.cultivar-build.json`` manifest. The page needs no network and no serve
 ``file://``; its Content-Security-Policy (``tool_head.html.j2``) allows only its own scripts and
 styles and no connections.
 
-Every tool gets :data:`COMMON_STATIC` (``fonts.css``, ``tool.css``, ``tool-common.js``: autosave in
+Every tool gets :data:`COMMON_STATIC` (``fonts.css``, ``tool.css``, ``script-check.js``: the
+check of letters drawn as empty boxes, shared with the site's pages; ``tool-common.js``: autosave in
 ``localStorage``, status and error messages, JSON download and load, the questions before a reset
 and before loading over work not yet downloaded, the notice of a frozen field, the instructions
 collapsed after a task's first visit, and the keys shared by the tools, whose single-key
@@ -25,7 +26,7 @@ from typing import Any
 from cultivar_assets.files import replace_folder
 from cultivar_assets.site.pages import PageWriter
 
-COMMON_STATIC = ("fonts.css", "tool.css", "tool-common.js")
+COMMON_STATIC = ("fonts.css", "tool.css", "script-check.js", "tool-common.js")
 
 
 def build_tool_folder(out_dir: str | Path, template: str, static_files: Sequence[str],

@@ -368,31 +368,10 @@
   });
 
   // Can this browser draw the page's text in each locale language? As the annotation tools
-  // check (static/tool-common.js, checkScript): each distinct letter of the elements with that
-  // lang is drawn on a canvas in their font and compared with the drawing of U+0378 (unassigned:
-  // every font draws its "missing glyph" box for it); the letters drawn the same show as empty
-  // boxes. The notice (base.html.j2, #script-notice) names the languages, how many letters, and
+  // check (static/tool-common.js, checkScript), with the same check (static/script-check.js):
+  // each distinct letter of the elements with that lang, in their font. The notice (base.html.j2, #script-notice) names the languages, how many letters, and
   // what to install; pages that add text later (the segment browser) call it again.
-  var MISSING = "\u0378", SIZE = 48;
-  function undrawable(letters, font) {
-    var canvas = document.createElement("canvas");
-    canvas.width = canvas.height = SIZE;
-    var context = canvas.getContext("2d", { willReadFrequently: true });
-    function picture(text) {
-      context.clearRect(0, 0, SIZE, SIZE);
-      context.font = (SIZE / 2) + "px " + font;
-      context.textBaseline = "middle";
-      context.fillStyle = "#000";
-      context.fillText(text, 4, SIZE / 2);
-      return context.getImageData(0, 0, SIZE, SIZE).data;
-    }
-    var box = picture(MISSING);
-    function same(a) {
-      for (var i = 0; i < a.length; i += 1) { if (a[i] !== box[i]) { return false; } }
-      return true;
-    }
-    return letters.filter(function (letter) { return same(picture(letter)); });
-  }
+  var undrawable = window.cultivarUndrawable;  // static/script-check.js
 
   function checkScripts() {
     var notice = document.getElementById("script-notice");

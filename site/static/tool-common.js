@@ -372,32 +372,10 @@
   }
 
   // Can this browser draw the page's text in the locale's language? Each distinct letter of the
-  // elements with lang="<notice's data-lang>" is drawn on a canvas in their font and compared
-  // with the drawing of U+0378 (unassigned: every font draws its "missing glyph" box for it); the
-  // letters drawn the same are the ones shown as empty boxes. (document.fonts.check cannot tell:
-  // it is true whenever no web font is to be loaded, installed fonts or not.) The notice says
+  // elements with lang="<notice's data-lang>" is checked in their font (static/script-check.js:
+  // the letters drawn as the "missing glyph" box of U+0378). The notice says
   // how many, which, and what to install; data-checked="true" when the check has run.
-  var MISSING = "\u0378";
-  var SIZE = 48;
-  function undrawable(letters, font) {
-    var canvas = document.createElement("canvas");
-    canvas.width = canvas.height = SIZE;
-    var context = canvas.getContext("2d", {willReadFrequently: true});
-    function picture(text) {
-      context.clearRect(0, 0, SIZE, SIZE);
-      context.font = (SIZE / 2) + "px " + font;
-      context.textBaseline = "middle";
-      context.fillStyle = "#000";
-      context.fillText(text, 4, SIZE / 2);
-      return context.getImageData(0, 0, SIZE, SIZE).data;
-    }
-    var box = picture(MISSING);
-    function same(a) {
-      for (var i = 0; i < a.length; i += 1) { if (a[i] !== box[i]) { return false; } }
-      return true;
-    }
-    return letters.filter(function (letter) { return same(picture(letter)); });
-  }
+  var undrawable = window.cultivarUndrawable;  // static/script-check.js
 
   function checkScript(notice) {
     var lang = notice.getAttribute("data-lang");
