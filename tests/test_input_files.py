@@ -213,7 +213,51 @@ READERS = {
         except EngineLoadError as error:
             print(error)
         """,
+    "a Cultivar data file": """
+        import os
+        from pathlib import Path
+        from cultivar_assets.data.cultivar_files import find_locale_files, read_locale
+        from cultivar_assets.data.testsets import DataError
+        folder = Path(TMP) / "cultivar"
+        folder.mkdir()
+        os.symlink(PATH, folder / "deu_Latn_Germany.jsonl")
+        try:
+            read_locale("deu_Latn_Germany", find_locale_files(folder)["deu_Latn_Germany"])
+        except DataError as error:
+            print(error)
+        """,
+    "a FLORES file": """
+        import os
+        from pathlib import Path
+        from cultivar_assets.data.flores import LocalFlores
+        from cultivar_assets.data.testsets import DataError
+        folder = Path(TMP) / "flores" / "dev"
+        folder.mkdir(parents=True)
+        os.symlink(PATH, folder / "deu_Latn.dev")
+        try:
+            LocalFlores(folder.parent).read(["deu_Latn"])
+        except DataError as error:
+            print(error)
+        """,
+    "a source benchmark table": """
+        import os
+        from pathlib import Path
+        from cultivar_assets.data.source_benchmark import (
+            SourceBenchmarkConfig, load_source_benchmark)
+        from cultivar_assets.data.testsets import DataError
+        table = Path(TMP) / "benchmark.tsv"
+        os.symlink(PATH, table)
+        try:
+            load_source_benchmark(SourceBenchmarkConfig(kind="files", path=str(table)))
+        except DataError as error:
+            print(error)
+        """,
 }
+# where a reader finds the file through a link of its own folder, the message names the link
+LINKED = {"lm-eval samples": ("lm-eval", "model", SAMPLES),
+          "a Cultivar data file": ("cultivar", "deu_Latn_Germany.jsonl"),
+          "a FLORES file": ("flores", "dev", "deu_Latn.dev"),
+          "a source benchmark table": ("benchmark.tsv",)}
 
 
 @pytest.mark.parametrize("reader", list(READERS))
@@ -225,8 +269,8 @@ def test_a_file_that_is_not_a_regular_file_is_refused_without_reading_it(reader,
         "TMP", repr(str(tmp_path))).replace("SAMPLES", repr(SAMPLES))
     printed = run_child(f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n" + code,
                         tmp_path)
-    if reader == "lm-eval samples":  # named by the link lm-eval's folder holds
-        path = tmp_path / "lm-eval" / "model" / SAMPLES
+    if reader in LINKED:  # named by the link its folder holds
+        path = tmp_path.joinpath(*LINKED[reader])
     # one line names the file and what it is (the tool files' readers head their list of
     # problems with a line of its own)
     assert any(str(path) in line and said in line for line in printed.splitlines()), printed

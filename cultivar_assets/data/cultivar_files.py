@@ -21,10 +21,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cultivar_assets.data.locales import locale_registry
-from cultivar_assets.data.testsets import DataError, Instance
+from cultivar_assets.data.testsets import DataError, Instance, data_text, read_data_file
 
 CANONICAL_COLUMNS = (
     "id",
@@ -38,12 +39,22 @@ REQUIRED_COLUMNS = ("id", "source_localised", "english_localised")
 ORIGINAL_COLUMNS = ("source_original", "english_original")
 
 
+DATA_SUFFIXES = (".jsonl", ".parquet")
+
+
 def _data_files(root: Path) -> list[Path]:
+    """The data files of the accepted layouts (module docstring): ``.jsonl`` and ``.parquet``
+    files in ``root``, in a folder directly inside it, and in a folder directly inside
+    ``root/data``; no deeper folder is listed. Anything of those names but a folder is returned
+    (a FIFO or a device is then refused by its reader, not passed over)."""
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"Cultivar dataset directory {root} does not exist")
-    return [p for p in sorted(root.rglob("*"))
-            if p.suffix in (".jsonl", ".parquet") and p.is_file()]
+    folders = [root, *(p for p in root.iterdir() if p.is_dir())]
+    if (root / "data").is_dir():
+        folders += [p for p in (root / "data").iterdir() if p.is_dir()]
+    return sorted({p for folder in folders for p in folder.iterdir()
+                   if p.suffix in DATA_SUFFIXES and not p.is_dir()})
 
 
 def _locale_of(path: Path) -> str | None:
@@ -77,11 +88,12 @@ Row = tuple[str, dict]  # (where: "file:line" or "file row n", the row)
 
 def _read_rows(path: Path) -> list[Row]:
     try:
+        data = read_data_file(path, "Cultivar data file")
         if path.suffix == ".parquet":
             return [(f"{path} row {i}", row)
-                    for i, row in enumerate(pq.read_table(path).to_pylist(), 1)]
+                    for i, row in enumerate(pq.read_table(pa.BufferReader(data)).to_pylist(), 1)]
         rows = []
-        with path.open(encoding="utf-8") as handle:
+        with data_text(data) as handle:
             for number, line in enumerate(handle, 1):
                 if line.strip():
                     try:

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cultivar_assets.data.locales import source_languages
-from cultivar_assets.data.testsets import DataError
+from cultivar_assets.data.testsets import DataError, data_text, read_data_file
 from cultivar_assets.secrets import register, secret_from_env
 
 ENGLISH = "eng_Latn"
@@ -158,15 +159,16 @@ def _rows_to_file(rows: list[dict], columns: set[str], where: str, split: str) -
 
 def read_table(path: Path, where: str) -> tuple[list[dict], set[str]]:
     """Rows and column names of a parquet or JSON Lines file."""
+    data = read_data_file(path, "data file")
     if path.suffix == ".parquet":
         try:
-            table = pq.read_table(path)
+            table = pq.read_table(pa.BufferReader(data))
         except Exception as error:
             raise DataError(f"cannot read {where}: {error}") from error
         return table.to_pylist(), set(table.column_names)
     rows: list[dict] = []
     try:
-        with path.open(encoding="utf-8") as handle:
+        with data_text(data) as handle:
             for number, line in enumerate(handle, 1):
                 if not line.strip():
                     continue
@@ -184,7 +186,7 @@ def read_table(path: Path, where: str) -> tuple[list[dict], set[str]]:
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data_text(read_data_file(path, "FLORES file")).read()
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"cannot read FLORES file {path}: {error}") from error
     lines = text.split("\n")
@@ -196,7 +198,7 @@ def _read_lines(path: Path) -> list[str]:
 def read_metadata_tsv(path: Path) -> list[tuple[str | None, str | None]]:
     """(domain, topic) of each line from a FLORES-200 ``metadata_<split>.tsv`` (row i = line i)."""
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with data_text(read_data_file(path, "FLORES metadata"), newline="") as handle:
             reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
             missing = [c for c in ("domain", "topic") if c not in (reader.fieldnames or [])]
             if missing:
@@ -249,7 +251,7 @@ class LocalFlores:
             for path in self._candidates(code):
                 if path.is_dir():
                     raise DataError(f"{path} is a directory, not a FLORES file")
-                if path.is_file():
+                if path.exists():  # anything but a regular file is refused by its reader
                     if path.suffix in _TABLE_SUFFIXES:
                         rows, columns = read_table(path, str(path))
                         return _rows_to_file(rows, columns, str(path), self.split)

@@ -48,7 +48,7 @@ from cultivar_assets.data.flores import (
 )
 from cultivar_assets.data.locales import get_locale, source_languages
 from cultivar_assets.data.sources import demo_dataset_dir
-from cultivar_assets.data.testsets import DataError
+from cultivar_assets.data.testsets import DataError, data_text, read_data_file
 from cultivar_assets.files import file_sha256
 
 
@@ -241,7 +241,7 @@ def _check_missing(config: SourceBenchmarkConfig, missing: dict[str, str]) -> No
 
 def _read_tsv(path: Path) -> tuple[list[dict], set[str]]:
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with data_text(read_data_file(path, "source benchmark file"), newline="") as handle:
             reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
             rows = []
             for number, row in enumerate(reader, 2):
@@ -266,7 +266,7 @@ def _files_benchmark(config: SourceBenchmarkConfig) -> SourceBenchmark:
     if not config.path:
         raise DataError("source benchmark 'files' needs path: a .jsonl, .tsv or .parquet table")
     path = Path(config.path)
-    if not path.is_file():
+    if not path.exists():
         raise DataError(f"source benchmark file {path} does not exist")
     if path.suffix == ".tsv":
         rows, columns = _read_tsv(path)

@@ -35,6 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from cultivar_assets.config_files import MAX_CONFIG_BYTES, ConfigFileError, read_input_file
 from cultivar_assets.data.build_record import check_originals_source, source_description
 from cultivar_assets.data.cultivar_files import (
     ORIGINAL_COLUMNS,
@@ -75,8 +76,10 @@ def read_built_manifest(folder: Path) -> dict:
     if not Path(folder).is_dir():
         raise DataError(f"no built Cultivar dataset in {folder} (the folder does not exist): {how}")
     try:
-        manifest = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
+        manifest = json.loads(read_input_file(path, "dataset manifest", MAX_CONFIG_BYTES))
+    except ConfigFileError as error:
+        if path.exists():
+            raise DataError(str(error)) from None
         raise DataError(f"{folder} is not a Cultivar dataset built by this project (no "
                         f"{MANIFEST}): {how}") from None
     except (OSError, ValueError) as error:

@@ -14,10 +14,13 @@ A model's work is a list of test sets:
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Literal
 
+from cultivar_assets.config_files import ConfigFileError, read_input_file
 from cultivar_assets.data.locales import (
     cultivar_test_set_name,
     flores_test_set_name,
@@ -29,6 +32,26 @@ TestSetKind = Literal["flores", "cultivar"]
 
 class DataError(ValueError):
     """Bad or missing benchmark data; the message names the file, locale or column."""
+
+
+MAX_DATA_FILE_BYTES = 1 << 30  # a data file (FLORES, a Cultivar locale, a source table): 1 GiB
+
+
+def read_data_file(path: Path, what: str, max_bytes: int = MAX_DATA_FILE_BYTES) -> bytes:
+    """The bytes of a data file, read only when it is a regular file of at most ``max_bytes``
+    (``config_files.read_input_file``: checked before reading); DataError in one line naming
+    the file otherwise."""
+    try:
+        return read_input_file(path, what, max_bytes)
+    except ConfigFileError as error:
+        raise DataError(str(error)) from None
+
+
+def data_text(data: bytes, newline: str | None = None) -> io.StringIO:
+    """UTF-8 ``data`` as a text stream, lines as a file opened with ``newline`` reads them
+    (None: ``\\r\\n`` and ``\\r`` end lines as ``\\n`` does; ``""`` for the csv module).
+    UnicodeDecodeError for text that is not UTF-8."""
+    return io.StringIO(data.decode("utf-8"), newline=newline)
 
 
 @dataclass(frozen=True)
