@@ -75,6 +75,16 @@ def test_chat_requests_return_the_server_text_in_order(server):
         assert body["messages"][1]["role"] == "user"
 
 
+def test_each_answer_is_reported_as_it_arrives(server):
+    """Issue 35: progress moves per answered request, not once when the batch returns."""
+    engine = make_engine(server.url, max_concurrency=3)
+    texts = [f"satz {i}" for i in range(7)]
+    reported: list[int] = []
+    outputs = engine.generate_reporting([chat(t) for t in texts], reported.append)
+    assert outputs == [f"EN: {t}" for t in texts]
+    assert reported == [1] * len(texts)
+
+
 def test_plain_requests_use_completions_and_no_stop_is_omitted(server):
     engine = make_engine(server.url, model="served-name")
     outputs = engine.generate([plain("eins"), plain("zwei"), chat("drei")])

@@ -196,3 +196,22 @@ def test_rows_are_reported_as_they_finish(tmp_path, tiny_model_dir):
     outputs = engine.generate_reporting(requests, reported.append)  # one batch (batch_size 8)
     assert sum(reported) == len(requests) and len(reported) > 1, reported
     assert outputs == engine.generate(requests)
+
+
+def test_generate_reports_rows_as_they_end_within_a_batch(tmp_path, tiny_model_dir):
+    """Issue 35: with ``decoding: generate`` too, progress moves as rows end (at a stop string
+    here), not once per batch; the outputs are generate's own."""
+    from dataclasses import replace
+
+    engine = _engine(tmp_path, tiny_model_dir, "base-fewshot", "generate")
+    plain = _requests("base-fewshot", max_new_tokens=12)
+    unstopped = engine.generate([replace(r, stop=()) for r in plain])
+    # each row's stop: a piece of its own greedy output, ending after a different number of
+    # characters, so that the rows end at different steps
+    requests = [replace(r, stop=(text[2 + 2 * i:4 + 2 * i],))
+                for i, (r, text) in enumerate(zip(plain, unstopped, strict=True))]
+    assert all(r.stop[0] for r in requests), unstopped
+    reported: list[int] = []
+    outputs = engine.generate_reporting(requests, reported.append)  # one batch (batch_size 8)
+    assert sum(reported) == len(requests) and len(reported) > 1, reported
+    assert outputs == engine.generate(requests)

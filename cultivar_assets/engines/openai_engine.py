@@ -69,7 +69,7 @@ import json
 import os
 import re
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -212,12 +212,24 @@ class OpenAIEngine(Engine):
         results = self.generate_detailed(requests)
         return [r.text if isinstance(r, Generation) else r for r in results]
 
+    def generate_reporting(
+        self, requests: Sequence[GenerationRequest], finished: Callable[[int], None]
+    ) -> list[str | GenerationFailure]:
+        """:meth:`generate`, reporting each request as its answer arrives."""
+        results = self._detailed(requests, finished)
+        return [r.text if isinstance(r, Generation) else r for r in results]
+
     def generate_detailed(
         self, requests: Sequence[GenerationRequest]
     ) -> list[Generation | GenerationFailure]:
+        return self._detailed(requests, lambda _count: None)
+
+    def _detailed(self, requests: Sequence[GenerationRequest], finished: Callable[[int], None]
+                  ) -> list[Generation | GenerationFailure]:
         results: list[Generation | GenerationFailure | None] = [None] * len(requests)
         for index, result in self.generate_as_completed(requests):
             results[index] = result
+            finished(1)
         return [r for r in results if r is not None]
 
     def generate_as_completed(

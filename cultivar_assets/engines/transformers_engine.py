@@ -110,9 +110,9 @@ class TransformersEngine(Engine):
 
     def generate_reporting(self, requests: Sequence[GenerationRequest],
                            finished: Callable[[int], None]) -> list[str]:
-        """:meth:`generate`, reporting each request as it finishes: with shared-prefix
-        decoding, the rows of a batch one by one; with ``generate``, each batch of
-        ``batch_size`` as a whole."""
+        """:meth:`generate`, reporting each request as it finishes: the rows of a batch one by
+        one, with shared-prefix decoding as they leave the batch, with ``generate`` as
+        :class:`_FinishedRows` sees them end (the rest when the batch returns)."""
         import torch
 
         if self._shared_prefix is not None:
@@ -133,6 +133,8 @@ class TransformersEngine(Engine):
                 texts, return_tensors="pt", padding=True, add_special_tokens=not chat
             ).to(self.device)
             stops = sorted({s for r in batch for s in r.stop})
+            rows = _FinishedRows(self.tokenizer, encoded["input_ids"].shape[1], stops,
+                                 self.model.generation_config.eos_token_id, finished)
             with torch.inference_mode():
                 generated = self.model.generate(
                     **encoded,
@@ -141,10 +143,11 @@ class TransformersEngine(Engine):
                     stop_strings=stops or None,
                     tokenizer=self.tokenizer if stops else None,
                     pad_token_id=self.tokenizer.pad_token_id,
+                    stopping_criteria=rows.criteria(),
                 )
             new_tokens = generated[:, encoded["input_ids"].shape[1]:]
             outputs += self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-            finished(len(batch))
+            finished(len(batch) - rows.reported)
         return outputs
 
     def generate_detailed(
@@ -166,3 +169,47 @@ class TransformersEngine(Engine):
     def close(self) -> None:
         del self.model
         release_memory()
+
+
+class _FinishedRows:
+    """Reports the rows of one ``model.generate`` batch as they end, for the progress bar: a
+    row has ended once its new tokens hold an end-of-sequence token or its decoded text holds
+    one of the batch's stop strings (the two ways ``generate`` ends a row before
+    ``max_new_tokens``). Called by ``generate`` after each step as a stopping criterion that
+    never stops anything, so the outputs are ``generate``'s own."""
+
+    def __init__(self, tokenizer, prompt_length: int, stops: Sequence[str], eos,
+                 finished: Callable[[int], None]) -> None:
+        self.tokenizer, self.prompt_length, self.stops = tokenizer, prompt_length, tuple(stops)
+        self.eos = set(eos if isinstance(eos, list | tuple) else [] if eos is None else [eos])
+        self.finished, self.done, self.reported = finished, set(), 0
+
+    def criteria(self):
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        rows = self
+
+        class Report(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                import torch
+
+                rows.step(input_ids[:, rows.prompt_length:])
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool,
+                                   device=input_ids.device)
+
+        return StoppingCriteriaList([Report()])
+
+    def step(self, new_tokens) -> None:
+        ended = 0
+        for row in range(new_tokens.shape[0]):
+            if row in self.done:
+                continue
+            tokens = new_tokens[row].tolist()
+            if (self.eos and self.eos.intersection(tokens)) or (self.stops and any(
+                    stop in self.tokenizer.decode(tokens, skip_special_tokens=True)
+                    for stop in self.stops)):
+                self.done.add(row)
+                ended += 1
+        if ended:
+            self.reported += ended
+            self.finished(ended)
