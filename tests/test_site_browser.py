@@ -26,6 +26,7 @@ from site_helpers import (
     widen_store,
 )
 
+from cultivar_assets.engines.outputs import SUBMITTED_PREFIX
 from cultivar_assets.metrics.bootstrap import (
     BootstrapConfig,
     difference_interval,
@@ -287,6 +288,11 @@ def wide_site(site_dir, tmp_path_factory):
     store = widen_store(Store(root / "site.duckdb"), "copy-source-baseline", WIDE_NAMES)
     with duckdb.connect(str(store.path)) as con:
         con.execute("DELETE FROM raw.reported_results")
+        # one twin's outputs were submitted (its row carries the "outputs submitted" tag)
+        con.execute("UPDATE raw.models SET engine = 'outputs' WHERE model_id = ?", [TWINS[0]])
+        con.execute("UPDATE raw.model_runs SET engine = 'outputs', engine_version = ? "
+                    "WHERE model_id = ?", [f"{SUBMITTED_PREFIX}sacre-harness 1.0; digest x",
+                                           TWINS[0]])
     build_site(store, root / "site", query_page="off")
     return root / "site"
 
@@ -471,6 +477,11 @@ def test_model_names_are_whole_and_the_delta_comes_first(browser, wide_site, wid
         for n in names:
             assert not n["cut"] and n["title"] == n["name"], n
             assert n["text"].replace("\n", "") == n["name"], n
+        tag = page.locator("#leaderboard tbody th small.submitted")  # never cut either
+        assert tag.count() == 1 and tag.inner_text().startswith("outputs submitted")
+        assert tag.evaluate("t => t.scrollWidth <= t.clientWidth + 1 && "
+                            "t.getBoundingClientRect().right <= "
+                            "t.closest('th').getBoundingClientRect().right + 1")
         headers = page.locator("#leaderboard thead th").all_inner_texts()
         assert [" ".join(h.split()).rstrip(" ▲▼") for h in headers[:3]] == [
             "Model", "∆BLEU", "∆chrF"]
