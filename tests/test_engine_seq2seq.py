@@ -111,6 +111,9 @@ def test_batched_output_equals_one_by_one_in_request_order(tmp_path, nllb_dir, m
     assert batched == single
     assert len(set(single)) > 1 and all(isinstance(text, str) for text in single)
     assert [call["input_ids"].shape[0] for call in calls] == [3, 2]  # 5 requests, batch 3
+    reported: list[int] = []  # progress moves per batch, not once for all requests
+    assert batched_engine.generate_reporting(requests, reported.append) == batched
+    assert reported == [3, 2]
     # sorted by length: the longest source (index 1) opens the first batch, right-padded
     first = calls[0]
     assert first["input_ids"].shape[1] == len(batched_engine.encode(requests[1]))

@@ -20,7 +20,7 @@ length, generated in right-padded batches of ``batch_size`` and returned in requ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cultivar_assets.data.locales import source_languages
@@ -161,6 +161,11 @@ class Seq2SeqEngine(Engine):
         return list(self.tokenizer(f"{MADLAD_TARGET} {request.source}").input_ids)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        return self.generate_reporting(requests, lambda _count: None)
+
+    def generate_reporting(self, requests: Sequence[GenerationRequest],
+                           finished: Callable[[int], None]) -> list[str]:
+        """:meth:`generate`, reporting each batch of ``batch_size`` requests as it is done."""
         import torch
 
         encoded = [self.encode(request) for request in requests]
@@ -192,6 +197,7 @@ class Seq2SeqEngine(Engine):
                 # as a new token, as in generate()); cut to this request's own limit.
                 new = generated[row, 1:1 + requests[i].max_new_tokens]
                 outputs[i] = self.tokenizer.decode(new, skip_special_tokens=True)
+            finished(len(batch))
         return outputs
 
     def close(self) -> None:
