@@ -104,3 +104,16 @@ def test_parameter_counts_keep_their_first_digits(value, text):
 
     assert format_params(value) == text
     assert format_value(value, "params_total_b") == text
+
+
+def test_notes_from_inputs_are_printed_escaped_and_never_as_markup(capsys):
+    """Issue 37: a data note naming a file whose name holds an escape sequence, a bidi override
+    or rich markup is printed as text: the escapes escaped, the markup as written."""
+    from cultivar_assets.cli.pipeline_run import _print_missing
+
+    _print_missing([{"note": "file \x1b[31mred\u202eevil[bold]x[/bold].jsonl names no locale"}],
+                   [{"test_set": "cultivar_x", "reason": "\x1b]0;title\x07"}])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    assert "\\x1b[31mred\\u202eevil[bold]x[/bold].jsonl" in out
+    assert "\\x1b]0;title\\x07" in out

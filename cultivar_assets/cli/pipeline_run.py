@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cultivar_assets.cli.build import _hand_in_line, print_table1
-from cultivar_assets.cli.common import _console
+from cultivar_assets.cli.common import _console, printable
 from cultivar_assets.settings import Settings
 
 
@@ -70,7 +70,9 @@ def selection_text(selection: list[str]) -> str:
 def run_and_report(settings: Settings) -> int:
     """``cultivar run`` / ``demo`` / ``score``: run the pipeline on ``settings`` and print what
     this run computed or verified (the leaderboard, notes, the built dataset's Table 1, where the
-    database and the site are, the steps' times); 0 when it finished."""
+    database and the site are, the steps' times); 0 when it finished. Text that comes from
+    inputs (file names, notes, reasons) is printed as it is, never read as markup, with escape
+    sequences and bidi overrides escaped (:func:`printable`)."""
     from cultivar_assets.runner import run_pipeline
 
     console = _console()
@@ -92,7 +94,7 @@ def run_and_report(settings: Settings) -> int:
     notice = will_fetch(settings.site.query_page, settings.site.web_cache_path())
     if notice:  # said once, before the run reaches the network (the site step runs npm)
         console.print(notice[0].upper() + notice[1:], markup=False)
-    result = run_pipeline(settings, say=console.print)
+    result = run_pipeline(settings, say=lambda text: console.print(printable(text), markup=False))
     verified = result.verified  # read with the leaderboard: what this run computed or verified
     _print_leaderboard(result.leaderboard, verified["leaderboard_other_metrics"])
     _print_submitted(verified["site_models"], {row["model_id"] for row in result.leaderboard})
@@ -106,13 +108,13 @@ def run_and_report(settings: Settings) -> int:
         console.print(f"Post-editing tool pages: {folder}/<locale>/index.html (e.g. "
                       f"{tools[0][1] if tools else '-'}; open one in a browser)")
         console.print(_hand_in_line(settings))
-        console.print(f"Dataset: {result.build.dataset_folder}")
+        console.print(printable(f"Dataset: {result.build.dataset_folder}"), markup=False)
     console.print(f"\nDatabase: {result.database}")
     console.print(f"Site: {result.site}/index.html (open it, or: cultivar serve)")
     from cultivar_assets.files import read_manifest
 
     for note in (read_manifest(Path(result.site)) or {}).get("notes", []):
-        console.print(f"Site note: {note}")
+        console.print(printable(f"Site note: {note}"), markup=False)
     console.print("Time: " + ", ".join(
         f"{name} {'reused' if name in result.reused else f'{seconds:.0f} s'}"
         for name, seconds in result.steps))
@@ -133,7 +135,7 @@ def _print_submitted(site_models: list[dict], shown: set[str]) -> None:
     for row in site_models:
         note = submitted_note(row["engine"], row["engine_version"])
         if note and row["model_id"] in shown:
-            _console().print(f"{row['model_id']}: {note}", markup=False)
+            _console().print(printable(f"{row['model_id']}: {note}"), markup=False)
 
 
 def _print_missing(notes: list[dict], missing: list[dict]) -> None:
@@ -141,9 +143,9 @@ def _print_missing(notes: list[dict], missing: list[dict]) -> None:
     sets it could not provide (``missing_test_sets``' rows), each with its reason (a ∆ shown as
     '–' is otherwise unexplained)."""
     for row in notes:  # e.g. files that name no locale, not read
-        _console().print(f"Data note: {row['note']}", markup=False)
+        _console().print(printable(f"Data note: {row['note']}"), markup=False)
     if missing:
         _console().print(f"Not evaluated: {len(missing)} test set(s) missing from the data "
                          "(their ∆ is '–'):")
         for row in missing:
-            _console().print(f"  {row['test_set']}: {row['reason']}", markup=False)
+            _console().print(printable(f"  {row['test_set']}: {row['reason']}"), markup=False)
