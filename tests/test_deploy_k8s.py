@@ -58,6 +58,9 @@ def _validate_k8s(manifest: dict) -> None:
     kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
 
 
+KUBERNETES_KEY_FIELDS = frozenset({"key"})
+
+
 def plaintext_secrets(tree: Any, path: str = "") -> list[str]:
     """Where ``tree`` (a manifest, values, a config) holds a secret in plain text: an
     environment variable whose name is a secret's (``*_TOKEN``, ``*_KEY``, …) with a literal
@@ -72,7 +75,11 @@ def plaintext_secrets(tree: Any, path: str = "") -> list[str]:
         for key, value in tree.items():
             here = f"{path}.{key}" if path else str(key)
             snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(key)).lower()
-            if isinstance(value, str) and value and misplaced_secrets({snake: value}):
+            # Kubernetes' ``key`` fields name a taint, a label or an entry of a Secret (a
+            # toleration's, a match expression's, a secretKeyRef's): never a secret themselves
+            # (their values are still checked below, as every string is)
+            if (isinstance(value, str) and value and key not in KUBERNETES_KEY_FIELDS
+                    and misplaced_secrets({snake: value})):
                 problems.append(f"{here}: a secret's key with a value")
             problems.extend(plaintext_secrets(value, here))
     elif isinstance(tree, list):
