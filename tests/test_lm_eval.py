@@ -335,7 +335,7 @@ def test_a_limited_run_imports_with_score_but_is_not_scored(tmp_path, homes, tes
         path.write_text("".join(path.read_text("utf-8").splitlines(keepends=True)[:2]), "utf-8")
     config = tmp_path / "cultivar.yaml"
     config.write_text(yaml.safe_dump({"database": str(tmp_path / "results.duckdb"),
-                                      "models": [], "data": {"kind": "demo"}}), "utf-8")
+                                      "data": {"kind": "demo"}}), "utf-8")
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(yaml.safe_dump(MANIFEST), "utf-8")
     out = tmp_path / "submission"

@@ -151,7 +151,7 @@ def test_rules_not_applied_with_too_few_models_or_zero_spread():
     chrf = by_name(apply_flags(same, label=table_label))["delta_outlier_chrf"]
     assert not chrf.applied and "0 models have a value" in chrf.reason
     one = [ModelEvidence("m0", {"bleu": Value(1.0)})]
-    assert "1 model has a value, the rule needs 5" in by_name(apply_flags(one))[
+    assert "1 model has a value, the rule needs 5" in by_name(apply_flags(one, label=table_label))[
         "delta_outlier_bleu"].reason
 
 
