@@ -241,8 +241,24 @@ def test_the_database_page_documents_every_public_view_and_its_columns(store, de
 
 
 def _terms(text: str) -> set[str]:
-    """Word-recall terms, written independently of metrics/word_recall.py."""
-    return {w for w in re.split(r"\W+", unicodedata.normalize("NFC", text).casefold()) if w}
+    """Word-recall terms, written independently of metrics/word_recall.py from its definition:
+    runs of word characters (``str.isalnum`` or ``_``) joined by one inner ``.``, ``'`` or ``’``
+    between word characters, of the NFC-normalised lower-cased text, a final ``'s`` dropped."""
+    text = unicodedata.normalize("NFC", text).lower()
+    word = lambda c: c.isalnum() or c == "_"  # noqa: E731
+    found, current, i = set(), "", 0
+    while i < len(text):
+        c = text[i]
+        if word(c) or (current and c in ".'’" and i + 1 < len(text) and word(text[i + 1])):
+            current += c
+        else:
+            if current:
+                found.add(current)
+            current = ""
+        i += 1
+    if current:
+        found.add(current)
+    return {t[:-2] if t[-2:] in ("'s", "’s") else t for t in found}
 
 
 def test_views_agree_with_values_computed_independently(tmp_path, demo):

@@ -333,8 +333,8 @@ def test_migration_2_moves_a_version_1_files_wide_metric_columns_into_long_form(
                     f"'hin_Deva', {values}, true, 7)")
         con.execute(f"INSERT INTO raw.model_summary (model_id, {columns}, n_locale_pairs, "
                     "n_flores_test_sets, n_cultivar_test_sets, bleu_signature, chrf_signature, "
-                    f"bleu_tokenizer_sha256) VALUES ('m', {values}, 3, 2, 4, 'B|sig', 'C|sig', "
-                    "'abc')")
+                    f"bleu_tokenizer_sha256) VALUES ('m', {values}, 3, 2, 4, "
+                    "'B|tok:flores200|sig', 'C|sig', 'abc')")
     with Store(path).connect():  # migrates
         pass
     with duckdb.connect(str(path), read_only=True) as con:
@@ -343,11 +343,11 @@ def test_migration_2_moves_a_version_1_files_wide_metric_columns_into_long_form(
         assert pairs == [(*wide.values(), True, None, 7)]
         board = con.execute(f"SELECT {columns}, bleu_signature, chrf_signature, "
                             "bleu_tokenizer_sha256 FROM leaderboard").fetchall()
-        assert board == [(*wide.values(), "B|sig", "C|sig", "abc")]
+        assert board == [(*wide.values(), "B|tok:flores200|sig", "C|sig", "abc")]
         long = con.execute("SELECT level, metric, quantity, value, n FROM leaderboard_metrics "
                            "WHERE metric = 'bleu' AND quantity = 'cultivar'").fetchall()
         assert sorted(long) == [("model", "bleu", "cultivar", 10.0, 4),
                                 ("model_locale", "bleu", "cultivar", 10.0, 7)]
         assert con.execute("SELECT metric, position, label, signature FROM statistics_metrics"
-                           ).fetchall() == [("bleu", 0, "spBLEU", "B|sig"),
+                           ).fetchall() == [("bleu", 0, "spBLEU", "B|tok:flores200|sig"),
                                             ("chrf", 1, "chrF", "C|sig")]

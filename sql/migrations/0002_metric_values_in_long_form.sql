@@ -83,9 +83,14 @@ UNION ALL
 SELECT 'locale', NULL, locale, 'chrf', 'delta', delta_chrf, delta_chrf_low,
        delta_chrf_high, delta_chrf_excludes_zero, n_models FROM raw.locale_summary;
 
--- the signatures every model's row carried (one per metric: the aggregation refused to mix them)
+-- the signatures every model's row carried (one per metric: the aggregation refused to mix them);
+-- BLEU's label follows its signature's tokenizer, as registry.score_label gives it: spBLEU for a
+-- SentencePiece one, BLEU otherwise (tok:13a, ...)
 INSERT INTO raw.statistics_metrics
-SELECT 'bleu', 0, 'spBLEU', true, any_value(bleu_signature), any_value(bleu_tokenizer_sha256)
+SELECT 'bleu', 0,
+       CASE WHEN regexp_extract(any_value(bleu_signature), '(^|\|)tok:([^|]+)', 2)
+                 IN ('flores200', 'flores101', 'spBLEU-1K') THEN 'spBLEU' ELSE 'BLEU' END,
+       true, any_value(bleu_signature), any_value(bleu_tokenizer_sha256)
 FROM raw.model_summary HAVING count(*) > 0
 UNION ALL
 SELECT 'chrf', 1, 'chrF', true, any_value(chrf_signature), NULL
