@@ -293,3 +293,23 @@ def test_openai_base_url_from_the_environment_keeps_its_credentials_in_memory(se
     engine.close()
     assert password not in repr(engine.info())
     assert redact(f"proxy says {password}") == "proxy says ***"
+
+
+def test_a_registered_secret_in_a_submission_manifest_is_refused_without_its_value(tmp_path):
+    """Issue 37: a manifest's fields are stored with the run's record (``produced`` becomes its
+    engine version): a registered secret under any of them is refused, named by field only."""
+    from cultivar_assets.engines.submission import SubmissionError, read_submission
+
+    key = "sk-" + "".join(random_secrets.choice(string.ascii_lowercase) for _ in range(36)) + "42"
+    secrets.register(key)
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "outputs.jsonl").write_text(
+        '{"test_set": "flores_deu_Latn", "id": 0, "hypothesis": "x"}\n', "utf-8")
+    (folder / "manifest.yaml").write_text(yaml.safe_dump({
+        "id": "sub", "type": "baseline", "family": "Copy", "license": "MIT",
+        "outputs": "outputs.jsonl", "produced": {"system": f"harness {key}", "version": "1"}}),
+        "utf-8")
+    with pytest.raises(SubmissionError) as raised:
+        read_submission(folder)
+    assert "produced.system" in str(raised.value) and key not in str(raised.value)

@@ -36,6 +36,7 @@ from cultivar_assets.config_files import (
 )
 from cultivar_assets.data.testsets import TestSet
 from cultivar_assets.registry import UnknownEntryError
+from cultivar_assets.secrets import misplaced_secrets
 from cultivar_assets.specs import MODEL_ID_MAX_LENGTH, MODEL_ID_PATTERN, ModelType
 
 # Our limits (stated in docs/evaluating-models.md): the benchmark's longest reference is far
@@ -379,6 +380,9 @@ def read_submission(path: str | Path, test_sets: Sequence[TestSet] | None = None
             except ConfigFileError as error:
                 problems.append(str(error))
             else:
+                # a registered secret (an API key of the environment) under any field, or
+                # credentials in a URL, would be stored and published with the run's record
+                problems += misplaced_secrets(document, str(manifest))
                 problems += _manifest_problems(str(manifest), document)
     outputs = _outputs_path(manifest, document)
     hypotheses, lines, found = _read_outputs(outputs, str(outputs))
