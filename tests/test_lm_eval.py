@@ -236,6 +236,21 @@ def test_imported_samples_are_the_logged_generations(tmp_path, test_sets):
     assert sorted((*key, h) for key, h in submission.hypotheses.items()) == expected
 
 
+def test_a_results_file_that_cannot_be_read_is_an_error_not_passed_over(tmp_path, test_sets,
+                                                                       capsys):
+    """Issue 37: a results file that is there but is not JSON stopped nothing: the submission
+    was written without the run's lm-eval version. It is refused, naming the file."""
+    folder = write_samples(tmp_path / "results", test_sets)
+    results = next(folder.rglob("results_*.json"))
+    results.write_text("{not json", "utf-8")
+    out = tmp_path / "submission"
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(yaml.safe_dump(MANIFEST), "utf-8")
+    assert main(["import", "lm-eval", str(folder), str(out), "--manifest", str(manifest)]) == 1
+    assert not out.exists()
+    assert f"{results}: not a JSON results file" in capsys.readouterr().err
+
+
 def _problems(folder: Path, filter_name: str | None = None) -> list[str]:
     with pytest.raises(SubmissionError) as caught:
         read_lm_eval_samples(folder, filter_name)

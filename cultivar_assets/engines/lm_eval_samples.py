@@ -19,6 +19,7 @@ naming the samples file and its line; :func:`submission_manifest` completes a ma
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,16 +179,28 @@ def read_lm_eval_samples(folder: str | Path, filter_name: str | None = None) -> 
 
 
 def _results(samples: LmEvalSamples) -> list[dict[str, Any]]:
-    """The ``results_<date>.json`` files beside the samples files (those that can be read)."""
-    found = []
+    """The ``results_<date>.json`` files beside the samples files: one that is not there is
+    not used (lm_eval may not have written it); one that is there but cannot be read, is not
+    JSON or not a JSON object is an error naming it (SubmissionError), never passed over."""
+    found, problems = [], []
     for path in sorted({p.parent / f"results_{d}.json" for p in samples.files.values()
                         for d in samples.dates}):
+        if not os.path.lexists(path):
+            continue
         try:
             document = json.loads(read_input_file(path, "results file", MAX_CONFIG_BYTES))
-        except ValueError:  # missing, unreadable or not JSON (ConfigFileError too): not used
+        except ConfigFileError as error:
+            problems.append(str(error))
             continue
-        if isinstance(document, dict):
-            found.append(document)
+        except ValueError as error:  # not UTF-8 or not JSON
+            problems.append(f"{path}: not a JSON results file ({error})")
+            continue
+        if not isinstance(document, dict):
+            problems.append(f"{path}: not a JSON object (lm_eval's results file is one)")
+            continue
+        found.append(document)
+    if problems:
+        raise SubmissionError(problems)
     return found
 
 
