@@ -1,4 +1,4 @@
-"""Benchmark: ingesting the slowest annotation file the ingest limits accept (issue 16 §4).
+"""Benchmark: ingesting the slowest annotation file the ingest limits accept.
 
 Builds a post-editing task of ``--items`` drafts (default 200, the paper's n) whose texts are
 ``--draft-chars`` characters long (default 500: the longest FLORES-200 dev/devtest sentence in

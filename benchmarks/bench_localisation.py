@@ -8,7 +8,7 @@
 **Against a server** (``--server``): localises ``--requests`` demo pairs (64; the demo's pairs of
 every locale, in order) through the ``openai`` engine into fresh caches, once submitting requests
 continuously (``stream``, what the ``openai`` engine does now) and once by fixed chunks of
-``--batch-size`` (``chunks``: the loop before issue 16, one chunk sent and awaited at a time),
+``--batch-size`` (``chunks``: one chunk sent and awaited at a time),
 with ``--concurrency`` requests at most in flight, and reports for each the wall time and the mean
 number of requests in flight at the server over the run. ``fake``: the local test server
 (``tests/openai_server.py``), each answer after a delay drawn from the request text (uniform in

@@ -14,8 +14,7 @@ further run, the median reported and every run listed; the SVG cache is the run'
 its start, so no chart comes from an earlier run of the bench). The site's size is measured
 per part and per folder, its largest file reported, and the leaderboard page timed in Chromium
 from ``file://`` (Playwright, Debian's /usr/bin/chromium: DOMContentLoaded, a sort, a name
-search). Targets
-(issue 20 §5): 1,000 models ≤ 1 GB, ≤ 20,000 files, no file over 50 MB, a full build ≤ 4 min,
+search). Targets: 1,000 models ≤ 1 GB, ≤ 20,000 files, no file over 50 MB, a full build ≤ 4 min,
 one model added ≤ 5 s, the leaderboard interactive within 1 s, sort and filter ≤ 100 ms; 32
 models ≤ 60 MB, ≤ 10 s, one model added ≤ 2 s.
 

@@ -12,7 +12,7 @@ connected, stopped with SIGTERM and with SIGINT. Two ways of starting each:
 - ``script``: SIGINT and SIGHUP ignored, as a script's ``nohup cultivar ui &`` (no job control)
   starts it.
 
-Target (issue 18 §4): every process gone ≤ 5 s after the signal, both ways, and no run left
+Target: every process gone ≤ 5 s after the signal, both ways, and no run left
 "started". Not a test: run it by hand and record the figures.
 
     python benchmarks/bench_ui_stop.py --runs 2 [--what ui ui-run serve]

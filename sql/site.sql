@@ -229,7 +229,7 @@ SELECT model_id, test_set, segment_id, hypothesis, raw_output,
        CASE WHEN rules = '' THEN []::VARCHAR[] ELSE string_split(rules, chr(31)) END
 FROM hypotheses_staging;
 
--- Statistics and the error analysis (issue 11), shown beside the tables above.
+-- Statistics and the error analysis, shown beside the tables above.
 -- name: site_contamination_rules
 SELECT * FROM contamination_rules;
 

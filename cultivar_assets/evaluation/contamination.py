@@ -1,4 +1,4 @@
-"""The contamination rules on the paper's reported Table 3 (issue 11, §4).
+"""The contamination rules on the paper's reported Table 3.
 
 The rules (:mod:`cultivar_assets.metrics.flags`) are applied to the evaluated models by the
 aggregation (with intervals, :mod:`cultivar_assets.evaluation.statistics`); here the same rules,

@@ -1,4 +1,4 @@
-"""The leaderboard's statistics as table rows, from one paired bootstrap (issue 11, §1-§4).
+"""The leaderboard's statistics as table rows, from one paired bootstrap.
 
 :func:`statistics_tables` turns a :class:`~cultivar_assets.metrics.bootstrap.BootstrapResult`
 into the rows of the store's aggregate tables. Every value is the bootstrap's point estimate

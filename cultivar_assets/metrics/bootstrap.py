@@ -1,4 +1,4 @@
-"""Paired bootstrap over instances, from stored per-segment sufficient statistics (issue 11, §2).
+"""Paired bootstrap over instances, from stored per-segment sufficient statistics.
 
 Nothing is re-scored: every replicate re-weights the stored statistics of each (model, test set)
 and turns the weighted sums into BLEU and chrF with sacreBLEU's formulas

@@ -1,4 +1,4 @@
-"""Contamination and robustness flags: explicit, configurable rules (issue 11, §4).
+"""Contamination and robustness flags: explicit, configurable rules.
 
 The paper (§4.3) reads possible FLORES contamination from (1) a large negative ∆ in most
 translation directions and (2) false-positive recall of original FLORES terms; (3) §5's "many

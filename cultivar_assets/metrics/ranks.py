@@ -1,4 +1,4 @@
-"""Rank resolution from bootstrap replicates (issue 11, §3).
+"""Rank resolution from bootstrap replicates.
 
 For a per-model quantity with replicates (e.g. ``model_delta_bleu`` of
 :func:`cultivar_assets.metrics.bootstrap.paired_bootstrap`), over the models with a defined

@@ -1,4 +1,4 @@
-"""Model-against-model paired tests on one test set: sacreBLEU's own code (issue 11, §2).
+"""Model-against-model paired tests on one test set: sacreBLEU's own code.
 
 :func:`paired_test` runs ``sacrebleu.significance.PairedTest`` — paired bootstrap resampling
 (``"bs"``, Koehn 2004, as Moses' ``bootstrap-hypothesis-difference-significance.pl``) or

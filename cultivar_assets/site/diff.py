@@ -10,14 +10,9 @@ text from its locale's script (the locale registry), English in word mode.
 changed tokens is changed too, so a replaced multi-word name is one highlighted span; all other
 whitespace is kept as it was (unchanged).
 
-**One diff for the site and the tools** (ours, issue 19). Until then the site had its own
-tokenisation (runs of ``\\w``, so a Devanagari word was split at its vowel signs and viramas, and
-single CJK ideographs) aligned by ``difflib.SequenceMatcher``, beside the tools' definition above;
-the two highlighted some pairs differently. Now there is one definition. The change moved the
-highlights of 26 of the 140 source and reference pairs of the demo data's 70 instances (and, by
-an earlier count, of 70 of the 216 pairs of a demo error-tool sample): words with Indic marks are
-highlighted whole, Latin words inside Chinese or Japanese text per character, and where a
-sentence has several equally short diffs diff-match-patch and difflib can pick different ones.
+**One diff for the site and the tools** (ours): the site's highlights are made from the tokens and
+the diff defined above, the tools' own, so a pair is highlighted the same on the site and in the
+tools (words with Indic marks whole; Latin words inside Chinese or Japanese text per character).
 """
 
 from __future__ import annotations

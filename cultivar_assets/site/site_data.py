@@ -23,7 +23,7 @@ from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.failures import failure_rows
 from cultivar_assets.store.database import Reader, Store
 
-# The statistics views (issue 11) the statistics_macros.html.j2 blocks show.
+# The statistics views the statistics_macros.html.j2 blocks show.
 STATISTICS_VIEWS = ("contamination_rules", "table_averages", "statistics_settings",
                     "error_table5", "error_correlations", "error_files")
 

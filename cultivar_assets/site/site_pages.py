@@ -365,7 +365,7 @@ class SitePages:
                 for r, fired in rules for model in self.data.board]
 
     def _statistics_tables(self) -> dict[str, dict]:
-        """CSV and JSON of the statistics tables (issue 11) that the pages show (written once;
+        """CSV and JSON of the statistics tables that the pages show (written once;
         two pages link them)."""
         if self.statistics_links is None:
             self.statistics_links = {name: self.cache.table(name, rows)

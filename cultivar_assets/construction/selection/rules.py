@@ -24,7 +24,7 @@ Every enabled rule is evaluated for every instance, so the report says what each
 each instance, including those that fall short of ``min_entities`` or that a person selected.
 The rules are registered in ``RULES`` under the names that ``SelectionConfig.rules`` takes.
 
-Readings the paper's own examples rule out (ours; issue 16 §2). Figure 1 of the paper shows four
+Readings the paper's own examples rule out (ours). Figure 1 of the paper shows four
 instances of ``deu_Latn_Germany`` from the released Cultivar (:data:`PAPER_FIGURE_1_IDS`; ids are
 0-based FLORES dev lines): 0 (Stanford University School of Medicine, a diagnostic tool; FLORES
 topic "health"), 2 (the JAS 39C Gripen crash, "9:30 am local time (0230 UTC)"), 3 (the pilot
