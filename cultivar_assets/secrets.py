@@ -124,7 +124,8 @@ def looks_like_secret(value: object) -> bool:
     characters (letters, digits, ``+/=_.~-``) with letters and digits, either both letter cases
     or at least a quarter digits (hex), and at least 3 bits of entropy per character; or at
     least :data:`LONG_KEY` (32) letters and digits alone, at least one a digit, in any case mix,
-    with at least 4 bits of entropy per character (a key of one letter case and few digits).
+    with at least 3 bits of entropy per character (a key of one letter case and few digits: a
+    random one of 38 characters has 3.5 or more; names are not written as such runs).
     Environment variable names (``OPENAI_API_KEY``, ``MY_TOKEN_2``) do not look like secrets."""
     if not isinstance(value, str):
         return False
@@ -145,7 +146,7 @@ def looks_like_secret(value: object) -> bool:
         return False
     counts = Counter(text)
     entropy = -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
-    if len(text) >= LONG_KEY and text.isalnum() and entropy >= 4.0:
+    if len(text) >= LONG_KEY and text.isalnum() and entropy >= 3.0:
         return True  # a long run of letters and digits of one case: no name is written so
     if not ((has_lower and has_upper) or digits >= len(text) / 4):
         return False

@@ -247,7 +247,7 @@ def test_hostile_output_stays_text_and_controls_have_names(tool, sample):
     box = t.page.locator(f"fieldset.system[data-key='{hostile.key}']")
     assert HOSTILE in box.locator("[data-role=hypothesis]").inner_text()
     assert t.page.locator("img, svg, iframe, object, embed").count() == 0
-    assert t.page.locator("script").count() == 3  # the data block and the two scripts
+    assert t.page.locator("script").count() == 4  # the data block and the three scripts
     assert t.page.get_by_role("checkbox", name="system 1: Named entity (NE)").count() == 3
     assert t.page.get_by_role("checkbox", name=re.compile(r"^Done: every translation")).count(
         ) == 3

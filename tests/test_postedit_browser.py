@@ -262,7 +262,7 @@ def test_hostile_text_in_drafts_stays_text(tool, tasks):
     t.box(1).fill(hostile.source_draft + ' <img src=x onerror=alert(3)> "><svg onload=alert(4)>')
     assert "onerror=alert(3)" in " ".join(t.marks(1, "source-current"))
     assert t.page.locator("img, svg, iframe, object, embed").count() == 0
-    assert t.page.locator("script").count() == 6  # the data block and the five scripts
+    assert t.page.locator("script").count() == 7  # the data block and the six scripts
     raw = t.item(2).locator("pre.raw-answer").inner_text()
     assert raw.endswith(HOSTILE[0])
 
