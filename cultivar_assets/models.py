@@ -155,12 +155,7 @@ def add_model_entry(path: str | Path, entry: dict[str, Any]) -> ModelSpec:
             f"cannot add {entry.get('id')!r} to {path}: the updated file would not read back as "
             "the registry plus the new entry; add it by hand"
         )
-    temporary = path.with_name(path.name + ".tmp")
-    try:
-        temporary.write_text(new_text, encoding="utf-8")
-        temporary.replace(path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    _replace_text(path, new_text)
     return specs[-1]
 
 
@@ -243,13 +238,18 @@ def remove_model_entry(path: str | Path, model_id: str) -> bool:
         raise ModelRegistryError(
             f"cannot remove {model_id!r} from {path}: the updated file would not read back as "
             "the registry without that entry; remove it by hand")
+    _replace_text(path, new_text)
+    return True
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file beside it, then renamed)."""
     temporary = path.with_name(path.name + ".tmp")
     try:
-        temporary.write_text(new_text, encoding="utf-8")
+        temporary.write_text(text, encoding="utf-8")
         temporary.replace(path)
     finally:
         temporary.unlink(missing_ok=True)
-    return True
 
 
 def _reads_back(text: str, models: list[Any]) -> bool:
