@@ -20,7 +20,7 @@ again.
 
 Every file of a build is its own (:class:`~cultivar_assets.site.pages.PageWriter` with
 ``own_files``): written read-only (0444 less the umask) and recorded in the manifest's ``files``
-(path -> size, mtime in ns, inode, sha256 of its bytes). A previous file counts as unchanged
+(path -> size, mtime in ns, inode). A previous file counts as unchanged
 only when its size, mtime and inode are still the recorded ones (:func:`verified_files`: any
 write to it changes its mtime, a replaced file has another inode); one that differs is made
 again, never taken. A verified file is taken by hard link when its mode is the one this build

@@ -158,7 +158,7 @@ class PageWriter:
 
     With ``own_files`` (the site build), every file is the writer's own: created read-only
     (mode 0444 less the umask: :data:`READ_ONLY`), never a link to a file outside the folder,
-    and recorded in :attr:`records` (path -> [size, mtime in ns, inode, sha256 of its bytes]),
+    and recorded in :attr:`records` (path -> [size, mtime in ns, inode]),
     which the next build checks before it takes a file from this one (:meth:`take`)."""
 
     LINK_BATCH = 1000
@@ -216,7 +216,7 @@ class PageWriter:
                 file.write(content)
                 file.flush()
                 stat = os.fstat(file.fileno())
-            self._record(path, stat, hashlib.sha256(content).hexdigest())
+            self._record(path, stat)
         self._count(path, len(content))
 
     def _create(self, target: str):
@@ -225,9 +225,9 @@ class PageWriter:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         return os.fdopen(os.open(target, flags, self.READ_ONLY), "wb")
 
-    def _record(self, path: str, stat: os.stat_result, digest: str) -> None:
+    def _record(self, path: str, stat: os.stat_result) -> None:
         with self._lock:
-            self.records[path] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, digest]
+            self.records[path] = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
 
     def copy(self, source: Path, path: str) -> None:
         """A copy of ``source`` at ``path`` (with ``own_files``: read and written as the
@@ -240,8 +240,8 @@ class PageWriter:
         self.counted(path)
 
     def take(self, source: str, path: str, record: list, link: bool) -> None:
-        """Put ``source``, a file of the previous build that was content-verified against its
-        ``record`` ([size, mtime in ns, inode, sha256], :attr:`records`), at ``path``: as a hard
+        """Put ``source``, a file of the previous build whose size, mtime and inode are its
+        ``record``'s ([size, mtime in ns, inode], :attr:`records`), at ``path``: as a hard
         link when ``link`` (the file is read-only with the mode this build gives its files), else
         as a copy (``os.copy_file_range``: a reflink where the filesystem makes one). Needs
         ``own_files``."""
@@ -259,7 +259,7 @@ class PageWriter:
                 _copy_bytes(read.fileno(), write.fileno(), record[0])
                 write.flush()
                 stat = os.fstat(write.fileno())
-            self._record(path, stat, record[3])
+            self._record(path, stat)
         self._count(path, record[0])
 
     def take_later(self, source: str, path: str, record: list, link: bool) -> None:
@@ -321,9 +321,7 @@ class PageWriter:
         target = os.path.join(self._root, path)
         if self.records is not None:
             os.chmod(target, self.READ_ONLY & ~current_umask())
-            with open(target, "rb") as file:
-                digest = hashlib.file_digest(file, "sha256").hexdigest()
-                self._record(path, os.fstat(file.fileno()), digest)
+            self._record(path, os.stat(target))
         self._count(path, os.stat(target).st_size)
 
     def _count(self, path: str, size: int) -> None:
