@@ -9,6 +9,7 @@ from __future__ import annotations
 import dagster as dg
 
 from cultivar_assets.assets.graph import ASSETS, JOBS, PIPELINE, Pipeline
+from cultivar_assets.assets.sources import SOURCES
 from cultivar_assets.automation import (
     automated_assets,
     build_automation_sensor,
@@ -27,12 +28,13 @@ install_log_redaction()
 def build_definitions(pipeline: Pipeline = PIPELINE) -> dg.Definitions:
     """The project's definitions, with the settings of :func:`load_settings`; ``pipeline``: the
     asset graph and jobs (``PIPELINE.with_assets(...)`` adds assets, each declaring its step:
-    :mod:`cultivar_assets.assets.graph`)."""
+    :mod:`cultivar_assets.assets.graph`), with the source assets the project's assets read
+    (:mod:`cultivar_assets.assets.sources`)."""
     settings = load_settings()
     registry_sensor = build_model_registry_sensor(
         settings.automation.registry_sensor_interval_seconds)
     return dg.Definitions(
-        assets=automated_assets(list(pipeline.assets), settings.publish),
+        assets=[*automated_assets(list(pipeline.assets), settings.publish), *SOURCES],
         jobs=list(pipeline.jobs),
         sensors=[registry_sensor,
                  build_automation_sensor(settings.automation.automation_sensor_interval_seconds),
@@ -43,4 +45,5 @@ def build_definitions(pipeline: Pipeline = PIPELINE) -> dg.Definitions:
 
 
 defs = build_definitions()
-__all__ = ["ASSETS", "JOBS", "build_definitions", "defs"]  # ASSETS, JOBS: as the graph has them
+# ASSETS, JOBS: as the graph has them; SOURCES: the source assets they read
+__all__ = ["ASSETS", "JOBS", "SOURCES", "build_definitions", "defs"]

@@ -9,6 +9,7 @@ import pytest
 
 from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.definitions import build_definitions
+from cultivar_assets.versions.inputs import SETTINGS_SECTIONS
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.evaluation import AggregationError, aggregate
 from cultivar_assets.metrics.metric_config import MetricConfig
@@ -60,7 +61,12 @@ def test_definitions_load():
                     "cultivar_dataset", "test_sets", "translations", "scores", "leaderboard",
                     "reported_results", "error_annotation_tool", "error_analysis", "charts",
                     "hf_dataset_folder", "hf_dataset_push", "site",
-                    "run_failures"}  # external: the failure sensor reports it (the site reads it)
+                    "run_failures",  # external: the failure sensor reports it (the site reads it)
+                    # the source assets (assets/sources.py): what the assets read besides them
+                    *(f"settings/{section.replace('.', '_')}" for section in SETTINGS_SECTIONS),
+                    "model_entries", "model_files", "annotation_files", "localiser_files",
+                    "source_benchmark_files", "selection_files", "data_files", "spm_model",
+                    "error_annotation_files", "model_registry"}
     assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
                                           "build_benchmark", "build_dataset", "analyse_errors"}
 

@@ -32,13 +32,16 @@ from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_
 from cultivar_assets.assets.run_tags import model_partition_tags
 from cultivar_assets.assets.site_assets import charts, site
 from cultivar_assets.assets.step_graph import step_graph
+from cultivar_assets.assets.versioned import versioned
 from cultivar_assets.steps.declarations import Step
 from cultivar_assets.steps.inputs import BUILD, DATASET, MODEL, RESULTS, SELECTION, TEST_SETS
 from cultivar_assets.steps.plan import StepGraph
 
-ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
-          test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
-          error_analysis, charts, hf_dataset_folder, hf_dataset_push, site, run_failures]
+# each with its code version and its deps on the source assets it reads (assets/versioned.py)
+ASSETS = versioned([
+    selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
+    test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
+    error_analysis, charts, hf_dataset_folder, hf_dataset_push, site, run_failures])
 STEP_GRAPH = step_graph(ASSETS)
 
 
