@@ -9,7 +9,6 @@ import pytest
 
 from cultivar_assets.assets.graph import ASSETS, JOBS
 from cultivar_assets.definitions import build_definitions
-from cultivar_assets.versions.inputs import SETTINGS_SECTIONS
 from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.evaluation import AggregationError, aggregate
 from cultivar_assets.metrics.metric_config import MetricConfig
@@ -17,6 +16,7 @@ from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.runner import run_pipeline
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
+from cultivar_assets.versions.inputs import SETTINGS_SECTIONS
 
 pytestmark = pytest.mark.dagster_instances
 

@@ -19,6 +19,7 @@ from cultivar_assets.steps.declarations import StepInputs
 from cultivar_assets.steps.inputs import RESULTS, registered_models
 from cultivar_assets.store.records import write_reported_results
 from cultivar_assets.tables import format_interval, leaderboard_markdown, markdown_table
+from cultivar_assets.versions.rows import rows_digest
 
 
 def rules_markdown(rules: list[RuleResult]) -> str:
@@ -96,7 +97,7 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
         "resampled_instances": settings["n_instances"],
         "statistics_seconds": settings["seconds"],
         **{f"{column_key(m)}_signature": result.signatures.get(m, "") for m in config.metrics},
-    })
+    }, data_version=dg.DataVersion(rows_digest(store.store(), "leaderboard")))
 
 
 @step_inputs(StepInputs(RESULTS, settings=("engine", "models", "metrics"),
@@ -117,4 +118,4 @@ def reported_results(engine: EngineResource, metrics: MetricsResource, store: St
         "contamination_flags": dg.MetadataValue.md(rules_markdown(rules)),
         "flagged_models": dg.MetadataValue.json(
             {r.name: r.fired_for for r in rules if r.fired_for}),
-    })
+    }, data_version=dg.DataVersion(rows_digest(db, "reported_results")))

@@ -1,5 +1,6 @@
 """The error analysis of paper §5 as assets: the sample's annotation pages, then Table 5 from the
-returned files."""
+returned files. The check ``sample_complete`` warns and blocks nothing: what the sample leaves
+out is listed with the pages."""
 
 import dagster as dg
 
@@ -16,6 +17,7 @@ from cultivar_assets.resources import ErrorAnalysisResource, StoreResource
 from cultivar_assets.steps.declarations import StepInputs
 from cultivar_assets.steps.inputs import RESULTS, error_annotation_files, folder
 from cultivar_assets.tables import markdown_table
+from cultivar_assets.versions.rows import folder_digest, rows_digest
 
 
 def _notes(notes) -> dg.MetadataValue:
@@ -52,7 +54,7 @@ def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: S
         "index": dg.MetadataValue.path(str(config.tool_path() / "index.html")),
         "pages": dg.MetadataValue.json({loc: str(p) for loc, p in pages.items()}),
         "left_out": _notes(sample.notes),
-    })
+    }, data_version=dg.DataVersion(folder_digest(config.tool_path())))
     yield dg.AssetCheckResult(check_name="sample_complete", passed=not sample.notes,
                               severity=dg.AssetCheckSeverity.WARN,
                               metadata={"left_out": _notes(sample.notes)})
@@ -100,4 +102,4 @@ def error_analysis(context: dg.AssetExecutionContext, error_analysis_config: Err
         "annotated_translations": sum(len(f.annotations) for f in files),
         "left_out": _notes(ingested.left_out),
         **({"notice": "\n".join(ingested.left_out)} if ingested.left_out else {}),  # printed
-    })
+    }, data_version=dg.DataVersion(rows_digest(db, "error_analysis")))

@@ -1,4 +1,7 @@
-"""The benchmark data as an asset: test sets, instances and the list of what is missing."""
+"""The benchmark data as an asset: test sets, instances and the list of what is missing.
+
+Its checks warn and block nothing: unequal instance counts and missing test sets are stated as
+such wherever results are shown (every statistic carries its n)."""
 
 from collections import Counter
 

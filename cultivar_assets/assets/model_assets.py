@@ -1,6 +1,12 @@
-"""Per-model assets, partitioned by model id: translations and scores."""
+"""Per-model assets, partitioned by model id: translations and scores.
+
+Their checks are partitioned like them (one result per model). ``all_test_sets_scored`` blocks
+what is downstream of ``scores`` in the same run (the leaderboard would publish numbers that
+leave test sets out); ``no_empty_hypotheses`` only warns (an empty hypothesis is a model's
+output, scored as such)."""
 
 import time
+import warnings
 from collections import Counter
 
 import dagster as dg
@@ -18,6 +24,9 @@ from cultivar_assets.tables import markdown_table
 from cultivar_assets.translation import translate
 
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
+# partitioned checks are a "preview" in Dagster 1.13; the warning says nothing to our users
+warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec.*",
+                        category=dg.PreviewWarning)
 
 
 @step_inputs(StepInputs(MODEL, settings=("engine", "models_file"), file_groups=(model_files,),
@@ -29,6 +38,7 @@ models_partitions = dg.DynamicPartitionsDefinition(name="models")
     kinds={"duckdb"},
     check_specs=[
         dg.AssetCheckSpec("no_empty_hypotheses", asset="translations",
+                          partitions_def=models_partitions,
                           description="Empty hypotheses (after cleaning) are counted and flagged."),
     ],
 )
@@ -83,8 +93,10 @@ def translations(context: dg.AssetExecutionContext, engine: EngineResource, stor
     kinds={"duckdb"},
     check_specs=[
         dg.AssetCheckSpec("all_test_sets_scored", asset="scores",
+                          partitions_def=models_partitions, blocking=True,
                           description="Every configured metric's score exists for every test "
-                                      "set of the model."),
+                                      "set of the model (blocking: a model with unscored test "
+                                      "sets stops what is downstream in the same run)."),
     ],
 )
 @recording_step

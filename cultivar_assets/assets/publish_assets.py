@@ -21,6 +21,7 @@ from cultivar_assets.resources import (
 from cultivar_assets.steps.declarations import StepInputs
 from cultivar_assets.steps.inputs import RESULTS, folder, pushes_to_hub
 from cultivar_assets.tables import markdown_table
+from cultivar_assets.versions.inputs import combined
 
 
 def _files_table(files: list[FileEntry]) -> dg.MetadataValue:
@@ -88,4 +89,5 @@ def hf_dataset_push(
         "kept_configs": dg.MetadataValue.json(meta["kept_configs"]),
         "files": dg.MetadataValue.json(meta["files"]),
         "files_table": _files_table(result.files),
-    })
+    }, data_version=dg.DataVersion(combined({  # what was pushed (or listed, in a dry run)
+        key: meta[key] for key in ("pushed", "repo_id", "files")})))

@@ -13,6 +13,7 @@ from cultivar_assets.resources import HubPublishResource, SiteResource, StoreRes
 from cultivar_assets.site.build import build_site, chart_inputs
 from cultivar_assets.steps.declarations import StepInputs
 from cultivar_assets.steps.inputs import RESULTS, folder, gets_query_page
+from cultivar_assets.versions.rows import folder_digest
 
 
 @step_inputs(StepInputs(RESULTS, settings=("site",), outputs=(folder("site.charts_path"),)))
@@ -30,7 +31,7 @@ def charts(site: SiteResource, store: StoreResource):
         "charts": dg.MetadataValue.json([entry["id"] for entry in entries]),
         "files": len(files),
         "folder": dg.MetadataValue.path(str(site.charts_path())),
-    })
+    }, data_version=dg.DataVersion(folder_digest(site.charts_path())))
 
 
 # follows new results and newly recorded failures of models' runs (conditions.py)
@@ -62,4 +63,4 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
         "megabytes_by_part": dg.MetadataValue.json(
             {part: round(size / 1e6, 2) for part, size in summary.sizes.items()}),
         "notes": dg.MetadataValue.json(list(summary.notes)),
-    })
+    }, data_version=dg.DataVersion(folder_digest(summary.path)))
