@@ -28,7 +28,7 @@ def _notes(notes) -> dg.MetadataValue:
                         outputs=(folder("error_analysis.tool_path"),)))
 @dg.asset(
     group_name="analysis",
-    deps=[leaderboard],
+    deps=[leaderboard, "translations"],  # the pages show the sample's translations
     kinds={"html"},
     automation_condition=AFTER_NEW_RESULTS,  # follows the leaderboard (conditions.py)
     check_specs=[dg.AssetCheckSpec("sample_complete", asset="error_annotation_tool",
@@ -62,7 +62,9 @@ def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: S
 
 @step_inputs(StepInputs(RESULTS, settings=("error_analysis",),
                         files={"error-annotation files": error_annotation_files}))
-@dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard], kinds={"duckdb"},
+# the files are checked against the stored translations (translation_matches)
+@dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard, "translations"],
+          kinds={"duckdb"},
           automation_condition=AFTER_NEW_RESULTS)
 @recording_step
 @redacting

@@ -38,7 +38,11 @@ def charts(site: SiteResource, store: StoreResource):
 @step_inputs(StepInputs(
     RESULTS, settings=("site", "publish"), outputs=(folder("site.site_path"),),
     other={"whether the site gets its Query page": gets_query_page}))
-@dg.asset(group_name="site", deps=[charts, error_analysis, run_failures], kinds={"html"},
+# it shows the test sets' segments, every model's translations and scores and the reported
+# results besides what its other deps compute: deps on them (Dagster's staleness follows them)
+@dg.asset(group_name="site", deps=[charts, error_analysis, run_failures, leaderboard,
+                                   reported_results, "test_sets", "translations", "scores"],
+          kinds={"html"},
           automation_condition=AFTER_NEW_RESULTS)
 @recording_step
 @redacting

@@ -8,9 +8,9 @@ materialisation read, or a dependency was added or removed. Staleness is not pas
 asset below a stale one becomes stale once the stale one is materialised again with another data
 version (an unchanged data version leaves it fresh).
 
-Source and external assets (observed, or reported by a sensor) are neither stale nor missing and
-are not listed; a partitioned asset is listed per partition key of its partitions definition
-(dynamic ones as the instance holds them).
+Source and external assets (observed: :func:`observe_sources`, or reported by a sensor) are
+neither stale nor missing and are not listed; a partitioned asset is listed per partition key
+of its partitions definition (dynamic ones as the instance holds them).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dagster._core.definitions.data_version import (
     StaleCause,
     StaleStatus,
 )
+from dagster._core.definitions.observe import observe
 from dagster._time import get_current_datetime
 
 NEVER_MATERIALISED = "never materialised"
@@ -37,6 +38,18 @@ def cause_text(cause: StaleCause) -> str:
     """One line: what changed (``has a new code version``; ``has a new dependency data version:
     settings/metrics``)."""
     return f"{cause.reason}: {_where(cause.dependency)}" if cause.dependency else cause.reason
+
+
+def observe_sources(defs: dg.Definitions, instance) -> None:
+    """Observe every observable source asset of ``defs`` (in process, with ``defs``' resources;
+    one run per partitions definition), so that their data versions are what is on disk and in
+    the settings now; a failed observation raises."""
+    groups: dict[object, list[dg.SourceAsset]] = {}
+    for asset in defs.assets or ():
+        if isinstance(asset, dg.SourceAsset) and asset.is_observable:
+            groups.setdefault(asset.partitions_def, []).append(asset)
+    for sources in groups.values():
+        observe(sources, instance=instance, resources=defs.resources)
 
 
 def stale_resolver(defs: dg.Definitions, instance) -> CachingStaleStatusResolver:
