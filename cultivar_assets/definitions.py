@@ -26,7 +26,7 @@ install_log_redaction()
 
 def build_definitions(pipeline: Pipeline = PIPELINE) -> dg.Definitions:
     """The project's definitions, with the settings of :func:`load_settings`; ``pipeline``: the
-    asset graph and jobs (``PIPELINE.with_assets(...)`` adds assets, each declaring its step:
+    asset graph and jobs (``PIPELINE.with_assets(...)`` adds assets, each with a job of its own:
     :mod:`cultivar_assets.assets.graph`)."""
     settings = load_settings()
     registry_sensor = build_model_registry_sensor(

@@ -6,15 +6,13 @@ defaults and validation are defined once, in the core, and appear in the Dagster
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import dagster as dg
 from pydantic import BaseModel, Field
 
 from cultivar_assets.construction.config import (
     AnnotationConfig,
-    ConstructionConfig,
     DatasetConfig,
     LocalisationConfig,
     SelectionConfig,
@@ -128,11 +126,6 @@ class StoreResource(dg.ConfigurableResource):
         return Store(self.database)
 
 
-RESOURCE_KEYS = ("data", "metrics", "engine", "store", "site", "hf_publish", "source_benchmark",
-                 "instance_selection", "localisation", "annotation", "built_dataset",
-                 "error_analysis_config")
-
-
 def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     return {
         "data": DataSourceResource(**settings.data.model_dump()),
@@ -149,27 +142,3 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
         "built_dataset": BuiltDatasetResource(**settings.construction.dataset.model_dump()),
         "error_analysis_config": ErrorAnalysisResource(**settings.error_analysis.model_dump()),
     }
-
-
-def settings_from_resources(resources: Mapping[str, Any]) -> Settings:
-    """The settings that :func:`resources_from_settings` makes ``resources`` (keyed as there)
-    from: what a run's resources were configured with, as the steps' inputs read it
-    (:mod:`cultivar_assets.steps.plan`). The ``automation`` section is not among the resources
-    and gets its defaults (no step reads it)."""
-    engine = resources["engine"]
-    return Settings(
-        database=resources["store"].database,
-        data=core_config(resources["data"], DataConfig),
-        metrics=core_config(resources["metrics"], MetricConfig),
-        engine=core_config(engine, EngineSettings),
-        models_file=engine.models_file, models=list(engine.selection),
-        site=core_config(resources["site"], SiteConfig),
-        publish=core_config(resources["hf_publish"], PublishConfig),
-        construction=ConstructionConfig(
-            source=core_config(resources["source_benchmark"], SourceBenchmarkConfig),
-            selection=core_config(resources["instance_selection"], SelectionConfig),
-            localisation=core_config(resources["localisation"], LocalisationConfig),
-            annotation=core_config(resources["annotation"], AnnotationConfig),
-            dataset=core_config(resources["built_dataset"], DatasetConfig)),
-        error_analysis=core_config(resources["error_analysis_config"], ErrorAnalysisConfig),
-    )
