@@ -131,7 +131,7 @@ def test_runs_of_the_same_settings_started_together_take_turns_and_all_complete(
     assert all("finished" in out for _, out in outcomes)
     # the first to get its turn materialised everything; the others found it all fresh
     fresh = [out.split("fresh: ")[-1].splitlines()[0] for _, out in outcomes]
-    assert sorted(fresh)[0] == "[]" and fresh.count("[]") == 1, fresh
+    assert fresh.count("[]") == 1, fresh
     for _, out in outcomes:  # each printed the leaderboard it computed or verified
         assert "leaderboard: copy-source-baseline (Family v2)" in out
     assert {r["family"] for r in Store(v2.database_path).query("leaderboard")} == {"Family v2"}
