@@ -185,8 +185,8 @@ class _Materialiser:
                 cause.message if cause else "see the Dagster run log")
             selected = ", ".join(assets) if assets else "the source assets"
             raise RuntimeError(f"materialising {selected}"
-                               f"{f' [{partition}]' if partition else ''} (job {job_name}, run "
-                               f"{result.run_id}) failed: {message.strip()}")
+                               f"{f' [{partition}]' if partition else ''} failed (job "
+                               f"{job_name}, run {result.run_id}): {message.strip()}")
         return result
 
 
