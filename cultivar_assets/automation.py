@@ -65,7 +65,7 @@ from cultivar_assets.settings import (
     AutomationConfig,
 )
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, StoreError, writing_for_steps
+from cultivar_assets.store.database import Step, StoreError
 
 MODEL_JOB = "evaluate_model"
 
@@ -162,24 +162,30 @@ def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def changed_fields(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> str:
     """``field: old → new; …`` for every field of an entry that differs (nested options by dotted
-    name; a field absent on one side shows as ``–``). An entry from an older cursor (only its
-    fingerprint known) or equal entries whose run settings changed say so instead."""
-    if old is None:
-        return "the entry (the previous cursor kept only its fingerprint)"
+    name; a field absent on one side shows as ``–``); equal entries whose run settings changed
+    say so instead."""
     before, after = _flatten(old), _flatten(new)
     parts = [f"{name}: {json.dumps(before.get(name, '–'))} → {json.dumps(after.get(name, '–'))}"
              for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
     return "; ".join(parts) or "the run settings (engine section of the settings)"
 
 
+class SensorCursorError(ValueError):
+    """A registry sensor cursor that is not ``{model id: {"fingerprint": …, "entry": …}}``."""
+
+
 def _cursor_entries(cursor: str) -> dict[str, dict[str, Any]]:
-    """The cursor as ``{model id: {"fingerprint": …, "entry": … or None}}``; a cursor written
-    before entries were kept holds ``{model id: fingerprint}``."""
+    """The cursor as ``{model id: {"fingerprint": …, "entry": …}}``; any other shape raises
+    :class:`SensorCursorError` naming the first entry that is not one."""
     data = json.loads(cursor)
-    return {model_id: value if isinstance(value, dict) else {"fingerprint": value, "entry": None}
-            for model_id, value in data.items()}
+    for model_id, value in data.items():
+        if not (isinstance(value, dict) and {"fingerprint", "entry"} <= set(value)):
+            raise SensorCursorError(
+                f"{REGISTRY_SENSOR} cursor: the entry of {model_id!r} is {str(value)[:80]!r}, "
+                "not {\"fingerprint\": …, \"entry\": …}; reset the sensor's cursor in the UI")
+    return data
 
 
 def _evaluated_models(store: StoreResource) -> set[str]:
@@ -366,10 +372,7 @@ def build_run_failure_sensor(config: AutomationConfig | None = None) -> dg.Senso
     )
     def run_failure_recorder(context: dg.RunFailureSensorContext, store: StoreResource):
         record = failure_record(context)
-        # read by the site (view failed_models): a write for the results step, which forgets
-        # its record only (the failed run's own steps forgot theirs as they started)
-        with writing_for_steps(["results"], None):
-            store.store().write([Step("record_run_failure", record)])
+        store.store().write([Step("record_run_failure", record)])  # the site's failed_models
         if record["model_id"]:  # what the site shows: it follows (a run of no model would loop)
             context.instance.report_runless_asset_event(dg.AssetMaterialization(
                 asset_key=run_failures.key, description=f"a run of {record['model_id']} failed",

@@ -27,7 +27,7 @@ install_log_redaction()
 
 def build_definitions(pipeline: Pipeline = PIPELINE) -> dg.Definitions:
     """The project's definitions, with the settings of :func:`load_settings`; ``pipeline``: the
-    asset graph and jobs (``PIPELINE.with_assets(...)`` adds assets, each declaring its step:
+    asset graph and jobs (``PIPELINE.with_assets(...)`` adds assets, each with a job of its own:
     :mod:`cultivar_assets.assets.graph`), with the source assets the project's assets read
     (:mod:`cultivar_assets.assets.sources`)."""
     settings = load_settings()

@@ -153,9 +153,9 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
 
 def settings_from_resources(resources: Mapping[str, Any]) -> Settings:
     """The settings that :func:`resources_from_settings` makes ``resources`` (keyed as there)
-    from: what a run's resources were configured with, as the steps' inputs read it
-    (:mod:`cultivar_assets.steps.plan`). The ``automation`` section is not among the resources
-    and gets its defaults (no step reads it)."""
+    from: what a run's resources were configured with (the source assets' observations read it:
+    :mod:`cultivar_assets.assets.sources`). The ``automation`` section is not among the
+    resources and gets its defaults (no asset reads it)."""
     engine = resources["engine"]
     return Settings(
         database=resources["store"].database,

@@ -1,7 +1,7 @@
 -- Tables written by the Dagster assets. They live in schema "raw"; the public, documented
 -- interface is the set of views in views.sql (schema "main").
 --
--- The layout of schema version 2 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
+-- The layout of schema version 3 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
 -- table whole: applied once, to a new database file. A file of an older version is brought to
 -- this layout by the numbered files of sql/migrations/ instead; a test holds the two equal
 -- (tests/test_store_migrations.py). Changing a table here takes a new migration and a new
@@ -625,42 +625,6 @@ CREATE TABLE raw.error_analysis_settings (
     ingested_at     TIMESTAMP NOT NULL
 );
 
--- The record of each step's last successful run (cultivar demo, cultivar run, or a Dagster run
--- launched from the UI, a sensor or a schedule that materialised the whole step;
--- cultivar_assets/steps/reuse.py): the fingerprint of everything the step read, a digest of
--- the files it wrote, and a token that the fingerprints of the steps reading its outputs
--- include. A step whose fingerprint and files are unchanged is reused, not run. A write made
--- for a step of a Dagster run forgets that step's record; every other write made outside the
--- runner's steps empties the table, in its own transaction (store/database.py).
-CREATE TABLE raw.step_records (
-    step        VARCHAR PRIMARY KEY,  -- selection, build:<locale>, dataset, test_sets,
-                                      -- model:<model id>, results
-    inputs      VARCHAR NOT NULL,     -- sha256 of the step's inputs (steps/plan.py)
-    outputs     VARCHAR NOT NULL,     -- sha256 of its output files' listing
-    token       VARCHAR NOT NULL,     -- unique per recorded run
-    seconds     DOUBLE NOT NULL,      -- how long that run took
-    recorded_at TIMESTAMP NOT NULL,   -- UTC
-    -- added later (NULL in records that older releases made)
-    input_values VARCHAR,             -- the inputs, flattened (JSON object, steps/changes.py):
-                                      -- names what changed when the step runs again
-    run_id      VARCHAR               -- the Dagster run
-);
-
--- What Dagster runs launched outside the runner (the UI, a sensor, a schedule) are doing to a
--- step (steps/launched_runs.py): one row per asset of the step that the run started, with the
--- step's fingerprint at the asset's start; a step whose every asset is done, each with the
--- fingerprint the step has at the end, gets its record. Another run's write for the step, a
--- runner's step and any write made outside both delete the rows (store/database.py).
-CREATE TABLE raw.step_runs (
-    step       VARCHAR NOT NULL,
-    run_id     VARCHAR NOT NULL,
-    asset      VARCHAR NOT NULL,
-    inputs     VARCHAR NOT NULL,     -- sha256 of the step's inputs when the asset started
-    started_at TIMESTAMP NOT NULL,   -- UTC
-    done       BOOLEAN NOT NULL,     -- the asset succeeded
-    PRIMARY KEY (step, run_id, asset)
-);
-
 -- Failed Dagster runs, recorded by the run-failure sensor (cultivar_assets/automation.py): one
 -- row per run; the model is the run's `cultivar/model` tag or its partition, when it has one.
 CREATE TABLE raw.run_failures (
@@ -672,11 +636,12 @@ CREATE TABLE raw.run_failures (
     failed_at  TIMESTAMP NOT NULL    -- UTC
 );
 
--- The file's write generation (one row): every Store.write advances it in its own transaction
--- and names its writer (a pipeline run's id, or other:<pid>). A run's write that finds another
--- generation than the one the run last saw empties raw.step_records (store/database.py).
-CREATE TABLE raw.write_state (
-    generation BIGINT NOT NULL,
+-- The file's write log: every Store.write appends its generation (one more than the last) and
+-- its writer (host:pid:token of the process) in its own transaction, and keeps the most recent
+-- 100,000 rows. A pipeline run reads the writers since its first look: another writer means
+-- the results it would print are not only its own (store/database.py, runner/pipeline.py).
+CREATE TABLE raw.write_log (
+    generation BIGINT PRIMARY KEY,
     writer     VARCHAR NOT NULL
 );
 

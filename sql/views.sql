@@ -370,11 +370,6 @@ FROM coefficients ORDER BY language;
 CREATE OR REPLACE VIEW error_analysis_settings AS
 SELECT * FROM raw.error_analysis_settings;
 
--- The record of each step's last successful run (raw.step_records).
-CREATE OR REPLACE VIEW step_records AS
-SELECT step, inputs, outputs, token, seconds, recorded_at, run_id, input_values
-FROM raw.step_records;
-
 -- Failed runs (the run-failure sensor), newest first.
 CREATE OR REPLACE VIEW run_failures AS
 SELECT run_id, job, model_id, step, error, failed_at FROM raw.run_failures

@@ -3,10 +3,10 @@ concurrent-run tests (tests/test_concurrent_runs.py).
 
 ``python concurrent_pipeline.py SETTINGS_JSON [PAUSE_DIR [WHERE]]``: run the pipeline with the
 settings (``Settings`` as JSON), print every line it says, then ``leaderboard: <model (family);
-…>``, ``reused: <steps>`` and ``finished``; on an error, print ``error: <message>`` and exit 1.
+…>``, ``fresh: <stages>`` and ``finished``; on an error, print ``error: <message>`` and exit 1.
 With PAUSE_DIR, the run pauses right after it has written a model's translations (WHERE
-``translations``, the default) or right after its model step has been recorded (WHERE
-``model-step``): it creates ``PAUSE_DIR/paused`` and waits (at most 300 s) until
+``translations``, the default) or right after its model's run (job ``evaluate_model``) has
+succeeded (WHERE ``model-run``): it creates ``PAUSE_DIR/paused`` and waits (at most 300 s) until
 ``PAUSE_DIR/release`` exists.
 """
 
@@ -36,18 +36,18 @@ def pause_after_translations(folder: Path) -> None:
     model_assets.write_translations = write_then_pause
 
 
-def pause_after_model_step(folder: Path) -> None:
-    from cultivar_assets.steps.reuse import StepBook
+def pause_after_model_run(folder: Path) -> None:
+    from cultivar_assets.runner.pipeline import _Materialiser
 
-    original = StepBook.finished
+    original = _Materialiser._execute
 
-    def record_then_pause(self, step, *args, **kwargs):
-        record = original(self, step, *args, **kwargs)
-        if step.key.startswith("model:"):
+    def execute_then_pause(self, job_name, *args, **kwargs):
+        result = original(self, job_name, *args, **kwargs)
+        if job_name == "evaluate_model":
             _pause(folder)
-        return record
+        return result
 
-    StepBook.finished = record_then_pause
+    _Materialiser._execute = execute_then_pause
 
 
 def main(settings_json: str, pause: str | None, where: str = "translations") -> int:
@@ -57,7 +57,7 @@ def main(settings_json: str, pause: str | None, where: str = "translations") -> 
     settings = Settings.model_validate_json(settings_json)
     if pause:
         {"translations": pause_after_translations,
-         "model-step": pause_after_model_step}[where](Path(pause))
+         "model-run": pause_after_model_run}[where](Path(pause))
     try:
         result = run_pipeline(settings, say=lambda line: print(line, flush=True))
     except Exception as error:  # the message the CLI would print
@@ -65,7 +65,7 @@ def main(settings_json: str, pause: str | None, where: str = "translations") -> 
         return 1
     print("leaderboard: " + "; ".join(f"{row['model_id']} ({row['family']})"
                                       for row in result.leaderboard))
-    print(f"reused: {result.reused}")
+    print(f"fresh: {result.fresh}")
     print("finished", flush=True)
     return 0
 

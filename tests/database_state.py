@@ -15,12 +15,12 @@ VOLATILE = {"loaded_at", "finished_at", "seconds", "ingested_at", "created_at", 
             "n_generated",
             "n_cached"}
 # how the file was set up and how many writes it has seen: not data
-NOT_DATA = ("schema_state", "write_state", "schema_version")
+NOT_DATA = ("schema_state", "write_log", "schema_version")
 
 
 def state(path: Path) -> dict[str, list[tuple]]:
     """Every raw table's rows (volatile columns left out), sorted; ``raw.schema_state``,
-    ``raw.schema_version`` (which scripts and versions set the file up) and ``raw.write_state``
+    ``raw.schema_version`` (which scripts and versions set the file up) and ``raw.write_log``
     (how many writes it has seen) are not data and are left out."""
     con = duckdb.connect(str(path), read_only=True)
     try:
@@ -39,7 +39,7 @@ def state(path: Path) -> dict[str, list[tuple]]:
 
 # The step records hold the package's code digest and run ids (they change with every edit of the
 # code, by design); the run failures and step runs are empty in a successful demo.
-NOT_RESULTS = ("step_records", "step_runs", "run_failures")
+NOT_RESULTS = ("run_failures",)
 # columns (and keys inside JSON texts) whose values are the time of a run, not what it computed
 _TIMES = ("built_at", "ingested_at", "created_at", "loaded_at", "finished_at", "computed_at",
           "recorded_at")

@@ -218,15 +218,13 @@ def test_a_changed_entry_says_which_fields_changed(tmp_path, registry):
         assert "engine_options.max_new_tokens" in changed and "→ 64" in changed
 
 
-def test_a_cursor_of_fingerprints_only_still_works(tmp_path, registry):
+def test_a_cursor_of_another_shape_is_refused_naming_the_entry(tmp_path, registry):
     defs = _defs(_settings(tmp_path, registry))
     with dg.instance_for_test() as instance:
         current = json.loads(_tick(instance, defs, None).cursor)
-        old_style = {model_id: value["fingerprint"] for model_id, value in current.items()}
-        old_style["beta"] = "0" * 64  # as if beta had changed since
-        [request] = _tick(instance, defs, json.dumps(old_style)).run_requests
-        assert request.partition_key == "beta"
-        assert "previous cursor kept only its fingerprint" in request.tags["cultivar/changed"]
+        fingerprints_only = {model_id: value["fingerprint"] for model_id, value in current.items()}
+        with pytest.raises(Exception, match=r"cursor: the entry of 'alpha' is '[0-9a-f]+', not"):
+            _tick(instance, defs, json.dumps(fingerprints_only))
 
 
 def test_the_sensor_interval_comes_from_the_settings(tmp_path, monkeypatch):
@@ -321,23 +319,3 @@ def test_an_unreachable_webhook_keeps_the_record(tmp_path, registry):
                        AutomationConfig(failure_webhook="http://127.0.0.1:9/nobody"))
     assert [r["run_id"] for r in Store(settings.database_path).query("failed_models")] == [
         run.run_id]
-
-
-def test_recording_a_failure_forgets_only_the_results_steps_record(tmp_path, registry):
-    """The site shows failed models, so the results step reads the failures; no other step does
-    (the failed run's own steps forgot their records as they started)."""
-    from cultivar_assets.settings import AutomationConfig
-    from cultivar_assets.store.database import Store, recording_steps
-    from cultivar_assets.store.step_records import new_record, put_step_record, read_step_records
-
-    settings = _settings(tmp_path, registry)
-    store = Store(settings.database_path)
-    with recording_steps():
-        read_step_records(store)
-        for key in ("selection", "model:alpha", "results"):
-            put_step_record(store, new_record(key, "i", "o", 1.0))
-    with dg.instance_for_test() as instance:
-        run, event = _failed_run(instance)
-        _sense_failure(instance, run, event, settings, AutomationConfig())
-    assert set(read_step_records(store)) == {"selection", "model:alpha"}
-    assert [r["run_id"] for r in store.query("failed_models")] == [run.run_id]

@@ -1,6 +1,7 @@
 """The README's main job: ``cultivar demo`` with the real embedded model (slow): the demo built
 by the project's own pipeline (selection, the weak demo localiser's drafts, tool pages, the
-shipped demo annotation files, the dataset), then evaluated, then run again (every step reused);
+shipped demo annotation files, the dataset), then evaluated, then run again (Dagster reports
+every asset fresh: no run is started);
 its stored results equal the committed reference (tests/fixtures/demo_database.json.gz);
 and, in a test of its own, the shipped files must match the drafts the embedded model produces
 here, and regenerating them changes no byte."""
@@ -30,7 +31,7 @@ def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_demo_runs_twice_and_the_second_run_reuses_every_step(isolated_home):
+def test_demo_runs_twice_and_the_second_run_materialises_nothing(isolated_home):
     env = {**os.environ, "CULTIVAR_HOME": str(isolated_home), "COLUMNS": "200"}
     first = run_cli("demo", env=env)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -58,7 +59,7 @@ def test_demo_runs_twice_and_the_second_run_reuses_every_step(isolated_home):
     assert "evaluated with the models of suite demo" in said
     assert "Time: selection " in first.stdout
     # behaviour and stored results unchanged: the results equal the committed reference
-    # (scripts/demo_database_reference.py writes it; times, paths and step records aside)
+    # (scripts/demo_database_reference.py writes it; times and paths aside)
     assert differences(portable_state(database, isolated_home), read_reference()) == []
 
     with duckdb.connect(str(database), read_only=True) as con:
@@ -90,18 +91,27 @@ def test_demo_runs_twice_and_the_second_run_reuses_every_step(isolated_home):
     locales_page = (isolated_home / "site" / "locales.html").read_text()
     assert "Error analysis (paper §5, Table 5)" in locales_page and "id=\"table5\"" in locales_page
 
-    def stored() -> tuple[list, list]:
+    def stored() -> list:
         with duckdb.connect(str(database), read_only=True) as con:
-            return (con.execute("SELECT * FROM raw.model_runs ORDER BY ALL").fetchall(),
-                    con.execute("SELECT * FROM step_records ORDER BY ALL").fetchall())
+            return con.execute("SELECT * FROM raw.model_runs ORDER BY ALL").fetchall()
 
-    before = stored()
-    assert len(before[1]) == 1 + 6 + 1 + 1 + 3 + 1  # every step of the first run is recorded
-    second = run_cli("demo", env=env)  # nothing changed: every step is reused, and says so
+    def runs() -> list[tuple[str, str]]:
+        import dagster as dg
+
+        with dg.DagsterInstance.from_config(str(isolated_home / "dagster")) as instance:
+            return [(run.job_name, run.run_id) for run in instance.get_runs()]
+
+    before, first_runs = stored(), runs()
+    # the CLI's runs are the definitions' named jobs, never __ephemeral_asset_job__
+    assert {job for job, _ in first_runs} == {"build_benchmark", "build_dataset",
+                                              "evaluate_model", "refresh_results"}
+    second = run_cli("demo", env=env)  # nothing changed: Dagster reports every asset fresh
     assert second.returncode == 0, second.stderr[-3000:]
-    assert "Reused, unchanged since their last run: 8 of 8 steps" in second.stdout
-    assert second.stdout.count("unchanged since its run of ") == len(before[1])
-    assert stored() == before  # nothing was run again: no run record or step record changed
+    assert "Fresh in Dagster, nothing materialised: 6 of 6 stages" in second.stdout
+    assert second.stdout.count(": fresh, skipped") == 1 + 6 * 3 + 2 + 3 * 2 + 8
+    assert "materialising" not in second.stdout
+    assert runs() == first_runs  # no run was started
+    assert stored() == before  # nothing was run again: no run record changed
     with duckdb.connect(str(database), read_only=True) as con:
         rows = con.execute("SELECT count(*) FROM translations").fetchone()[0]
     assert rows == 3 * 120

@@ -58,7 +58,7 @@ def test_run_pipeline_builds_and_evaluates_the_demo_data(tmp_path, prepared, mon
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
     say = []
     result = run_pipeline(demo_like_settings(tmp_path, construction), say=say.append)
-    assert [name for name, _ in result.steps] == [
+    assert [name for name, _ in result.stages] == [
         "selection", "localisation, tools and ingest", "dataset", "test sets",
         "model copy-source-baseline", "results, dataset folder and site"]
     assert any("[2/6] for 6 locale(s): LLM drafts" in line for line in say)

@@ -1,11 +1,13 @@
-"""Adding a step is one asset definition and nothing else: an asset that declares a new step
-(``@step_inputs(StepInputs(Step(...), ...))`` above ``@dg.asset``), added to the project's graph
-with ``PIPELINE.with_assets``, is planned after the step it depends on, run and recorded by the
-CLI runner, reused while unchanged, read by the ``results`` step, and recorded as the runner
-would when Dagster materialises it (docs/pipeline.md, "Adding a step")."""
+"""An asset added to the project's graph with ``PIPELINE.with_assets`` (and nothing else) gets a
+job of its own, ``materialise_<asset>``; ``cultivar run`` materialises it when Dagster reports it
+missing or stale, after the stages holding its upstream assets, and skips it while it is
+fresh. An observable source asset added the same way is observed first (job
+``observe_sources``): a new data version of it makes what reads it stale, and only that runs
+again. The definitions take the same pipeline (docs/pipeline.md, "Adding an asset")."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -14,92 +16,84 @@ import pytest
 from conftest import copy_baseline_settings
 
 from cultivar_assets.assets.graph import PIPELINE
-from cultivar_assets.assets.step_graph import step_inputs
-from cultivar_assets.assets.step_runs import recording_step
-from cultivar_assets.resources import StoreResource, resources_from_settings
+from cultivar_assets.resources import StoreResource
 from cultivar_assets.runner import run_pipeline
 from cultivar_assets.settings import Settings
-from cultivar_assets.steps.declarations import Step, StepContext, StepInputs
 from cultivar_assets.store.database import Store
-from cultivar_assets.store.step_records import read_step_records
 
 pytestmark = pytest.mark.dagster_instances
 
 MODEL_ID = "copy-source-baseline"
-COUNTS = Step("segment_counts", timing="segment counts",
-              title=lambda settings, _: f"segment counts -> {_counts_file(settings.database)}")
+LABELS: list[Path] = []  # the label file the source asset observes (set by the fixture)
 
 
 def _counts_file(database: str | Path) -> Path:
     return Path(database).with_suffix(".counts.json")
 
 
-def _output(ctx: StepContext) -> Path:
-    return _counts_file(ctx.settings.database_path)
+@dg.observable_source_asset
+def counts_label() -> dg.DataVersion:
+    """A text file whose content labels the counts (observed: its sha256)."""
+    return dg.DataVersion(hashlib.sha256(LABELS[-1].read_bytes()).hexdigest())
 
 
-# the one definition the new step needs: its asset, declaring the step and its inputs
-@step_inputs(StepInputs(COUNTS, settings=("data",),
-                        other={"counts file": lambda c: str(_output(c))}, outputs=(_output,)))
-@dg.asset(deps=["test_sets"], group_name="extension")
-@recording_step
+@dg.asset(deps=["test_sets", counts_label], group_name="extension")
 def segment_counts(store: StoreResource) -> dg.MaterializeResult:
-    """The number of segments of every test set, as a JSON file beside the database."""
+    """The number of segments of every test set, under the label, as a JSON file beside the
+    database."""
     db = store.store()
     sizes = {row["test_set"]: row["n_segments"] for row in db.query("test_set_index")}
-    _counts_file(db.path).write_text(json.dumps(sizes, sort_keys=True), "utf-8")
+    text = {"label": LABELS[-1].read_text("utf-8"), "sizes": sizes}
+    _counts_file(db.path).write_text(json.dumps(text, sort_keys=True), "utf-8")
     return dg.MaterializeResult(metadata={"test_sets": len(sizes)})
 
 
 @pytest.fixture
 def settings(tmp_path, monkeypatch, isolated_home) -> Settings:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    return copy_baseline_settings(tmp_path)
+    label = tmp_path / "label.txt"
+    label.write_text("first", "utf-8")
+    LABELS.append(label)
+    yield copy_baseline_settings(tmp_path)
+    LABELS.pop()
 
 
-def test_a_step_added_as_one_asset_runs_in_the_runner_and_in_dagster(settings, tmp_path):
-    pipeline = PIPELINE.with_assets(segment_counts)
-    assert [node.step.name for node in pipeline.steps.nodes] == [
-        "selection", "build", "dataset", "test_sets", "model", "segment_counts", "results"]
-    assert pipeline.steps.node("segment_counts").upstream == ("test_sets",)
+def test_an_added_asset_is_materialised_when_missing_or_stale_and_skipped_when_fresh(
+        settings, tmp_path):
+    pipeline = PIPELINE.with_assets(counts_label, segment_counts)
+    assert "materialise_segment_counts" in [job.name for job in pipeline.jobs]
 
     said: list[str] = []
     first = run_pipeline(settings, say=said.append, pipeline=pipeline)
-    assert [name for name, _ in first.steps] == [
-        "selection", "test sets", f"model {MODEL_ID}", "segment counts",
-        "results, dataset folder and site"]
-    assert f"[4/5] segment counts -> {_counts_file(settings.database)}" in said
-    sizes = json.loads(_counts_file(settings.database).read_text("utf-8"))
-    assert sizes and all(n > 0 for n in sizes.values())
-    assert set(sizes) == {row["test_set"] for row in Store(settings.database_path).query(
-        "test_set_index")}
-    records = read_step_records(Store(settings.database_path))
-    step = records["segment_counts"]
-    assert step.input_values["step:test_sets"] == records["test_sets"].token
-    assert step.input_values["setting:data.kind"] == "local"
-    assert step.input_values["other:counts file"] == str(_counts_file(settings.database))
-    assert records["results"].input_values["step:segment_counts"] == step.token
+    assert [name for name, _ in first.stages] == [
+        "selection", "test sets", "segment counts", f"model {MODEL_ID}",
+        "results, dataset folder and site"]  # right after the stage of its upstream test_sets
+    assert "[3/5] segment_counts (job materialise_segment_counts)" in said
+    assert [job for job, _ in first.runs] == [
+        "observe_sources", "build_benchmark", "build_dataset", "materialise_segment_counts",
+        "evaluate_model", "refresh_results"]
+    counts = json.loads(_counts_file(settings.database).read_text("utf-8"))
+    assert counts["label"] == "first" and set(counts["sizes"]) == {
+        row["test_set"] for row in Store(settings.database_path).query("test_set_index")}
 
+    said.clear()
     second = run_pipeline(settings, say=said.append, pipeline=pipeline)
-    assert second.reused == ["selection", "test sets", f"model {MODEL_ID}", "segment counts",
-                             "results, dataset folder and site"]
+    assert [job for job, _ in second.runs] == ["observe_sources"]  # observed; nothing to run
+    assert "  segment_counts: fresh, skipped" in said
 
-    # Dagster materialises the new asset (as a launch from the UI would): the step is recorded
-    # as the runner records it, and the runner then reuses it; results, which reads it, runs
-    _counts_file(settings.database).unlink()
-    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
-        launched = dg.materialize(list(pipeline.assets), selection=["segment_counts"],
-                                  resources=resources_from_settings(settings), instance=instance)
-    assert launched.success and _counts_file(settings.database).exists()
-    record = read_step_records(Store(settings.database_path))["segment_counts"]
-    assert record.run_id == launched.run_id and record.token != step.token
+    LABELS[-1].write_text("second", "utf-8")  # a new data version of the source asset
+    said.clear()
     third = run_pipeline(settings, say=said.append, pipeline=pipeline)
-    assert third.reused == ["selection", "test sets", f"model {MODEL_ID}", "segment counts"]
+    assert [job for job, _ in third.runs] == ["observe_sources", "materialise_segment_counts"]
+    assert "  segment_counts: has a new dependency data version (counts_label), "\
+           "materialising" in said
+    assert json.loads(_counts_file(settings.database).read_text("utf-8"))["label"] == "second"
 
 
-def test_the_project_graph_leaves_the_new_step_out_and_the_definitions_take_it():
+def test_the_project_graph_leaves_the_added_asset_out_and_the_definitions_take_it():
     from cultivar_assets.definitions import build_definitions
 
-    assert "segment_counts" not in [node.step.name for node in PIPELINE.steps.nodes]
+    assert "segment_counts" not in [asset.key.to_user_string() for asset in PIPELINE.assets]
     definitions = build_definitions(PIPELINE.with_assets(segment_counts))
     assert definitions.resolve_assets_def("segment_counts").key == dg.AssetKey("segment_counts")
+    assert definitions.resolve_job_def("materialise_segment_counts") is not None

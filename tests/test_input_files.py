@@ -303,19 +303,3 @@ def test_lm_eval_samples_are_looked_for_only_where_lm_eval_writes_them(tmp_path)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text("")
     assert samples_files(tmp_path) == [tmp_path / "model" / name, tmp_path / name]
-
-
-def test_step_digests_read_no_file_that_is_not_a_regular_file(tmp_path):
-    """A folder digest meets a link to /dev/zero, a FIFO and a link to nothing among the files:
-    it reads none of them (``content_digest`` read /dev/zero forever and waited on the FIFO)."""
-    folder = tmp_path / "returned"
-    folder.mkdir()
-    (folder / "a.errors.json").write_text("{}")
-    (folder / "cmn_Hans_China-x.errors.json").symlink_to("/dev/zero")
-    os.mkfifo(folder / "deu_Latn_Germany-y.errors.json")
-    (folder / "deu_Latn_Germany-z.errors.json").symlink_to(folder / "nothing")
-    printed = run_child(f"""
-        from cultivar_assets.steps.digests import content_digest
-        print(len(content_digest({str(folder)!r})))
-        """, tmp_path)
-    assert printed == "64", printed

@@ -179,7 +179,7 @@ def _served_settings(tmp_path: Path, url: str) -> Path:
 @pytest.mark.parametrize(("how", "signum"), [("terminal", signal.SIGINT),
                                              ("script", signal.SIGTERM)])
 def test_an_interrupted_cultivar_run_stops_and_fails_its_dagster_run(tmp_path, how, signum):
-    """`cultivar run` whose model step waits on a server that does not answer: the signal ends
+    """`cultivar run` whose model run waits on a server that does not answer: the signal ends
     the process promptly, its Dagster run is FAILURE (not STARTED), and it says so."""
     import dagster as dg
     from openai_server import FakeOpenAIServer
@@ -205,7 +205,7 @@ def test_an_interrupted_cultivar_run_stops_and_fails_its_dagster_run(tmp_path, h
     assert run.returncode == 128 + signum, said[-3000:]
     assert seconds < BOUND, f"{seconds:.1f} s"
     name = signal.Signals(signum).name
-    assert f"cultivar run: interrupted ({name}) during the step model:served; its Dagster run " \
+    assert f"cultivar run: interrupted ({name}) during the stage model served; its Dagster run " \
            in said, said[-3000:]
     with dg.DagsterInstance.from_config(str(tmp_path / "home" / "dagster")) as instance:
         runs = instance.get_runs()

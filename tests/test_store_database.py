@@ -39,14 +39,14 @@ def store(tmp_path) -> Store:
 
 def raw_tables(path) -> dict[str, list[tuple]]:
     """Every table of schema raw with all its rows (sorted), read through a read-only connection;
-    ``raw.write_state`` (how many writes the file has seen, and the last writer) is not data and
+    ``raw.write_log`` (the writes the file has seen, and their writers) is not data and
     is left out."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         names = [r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema = 'raw' AND table_type = 'BASE TABLE' ORDER BY table_name"
-        ).fetchall() if r[0] != "write_state"]
+        ).fetchall() if r[0] != "write_log"]
         return {name: sorted(con.execute(f"SELECT * FROM raw.{name}").fetchall(), key=repr)
                 for name in names}
     finally:
@@ -431,7 +431,7 @@ def test_write_opens_succeed_while_another_process_opens_short_read_only_connect
         started = time.monotonic()
         while opens < 40 and time.monotonic() - started < 40:
             try:
-                store.write([Step("forget_step_records")])
+                store.write([])  # a write of nothing (the log only)
             except StoreError as error:
                 failures.append(str(error))
             opens += 1

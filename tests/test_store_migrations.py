@@ -20,14 +20,12 @@ from database_state import VOLATILE, state
 from cultivar_assets.store import migrations
 from cultivar_assets.store.database import Store, StoreError
 from cultivar_assets.store.migrations import SCHEMA_VERSION, MigrationFileError
-from cultivar_assets.store.step_records import read_step_records
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
 VERSION_FIXTURES = sorted(FIXTURES.glob("schema_v*.sql"))
-# a step record as every release since step records exist wrote it (the columns all share)
-OLD_RECORD = ("INSERT INTO raw.step_records (step, inputs, outputs, token, seconds, recorded_at) "
-              "VALUES ('dataset', 'old-inputs', 'o', 't', 1.5, TIMESTAMP '2026-01-02 03:04:05')")
+# the write state as every release before the write log wrote it (one row)
+OLD_WRITE_STATE = "INSERT INTO raw.write_state VALUES (7, 'other:123')"
 
 
 def fixture_version(path: Path) -> int:
@@ -120,22 +118,28 @@ def test_a_file_of_an_older_version_is_migrated_to_exactly_a_new_files_layout(
         tmp_path, new_file, fixture):
     path = old_database(tmp_path / "old.duckdb", fixture)
     with duckdb.connect(str(path)) as con:
-        con.execute(OLD_RECORD)
+        con.execute(OLD_WRITE_STATE)
         con.execute("INSERT INTO raw.run_failures VALUES ('r1', 'results', NULL, 'leaderboard', "
                     "'boom', TIMESTAMP '2026-01-02 03:04:05')")
     before = columns(path)
     assert before != columns(new_file)  # the fixture really is another layout
 
-    (record,) = read_step_records(Store(path)).values()  # opening it (to read) migrates it
+    generation = Store(path).generation()  # opening it (to read) migrates it
 
     assert columns(path) == columns(new_file)  # names, types, order, nullability, defaults
     assert constraints(path) == constraints(new_file)
     version = fixture_version(fixture)
     assert versions(path)[-(SCHEMA_VERSION - version):] == [
         (m.version, m.name) for m in migrations.migrations()[version:]]
-    assert (record.step, record.inputs, record.seconds, record.input_values, record.run_id) == (
-        "dataset", "old-inputs", 1.5, None, None)  # kept; what it could not hold is NULL
-    assert record.recorded_at == datetime(2026, 1, 2, 3, 4, 5)
+    assert generation == 7  # the write state's row is the log's first
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT * FROM raw.write_log").fetchall() == [(7, "other:123")]
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() "
+                                            "WHERE schema_name = 'raw'").fetchall()}
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() "
+                                           "WHERE NOT internal").fetchall()}
+    assert not {"step_records", "step_runs", "write_state"} & tables  # dropped by 0003
+    assert "step_records" not in views
     with duckdb.connect(str(path), read_only=True) as con:  # through this release's view
         assert con.execute("SELECT * FROM run_failures").fetchall() == [
             ("r1", "results", None, "leaderboard", "boom", datetime(2026, 1, 2, 3, 4, 5))]
@@ -164,6 +168,8 @@ WIDE_VIEWS = {"model_locale_deltas": "main.model_locale_deltas",
 # the tables migration 0002 makes from them -> how many leading columns every old layout held
 # (raw.metric_values: level, model, locale, metric, quantity, value; raw.statistics_metrics: all)
 DERIVED = {"metric_values": 6, "statistics_metrics": 6}
+# the tables migration 0003 drops (a new file has none of them to copy rows from)
+DROPPED = ("step_records", "step_runs", "write_state")
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +197,7 @@ def test_a_migrated_file_holds_and_reads_what_a_new_one_with_the_same_rows_does(
         ).fetchall():
             old_columns.setdefault(table, []).append(column)
         for table, names in old_columns.items():
-            if table not in ("schema_state", "schema_version"):
+            if table not in ("schema_state", "schema_version", *DROPPED):
                 listed = ", ".join(names)
                 source = WIDE_VIEWS.get(table, f"raw.{table}")
                 con.execute(f"INSERT INTO raw.{table} ({listed}) "
@@ -245,14 +251,14 @@ def test_a_file_of_a_newer_version_is_refused_and_left_as_it_was(tmp_path):
 def test_a_file_whose_tables_differ_is_not_migrated_and_says_how_to_rebuild(tmp_path):
     path = old_database(tmp_path / "odd.duckdb", FIXTURES / "schema_v0.sql")
     with duckdb.connect(str(path)) as con:  # a column of another type than the releases made
-        con.execute("ALTER TABLE raw.step_records ADD COLUMN input_values INTEGER")
-        con.execute(OLD_RECORD)
+        con.execute("ALTER TABLE raw.models DROP COLUMN license")
+        con.execute("ALTER TABLE raw.models ADD COLUMN license INTEGER")
     before = columns(path), state(path)
     with pytest.raises(StoreError) as info:
         Store(path).query("leaderboard")
     said = str(info.value)
     assert f"cannot bring the database {path} from schema version 0 to {SCHEMA_VERSION}" in said
-    assert "raw.step_records.input_values is INTEGER, expected VARCHAR" in said
+    assert "raw.models.license is INTEGER, expected VARCHAR" in said
     assert "left as it was" in said and "cultivar run" in said and f"delete {path}" in said
     assert (columns(path), state(path)) == before  # rolled back: no version, no new table
     with duckdb.connect(str(path), read_only=True) as con:

@@ -269,13 +269,13 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes
         assert version.endswith("; prompt: none (sources copied)")  # the manifest's prompt
     assert f"copied-sources: {note}" in out
 
-    # unchanged: the model's step is reused; a changed hypothesis: scored again
+    # unchanged: Dagster reports the model's assets fresh; a changed hypothesis: scored again
     assert main(["--config", str(config), "score", str(folder)]) == 0
-    assert "model copied-sources reused" in capsys.readouterr().out
+    assert "scores [copied-sources]: fresh, skipped" in capsys.readouterr().out
     write_submission(folder, _rows(test_sets, lambda s: s.reference))
     assert main(["--config", str(config), "score", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert "the model's submitted outputs (manifest and outputs file) changed" in out
+    assert "translations [copied-sources]: " in out and "materialising" in out
     assert _scores(database, "copied-sources") != _scores(database, "copy-source-baseline")
 
     # a bad submission: every problem listed, exit status 1, nothing written

@@ -6,8 +6,6 @@ import dagster as dg
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.assets.step_graph import step_inputs
-from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.evaluation.contamination import write_reported_flags
 from cultivar_assets.metrics.flags import RuleResult
@@ -15,8 +13,6 @@ from cultivar_assets.metrics.registry import column_key, table_label
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.specs import REPORTED_SOURCE
-from cultivar_assets.steps.declarations import StepInputs
-from cultivar_assets.steps.inputs import RESULTS, registered_models
 from cultivar_assets.store.records import write_reported_results
 from cultivar_assets.tables import format_interval, leaderboard_markdown, markdown_table
 from cultivar_assets.versions.rows import rows_digest
@@ -33,9 +29,6 @@ def rules_markdown(rules: list[RuleResult]) -> str:
          ("fired_for", "fired for"), ("note", "note")])
 
 
-@step_inputs(StepInputs(
-    RESULTS, settings=("metrics",),
-    other={"models registered in the Dagster instance": registered_models}))
 @dg.asset(
     group_name="results",
     deps=[scores],
@@ -43,7 +36,6 @@ def rules_markdown(rules: list[RuleResult]) -> str:
     # recomputed once new scores have landed, once per batch of model runs (conditions.py)
     automation_condition=AFTER_NEW_RESULTS,
 )
-@recording_step
 @redacting
 def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
                 store: StoreResource):
@@ -100,10 +92,7 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
     }, data_version=dg.DataVersion(rows_digest(store.store(), "leaderboard")))
 
 
-@step_inputs(StepInputs(RESULTS, settings=("engine", "models", "metrics"),
-                        files={"model registry file": "models_file"}))
 @dg.asset(group_name="results", kinds={"duckdb"})
-@recording_step
 @redacting
 def reported_results(engine: EngineResource, metrics: MetricsResource, store: StoreResource):
     """The paper's Table 3 figures from the model registry, kept apart from evaluated results,

@@ -7,15 +7,11 @@ import dagster as dg
 from cultivar_assets.assets.aggregate_assets import leaderboard
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.assets.step_graph import step_inputs
-from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.error_analysis.sample import build_error_sample
 from cultivar_assets.error_analysis.store import ingest_error_files
 from cultivar_assets.error_analysis.table import read_table5
 from cultivar_assets.error_analysis.tool import build_error_tools
 from cultivar_assets.resources import ErrorAnalysisResource, StoreResource
-from cultivar_assets.steps.declarations import StepInputs
-from cultivar_assets.steps.inputs import RESULTS, error_annotation_files, folder
 from cultivar_assets.tables import markdown_table
 from cultivar_assets.versions.rows import folder_digest, rows_digest
 
@@ -24,8 +20,6 @@ def _notes(notes) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(f"- {n}" for n in notes) or "none")
 
 
-@step_inputs(StepInputs(RESULTS, settings=("error_analysis",),
-                        outputs=(folder("error_analysis.tool_path"),)))
 @dg.asset(
     group_name="analysis",
     deps=[leaderboard, "translations"],  # the pages show the sample's translations
@@ -35,7 +29,6 @@ def _notes(notes) -> dg.MetadataValue:
                                    description="Every configured locale and model is in the "
                                                "error-analysis sample.")],
 )
-@recording_step
 @redacting
 def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: StoreResource):
     """The error-analysis sample (models × locales × instances, seeded) and its annotation pages,
@@ -60,13 +53,10 @@ def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: S
                               metadata={"left_out": _notes(sample.notes)})
 
 
-@step_inputs(StepInputs(RESULTS, settings=("error_analysis",),
-                        files={"error-annotation files": error_annotation_files}))
 # the files are checked against the stored translations (translation_matches)
 @dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard, "translations"],
           kinds={"duckdb"},
           automation_condition=AFTER_NEW_RESULTS)
-@recording_step
 @redacting
 def error_analysis(context: dg.AssetExecutionContext, error_analysis_config: ErrorAnalysisResource,
                    store: StoreResource):

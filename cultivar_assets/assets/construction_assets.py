@@ -12,8 +12,6 @@ Everything is written through the DuckDB store and files (no IO manager).
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.assets.step_graph import step_inputs
-from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.construction.annotation.postedit_build import (
     build_tools,
     ingest_folder_locale,
@@ -35,19 +33,6 @@ from cultivar_assets.resources import (
     SourceBenchmarkResource,
     StoreResource,
 )
-from cultivar_assets.steps.declarations import StepInputs
-from cultivar_assets.steps.inputs import (
-    BUILD,
-    DATASET,
-    SELECTION,
-    as_str,
-    folder,
-    locale_annotation_digests,
-    localiser_files,
-    review_folder,
-    source_benchmark_files,
-    tool_pages_folder,
-)
 from cultivar_assets.tables import markdown_table
 
 locale_partitions = dg.StaticPartitionsDefinition([loc.key for loc in all_locales()])
@@ -60,14 +45,7 @@ def _value(value, unit: str = "") -> object:
     return round(value, 6) if isinstance(value, float) else value
 
 
-@step_inputs(StepInputs(
-    SELECTION, settings=("construction.source", "construction.selection"),
-    files={"source benchmark files": source_benchmark_files,
-           "corrections file": "construction.selection.corrections_file",
-           "selection file": "construction.selection.selection_file"},
-    other={"review folder": as_str(review_folder)}, outputs=(review_folder,)))
 @dg.asset(group_name="construction", kinds={"duckdb", "spacy"})
-@recording_step
 @redacting
 def selected_instances(context: dg.AssetExecutionContext, source_benchmark: SourceBenchmarkResource,
                        instance_selection: SelectionResource, store: StoreResource):
@@ -116,13 +94,8 @@ class LocalisedDraftsConfig(dg.Config):
     redraft: bool = False
 
 
-@step_inputs(StepInputs(
-    BUILD, settings=("construction.localisation",),
-    files={"prompts file": "construction.localisation.prompts_file"},
-    file_groups=(localiser_files,)))
 @dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[selected_instances],
           kinds={"duckdb"})
-@recording_step
 @redacting
 def localised_drafts(context: dg.AssetExecutionContext, config: LocalisedDraftsConfig,
                      localisation: LocalisationResource, annotation: AnnotationResource,
@@ -180,12 +153,8 @@ def localised_drafts(context: dg.AssetExecutionContext, config: LocalisedDraftsC
                                 data_version=dg.DataVersion(row["drafts_hash"]))
 
 
-@step_inputs(StepInputs(BUILD, settings=("construction.annotation",),
-                        other={"tool pages folder": as_str(tool_pages_folder)},
-                        outputs=(tool_pages_folder,)))
 @dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[localised_drafts],
           kinds={"html"})
-@recording_step
 @redacting
 def postedit_tools(context: dg.AssetExecutionContext, annotation: AnnotationResource,
                    store: StoreResource):
@@ -207,13 +176,8 @@ def postedit_tools(context: dg.AssetExecutionContext, annotation: AnnotationReso
     }, data_version=dg.DataVersion(tool.task.drafts_hash))
 
 
-@step_inputs(StepInputs(
-    BUILD, settings=("construction.annotation",), file_groups=(locale_annotation_digests,),
-    other={"annotation folder": lambda ctx: str(
-        ctx.settings.construction.annotation.folder_path())}))
 @dg.asset(group_name="construction", partitions_def=locale_partitions, deps=[postedit_tools],
           kinds={"duckdb"})
-@recording_step
 @redacting
 def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResource,
                 store: StoreResource):
@@ -249,12 +213,7 @@ def annotations(context: dg.AssetExecutionContext, annotation: AnnotationResourc
     }, data_version=dg.DataVersion(file.sha256 or file.task_id))
 
 
-@step_inputs(StepInputs(
-    DATASET, settings=("construction.localisation", "construction.dataset"),
-    other={"dataset folder": as_str(folder("construction.dataset.folder_path"))},
-    outputs=(folder("construction.dataset.folder_path"),)))
 @dg.asset(group_name="construction", deps=[annotations], kinds={"duckdb", "json"})
-@recording_step
 @redacting
 def cultivar_dataset(context: dg.AssetExecutionContext, localisation: LocalisationResource,
                      built_dataset: BuiltDatasetResource, store: StoreResource):

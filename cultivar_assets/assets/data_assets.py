@@ -8,18 +8,12 @@ from collections import Counter
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.assets.step_graph import step_inputs
-from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.data.sources import load_benchmark
 from cultivar_assets.resources import DataSourceResource, StoreResource
-from cultivar_assets.steps.declarations import StepInputs
-from cultivar_assets.steps.inputs import TEST_SETS, data_files, unpinned_hub_data
 from cultivar_assets.store.records import write_dataset
 from cultivar_assets.tables import md_text
 
 
-@step_inputs(StepInputs(TEST_SETS, settings=("data",), file_groups=(data_files,),
-                        always_runs=unpinned_hub_data))
 @dg.asset(
     group_name="data",
     deps=["cultivar_dataset"],  # read when the data kind is built (the project's own build)
@@ -31,7 +25,6 @@ from cultivar_assets.tables import md_text
                           description="Every expected test set could be built."),
     ],
 )
-@recording_step
 @redacting
 def test_sets(context: dg.AssetExecutionContext, data: DataSourceResource, store: StoreResource):
     """FLORES and Cultivar test sets (``flores_<lang>``, ``cultivar_<locale>``) in DuckDB."""

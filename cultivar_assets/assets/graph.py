@@ -1,18 +1,23 @@
 """The asset graph and its jobs, without settings: imported by the definitions and the CLI; the
-one description of the pipeline. Its steps (:data:`STEP_GRAPH`) are derived from it
-(:mod:`cultivar_assets.assets.step_graph`); jobs that run whole steps select them by step.
+one description of the pipeline.
+
+Every asset is materialised by a named job (:data:`JOBS`): ``build_benchmark`` (the selection,
+then per locale the drafts, tool page and ingest), ``build_dataset`` (the dataset, the test
+sets), ``evaluate_model`` (one model's translations and scores, per partition),
+``refresh_results`` (the cross-model tables, error analysis, charts, dataset folder, push and
+site); ``publish_dataset`` and ``analyse_errors`` materialise parts of the results.
 
 :class:`Pipeline` is the extension point: ``PIPELINE.with_assets(extra, ...)`` is the project's
-graph with more assets, each declaring its step (``@step_inputs(StepInputs(Step("name"), ...))``
-above ``@dg.asset``); :func:`cultivar_assets.runner.pipeline.run_pipeline` and
-:func:`cultivar_assets.definitions.build_definitions` take such a pipeline, and a step of new
-assets is planned, run, reused and recorded as the project's own are.
+graph with more assets (observable source assets among them), and a job
+``materialise_<asset>`` for each added materialisable asset;
+:func:`cultivar_assets.runner.pipeline.run_pipeline` and
+:func:`cultivar_assets.definitions.build_definitions` take such a pipeline.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 
 import dagster as dg
 
@@ -31,42 +36,41 @@ from cultivar_assets.assets.model_assets import models_partitions, scores, trans
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
 from cultivar_assets.assets.run_tags import model_partition_tags
 from cultivar_assets.assets.site_assets import charts, site
-from cultivar_assets.assets.step_graph import step_graph
 from cultivar_assets.assets.versioned import versioned
-from cultivar_assets.steps.declarations import Step
-from cultivar_assets.steps.inputs import BUILD, DATASET, MODEL, RESULTS, SELECTION, TEST_SETS
-from cultivar_assets.steps.plan import StepGraph
 
 # each with its code version and its deps on the source assets it reads (assets/versioned.py)
 ASSETS = versioned([
     selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
     test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
     error_analysis, charts, hf_dataset_folder, hf_dataset_push, site, run_failures])
-STEP_GRAPH = step_graph(ASSETS)
+
+MODEL_JOB = "evaluate_model"
+MODEL_ASSETS = (translations, scores)
+RESULTS_ASSETS = (hf_dataset_folder, hf_dataset_push, leaderboard, error_annotation_tool,
+                  error_analysis, reported_results, charts, site)
 
 
-def steps_selection(*steps: Step) -> dg.AssetSelection:
-    """The assets of ``steps`` (of the project's graph)."""
-    return dg.AssetSelection.assets(*(asset for step in steps
-                                      for asset in STEP_GRAPH.node(step.name).assets))
+def evaluate_model_job(tags_for_partition: Callable[[str], dict[str, str]]
+                       ) -> dg.UnresolvedAssetJobDefinition:
+    """The job ``evaluate_model`` whose partitions' run tags are ``tags_for_partition(model
+    id)`` (the definitions': :func:`~cultivar_assets.assets.run_tags.model_partition_tags`)."""
+    return dg.define_asset_job(
+        MODEL_JOB,
+        selection=dg.AssetSelection.assets(*MODEL_ASSETS),
+        # each partition's run tags: its model's GPUs and queue tag (assets/run_tags.py)
+        config=dg.PartitionedConfig(partitions_def=models_partitions,
+                                    run_config_for_partition_key_fn=lambda _key: {},
+                                    tags_for_partition_key_fn=tags_for_partition),
+        description="Translate every test set with one model and score it (one partition = one "
+                    "model).",
+    )
 
-
-evaluate_model_job = dg.define_asset_job(
-    "evaluate_model",
-    selection=steps_selection(MODEL),
-    # each partition's run tags: its model's GPUs and queue tag (assets/run_tags.py)
-    config=dg.PartitionedConfig(partitions_def=models_partitions,
-                                run_config_for_partition_key_fn=lambda _key: {},
-                                tags_for_partition_key_fn=model_partition_tags),
-    description="Translate every test set with one model and score it (one partition = one model).",
-)
 
 refresh_results_job = dg.define_asset_job(
     "refresh_results",
-    selection=steps_selection(RESULTS),
+    selection=dg.AssetSelection.assets(*RESULTS_ASSETS),
     description="Recompute the cross-model tables, the error analysis, the charts, the dataset "
-                "folder (and its push, where configured) and the site from stored scores: the "
-                "whole results step, so the run records it and `cultivar run` reuses it.",
+                "folder (and its push, where configured) and the site from stored scores.",
 )
 
 publish_job = dg.define_asset_job(
@@ -77,7 +81,8 @@ publish_job = dg.define_asset_job(
 
 build_benchmark_job = dg.define_asset_job(
     "build_benchmark",
-    selection=steps_selection(SELECTION, BUILD),
+    selection=dg.AssetSelection.assets(selected_instances, localised_drafts, postedit_tools,
+                                       annotations),
     description="Build Cultivar from the source benchmark: the named-entity-rich selection, then "
                 "for one locale (one partition = one locale) the LLM drafts, the post-editing "
                 "tool and the ingest of its returned annotation file.",
@@ -85,7 +90,7 @@ build_benchmark_job = dg.define_asset_job(
 
 build_dataset_job = dg.define_asset_job(
     "build_dataset",
-    selection=steps_selection(DATASET, TEST_SETS),
+    selection=dg.AssetSelection.assets(cultivar_dataset, test_sets),
     description="The Cultivar dataset from the ingested annotations of every configured locale, "
                 "then the test sets (evaluated when the data kind is built).",
 )
@@ -97,24 +102,40 @@ error_analysis_job = dg.define_asset_job(
                 "Table 5 from the returned files.",
 )
 
-JOBS = [evaluate_model_job, refresh_results_job, publish_job, build_benchmark_job,
-        build_dataset_job, error_analysis_job]
+JOBS = [evaluate_model_job(model_partition_tags), refresh_results_job, publish_job,
+        build_benchmark_job, build_dataset_job, error_analysis_job]
+
+
+def extension_job(asset: dg.AssetsDefinition) -> dg.UnresolvedAssetJobDefinition:
+    """The job ``materialise_<asset>`` that materialises an added asset."""
+    name = asset.key.to_python_identifier()
+    return dg.define_asset_job(f"materialise_{name}", selection=dg.AssetSelection.assets(asset),
+                               partitions_def=asset.partitions_def,
+                               description=f"Materialise {asset.key.to_user_string()} (an asset "
+                                           "added to the project's graph).")
 
 
 @dataclass(frozen=True)
 class Pipeline:
-    """An asset graph with its jobs, and the steps derived from it (module docstring)."""
+    """An asset graph with its jobs (module docstring)."""
 
-    assets: tuple[dg.AssetsDefinition, ...]
+    assets: tuple[dg.AssetsDefinition | dg.SourceAsset, ...]
     jobs: tuple = ()
 
-    @cached_property
-    def steps(self) -> StepGraph:
-        return step_graph(self.assets)
-
     def with_assets(self, *assets: dg.AssetsDefinition) -> Pipeline:
-        """This pipeline with ``assets`` added (each declaring its step)."""
-        return Pipeline((*self.assets, *assets), self.jobs)
+        """This pipeline with ``assets`` added, each materialisable one with a job of its own
+        (:func:`extension_job`; an observable source asset is observed by the runner's job
+        ``observe_sources``)."""
+        return Pipeline((*self.assets, *assets), (*self.jobs, *(
+            extension_job(asset) for asset in assets
+            if isinstance(asset, dg.AssetsDefinition) and asset.is_materializable)))
+
+    def with_model_tags(self, tags_for_partition: Callable[[str], dict[str, str]]) -> Pipeline:
+        """This pipeline whose ``evaluate_model`` tags a partition with
+        ``tags_for_partition(model id)`` (a run's own registry, not the settings file's)."""
+        return Pipeline(self.assets, tuple(
+            evaluate_model_job(tags_for_partition) if job.name == MODEL_JOB else job
+            for job in self.jobs))
 
 
 PIPELINE = Pipeline(tuple(ASSETS), tuple(JOBS))

@@ -12,13 +12,9 @@ from collections import Counter
 import dagster as dg
 
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.assets.step_graph import step_inputs
-from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.evaluation import score_model
 from cultivar_assets.metrics.registry import column_key, table_label
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
-from cultivar_assets.steps.declarations import StepInputs
-from cultivar_assets.steps.inputs import MODEL, model_files, spm_model_file
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
 from cultivar_assets.tables import markdown_table
 from cultivar_assets.translation import translate
@@ -29,8 +25,6 @@ warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec
                         category=dg.PreviewWarning)
 
 
-@step_inputs(StepInputs(MODEL, settings=("engine", "models_file"), file_groups=(model_files,),
-                        entry=True))
 @dg.asset(
     group_name="models",
     partitions_def=models_partitions,
@@ -42,7 +36,6 @@ warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec
                           description="Empty hypotheses (after cleaning) are counted and flagged."),
     ],
 )
-@recording_step
 @redacting
 def translations(context: dg.AssetExecutionContext, engine: EngineResource, store: StoreResource):
     """Every test set translated by one model (loaded once), with raw and cleaned outputs."""
@@ -84,8 +77,6 @@ def translations(context: dg.AssetExecutionContext, engine: EngineResource, stor
     )
 
 
-@step_inputs(StepInputs(MODEL, settings=("metrics",),
-                        files={"SentencePiece model of spBLEU": spm_model_file}))
 @dg.asset(
     group_name="models",
     partitions_def=models_partitions,
@@ -99,7 +90,6 @@ def translations(context: dg.AssetExecutionContext, engine: EngineResource, stor
                                       "sets stops what is downstream in the same run)."),
     ],
 )
-@recording_step
 @redacting
 def scores(context: dg.AssetExecutionContext, metrics: MetricsResource, store: StoreResource):
     """The configured metrics' scores per test set (``metrics.metrics``, default BLEU and chrF;

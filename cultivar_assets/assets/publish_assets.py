@@ -5,8 +5,6 @@ import dagster as dg
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
 from cultivar_assets.assets.data_assets import test_sets
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.assets.step_graph import step_inputs
-from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.engines.prompts import get_prompt_style
 from cultivar_assets.publish.dataset_folder import FileEntry, build_dataset_folder
 from cultivar_assets.publish.lm_eval_tasks import DEFAULT_PROMPT_STYLE, LmEvalTasks
@@ -18,8 +16,6 @@ from cultivar_assets.resources import (
     MetricsResource,
     StoreResource,
 )
-from cultivar_assets.steps.declarations import StepInputs
-from cultivar_assets.steps.inputs import RESULTS, folder, pushes_to_hub
 from cultivar_assets.tables import markdown_table
 from cultivar_assets.versions.inputs import combined
 
@@ -31,11 +27,8 @@ def _files_table(files: list[FileEntry]) -> dg.MetadataValue:
 
 # follows the data it holds (test_sets), not model results: the folder holds no scores
 # the lm-eval tasks it holds follow the metrics' settings and engine.max_new_tokens
-@step_inputs(StepInputs(RESULTS, settings=("publish", "metrics", "engine"),
-                        outputs=(folder("publish.folder_path"),)))
 @dg.asset(group_name="publish", deps=[test_sets], kinds={"parquet", "huggingface"},
           automation_condition=AFTER_NEW_RESULTS)
-@recording_step
 @redacting
 def hf_dataset_folder(
     context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource,
@@ -64,9 +57,7 @@ def hf_dataset_folder(
     )
 
 
-@step_inputs(StepInputs(RESULTS, settings=("publish",), always_runs=pushes_to_hub))
 @dg.asset(group_name="publish", deps=[hf_dataset_folder], kinds={"huggingface"})
-@recording_step
 @redacting
 def hf_dataset_push(
     context: dg.AssetExecutionContext, store: StoreResource, hf_publish: HubPublishResource

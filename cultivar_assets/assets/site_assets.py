@@ -6,20 +6,14 @@ from cultivar_assets.assets.aggregate_assets import leaderboard, reported_result
 from cultivar_assets.assets.analysis_assets import error_analysis
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, run_failures
 from cultivar_assets.assets.safety import redacting
-from cultivar_assets.assets.step_graph import step_inputs
-from cultivar_assets.assets.step_runs import recording_step
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
 from cultivar_assets.site.build import build_site, chart_inputs
-from cultivar_assets.steps.declarations import StepInputs
-from cultivar_assets.steps.inputs import RESULTS, folder, gets_query_page
 from cultivar_assets.versions.rows import folder_digest
 
 
-@step_inputs(StepInputs(RESULTS, settings=("site",), outputs=(folder("site.charts_path"),)))
 @dg.asset(group_name="site", deps=[leaderboard, reported_results], kinds={"vega"},
           automation_condition=AFTER_NEW_RESULTS)
-@recording_step
 @redacting
 def charts(site: SiteResource, store: StoreResource):
     """The paper's figures (∆ heatmaps, ∆ vs size, same language by location) as Vega-Lite + SVG."""
@@ -35,16 +29,12 @@ def charts(site: SiteResource, store: StoreResource):
 
 
 # follows new results and newly recorded failures of models' runs (conditions.py)
-@step_inputs(StepInputs(
-    RESULTS, settings=("site", "publish"), outputs=(folder("site.site_path"),),
-    other={"whether the site gets its Query page": gets_query_page}))
 # it shows the test sets' segments, every model's translations and scores and the reported
 # results besides what its other deps compute: deps on them (Dagster's staleness follows them)
 @dg.asset(group_name="site", deps=[charts, error_analysis, run_failures, leaderboard,
                                    reported_results, "test_sets", "translations", "scores"],
           kinds={"html"},
           automation_condition=AFTER_NEW_RESULTS)
-@recording_step
 @redacting
 def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
          hf_publish: HubPublishResource):

@@ -441,7 +441,7 @@ def _disk_full_message(error: BaseException) -> str | None:
         return str(disk_full_error(
             home, "Dagster's run and event storage there keeps every run and event it held "
             "before (the write that failed was rolled back), and every database write of this "
-            "run was applied whole or not at all, so the finished steps are kept", error))
+            "run was applied whole or not at all, so what it materialised is kept", error))
     if not is_disk_full(error):
         return None
     # the free space of the named file's filesystem; none stated when no file is named (the

@@ -70,7 +70,7 @@ def selection_text(selection: list[str]) -> str:
 def run_and_report(settings: Settings) -> int:
     """``cultivar run`` / ``demo`` / ``score``: run the pipeline on ``settings`` and print what
     this run computed or verified (the leaderboard, notes, the built dataset's Table 1, where the
-    database and the site are, the steps' times); 0 when it finished. Text that comes from
+    database and the site are, the stages' times); 0 when it finished. Text that comes from
     inputs (file names, notes, reasons) is printed as it is, never read as markup, with escape
     sequences and bidi overrides escaped (:func:`printable`)."""
     from cultivar_assets.runner import run_pipeline
@@ -92,7 +92,7 @@ def run_and_report(settings: Settings) -> int:
     from cultivar_assets.site.query_engine import will_fetch
 
     notice = will_fetch(settings.site.query_page, settings.site.web_cache_path())
-    if notice:  # said once, before the run reaches the network (the site step runs npm)
+    if notice:  # said once, before the run reaches the network (the site asset runs npm)
         console.print(notice[0].upper() + notice[1:], markup=False)
     result = run_pipeline(settings, say=lambda text: console.print(printable(text), markup=False))
     verified = result.verified  # read with the leaderboard: what this run computed or verified
@@ -116,11 +116,11 @@ def run_and_report(settings: Settings) -> int:
     for note in (read_manifest(Path(result.site)) or {}).get("notes", []):
         console.print(printable(f"Site note: {note}"), markup=False)
     console.print("Time: " + ", ".join(
-        f"{name} {'reused' if name in result.reused else f'{seconds:.0f} s'}"
-        for name, seconds in result.steps))
-    if result.reused:
-        console.print(f"Reused, unchanged since their last run: {len(result.reused)} of "
-                      f"{len(result.steps)} steps (cultivar query \"SELECT * FROM step_records\")")
+        f"{name} {'fresh' if name in result.fresh else f'{seconds:.0f} s'}"
+        for name, seconds in result.stages))
+    if result.fresh:
+        console.print(f"Fresh in Dagster, nothing materialised: {len(result.fresh)} of "
+                      f"{len(result.stages)} stages (cultivar ui shows each asset's status)")
     console.print(f"Finished in {result.seconds:.0f} s. Query it: cultivar query "
                   "\"SELECT * FROM locale_deltas\"; browse the runs: cultivar ui")
     return 0

@@ -1,6 +1,6 @@
-"""The whole pipeline in one process (``cultivar demo``, ``cultivar run``): the steps and their
-inputs (:mod:`.steps`), reusing unchanged ones (:mod:`.reuse`, :mod:`.digests`) and running the
-rest in a local Dagster instance (:mod:`.pipeline`)."""
+"""The whole pipeline in one process (``cultivar demo``, ``cultivar run``): what Dagster reports
+stale or missing, materialised stage by stage with the definitions' named jobs
+(:mod:`.pipeline`, :mod:`.stages`) in a local Dagster instance (:mod:`.instance`)."""
 
 from cultivar_assets.runner.instance import dagster_home_dir
 from cultivar_assets.runner.pipeline import BuildSummary, PipelineResult, run_pipeline

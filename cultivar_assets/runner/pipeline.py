@@ -1,34 +1,37 @@
 """Running the whole pipeline in one process: the asset graph materialised in a local Dagster
-instance, model after model (``cultivar demo`` and ``cultivar run``).
+instance (``cultivar demo`` and ``cultivar run``), exactly what Dagster reports as stale or
+missing -- the set that the UI's "Materialize changed and missing" selects.
 
-Steps (derived from the asset graph, :mod:`cultivar_assets.assets.step_graph`; in order in
-``docs/pipeline.md``): register the selected models as partitions, then run each step of the
-settings' pipeline in order, one Dagster run per step (per partition of a partitioned step):
-the named-entity-rich selection; when the data is the project's own build (data kind
-``built``, the demo's), each configured locale's drafts, tool page and ingest (the localiser's
-model loaded once for all of them, :func:`cultivar_assets.construction.localisation.localiser.
-shared_engines`; every locale tried, the problems listed at once) and the dataset; the test
-sets; each model's translations and scores (one run per model, as a cluster would, with its
-run tags); the results (leaderboard to site). A pipeline with more assets
-(``PIPELINE.with_assets``) runs their steps in their place. The Dagster instance lives in
-``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so ``cultivar ui`` shows these
-runs afterwards; it is set up, or a set-up that a killed process left half done is completed,
-under a file lock before the run uses it (:mod:`cultivar_assets.runner.instance`). A run of the
-same settings as a run in progress on the same database waits for it ("waiting for the run
-started at … (pid N) …"), then runs (reusing what that run left).
+The run registers the selected models as the ``models`` partitions, observes the definitions'
+observable source assets (job ``observe_sources``), then goes through the stages of the
+settings' pipeline in order (:mod:`cultivar_assets.runner.stages`: the selection; when the data
+is the project's own build, each configured locale's drafts, tool page and ingest -- the
+localiser's model loaded once for all of them, every locale tried, the problems listed at once
+-- and the dataset; the test sets; each model's translations and scores, one run per model with
+its run tags; assets added with ``PIPELINE.with_assets``; the results). For each stage (and
+partition) it asks Dagster which of its assets are stale or missing
+(:func:`cultivar_assets.assets.staleness.stale_assets`), says why, and materialises them with
+the stage's named job (``execute_in_process`` with the asset selection, the partition and the
+run tags); then it asks again, since a rerun whose data version changed makes its downstream
+stale while one with an unchanged data version leaves it fresh, until nothing of the stage is
+left to run. Each asset that Dagster reports fresh is skipped, and the run says so
+("translations [copy-source-baseline]: fresh, skipped"). Every run it starts carries the tag
+``cultivar/entry: cli``.
 
-A step whose inputs and output files are unchanged since its last successful run is *reused*
-instead (:mod:`cultivar_assets.steps.reuse`): it is not run, the runner says so ("unchanged since
-its run of ..., reused"), and each of its assets gets a Dagster observation saying the same, with
-the inputs fingerprint. A step that runs carries its inputs fingerprint as the run tag
-``cultivar/inputs``. Drafts and translations are cached on disk as well: a step that runs again
-generates only what is not cached. Each step's time is returned (``PipelineResult.steps``), and
-which steps were reused (``PipelineResult.reused``).
+The Dagster instance lives in ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so
+``cultivar ui`` shows these runs afterwards; it is set up, or a set-up that a killed process left
+half done is completed, under a file lock before the run uses it
+(:mod:`cultivar_assets.runner.instance`). A run of the same settings as a run in progress on
+the same database waits for it ("waiting for the run started at … (pid N) …"), then runs
+(materialising what that run left stale). A run prints only what it computed or verified: it
+notes the database's write generation before its first stage and reads the leaderboard with
+the writers since (``raw.write_log``); a write by another process in between stops it with
+:class:`ConcurrentWriteError` instead of printing results that are not only its own.
 
 SIGINT and SIGTERM stop the pipeline (:func:`cultivar_assets.processes.interruptions`): a signal
-received while a step's Dagster run executes is taken by Dagster, which fails that run in the
-run storage ("Execution was interrupted"); the runner then stops with :class:`StepInterrupted`
-instead of going on to the next step, and says which run and with what status it was left.
+received while a Dagster run executes is taken by Dagster, which fails that run in the run
+storage ("Execution was interrupted"); the runner then stops with :class:`StageInterrupted`
+instead of going on, and says which run and with what status it was left.
 """
 
 from __future__ import annotations
@@ -38,21 +41,24 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cultivar_assets.models import load_models, select_models
 from cultivar_assets.processes import Interrupted, Interruptions, interruptions
 from cultivar_assets.runner.instance import dagster_home_dir, local_instance, settings_turn
+from cultivar_assets.runner.stages import STAGES, Stage, extension_stage
 from cultivar_assets.settings import Settings
-from cultivar_assets.steps import plan
-from cultivar_assets.steps.reuse import ConcurrentWriteError, Decision, StepBook
-from cultivar_assets.store.database import Store, recording_steps, seen_generation
+from cultivar_assets.store.database import Store, writer_id
 
 if TYPE_CHECKING:
+    import dagster as dg
+
     from cultivar_assets.assets.graph import Pipeline
 
 # an asset's metadata entry that the runner prints (kept drafts, kept flagged pairs)
 NOTICE = "notice"
+OBSERVE_JOB = "observe_sources"
+ENTRY_TAG = {"cultivar/entry": "cli"}
 
 
 def _console_config() -> dict:
@@ -81,175 +87,213 @@ class PipelineResult:
     leaderboard: list[dict]
     seconds: float
     site: str
-    steps: list[tuple[str, float]] = field(default_factory=list)  # (step, seconds)
+    stages: list[tuple[str, float]] = field(default_factory=list)  # (stage, seconds)
     build: BuildSummary | None = None
-    reused: list[str] = field(default_factory=list)  # the steps (names as in steps) reused whole
+    fresh: list[str] = field(default_factory=list)  # stages whose every asset Dagster found fresh
     # rows of VERIFIED_READS, read with the leaderboard (what the run computed or verified)
     verified: dict[str, list[dict]] = field(default_factory=dict)
+    runs: list[tuple[str, str]] = field(default_factory=list)  # (job, run id) of the runs started
 
 
-class StepInterrupted(Interrupted):
-    """SIGINT or SIGTERM stopped the pipeline during a step; ``run``: the step's Dagster run id
-    and the status it is recorded with, when it was created."""
+class ConcurrentWriteError(RuntimeError):
+    """Another process wrote to the database during this run (module docstring)."""
 
-    def __init__(self, signum: int, step: str, run: tuple[str, str] | None) -> None:
+
+class StageInterrupted(Interrupted):
+    """SIGINT or SIGTERM stopped the pipeline during a stage; ``run``: the Dagster run id and
+    the status it is recorded with, when it was created."""
+
+    def __init__(self, signum: int, stage: str, run: tuple[str, str] | None) -> None:
         super().__init__(signum)
-        self.step, self.run = step, run
+        self.stage, self.run = stage, run
 
     def __str__(self) -> str:
         where = (f"; its Dagster run {self.run[0]} is recorded as {self.run[1]}" if self.run
                  else "; no Dagster run of it was recorded")
-        return f"interrupted ({self.name}) during the step {self.step}{where}"
+        return f"interrupted ({self.name}) during the stage {self.stage}{where}"
 
 
-class _Steps:
-    """Runs or reuses the steps of one pipeline run in one Dagster instance."""
+def _label(asset: str, partition: str | None) -> str:
+    return f"{asset} [{partition}]" if partition else asset
 
-    def __init__(self, settings: Settings, instance, book: StepBook,
-                 say: Callable[[str], None], signals: Interruptions, assets: tuple) -> None:
-        self.settings, self.instance, self.book, self.say = settings, instance, book, say
-        self.signals, self.assets = signals, list(assets)
-        self._resources: dict | None = None
 
-    def _assets_and_resources(self) -> tuple[list, dict]:
-        """The asset graph and the resources (made on the first step that runs)."""
-        if self._resources is None:
-            from cultivar_assets.resources import resources_from_settings
+class _Materialiser:
+    """Materialises what Dagster reports stale or missing, stage by stage, in one instance."""
 
-            self._resources = resources_from_settings(self.settings)
-        return self.assets, self._resources
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance,
+                 say: Callable[[str], None], signals: Interruptions) -> None:
+        self.defs, self.instance, self.say, self.signals = defs, instance, say, signals
+        self.runs: list[tuple[str, str]] = []
 
-    def run(self, step: plan.PlannedStep, tags: Callable[[], dict[str, str]] | None = None,
-            indent: str = "  ", label: str = "") -> bool:
-        """Reuse ``step`` or run it; True when it was reused. A failed run raises RuntimeError."""
-        decision = self.book.decide(step)
-        if decision.reuse:
-            self.say(f"{indent}{label}{decision.reason}")
-            self._observe(step, decision)
-            return True
-        if decision.record is not None or step.always_runs:
-            self.say(f"{indent}{label}{decision.reason}")
-        self.book.starting(step)
-        started = time.perf_counter()
-        result = self._materialise(step, {"cultivar/inputs": decision.fingerprint,
-                                          **(tags() if tags else {})})
-        for event in result.get_asset_materialization_events():  # what an asset asks to say
-            notice = event.materialization.metadata.get(NOTICE)
-            if notice is not None:
-                self.say(f"{indent}{notice.value}")
-        if self.book.finished(step, decision, time.perf_counter() - started,
-                              result.run_id) is None:
-            raise ConcurrentWriteError(
-                f"another process wrote to the database {self.book.store.path} while the step "
-                f"{step.key} ran, so what the database holds now may mix that writer's rows with "
-                "this run's: nothing of this run is recorded as unchanged and its results are "
-                "not shown. Run again once the other writer has finished (every step runs)")
-        return False
+    def observe_sources(self) -> None:
+        """Observe every observable source asset of the definitions (job ``observe_sources``)."""
+        if any(job.name == OBSERVE_JOB for job in self.defs.resolve_all_job_defs()):
+            self._execute(OBSERVE_JOB, None, None, {}, "observing the source assets")
 
-    def _observe(self, step: plan.PlannedStep, decision: Decision) -> None:
-        """One Dagster observation per asset of a reused step, saying so."""
+    def stage(self, stage: Stage, partition: str | None, tags: dict[str, str],
+              indent: str = "  ") -> bool:
+        """Materialise the assets of ``stage`` (``partition``) that Dagster reports stale or
+        missing, wave after wave (module docstring); True when every one was fresh. A failed
+        run raises RuntimeError."""
+        from cultivar_assets.assets.staleness import stale_assets
+
+        done: list[str] = []
+        while True:
+            stale = stale_assets(self.defs, self.instance)
+            pending = [asset for asset in stage.assets
+                       if (asset, partition) in stale and asset not in done]
+            if not pending:
+                break
+            for asset in pending:
+                self.say(f"{indent}{_label(asset, partition)}: "
+                         f"{'; '.join(stale[(asset, partition)])}, materialising")
+            result = self._execute(stage.job, pending, partition, tags,
+                                   stage.timing_name(partition))
+            for event in result.get_asset_materialization_events():  # what an asset asks to say
+                notice = event.materialization.metadata.get(NOTICE)
+                if notice is not None:
+                    self.say(f"{indent}{notice.value}")
+            done.extend(pending)
+        for asset in stage.assets:
+            if asset not in done:
+                self.say(f"{indent}{_label(asset, partition)}: fresh, skipped")
+        return not done
+
+    def _execute(self, job_name: str, assets: list[str] | None, partition: str | None,
+                 tags: dict[str, str], what: str):
         import dagster as dg
 
-        record = decision.record
-        metadata: dict[str, Any] = {
-            "reused": "unchanged, reused: its inputs fingerprint and output files are the ones "
-                      "recorded at its last successful run; it was not run again",
-            "inputs_fingerprint": decision.fingerprint,
-            "last_run_at": f"{record.recorded_at:%Y-%m-%d %H:%M:%S} UTC",
-            "last_run_seconds": round(record.seconds, 1),
-            "step": step.key,
-        }
-        for asset in step.assets:
-            self.instance.report_runless_asset_event(dg.AssetObservation(
-                asset_key=asset, partition=step.partition, metadata=metadata,
-                tags={"cultivar/entry": "cli"}))
-
-    def _materialise(self, step: plan.PlannedStep, tags: dict[str, str]):
-        import dagster as dg
-
-        assets, resources = self._assets_and_resources()
+        job = self.defs.resolve_job_def(job_name)
         runs_before = {r.run_id for r in self.instance.get_runs(limit=1)}
         try:
-            result = dg.materialize(
-                assets, selection=list(step.assets), partition_key=step.partition,
-                resources=resources, instance=self.instance, run_config=_console_config(),
-                raise_on_error=False, tags={"cultivar/entry": "cli", **tags},
-            )
+            result = job.execute_in_process(
+                run_config=_console_config(), instance=self.instance, partition_key=partition,
+                raise_on_error=False, tags={**ENTRY_TAG, **tags},
+                asset_selection=[dg.AssetKey.from_user_string(a) for a in assets]
+                if assets is not None else None)
             self.signals.check()  # a signal Dagster's handler took: stop here, not go on
         except Interrupted as stop:
             latest = self.instance.get_runs(limit=1)
             run = latest[0] if latest and latest[0].run_id not in runs_before else None
-            raise StepInterrupted(stop.signum, step.key,
-                                  (run.run_id, run.status.value) if run else None) from None
+            raise StageInterrupted(stop.signum, what,
+                                   (run.run_id, run.status.value) if run else None) from None
+        self.runs.append((job_name, result.run_id))
         if not result.success:
             failure = next((e for e in result.all_events if e.is_step_failure), None)
             cause = failure.step_failure_data.error if failure else None
             message = cause.cause.message if cause and cause.cause else (
                 cause.message if cause else "see the Dagster run log")
-            raise RuntimeError(f"materialising {', '.join(step.assets)}"
-                               f"{f' [{step.partition}]' if step.partition else ''} failed: "
-                               f"{message.strip()}")
+            selected = ", ".join(assets) if assets else "the source assets"
+            raise RuntimeError(f"materialising {selected}"
+                               f"{f' [{partition}]' if partition else ''} failed (job "
+                               f"{job_name}, run {result.run_id}): {message.strip()}")
         return result
+
+
+def definitions_for(settings: Settings, pipeline: Pipeline) -> dg.Definitions:
+    """The definitions a pipeline run materialises: ``pipeline``'s assets and jobs (its
+    ``evaluate_model`` tagging a partition with the settings' registry entry, not the settings
+    file's), a job ``observe_sources`` when it has observable source assets, and the
+    resources of ``settings``."""
+    import dagster as dg
+
+    from cultivar_assets.resources import resources_from_settings
+
+    registry = load_models(settings.models_file)
+    pipeline = pipeline.with_model_tags(lambda key: _model_tags(registry.get(key)))
+    jobs = list(pipeline.jobs)
+    observable = sorted((key for asset in pipeline.assets
+                         if asset.is_observable and not getattr(asset, "is_materializable", False)
+                         for key in (asset.keys if hasattr(asset, "keys") else [asset.key])),
+                        key=lambda key: key.to_user_string())
+    if observable:
+        jobs.append(dg.define_asset_job(OBSERVE_JOB, selection=dg.AssetSelection.assets(
+            *observable)))
+    return dg.Definitions(assets=list(pipeline.assets), jobs=jobs,
+                          resources=resources_from_settings(settings))
+
+
+def stages_of(pipeline: Pipeline, instance: dg.DagsterInstance) -> list[Stage]:
+    """The stages of ``pipeline``: :data:`~cultivar_assets.runner.stages.STAGES` with a stage
+    for each asset that none of them holds (an added asset, with its job), placed after the
+    stages holding its upstream assets."""
+    from cultivar_assets.assets.graph import extension_job
+
+    stages = list(STAGES)
+    held = {asset for stage in stages for asset in stage.assets}
+    for asset in pipeline.assets:
+        key = asset.key.to_user_string()
+        if key in held or not getattr(asset, "is_materializable", False):
+            continue
+        upstream = {dep.to_user_string() for dep in asset.dependency_keys}
+        after = max((i for i, stage in enumerate(stages) if upstream & set(stage.assets)),
+                    default=-1)
+        partitions = None
+        if asset.partitions_def is not None:  # every partition the instance knows
+            partitions = functools.partial(_known_partitions, asset.partitions_def, instance)
+        stages.insert(after + 1, extension_stage(key, extension_job(asset).name, partitions))
+        held.add(key)
+    return stages
+
+
+def _known_partitions(partitions_def, instance, _settings: Settings) -> list[str]:
+    return list(partitions_def.get_partition_keys(dynamic_partitions_store=instance))
 
 
 def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
                  pipeline: Pipeline | None = None) -> PipelineResult:
-    """Materialise every asset for the models selected in ``settings``, reusing the steps that
-    are unchanged since their last run (module docstring); ``pipeline``: the asset graph whose
-    steps are run (default: the project's, :data:`cultivar_assets.assets.graph.PIPELINE`; one
-    with more assets: ``PIPELINE.with_assets(...)``)."""
+    """Materialise what Dagster reports stale or missing for the models selected in
+    ``settings`` (module docstring); ``pipeline``: the asset graph and its jobs (default: the
+    project's, :data:`cultivar_assets.assets.graph.PIPELINE`; one with more assets:
+    ``PIPELINE.with_assets(...)``)."""
     from cultivar_assets.assets.graph import PIPELINE
 
     pipeline = pipeline or PIPELINE
-
     started = time.perf_counter()
     timings: list[tuple[str, float]] = []
-    reused: list[str] = []
+    fresh: list[str] = []
     models = select_models(load_models(settings.models_file), settings.models)
+    specs = {model.id: model for model in models}
     store = Store(settings.database_path)
     with (settings_turn(settings, say), local_instance(dagster_home_dir()) as instance,
-          recording_steps(), interruptions() as signals):
+          interruptions() as signals):
         known = set(instance.get_dynamic_partitions("models"))
         new = [m.id for m in models if m.id not in known]
         if new:
             instance.add_dynamic_partitions("models", new)
-        registered = sorted(known | set(new))
-        runner = _Steps(settings, instance, StepBook(store), say, signals, pipeline.assets)
-        specs = {model.id: model for model in models}
+        first_look = store.generation()
+        runner = _Materialiser(definitions_for(settings, pipeline), instance, say, signals)
+        runner.observe_sources()
 
-        def planned(key: str) -> plan.PlannedStep:
-            return plan.planned_step(pipeline.steps, settings, key, registered, specs)
-
-        def finish(name: str, since: float, all_reused: bool) -> None:
+        def finish(name: str, since: float, all_fresh: bool) -> None:
             timings.append((name, time.perf_counter() - since))
-            if all_reused:
-                reused.append(name)
+            if all_fresh:
+                fresh.append(name)
 
-        steps = pipeline.steps.pipeline(settings)
-        for number, (node, keys) in enumerate(steps, 1):
-            step = node.step
-            partitions = [key.split(":", 1)[1] for key in keys] if step.partitions else []
-            say(f"[{number}/{len(steps)}] {step.heading(settings, partitions)}")
+        planned = [(stage, keys) for stage in stages_of(pipeline, instance)
+                   if (keys := stage.keys(settings))]
+        for number, (stage, keys) in enumerate(planned, 1):
+            title = stage.title(settings, [k for k in keys if k])
+            say(f"[{number}/{len(planned)}] {title}")
             since = time.perf_counter()
-            if step.partitions is None:
-                finish(step.timing_name(), since, runner.run(planned(keys[0])))
-            elif step.kind == "locale":
-                _run_together(runner, settings, [planned(key) for key in keys], finish, since,
-                              step.timing_name())
+            if keys == [None]:
+                finish(stage.timing_name(), since, runner.stage(stage, None, {}))
+            elif stage.kind == "locale":
+                _run_together(runner, settings, stage, keys, finish, since)
             else:  # each partition on its own (a model: with its run tags)
-                for index, (key, partition) in enumerate(zip(keys, partitions, strict=True), 1):
-                    tags = None
-                    if step.kind == "model":
+                for index, partition in enumerate(keys, 1):
+                    tags = {}
+                    if stage.kind == "model":
                         model = specs[partition]
                         say(f"  model {index}/{len(keys)}: {model.id} ({model.type}, "
                             f"engine {model.engine}, prompt style {model.prompt_style})")
-                        tags = functools.partial(_model_tags, model)
+                        tags = _model_tags(model)
                     else:
-                        say(f"  {step.name} {index}/{len(keys)}: {partition}")
+                        say(f"  {stage.timing_name(partition)} {index}/{len(keys)}")
                     since = time.perf_counter()
-                    finish(step.timing_name(partition), since,
-                           runner.run(planned(key), tags, indent="    "))
-        rows, reads = _verified_reads(store, settings.data.kind == "built")
+                    finish(stage.timing_name(partition), since,
+                           runner.stage(stage, partition, tags, indent="    "))
+        rows, reads = _verified_reads(store, settings.data.kind == "built", first_look)
     summary = None
     if settings.data.kind == "built":
         tools = settings.construction.annotation.tools_path()
@@ -262,27 +306,27 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
             is_demo=settings.construction.source.kind == "demo")
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
                           time.perf_counter() - started, str(settings.site.site_path()),
-                          timings, summary, reused, reads)
+                          timings, summary, fresh, reads, runner.runs)
 
 
-def _run_together(runner: _Steps, settings: Settings, planned: list[plan.PlannedStep],
-                  finish: Callable[[str, float, bool], None], since: float, name: str) -> None:
-    """The locales' steps: the localiser's model loaded once for all of them
+def _run_together(runner: _Materialiser, settings: Settings, stage: Stage, locales: list,
+                  finish: Callable[[str, float, bool], None], since: float) -> None:
+    """The locales of a stage: the localiser's model loaded once for all of them
     (:func:`cultivar_assets.construction.localisation.localiser.shared_engines`), every locale
     tried, the problems listed at once, one timing."""
     from cultivar_assets.construction.localisation.localiser import shared_engines
 
     failures, outcomes = [], []
     with shared_engines():
-        for step in planned:
+        for locale in locales:
             try:
-                outcomes.append(runner.run(step, label=f"{step.partition}: "))
+                outcomes.append(runner.stage(stage, locale, {}, indent=f"  {locale}: "))
             except RuntimeError as error:
                 failures.append(str(error))
-    finish(name, since, all(outcomes) and not failures)
+    finish(stage.timing_name(), since, all(outcomes) and not failures)
     if failures:
         raise RuntimeError(
-            f"building {len(failures)} of {len(planned)} locale(s) failed (tool pages are in "
+            f"building {len(failures)} of {len(locales)} locale(s) failed (tool pages are in "
             f"{settings.construction.annotation.tools_path()}):\n" + "\n".join(failures))
 
 
@@ -293,24 +337,25 @@ VERIFIED_READS = ("leaderboard_other_metrics", "site_models", "dataset_notes",
 BUILT_TABLE1 = "built_annotation_summary"
 
 
-def _verified_reads(store: Store, built: bool) -> tuple[list[dict], dict[str, list[dict]]]:
+def _verified_reads(store: Store, built: bool, first_look: int
+                    ) -> tuple[list[dict], dict[str, list[dict]]]:
     """The leaderboard and the rows of :data:`VERIFIED_READS` (and :data:`BUILT_TABLE1` when
-    ``built``), read in one connection with the file's write generation: only when no other
-    process wrote since this run's last write or look (what the run computed or verified);
-    otherwise :class:`ConcurrentWriteError`."""
-    seen = seen_generation(store.path)
+    ``built``), read in one connection with the writers of the writes since ``first_look`` (the
+    generation before the run's first stage): only when every one of them is this process
+    (what the run computed or verified); otherwise :class:`ConcurrentWriteError`."""
+    me = writer_id()
     with store.reader() as reader:
-        state = reader.rows("read_write_state")
+        writers = [row["writer"] for row in reader.rows("writes_since", generation=first_look)]
         rows = reader.rows("leaderboard")
         reads = {name: reader.rows(name)
                  for name in VERIFIED_READS + ((BUILT_TABLE1,) if built else ())}
-    now = state[0]["generation"] if state else 0
-    if now != seen:
-        writer = state[0]["writer"] if state else "unknown"
+    others = sorted({writer for writer in writers if writer != me})
+    if others:
         raise ConcurrentWriteError(
-            f"another process ({writer}) wrote to the database {store.path} after this run's "
-            "last step, so its leaderboard is not the one this run computed or verified and is "
-            "not shown; run again (`cultivar query` shows what the database holds now)")
+            f"another process wrote to the database {store.path} during this run (writer "
+            f"{', '.join(others)}), so its leaderboard is not only what this run computed or "
+            "verified and is not shown; run again (`cultivar query` shows what the database "
+            "holds now)")
     return rows, reads
 
 
@@ -318,5 +363,3 @@ def _model_tags(model) -> dict[str, str]:
     from cultivar_assets.automation import run_tags
 
     return run_tags(model)
-
-

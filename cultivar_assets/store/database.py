@@ -22,25 +22,11 @@ file of a *newer* version than this release's is refused, never downgraded. A re
 connection reads the version too (one small query): a newer one is refused, an older one is
 migrated first (through a write connection), so every read sees this release's layout.
 
-Step records (``raw.step_records``, :mod:`cultivar_assets.store.step_records`) say which steps of
-the pipeline are unchanged since they last ran. Every write also advances the file's *write
-generation* (``raw.write_state``: a counter and the writer that made the last write) in its own
-transaction. Which writes keep which records:
-
-- a write made inside :func:`recording_steps` (a pipeline run: the runner wraps its whole run in
-  it) keeps them as long as the file's generation is the one this run last saw (its own previous
-  write, or its last look at the records); when another writer wrote in between -- ``cultivar
-  build``, a Dagster run started from the UI, a script, or *another pipeline run* -- the write
-  empties the table in the same transaction, drops any record it was asked to store, and the
-  run learns it (:func:`recording_interrupted`). A write made during one of the run's steps
-  (:func:`running_step`) also deletes what Dagster runs noted of that step (``raw.step_runs``);
-- a write made inside :func:`writing_for_steps` (an asset of a Dagster run launched outside
-  the runner, :mod:`cultivar_assets.assets.step_runs`) forgets the records of the steps it is
-  made for, and what *other* runs noted of them; the other records stay: the steps reading
-  these ones' outputs have fingerprints that hold their tokens, so they run again;
-- every other write empties the table (and ``raw.step_runs``).
-
-So no step is ever taken as unchanged after something else wrote what it computed.
+Every write also appends its *write generation* to ``raw.write_log`` in its own transaction: a
+counter and the writer that made it (:func:`writer_id`: host, process id and a token of the
+process). A pipeline run reads the generation before its first write and, with its results, the
+writers since: a write by another process in between means the results it would print are not
+only its own (:mod:`cultivar_assets.runner.pipeline`).
 """
 
 from __future__ import annotations
@@ -50,6 +36,7 @@ import hashlib
 import os
 import random
 import re
+import socket
 import struct
 import sys
 import time
@@ -77,27 +64,8 @@ _LOCK_CONFLICT = re.compile(r"Could not set lock on file|Conflicting lock is hel
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
 
-@dataclass
-class _Session:
-    """The pipeline run this process is in (:func:`recording_steps`)."""
-
-    writer: str  # written to raw.write_state by this run's writes
-    depth: int = 0
-    seen: dict[Path, int] = field(default_factory=dict)  # file -> generation this run last saw
-    interruptions: int = 0  # writes that found another writer's write since the run's last look
-    step: str | None = None  # the step running now (running_step)
-
-
-@dataclass(frozen=True)
-class _StepWrites:
-    """The steps that this process's writes are made for (:func:`writing_for_steps`)."""
-
-    steps: tuple[str, ...]
-    run_id: str
-
-
-_SESSION: list[_Session] = []  # the open recording_steps() session of this process, if any
-_STEP_WRITES: list[_StepWrites] = []  # the open writing_for_steps() blocks, innermost last
+WRITE_LOG_KEPT = 100_000  # the most recent writes raw.write_log keeps
+_WRITER_TOKEN = uuid.uuid4().hex[:12]  # this process's, for writer_id
 
 
 def _roll_back(con, error: BaseException) -> None:
@@ -108,62 +76,9 @@ def _roll_back(con, error: BaseException) -> None:
         error.add_note(f"(the rollback then said: {rollback_error})")
 
 
-@contextmanager
-def recording_steps() -> Iterator[None]:
-    """Within this block, this process's writes are steps of one pipeline run that keeps the
-    step records itself: they leave ``raw.step_records`` as it is, unless another writer wrote
-    to the file since this run last saw it (see the module docstring)."""
-    if not _SESSION:
-        _SESSION.append(_Session(f"run:{os.getpid()}:{uuid.uuid4().hex[:12]}"))
-    _SESSION[0].depth += 1
-    try:
-        yield
-    finally:
-        _SESSION[0].depth -= 1
-        if not _SESSION[0].depth:
-            _SESSION.clear()
-
-
-def in_pipeline_run() -> bool:
-    """True inside :func:`recording_steps` (the runner keeps the step records itself)."""
-    return bool(_SESSION)
-
-
-def running_step(step: str | None) -> None:
-    """The pipeline run's step that runs now (None: none); its writes delete what Dagster runs
-    noted of it (module docstring). Outside a pipeline run: nothing."""
-    if _SESSION:
-        _SESSION[0].step = step
-
-
-@contextmanager
-def writing_for_steps(steps: Sequence[str], run_id: str | None) -> Iterator[None]:
-    """Within this block, outside a pipeline run, this process's writes are made for ``steps``
-    by the Dagster run ``run_id`` (None: by no run, e.g. a sensor): each forgets those steps'
-    records and what other runs noted of them, and no other record (module docstring)."""
-    _STEP_WRITES.append(_StepWrites(tuple(steps), run_id or ""))
-    try:
-        yield
-    finally:
-        _STEP_WRITES.pop()
-
-
-def recording_interrupted() -> int:
-    """How many of this run's writes so far found that another writer had written to the file
-    since this run last saw it (each emptied the step records); 0 outside a run."""
-    return _SESSION[0].interruptions if _SESSION else 0
-
-
-def saw_generation(path: Path, generation: int) -> None:
-    """This run has just read the file at ``generation`` (with its step records): its next
-    write keeps the records if the file is still at that generation."""
-    if _SESSION:
-        _SESSION[0].seen[Path(path)] = generation
-
-
-def seen_generation(path: Path) -> int | None:
-    """The generation of ``path`` this run last saw (its last write or look), or None."""
-    return _SESSION[0].seen.get(Path(path)) if _SESSION else None
+def writer_id() -> str:
+    """The writer this process's writes are logged as: ``<host>:<pid>:<token>``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_WRITER_TOKEN}"
 
 
 class StoreError(RuntimeError):
@@ -268,14 +183,11 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 @dataclass
 class Step:
-    """One named block of ``writes.sql`` with its parameters and optional staging rows.
-    ``records``: the step stores a step record; it is left out of a write that empties the
-    records because another writer wrote in between (module docstring)."""
+    """One named block of ``writes.sql`` with its parameters and optional staging rows."""
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     rows: pa.Table | Sequence[dict[str, Any]] | None = None
-    records: bool = False
 
 
 def _run(con: duckdb.DuckDBPyConnection, statement, params: dict[str, Any]):
@@ -408,33 +320,17 @@ class Store:
 
     def write(self, steps: Sequence[Step]) -> int:
         """Run ``steps`` in one transaction: all of them take effect, or none; returns the
-        file's new write generation. Outside :func:`recording_steps` and
-        :func:`writing_for_steps`, or inside the first when another writer wrote since this run
-        last saw the file, the transaction also forgets every step record (and leaves out the
-        steps that store one); inside the second, the records of its steps (module docstring).
-        When the write fails, the error raised is its first one (DuckDB's rollback after a
-        failed commit only adds "no transaction is active"); a full disk raises
+        file's new write generation, logged with :func:`writer_id` (module docstring). When the
+        write fails, the error raised is its first one (DuckDB's rollback after a failed commit
+        only adds "no transaction is active"); a full disk raises
         :class:`~cultivar_assets.files.DiskFullError`."""
-        session = _SESSION[0] if _SESSION else None
-        made_for = _STEP_WRITES[-1] if _STEP_WRITES and session is None else None
         with self.connect() as con:
             con.begin()
             try:
                 state = _execute(con, "read_write_state", {})
                 generation = state[0][0] if state else 0
-                interrupted = session is not None and session.seen.get(self.path) != generation
-                if made_for is not None:
-                    steps = [Step("forget_steps", {"steps": list(made_for.steps),
-                                                   "run_id": made_for.run_id}), *steps]
-                elif session is None or interrupted:
-                    steps = [Step("forget_step_records"), *(s for s in steps if not s.records)]
-                elif session.step is not None:
-                    steps = [Step("forget_step_runs", {"step": session.step}), *steps]
-                writer = session.writer if session else (
-                    f"dagster-run:{made_for.run_id}" if made_for and made_for.run_id
-                    else f"other:{os.getpid()}")
-                _execute(con, "set_write_state", {"generation": generation + 1,
-                                                  "writer": writer})
+                _execute(con, "log_write", {"generation": generation + 1, "writer": writer_id(),
+                                            "kept": WRITE_LOG_KEPT})
                 for step in steps:
                     if step.rows is not None:
                         table = step.rows if isinstance(step.rows, pa.Table) else (
@@ -454,10 +350,11 @@ class Store:
                                           "database holds what it held before it", error
                                           ) from error
                 raise
-        if session is not None:
-            session.seen[self.path] = generation + 1
-            session.interruptions += interrupted
         return generation + 1
+
+    def writers_since(self, generation: int) -> list[str]:
+        """The writers of the writes after ``generation``, in order (one entry per write)."""
+        return [row["writer"] for row in self.query("writes_since", generation=generation)]
 
     def generation(self) -> int:
         """The file's write generation now (0: no file, or never written by this release)."""

@@ -1,0 +1,15 @@
+-- Migration 2 -> 3: the project's own reuse records go (Dagster's stale status decides what a
+-- pipeline run materialises): raw.step_records and raw.step_runs are dropped. The one-row write
+-- state becomes a log of writes (raw.write_log), starting with the file's last write. Never edit
+-- this file: a later change is a new migration.
+
+DROP VIEW IF EXISTS main.step_records;  -- the public view of the records
+DROP TABLE raw.step_records;
+DROP TABLE raw.step_runs;
+
+CREATE TABLE raw.write_log (
+    generation BIGINT PRIMARY KEY,
+    writer     VARCHAR NOT NULL
+);
+INSERT INTO raw.write_log SELECT generation, writer FROM raw.write_state;
+DROP TABLE raw.write_state;

@@ -1,0 +1,113 @@
+"""``cultivar run`` materialises exactly what Dagster reports stale or missing, with the
+definitions' named jobs, and says what it skipped: a second run with nothing changed runs no
+asset; an asset materialised from Dagster (as the UI would) makes exactly its downstream assets
+stale, and the next run materialises those. Real pipeline runs (Dagster in process, the demo
+data as a local dataset, the copy baseline)."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+from conftest import copy_baseline_settings
+
+from cultivar_assets.assets.graph import PIPELINE
+from cultivar_assets.assets.staleness import stale_assets
+from cultivar_assets.resources import resources_from_settings
+from cultivar_assets.runner import run_pipeline
+from cultivar_assets.runner.pipeline import definitions_for
+from cultivar_assets.settings import Settings
+
+pytestmark = pytest.mark.dagster_instances
+
+MODEL_ID = "copy-source-baseline"
+SELECTION, TEST_SETS = "selection", "test sets"
+MODEL, RESULTS = f"model {MODEL_ID}", "results, dataset folder and site"
+ALL = [SELECTION, TEST_SETS, MODEL, RESULTS]
+MODEL_ASSETS = ("translations", "scores")
+# the assets of a build (data kind built), not in this pipeline: missing throughout
+BUILD_ASSETS = {"localised_drafts", "postedit_tools", "annotations", "cultivar_dataset"}
+RESULTS_ASSETS = ("hf_dataset_folder", "hf_dataset_push", "leaderboard", "error_annotation_tool",
+                  "error_analysis", "reported_results", "charts", "site")
+
+
+@pytest.fixture
+def settings(tmp_path, monkeypatch, isolated_home) -> Settings:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    return copy_baseline_settings(tmp_path)
+
+
+def _stale(defs, instance) -> dict:
+    """What Dagster reports stale or missing, the build's assets left out."""
+    return {key: causes for key, causes in stale_assets(defs, instance).items()
+            if key[0] not in BUILD_ASSETS}
+
+
+def _runs(tmp_path) -> list[tuple[str, tuple[str, ...], str | None]]:
+    """Every run of the instance, oldest first: job, selected assets, partition."""
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        return [(run.job_name, tuple(sorted(key.to_user_string()
+                                            for key in run.asset_selection or ())),
+                 run.tags.get("dagster/partition"))
+                for run in reversed(instance.get_runs())]
+
+
+def test_a_second_run_with_nothing_changed_runs_no_asset(settings, tmp_path, isolated_home):
+    first = run_pipeline(settings, say=lambda _: None)
+    assert [name for name, _ in first.stages] == ALL and first.fresh == []
+    runs = _runs(tmp_path)
+    # named jobs, never __ephemeral_asset_job__: one run per stage (every asset missing)
+    assert runs == [
+        ("build_benchmark", ("selected_instances",), None),
+        ("build_dataset", ("test_sets",), None),
+        ("evaluate_model", tuple(sorted(MODEL_ASSETS)), MODEL_ID),
+        ("refresh_results", tuple(sorted(RESULTS_ASSETS)), None)]
+    assert [job for job, _ in first.runs] == [job for job, _, _ in runs]
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        (model_run,) = instance.get_runs(dg.RunsFilter(job_name="evaluate_model"))
+        assert model_run.tags["cultivar/model"] == MODEL_ID  # the model's run tags
+        assert model_run.tags["cultivar/entry"] == "cli"
+    site = isolated_home / "site" / "index.html"
+    built = site.stat().st_mtime_ns
+
+    said: list[str] = []
+    second = run_pipeline(settings, say=said.append)
+    assert second.fresh == ALL and second.runs == []
+    assert _runs(tmp_path) == runs  # no run was started
+    skipped = [line.strip() for line in said if line.endswith(": fresh, skipped")]
+    assert skipped == [f"{a}: fresh, skipped" for a in ("selected_instances", "test_sets")] + [
+        f"{a} [{MODEL_ID}]: fresh, skipped" for a in MODEL_ASSETS] + [
+        f"{a}: fresh, skipped" for a in RESULTS_ASSETS]
+    assert second.leaderboard == first.leaderboard
+    assert site.stat().st_mtime_ns == built
+
+
+def test_an_asset_materialised_from_dagster_makes_its_downstream_stale_and_the_run_redoes_it(
+        settings, tmp_path):
+    run_pipeline(settings, say=lambda _: None)
+    defs = definitions_for(settings, PIPELINE)
+    resources = resources_from_settings(settings)
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        assert _stale(defs, instance) == {}
+        # test_sets again, from Dagster: the same data version, so what reads it stays fresh
+        assert dg.materialize(list(PIPELINE.assets), selection=["test_sets"],
+                              resources=resources, instance=instance).success
+        assert _stale(defs, instance) == {}
+        # the model's translations again (no data version of their own): scores is stale
+        assert dg.materialize(list(PIPELINE.assets), selection=["translations"],
+                              partition_key=MODEL_ID, resources=resources,
+                              instance=instance).success
+        assert _stale(defs, instance) == {
+            ("scores", MODEL_ID): ["has a new dependency materialization (translations "
+                                   f"[{MODEL_ID}])"]}
+
+    said: list[str] = []
+    again = run_pipeline(settings, say=said.append)
+    assert again.fresh == [SELECTION, TEST_SETS]
+    assert f"    translations [{MODEL_ID}]: fresh, skipped" in said
+    assert f"    scores [{MODEL_ID}]: has a new dependency materialization (translations "\
+           f"[{MODEL_ID}]), materialising" in said
+    runs = _runs(tmp_path)[6:]  # after the first run's four and the two launches from Dagster
+    assert runs[0] == ("evaluate_model", ("scores",), MODEL_ID)  # only what was stale
+    assert {job for job, _, _ in runs[1:]} == {"refresh_results"}  # then what read the scores
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+        assert _stale(defs, instance) == {}  # nothing is left stale
