@@ -200,11 +200,11 @@ def demo_localisation(live: bool = False) -> LocalisationConfig:
     demo's six locales. Its drafts are poor; that is what post-editing is for.
 
     ``live=False`` (the demo's default, ours): the model's answers are *played back* from the
-    recording :data:`DEMO_LOCALISER_ANSWERS` (engine ``replay``, ``engines/replay.py``): on the
-    2-core machine running the model takes ~6 minutes for the 72 drafts, longer than the rest of
-    the demo together. Everything after the answers (parsing, drafts, cache, tools, ingest) runs
-    as with the model; the run's localiser description and engine say ``replay`` ("recorded
-    answers played back", from the model the recording names). ``live=True``
+    recording :data:`DEMO_LOCALISER_ANSWERS` (engine ``replay``, ``engines/replay.py``): running
+    the model for the 72 drafts takes longer than the rest of the demo together (measured:
+    ``docs/performance.md``). Everything after the answers (parsing, drafts, cache, tools,
+    ingest) runs as with the model; the run's localiser description and engine say ``replay``
+    ("recorded answers played back", from the model the recording names). ``live=True``
     (``cultivar demo --live-localiser``) runs the model itself.
     ``scripts/regenerate_demo_annotations.py`` runs it live, records the answers and writes the
     shipped demo annotation files; its ``--check`` compares both with what the model gives now.
