@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     listed = sorted(lengths.items(), key=lambda item: (-item[1], item[0]))
     for path, n in listed:
         if args.all or n > args.limit:
-            print(f"{n:4d}  {path.relative_to(ROOT)}")
+            print(f"{n:4d}  {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     over = sum(n > args.limit for n in lengths.values())
     print(f"{over} of {len(lengths)} module docstrings run over {args.limit} lines")
     return 0

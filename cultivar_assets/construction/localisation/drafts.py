@@ -166,7 +166,8 @@ DRAFTS_FILE = "drafts.jsonl"
 
 
 def drafts_jsonl(drafts: Sequence[Draft]) -> str:
-    """The drafts file's text (module docstring)."""
+    """The drafts file's text: one JSON object per draft, ids ascending, with ``task_id``, every
+    field of the draft, its ``draft_hash`` and its ``checks``."""
     ordered = sorted(drafts, key=lambda d: d.instance_id)
     task = task_id(ordered[0].locale, ordered) if ordered else ""
     return "".join(json.dumps({"task_id": task, **d.as_dict()}, ensure_ascii=False) + "\n"
