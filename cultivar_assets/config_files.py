@@ -1,23 +1,19 @@
 """Reading the project's configuration files (settings, model registry, prompt and selection files):
 strict YAML and short, exact error messages.
 
-- A file is read as UTF-8; a file that is not names its first bad byte and its offset.
-- A YAML mapping with a key written twice is refused, naming the key and both lines (PyYAML's
-  ``safe_load`` keeps the last value silently; ours: a duplicate is almost always a mistake, e.g.
-  two ``models:`` lists of which only the second would run).
-- A YAML syntax error is one line: file, line, column, problem.
+- UTF-8; a file that is not names its first bad byte and its offset.
+- A YAML mapping with a key written twice is refused, naming the key and both lines (ours:
+  PyYAML keeps the last value silently, and a duplicate, such as two ``models:`` lists, is almost
+  always a mistake). A YAML syntax error is one line: file, line, column, problem.
 - Validation errors (pydantic) are one line per problem, ``key.path: message``, and never repeat
-  the input value (a secret-bearing field must not echo what was typed into it; ours: no field
-  echoes, so no field can be forgotten).
-- JSON read by :func:`load_json_noting_repeated_keys` keeps a note of every object that writes a
-  key twice (Python's ``json`` keeps the last value silently), so that its reader can refuse it
-  by the object's place in the document (:func:`repeated_json_keys`).
+  the input value (ours: no field echoes, so no secret-bearing field can be forgotten).
+- JSON read by :func:`load_json_noting_repeated_keys` notes every object that writes a key twice,
+  so that its reader can refuse it by the object's place (:func:`repeated_json_keys`).
 - YAML aliases (``*name``) may repeat at most :data:`MAX_ALIAS_NODES` nodes in one document, and
-  none may refer to a node that holds it; both are checked on the parsed nodes before any value
-  is built (a few hundred bytes of nested aliases would otherwise expand to billions of values).
-- Every user-supplied file the project reads (these, and submissions, annotation and
-  error-annotation files, lm-eval samples, recorded answers) is read by :func:`read_input_file`:
-  a regular file, at most a size limit of its kind (checked before reading), one-line errors.
+  none may refer to a node that holds it; checked on the parsed nodes before any value is built.
+- Every user-supplied file (these, submissions, annotation and error-annotation files, lm-eval
+  samples, recorded answers) is read by :func:`read_input_file`: a regular file, at most a size
+  limit of its kind (checked before reading), one-line errors.
 """
 
 from __future__ import annotations

@@ -1,28 +1,20 @@
 """Child processes that stop when asked: a process group, signals forwarded, escalation.
 
-``dagster dev`` starts a webserver, a daemon and code servers below itself; stopping only its
-PID leaves them running (re-parented), answering requests. :func:`run_process_group` starts the
-command in a new session (its own process group, so the PID of the child is the group id),
-forwards SIGINT and SIGTERM received by this process to the whole group, and when the child
-ends or this process is asked to stop, waits ``grace`` seconds for every member of the group to
-exit, then kills what is left (SIGKILL). No member outlives the call, and the call returns as
-soon as the group is gone (the child is reaped while waiting: an unreaped child would keep the
-group "alive" until the grace period ran out).
+:func:`run_process_group` starts a command in a new session (its own process group, so that,
+say, ``dagster dev``'s webserver, daemon and code servers stop with it), forwards SIGINT and
+SIGTERM received by this process to the whole group, and when the child ends or this process is
+asked to stop, waits ``grace`` seconds for every member to exit, then kills what is left
+(SIGKILL). No member outlives the call, which returns as soon as the group is gone (the child is
+reaped while waiting). The child starts with the default disposition of SIGINT and SIGTERM,
+whatever this process inherited (a ``cultivar ui &`` without job control has SIGINT ignored); the
+handlers are installed before the child starts. A group counts as gone when no member is left but
+zombies (Linux: read from ``/proc``; a re-parented member may never be reaped in a container, and
+``killpg(pgid, 0)`` succeeds on zombies).
 
-The child starts with the default disposition of SIGINT and SIGTERM, whatever this process
-inherited: a script that starts ``cultivar ui &`` without job control has SIGINT ignored, and a
-child inheriting that (``dagster dev`` maps SIGTERM to its SIGINT handling) shut down only when
-killed. The handlers are installed before the child starts; caught signals are reset to the
-default by ``exec``, ignored ones would not be.
-
-A group counts as gone when no member is left but zombies (Linux: read from ``/proc``): a member
-whose parent was killed is re-parented to PID 1, which, in a container, may never reap it, and
-``killpg(pgid, 0)`` succeeds on zombies.
-
-:func:`interruptions` is for a process that runs work in-process instead (``cultivar run``): it
-turns SIGINT and SIGTERM into :class:`Interrupted` and remembers every such signal received,
-also those that a library's own handler took in the meantime (Dagster's, while it executes a
-run), so that the caller can stop after such a call instead of going on.
+:func:`interruptions` is for a process that runs work in-process (``cultivar run``): it turns
+SIGINT and SIGTERM into :class:`Interrupted` and remembers every such signal received, also those
+a library's own handler took meanwhile (Dagster's, while it executes a run), so that the caller
+can stop after such a call instead of going on.
 """
 
 from __future__ import annotations

@@ -1,67 +1,20 @@
 """Secrets: registered once when read, redacted wherever text leaves the core.
 
-Every secret the project reads (the Hugging Face token, OpenAI-style API keys, any configured
-``*_token`` / ``*_key`` variable) is read through :func:`secret_from_env`, which registers its
-value. One function, :func:`redact`, then replaces every registered value in every text the
-project lets out, through three mechanisms:
-
-- :func:`install_log_redaction` replaces Python's log-record factory, so every log record (ours,
-  Dagster's, huggingface_hub's, openai's) has the secrets replaced by ``***`` in its message and
-  arguments before any handler sees it;
-- :func:`secrets_redacted` (a context manager, used at the edges: the CLI, every asset, the push,
-  the engines) turns an exception whose message or cause chain contains a secret into a
-  :class:`RedactedError` with the redacted text, raised ``from None`` so the original chain (and
-  the secret in it) is not kept by Dagster's run database or printed in a traceback;
-- :func:`redact` called directly on any other text: metadata values, messages built by hand, and
-  model outputs before they are cached or stored (``TranslationCache.put_many``). A message that
-  is cut to a length is redacted first and cut afterwards.
-
-**What is recognised** (ours; ``tests/test_secrets*.py`` hold each form):
-
-- the value itself, its ``Bearer`` header, its percent-encodings (``quote`` with and without
-  ``/`` kept, ``quote_plus``, lower-case hex digits) and its JSON-escaped form;
-- the base64 of ``user:secret`` (HTTP basic authentication) for a few usual user names;
-- the base64 of the bare value, standard and URL-safe alphabets, with and without ``=``
-  padding; and the part of a longer base64 text that encodes the value, at each of the three
-  byte alignments (the value preceded by 0, 1 or 2 other bytes): only the characters that depend
-  on the value's bytes alone can be recognised, so one or two characters at each end of such an
-  embedded encoding may stay (they carry at most 2 bytes of the value);
-- **fragments**: any run of :data:`WINDOW` (12) or more consecutive characters of the value or
-  of its bare base64 encodings (any alignment), wherever it appears. So a secret split across two
-  parts of a message (two fields, two lines, a line-wrapped base64 block) is caught when each part
-  holds at least 12 of its characters, and a message cut in the middle of a secret (before
-  redaction, by a library) leaks at most 11 of them.
-
-**What is not recognised** (documented limits): a part shorter than 12 characters of a secret
-split into pieces (e.g. the last 5 characters of a key cut at a line break); any other
-transformation (hex, reversed, other encodings than those above, encryption, hashing); secrets
-that were never registered (a value the project did not read through :func:`secret_from_env` and
-that sits in no ``*_TOKEN``/``*_KEY``/``*_SECRET``/``*_PASSWORD`` environment variable). Values
-shorter than 6 characters (such as the dummy key ``EMPTY``) are not treated as secrets: redacting
-them would garble ordinary text; fragments are recognised only for values of at least 12
-characters, and, for values found by the environment scan (:func:`register_environment`), only
-when they look like a credential (:func:`looks_like_secret`), so that, say, a path in some
-``*_KEY`` variable does not garble every path that shares 12 characters with it.
-
-**Secrets in the wrong place** (:func:`misplaced_secrets`, applied to the settings file before it
-is validated, to every ``models.yaml`` entry and, as validators, to the configuration models
-themselves): a secret value is refused, with a message that names the field and never repeats
-the value (which is registered, so any other echo of it is redacted too):
-
-- a field that must hold an environment variable's *name* (``api_key_env``, ``token_env``, any
-  key ending in ``_env``) holding something that is not a name (``[A-Za-z_][A-Za-z0-9_]*``) or
-  that looks like a key or token;
-- a key that names a secret (``token``, ``key``, ``api_key``, ``api-key``, ``password``,
-  ``secret``, ``authorization``, and any name ending in ``_`` or ``-`` then ``token``, ``key``,
-  ``secret`` or ``password``, such as ``x-api-key``) with a value: secrets are never written in
-  a settings or models file;
-- any value (or key), under whatever key, that holds a registered secret (the value of a
-  ``*_TOKEN``/``*_KEY`` environment variable, :func:`register_environment`, or a value refused
-  before);
-- a URL with credentials (``http://user:key@host``): refused, not stripped (ours: a URL that is
-  silently changed would reach another server than the one written, and the file that holds the
-  credentials is the thing to fix). ``$OPENAI_BASE_URL`` is never stored: its user info is
-  registered as a secret and used only in memory.
+Every secret the project reads (the Hugging Face token, API keys, any configured ``*_token`` /
+``*_key`` variable) is read through :func:`secret_from_env`, which registers it; :func:`redact`
+replaces every registered value with ``***``: in every log record (:func:`install_log_redaction`,
+a log-record factory), in exceptions at the edges (:func:`secrets_redacted` raises a
+:class:`RedactedError` ``from None``, dropping the chain), and in any other text it is called on
+(metadata, hand-built messages, model outputs before they are cached); a text cut to a length is
+redacted first. Recognised (ours): the value, its ``Bearer`` header, percent-encodings and JSON
+escape; the base64 of ``user:value`` and of the value (both alphabets, padded or not, embedded at
+any byte alignment); and any run of :data:`WINDOW` (12) characters of the value or of its bare
+base64. Values under 6 characters are not secrets; fragments count only for values of at least
+12 characters and, for values found by :func:`register_environment`, only when they
+:func:`looks_like_secret`. :func:`misplaced_secrets` refuses, naming the field and never the value,
+a secret where a name belongs (``*_env`` fields), a key that names a secret with a value, any
+value holding a registered secret, and a URL with credentials (refused, not stripped: ours).
+The limits, and each form with its example: ``docs/secrets.md``.
 """
 
 from __future__ import annotations

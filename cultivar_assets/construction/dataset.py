@@ -1,27 +1,18 @@
 """The built Cultivar dataset (paper §2.4): the confirmed final pairs, with their provenance.
 
-:func:`build_dataset` takes, for each locale, the ingested annotations (``raw.annotations``) and
-checks them against the locale's current drafts: every locale has annotations, they were made
-against exactly the current drafts (same drafts hash), and every item is confirmed. Then it
-writes
-
-- the folder (``construction.dataset.folder``; replaced only when complete): ``<locale>.jsonl``
-  in the project's published format (``id``, ``locale``, ``source_original``,
-  ``english_original``, ``source_localised``, ``english_localised``) plus provenance columns:
-  ``action`` (kept / edited / reverted), ``flagged``, ``draft_hash``, ``prompt_hash``,
-  ``task_id``, ``annotator``; and the manifest ``.cultivar-build.json`` (kind
-  ``cultivar-dataset``: demo or not, the source benchmark's identity ``source_benchmark``, the
-  fingerprint, the time, and ``provenance``: :func:`build_provenance`), which the data kind
-  ``built`` reads;
-- DuckDB, in one transaction: ``raw.dataset_build`` (view ``dataset_build``, with the same
-  provenance record),
-  ``raw.built_instances`` (per instance: original, LLM draft, final pair, action, hashes; view
-  ``instance_provenance``), ``raw.built_table1`` (Table 1 of those annotations, frozen, which the
-  dataset card shows when the evaluated data is this build).
-
-The final texts are stored with surrounding whitespace removed (the dataset reader removes it
-too); nothing else is changed. The fingerprint is the sha256 of the canonical JSON of every
-written row, in locale and id order.
+:func:`build_dataset` checks each locale's ingested annotations (``raw.annotations``) against its
+current drafts (every locale annotated, against exactly the current drafts hash, every item
+confirmed), then writes the folder (``construction.dataset.folder``; replaced only when complete):
+``<locale>.jsonl`` in the published format (``id``, ``locale``, ``source_original``,
+``english_original``, ``source_localised``, ``english_localised``) plus ``action``, ``flagged``,
+``draft_hash``, ``prompt_hash``, ``task_id``, ``annotator``, and the manifest
+``.cultivar-build.json`` (kind ``cultivar-dataset``: demo or not, ``source_benchmark``, the
+fingerprint, the time, ``provenance``: :func:`build_provenance`), which the data kind ``built``
+reads; and, in one DuckDB transaction, ``raw.dataset_build`` (view ``dataset_build``),
+``raw.built_instances`` (view ``instance_provenance``) and ``raw.built_table1`` (Table 1 of those
+annotations, frozen, shown on the card when this build is evaluated). Final texts lose only their
+surrounding whitespace. The fingerprint is the sha256 of the canonical JSON of every written row,
+in locale and id order.
 """
 
 from __future__ import annotations

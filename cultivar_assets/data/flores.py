@@ -1,26 +1,18 @@
 """Readers for the original FLORES sentences (dev or devtest), from a local release or the Hub.
 
-A FLORES *file* is one language's sentences of one split. The project's instance id is the 0-based
-*line index* of the FLORES-200 file (``deu_Latn_Germany_2`` is FLORES dev line 2). Readers return
-a :class:`FloresFile`, whose position ``i`` holds line ``i``; every language is joined to English
-on that index, which comes from the text file's line number or, for FLORES+ tables, from the
-``id`` column (:func:`flores_line_index`), never from a table's row position.
-
-Accepted layouts of a local directory (``<code>`` is tried as the FLORES+ code, then the FLORES-200
-name; ``<split>`` is ``dev`` or ``devtest``):
-
-- ``<split>/<code>.<split>`` (the FLORES-200 / FLORES+ v1 release), with the release's
-  ``metadata_<split>.tsv`` beside the split folders (columns ``URL``, ``domain``, ``topic``,
-  ``has_image``, ``has_hyperlink``; row ``i`` describes line ``i``),
-- ``<split>/<split>.<code>`` (older FLORES+ text releases),
-- ``<split>/<code>.parquet`` (FLORES+ v2.x on the Hub) and ``<split>/<code>.jsonl`` (FLORES+ v4.x,
-  which adds the columns ``variant`` and ``split``): columns ``id``, ``text`` and, used when
-  present, ``domain``, ``topic``.
-
-On the Hub (:class:`HubFlores`), the same two FLORES+ layouts are read; ``layout="auto"`` takes the
-one the repository has at the pinned revision, and a repository with neither is a clear error.
-
-Lines are stripped of surrounding whitespace (a few hundred FLORES lines carry stray spaces).
+A FLORES *file* is one language's sentences of one split. The project's instance id is the
+0-based *line index* of the FLORES-200 file (``deu_Latn_Germany_2`` is FLORES dev line 2): a
+:class:`FloresFile` holds line ``i`` at position ``i``, and every language is joined to English on
+that index, taken from the text file's line number or the FLORES+ ``id`` column
+(:func:`flores_line_index`), never from a table's row position. Local layouts (``<code>``: the
+FLORES+ code, then the FLORES-200 name; ``<split>``: ``dev`` or ``devtest``):
+``<split>/<code>.<split>`` (FLORES-200 / FLORES+ v1, with ``metadata_<split>.tsv`` beside the
+split folders: ``URL``, ``domain``, ``topic``, ``has_image``, ``has_hyperlink``, row ``i`` for
+line ``i``); ``<split>/<split>.<code>`` (older FLORES+ text releases); ``<split>/<code>.parquet``
+(FLORES+ v2.x) and ``<split>/<code>.jsonl`` (v4.x, adding ``variant`` and ``split``), with columns
+``id``, ``text`` and, when present, ``domain``, ``topic``. On the Hub (:class:`HubFlores`) the two
+FLORES+ layouts; ``layout="auto"`` takes the one the repository has at the pinned revision, and
+neither is an error. Lines are stripped of surrounding whitespace.
 """
 
 from __future__ import annotations

@@ -1,27 +1,22 @@
 """Source benchmarks: the parallel source–English sentences that Cultivar is built from.
 
 A *source benchmark* is a set of instances, each with an id, its English sentence, its sentence in
-each source language, and (when the benchmark says) the domain and topic of the document it comes
-from. Kinds (``SourceBenchmarkConfig.kind``):
+each source language and, when the benchmark says, its document's domain and topic. Kinds
+(``SourceBenchmarkConfig.kind``):
 
-- ``flores``: FLORES dev (the paper) or devtest (``split``), from a local FLORES-200 / FLORES+
-  release (``flores: local``, ``path``) or FLORES+ on the Hub (``flores: hub``, ``repo`` at a
-  pinned ``revision``; v2.x parquet and v4.x jsonl layouts, see
-  :mod:`cultivar_assets.data.flores`). The id is the 0-based line index; domain and topic come
-  from the release's ``metadata_<split>.tsv`` (local text files) or from the FLORES+ columns of the
-  English file. ``metadata: false`` goes without them (the topic rule then has nothing to judge).
-- ``files``: any parallel benchmark in one table (``path``: ``.jsonl``, ``.tsv`` with a header
-  row, or ``.parquet``), one row per instance: an id column (non-negative integers), the English
-  column, one column per source language and, when present, ``domain`` and ``topic`` columns. The
-  language columns are ``language_columns`` ({FLORES+ code: column}) or, when that is empty, the
-  columns named like the Cultivar source languages (``deu_Latn``, ...).
-- ``demo``: the original side of the bundled demo data (``english_original`` and
-  ``source_original`` of ``cultivar_assets/data/demo``; invented sentences, ids 0–11).
+- ``flores``: FLORES dev (the paper) or devtest (``split``), local (``flores: local``, ``path``) or
+  FLORES+ on the Hub (``flores: hub``, ``repo`` at a pinned ``revision``;
+  :mod:`cultivar_assets.data.flores`); the id is the 0-based line index; domain and topic from
+  ``metadata_<split>.tsv`` or the FLORES+ columns (``metadata: false``: none, and no topic rule).
+- ``files``: one table (``path``: ``.jsonl``, ``.tsv`` with a header, ``.parquet``), one row per
+  instance: an id column (non-negative integers), English, one column per source language
+  (``language_columns`` {FLORES+ code: column}, else columns named like the Cultivar source
+  languages, ``deu_Latn``, ...) and, when present, ``domain`` and ``topic``.
+- ``demo``: the original side of the bundled demo data (invented sentences, ids 0–11).
 
-``languages`` restricts the source languages (default: all 21 Cultivar source languages; demo:
-the demo's). A language that the benchmark lacks is reported with its reason (``on_missing:
-skip``) or stops the load (``fail``). An empty English sentence, an empty source sentence, a
-duplicate id or a table without the named columns is an error naming the file and the item.
+``languages`` restricts the source languages (default: all 21; demo: the demo's); one the
+benchmark lacks is reported (``on_missing: skip``) or stops the load (``fail``). An empty
+sentence, a duplicate id or a table without the named columns is an error naming file and item.
 """
 
 from __future__ import annotations

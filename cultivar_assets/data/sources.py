@@ -1,29 +1,22 @@
 """Where the benchmark data comes from, chosen by configuration, and how it is assembled.
 
 - ``demo``: the bundled demo dataset (written for this project, not FLORES or Cultivar).
-- ``local``: a Cultivar dataset directory in the project's published format
+- ``local``: a Cultivar dataset directory in the published format
   (:mod:`cultivar_assets.data.cultivar_files`).
-- ``built``: the project's own build of Cultivar (the ``cultivar_dataset`` asset of building
-  Cultivar): the folder ``cultivar_path`` (default ``$CULTIVAR_HOME/construction/dataset``) in
-  the published format, with the build's manifest (``.cultivar-build.json``, kind
-  ``cultivar-dataset``), which says whether it was built from the demo data, which source
-  benchmark it was built from and how (its provenance record). Its files hold the original
-  pairs, and ``flores`` stays ``dataset`` by default: the build is evaluated against its own
-  originals. Another originals source (``flores: local`` or ``hub``) must be the build's source
-  benchmark: another kind, split or revision (a build from FLORES devtest or from a parallel file,
-  read with FLORES dev), or originals that differ from the build's, is refused with one message
-  naming both (:func:`cultivar_assets.data.build_record.check_originals_source`).
-- ``hub``: the Cultivar dataset on the Hugging Face Hub (default ``pinzhenchen/Cultivar-flores``).
-  Its column layout could not be inspected when this was written: we assume the project's
-  published format and keep the names configurable (``column_map``); a mismatch fails with a
-  message naming the missing columns.
+- ``built``: the project's own build (the ``cultivar_dataset`` asset): the folder ``cultivar_path``
+  (default ``$CULTIVAR_HOME/construction/dataset``) in the published format, with the build's
+  manifest (``.cultivar-build.json``, kind ``cultivar-dataset``) saying what it was built from
+  and how. It is evaluated against its own originals (``flores: dataset``); another originals
+  source must be the build's source benchmark (same kind, split, revision and texts), else it is
+  refused naming both (:func:`cultivar_assets.data.build_record.check_originals_source`).
+- ``hub``: the Cultivar dataset on the Hugging Face Hub (default ``pinzhenchen/Cultivar-flores``),
+  assumed to be in the published format (ours), with configurable column names (``column_map``);
+  missing columns fail naming them.
 
-Original FLORES sentences come from the dataset's own ``source_original``/``english_original``
-columns (``flores="dataset"``), a local FLORES release (``flores="local"``) or FLORES+ on the Hub
-(``flores="hub"``, gated: ``HF_TOKEN``).
-
-A locale or language that is expected but missing is recorded as a ``MissingItem`` with its reason
-(``on_missing="skip"``) or stops the load (``on_missing="fail"``); it is never dropped silently.
+Original FLORES sentences come from the dataset's ``source_original``/``english_original``
+columns (``flores="dataset"``), a local FLORES release (``"local"``) or FLORES+ on the Hub
+(``"hub"``, gated: ``HF_TOKEN``). A locale or language expected but missing is a ``MissingItem``
+with its reason (``on_missing="skip"``) or stops the load (``"fail"``); never dropped silently.
 """
 
 from __future__ import annotations

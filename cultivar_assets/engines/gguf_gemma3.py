@@ -1,36 +1,21 @@
 """Converting a Gemma 3 (text) GGUF file into a transformers checkpoint, fast.
 
-``weights.py`` de-quantises the demo model (``gemma3-270m-gguf``) once with
-:func:`convert_gemma3_gguf`. It writes the same checkpoint as
-``AutoModelForCausalLM.from_pretrained(folder, gguf_file=...)`` followed by ``save_pretrained``
-(the same tensors, bit for bit, and the same configuration and tokenizer;
-``tests/test_gguf_gemma3.py`` checks this on the real package), in a fraction of the time:
-transformers parses the GGUF metadata with ``gguf.GGUFReader``, which builds a NumPy view for
-each of the vocabulary's 262,144 strings and takes ~15–20 s per parse on a 2-core machine, and it
-parses the file three times (tokenizer class, configuration, tensors). Here the metadata is read
-once with ``struct`` (:func:`read_gguf`, ~0.1 s; the vocabulary is only counted); the tensors are
-de-quantised with the ``gguf`` package's own ``gguf.quants.dequantize``; the tokenizer is built by
-transformers from the file (``GemmaTokenizerFast``'s GGUF path, which reads the vocabulary with its
-own fast reader).
-
-Definitions (transformers' GGUF conversion for ``gemma3``, which this reproduces):
-
-- configuration (``Gemma3TextConfig``): ``gemma3.context_length`` → ``max_position_embeddings``,
-  ``embedding_length`` → ``hidden_size``, ``block_count`` → ``num_hidden_layers``,
-  ``feed_forward_length`` → ``intermediate_size``, ``attention.head_count`` →
-  ``num_attention_heads``, ``attention.head_count_kv`` → ``num_key_value_heads``,
-  ``attention.key_length`` → ``head_dim``, ``attention.layer_norm_rms_epsilon`` →
-  ``rms_norm_eps``, ``attention.sliding_window`` → ``sliding_window``, ``rope.freq_base`` →
-  ``rope_theta`` (the full-attention layers'; the sliding layers keep the class default),
-  the ``tokenizer.ggml.*_token_id`` values → the special token ids, the vocabulary's length →
-  ``vocab_size``, ``general.name`` → ``_model_name_or_path``; word embeddings are tied when the file
-  has no ``output.weight``;
-- tensors: ``token_embd`` → ``model.embed_tokens``, ``output_norm`` → ``model.norm``,
-  ``blk.N.<part>`` → ``model.layers.N.<module>`` (:data:`LAYER_TENSORS`); every norm weight is
-  stored by llama.cpp as ``1 + w`` (Gemma's RMSNorm scales by ``1 + w``), so ``1`` is subtracted,
-  in float32, as transformers does.
-
-Any tensor or metadata key this mapping does not know is an error naming it, never skipped.
+:func:`convert_gemma3_gguf` (``weights.py``'s one-time de-quantisation of the demo model) writes
+the same checkpoint as ``AutoModelForCausalLM.from_pretrained(folder, gguf_file=...)`` then
+``save_pretrained`` (the same tensors bit for bit, configuration and tokenizer;
+``tests/test_gguf_gemma3.py`` checks it on the real package), reading the metadata once with
+``struct`` (:func:`read_gguf`; the vocabulary only counted) where transformers parses it three
+times with ``gguf.GGUFReader``; tensors go through ``gguf.quants.dequantize``, the tokenizer
+through transformers' own GGUF path. The mapping it reproduces (transformers' for ``gemma3``):
+configuration (``Gemma3TextConfig``) from ``gemma3.context_length``, ``embedding_length``,
+``block_count``, ``feed_forward_length``, ``attention.head_count``, ``attention.head_count_kv``,
+``attention.key_length``, ``attention.layer_norm_rms_epsilon``, ``attention.sliding_window``,
+``rope.freq_base`` (the full-attention layers' ``rope_theta``), the ``tokenizer.ggml.*_token_id``
+values, the vocabulary's length and ``general.name`` (:func:`gemma3_config`); embeddings tied when
+the file has no ``output.weight``; tensors ``token_embd`` → ``model.embed_tokens``,
+``output_norm`` → ``model.norm``, ``blk.N.<part>`` → ``model.layers.N.<module>``
+(:data:`LAYER_TENSORS`), every norm weight stored by llama.cpp as ``1 + w`` less ``1`` in float32.
+Any tensor or metadata key the mapping does not know is an error naming it, never skipped.
 """
 
 from __future__ import annotations
@@ -165,7 +150,8 @@ def _value(blob: np.ndarray, position: int, kind: int, path: Path, key: str) -> 
 
 
 def gemma3_config(gguf: GgufFile):
-    """The ``Gemma3TextConfig`` of a Gemma 3 GGUF file (see the module docstring)."""
+    """The ``Gemma3TextConfig`` of a Gemma 3 GGUF file: each field from the metadata key that
+    transformers' GGUF conversion maps to it (below); a missing key is an error naming it."""
     from transformers import Gemma3TextConfig
 
     meta = gguf.metadata

@@ -1,66 +1,22 @@
 """OpenAI-compatible HTTP engine: a vLLM / SGLang / llama.cpp server, or the OpenAI API itself.
 
-Chat prompts go to ``POST {base_url}/chat/completions`` (the *server* applies its chat template,
-which this engine cannot see: ``EngineInfo.chat_template_hash`` is None), plain prompts to
-``POST {base_url}/completions``; both with ``temperature=0``, ``max_tokens`` and the request's stop
-strings (omitted when there are none), plus ``extra_body`` merged into the JSON body as it is.
+Chat prompts go to ``POST {base_url}/chat/completions`` (the server applies its chat template:
+``EngineInfo.chat_template_hash`` is None), plain prompts to ``POST {base_url}/completions``; both
+with ``temperature=0``, ``max_tokens``, the request's stop strings and ``extra_body`` merged in.
+Options (``engine_options``): ``base_url`` (else ``$OPENAI_BASE_URL``; no default), ``api_key_env``
+(``OPENAI_API_KEY``; unset: the dummy key ``EMPTY``, an error for api.openai.com), ``model``
+(``hf_id``), ``max_concurrency`` (8), ``max_retries`` (5), ``timeout`` (120 s), ``extra_body``,
+``temperature`` (0; ``server-default`` sends none), ``top_p``, ``seed``, ``max_tokens_param``
+(``max_tokens``), ``batch_size`` (64, the translation loop's cached chunk). Each request is
+answered alone (``answers_alone``); retries and backoff are the openai client's own.
 
-Options (``engine_options`` in ``models.yaml``; every one is optional except where noted):
-
-- ``base_url``: e.g. ``http://host:8000/v1`` for vLLM. Falls back to ``$OPENAI_BASE_URL``; with
-  neither the model does not load. There is deliberately no silent default to api.openai.com (a
-  benchmark run should never reach a paid API by accident): write
-  ``https://api.openai.com/v1`` to use it.
-- ``api_key_env`` (``OPENAI_API_KEY``): the *name* of the environment variable holding the key.
-  When it is unset or empty, a local server gets the dummy key ``EMPTY`` (vLLM without
-  ``--api-key`` ignores it); api.openai.com without a key is a load error. The key is never
-  logged, never put into ``EngineInfo``, and redacted from every failure reason and error.
-- ``model``: the served model name (vLLM ``--served-model-name``); default ``hf_id``.
-- ``max_concurrency`` (8): requests in flight at once (a thread pool over one thread-safe
-  client), the next one sent as soon as one returns; ``generate`` keeps request order,
-  ``generate_as_completed`` yields each result as it arrives (each request is answered alone,
-  ``answers_alone``: the localisation loop submits continuously instead of by chunks).
-- ``max_retries`` (5), ``timeout`` (120 s per attempt), ``extra_body`` ({}), e.g.
-  ``{"chat_template_kwargs": {"enable_thinking": false}}`` to turn thinking off on vLLM.
-- Sampling: ``temperature`` (0, greedy; ``server-default`` sends none, for models that accept
-  only their default, such as OpenAI's reasoning models), ``top_p`` and ``seed`` (sent only when
-  set);
-  ``max_tokens_param`` (``max_tokens``; ``max_completion_tokens`` for OpenAI models that refuse
-  the older name) names the field that carries the request's ``max_new_tokens``.
-- ``batch_size`` (64): the chunk size of the translation loop (a chunk is cached as a whole; the
-  localisation loop submits continuously and uses it only to say progress). The run-wide
-  ``EngineSettings.batch_size`` is for local GPUs and is not used here.
-
-Retries are the openai client's own (``OpenAI(max_retries=..., timeout=...)``; openai-python
-``_base_client.py``, ``_should_retry`` / ``_calculate_retry_timeout``): it retries connection
-errors, timeouts and the statuses 408, 409, 429 and >= 500 (a server's ``x-should-retry`` header
-overrides that). The delay is the server's ``Retry-After`` / ``retry-after-ms`` when that is
-between 0 and 120 s exclusive (a longer one means no retry), otherwise exponential backoff
-``min(0.5 * 2**n, 8)`` seconds less a random 0-25% jitter.
-
-Token usage: ``generate_detailed`` returns the response's ``usage`` (``prompt_tokens``,
-``completion_tokens``) with each text; None when the server sends none.
-
-Errors: a request that fails for good (retries exhausted, or a non-retryable status such as 400
-or 404) becomes a ``GenerationFailure`` with the status and the server's short message, never an
-empty text; the translation loop reports it and a re-run retries it. An empty string is returned
-only when the server returned empty text; missing content (``null``, e.g. a reasoning model that
-spent every token thinking) is ``GenerationFailure("no content ...")`` carrying the usage the
-server reported (those tokens were spent). A 200 whose body is not JSON (a proxy's page, a wrong
-``base_url``) is ``GenerationFailure("the server answered 200 with a body that is not JSON:
-...")``, redacted.
-
-Configuration errors raise ``EngineLoadError`` and end the run instead, naming the setting to
-change: 401/403 on any request (the API key), 404 or a connection failure on the engine's first
-request (the URL or the model name, server down), three results in a row that could not connect
-(fewer when a call has fewer requests: the server went away mid-run; whatever was cached stays
-cached) and **the probe** (ours): until the server has answered once, requests go one at a time,
-at most three; when each of them is refused the same way (the same 4xx status and message but for
-its numbers, such as vLLM's "maximum context length is 2048 tokens ... you requested 4196", or a
-200 that is not JSON), the settings are wrong, not the requests, and nothing more is sent. The
-message says which setting the refusal points at (``_setting_hint``: a context-length refusal:
-``max_new_tokens``; one naming the model or a 404: the model name; a 200 that is not JSON:
-``base_url``; a parameter's name: that ``engine_options`` entry).
+A request that fails for good, a 200 without content or whose body is not JSON is a
+``GenerationFailure`` (status, the server's short message, the usage it reported), never an empty
+text. A configuration error raises ``EngineLoadError`` naming the setting: 401/403; 404 or no
+connection on the first request; three results in a row that could not connect; and **the
+probe** (ours): until the server has answered once, requests go one at a time, and when three are
+refused the same way (the same 4xx and message but for numbers, or a 200 that is not JSON),
+nothing more is sent (:func:`_setting_hint`: the setting). See ``docs/evaluating-models.md``.
 """
 
 from __future__ import annotations

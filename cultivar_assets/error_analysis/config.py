@@ -1,26 +1,19 @@
 """Configuration of the error analysis (paper §5, Table 5): the sample, the files, the outlier.
 
-Flat (no nested models), so that a Dagster resource can *be* it. Defaults and which of them the
-paper states:
+Flat (no nested models), so that a Dagster resource can *be* it. Defaults, and which are ours:
 
 - ``locales``: the paper's three Chinese locales (``cmn_Hans_China``, ``cmn_Hans_UK``,
-  ``cmn_Hans_US``: "a manual inspection of translations of regionally localised content");
-  locales the data lacks are left out of the sample, with a note;
+  ``cmn_Hans_US``); those the data lacks are left out of the sample, with a note;
 - ``models``: None = every model on the leaderboard (the paper inspected ten "selected models");
-- ``n_instances``: per locale; None = every instance the sampled models all translated (the
-  paper does not give its sample size; ours);
-- ``seed``: the instances of a locale are taken in the order of sha256(``"<seed>:<locale>:<id>"``)
-  (ours; the same instances for every model of the locale, so models are compared on the same
-  sentences);
-- ``blind``: the page shows "system 1", "system 2", ... in a seeded order per locale instead of
-  model ids (ours; the ids are in the page's data, so this hides them from view, not from a
-  reader of the page source);
-- ``annotations_dir``: the returned files (``<task_id>.errors.json``, one per locale) to ingest;
-  None = none yet (Table 5 stays empty);
-- ``outlier_model``: the model left out of the second Pearson r (the paper leaves out
-  Seed-X-PPO-7B); None = no second coefficient;
-- ``tool_dir``: where the annotation pages are written (default
-  ``$CULTIVAR_HOME/analysis/errors``, one folder per locale).
+- ``n_instances`` (ours; the paper gives no sample size): per locale; None = every instance the
+  sampled models all translated;
+- ``seed`` (ours): a locale's instances in the order of sha256(``"<seed>:<locale>:<id>"``), the
+  same for every model of the locale;
+- ``blind`` (ours): "system 1", "system 2", ... in a seeded order per locale instead of model ids
+  (hidden from view, not from a reader of the page source);
+- ``annotations_dir``: the returned ``<task_id>.errors.json`` files; None = none (Table 5 empty);
+- ``outlier_model``: left out of the second Pearson r (the paper: Seed-X-PPO-7B); None = no second;
+- ``tool_dir``: the annotation pages (default ``$CULTIVAR_HOME/analysis/errors``, per locale).
 """
 
 from __future__ import annotations

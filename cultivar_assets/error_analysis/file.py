@@ -1,37 +1,22 @@
 """The error-annotation file (what the error-annotation tool downloads) and its validation.
 
-The structure is the JSON Schema ``error_annotation.schema.json`` in this folder (schema version
-:data:`SCHEMA_VERSION`):
-
-- ``format`` (``"cultivar-error-annotation"``), ``schema_version`` (1), ``saved_at``,
-  ``demo`` (optional; true only for the toolkit's bundled demo files);
-- ``task``: ``task_id``, ``locale``, ``n_items``, ``n_instances``, ``translations_hash``,
-  ``error_types`` (the tool's codes, in order), ``tool_version``, ``annotator``;
-- ``items``, one per translation: ``key``, ``model_id``, ``locale``, ``instance_id``,
-  ``hypothesis_sha256``, ``errors`` (codes, each at most once), ``note``, ``done``,
-  ``updated_at``, ``done_at``.
-
-:func:`read_error_file` checks, and reports *every* problem it finds in one
-:class:`ErrorFileError` (file, item, field, what is wrong), returning nothing from a file with
-any problem:
-
-1. UTF-8, complete and valid JSON; this reader's ``format`` and ``schema_version``; the schema
-   (as every tool file, ``site/tool_files.py``);
-2. the file belongs to a task of the sample: its locale has a task and ``task_id`` is that task's
-   (otherwise it is simply the wrong file: another sample, or another version of the data), with
-   the same ``n_items``, ``n_instances`` and ``error_types``. A file of another task whose items
-   annotate another set of models than the task's systems raises :class:`OtherSystemsError`
-   instead: it was made for the sample of an earlier leaderboard (models added or removed
-   since), and the ingest leaves it out with a notice;
-3. the items: no duplicate keys, no key the task lacks, every task key present; each item's
-   model, locale and instance are its key's; every item is done (unless ``allow_unfinished``) and
-   a done item has ``done_at``;
-4. the translation: ``hypothesis_sha256`` equals the stored translation's. A file whose
-   translations changed (the model was re-run since the tool was built) is refused, naming the
-   items — **except** a file marked ``demo``: the toolkit's illustrative demo judgments are kept
-   when the demo models' outputs differ on another machine, and each such item is recorded as
-   ``translation_matches = false`` (stored, and counted in Table 5's ``n_translation_changed``),
-   never silently.
+Its structure is the JSON Schema ``error_annotation.schema.json`` in this folder
+(:data:`SCHEMA_VERSION`): ``format``, ``schema_version``, ``saved_at``, ``demo`` (optional; true
+only for the toolkit's bundled demo files); ``task`` (``task_id``, ``locale``, ``n_items``,
+``n_instances``, ``translations_hash``, ``error_types`` in order, ``tool_version``,
+``annotator``); one item per translation (``key``, ``model_id``, ``locale``, ``instance_id``,
+``hypothesis_sha256``, ``errors``: codes, each at most once, ``note``, ``done``, timestamps).
+:func:`read_error_file` reports *every* problem in one :class:`ErrorFileError` (file, item,
+field) and returns nothing from a file with any: 1. UTF-8, complete JSON, this reader's format and
+version, the schema (as every tool file, ``site/tool_files.py``); 2. a task of the sample: its
+locale's task id, ``n_items``, ``n_instances`` and ``error_types`` (else the wrong file), except
+that a file whose items annotate other models than the task's systems raises
+:class:`OtherSystemsError` (a sample of an earlier leaderboard: the ingest leaves it out with a
+notice); 3. the task's keys, each once, each item's model, locale and instance its key's, every
+item done (unless ``allow_unfinished``) with ``done_at``; 4. ``hypothesis_sha256`` equal to the
+stored translation's, else refused naming the items, except in a file marked ``demo``, whose
+judgments of changed translations are kept as ``translation_matches = false`` (counted in Table
+5's ``n_translation_changed``).
 """
 
 from __future__ import annotations

@@ -1,27 +1,19 @@
 """The error analysis of paper §5 (Table 5): definitions, and what the asset reports.
 
-Pipeline: :mod:`~cultivar_assets.error_analysis.sample` (the seeded sample, one task per
-locale) → :mod:`~cultivar_assets.error_analysis.tool` (the static annotation page) → the
-annotator's downloaded file → :mod:`~cultivar_assets.error_analysis.file` (validation) →
-:mod:`~cultivar_assets.error_analysis.store` (ingest) → the views ``error_table5`` and
-``error_correlations``.
-
-Definitions (the SQL of the views implements them):
+Sample (:mod:`~cultivar_assets.error_analysis.sample`) → page (:mod:`~.tool`) → the annotator's
+file (:mod:`~.file`) → ingest (:mod:`~.store`) → the views ``error_table5`` and
+``error_correlations``, whose SQL implements these definitions:
 
 - an annotation marks, per translation, the *set* of error types it shows
-  (:mod:`~cultivar_assets.error_analysis.types`): repeated errors of one type in an instance
-  count once, different types separately (the paper);
+  (:mod:`~cultivar_assets.error_analysis.types`): repeated errors of one type count once (paper);
 - Table 5, per model m and locale l: NE, PY, IC, NU = how many of m's annotated translations of l
-  show that type; locale-specific total = NE + PY + IC + NU; general total = the same sum over
-  the five general types; total = both; ``n_translations`` = the translations annotated; BLEU =
-  m's Cultivar BLEU of l as in ``model_locale_deltas`` (instance-paired, the leaderboard's
-  signature; the paper gives BLEU "for reference");
-- Pearson r per language: over every (model, locale) cell of the language's locales in Table 5,
-  r between BLEU and the total (``corr`` in DuckDB, the sample Pearson coefficient); once with
-  every model (``r_including``) and once without the configured ``outlier_model``
-  (``r_excluding``). Pooling the cells (ours; the paper says "for Chinese") reproduces the
-  paper's r_incl = −0.64 and r_excl = −0.86 from its own Table 5 (10 models × 3 locales, without
-  Seed-X-PPO-7B); undefined (NULL) with fewer than 3 cells.
+  show that type; locale-specific total = NE + PY + IC + NU; general total = the same over the
+  five general types; total = both; ``n_translations`` = those annotated; BLEU = m's Cultivar
+  BLEU of l as in ``model_locale_deltas`` (instance-paired; the paper: "for reference");
+- Pearson r per language, between BLEU and the total over every (model, locale) cell of the
+  language's locales (``corr``, the sample coefficient), with every model (``r_including``) and
+  without ``outlier_model`` (``r_excluding``); NULL with fewer than 3 cells. Pooling the cells is
+  ours (the paper says "for Chinese"); from its own Table 5 it gives its r = −0.64 and −0.86.
 """
 
 from __future__ import annotations

@@ -3,32 +3,20 @@
 :func:`build_error_tool` writes, into ``out_dir`` (replaced as a whole; built like every
 annotation tool, ``site/tool_pages.py``)::
 
-    index.html            the page: every instance with its localised source, localised and
-                          original English references and each system's translation, nine
-                          checkboxes per translation in two groups, a note, "Done" per instance;
-                          the task embedded as JSON (written with tojson)
-    static/               tool-common.js, tool.css (shared with the post-editing tool),
-                          errors.js, errors.css
+    index.html            every instance: its localised source, both English references, each
+                          system's translation with nine checkboxes, a note, "Done"; the task JSON
+    static/               tool-common.js, tool.css (shared), errors.js, errors.css
     .cultivar-build.json  manifest: task id, locale, counts, tool and schema versions
 
-The page works offline from ``file://`` (no network, no server; a Content-Security-Policy allows
-only its own scripts and styles and no connections). Work is autosaved in the browser
-(``localStorage``, keyed by task id and translations hash); "Download JSON" writes
-``<task_id>.errors.json`` (``error_analysis/file.py``); "Load JSON" continues from such a file
-and refuses one made for another task. Keyboard: Alt+↓ / Alt+↑ (or j / k) next / previous instance,
-n / N next / previous translation (system), Enter into the current instance, Ctrl+Enter done,
-1–9 toggle the error types of the current translation; single-key shortcuts act only outside a
-text field. Loading a file over work not yet downloaded asks first. The localised source, both
-references and every translation are highlighted with the segment browser's word diff
-(``site/diff.py``, whose browser twin is ``textdiff.js``; the source in the mode of the locale's
-script, English in word mode: ``textdiff.mode_for_script``): the source and the localised
-reference against their originals (what localisation changed), the original reference against the
-localised one, each translation against the localised reference (ours: the words it does not
-share with the reference the annotator judges it by). Texts are escaped by the template (the
-highlights are rendered by it, as spans) and never set as HTML by the script. The page shows
-original FLORES English: keep it local (like the post-editing tool), do not publish it.
-
-:func:`build_error_tools` writes one folder per task (``<tool_dir>/<locale>/``) and an index.
+The page works offline from ``file://`` (a Content-Security-Policy allows only its own scripts and
+styles, no connections), autosaves in ``localStorage`` (keyed by task id and translations hash),
+downloads ``<task_id>.errors.json`` (``error_analysis/file.py``) and loads such a file back.
+Highlights are the segment browser's word diff (``site/diff.py``): the source and the localised
+reference against their originals, the original reference against the localised one, each
+translation against the localised reference (ours). Texts are escaped by the template, never set
+as HTML by the script. The page shows original FLORES English: keep it local. Keys and behaviour:
+``docs/error-analysis.md``, ``docs/annotation-tools.md``. :func:`build_error_tools` writes one
+folder per task (``<tool_dir>/<locale>/``) and an index.
 """
 
 from __future__ import annotations

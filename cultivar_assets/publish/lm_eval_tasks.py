@@ -1,29 +1,20 @@
 """Cultivar as lm-evaluation-harness tasks (lm-eval 0.4.13's task YAML; ours).
 
 :func:`write_lm_eval_tasks` writes, into a folder that ``lm_eval --include_path`` reads:
-
-- ``cultivar/_cultivar.yaml``: the group ``cultivar``, every task below;
-- ``cultivar/<task>.yaml``, one task per test set of the benchmark (:meth:`BenchmarkData.test_sets
-  <cultivar_assets.data.testsets.BenchmarkData.test_sets>`): ``cultivar_<locale>`` (the localised
-  source, reference the localised English) and ``cultivar_flores_<language>`` (the test set
-  ``flores_<language>``: the original sources, reference the original English);
-- ``cultivar/docs/<task>.json``: the task's documents, JSON Lines (``test_set``, ``id``,
-  ``source``, ``reference``, ``language``), read by ``utils.load_docs`` (named ``.json``, not
-  ``.jsonl``, so that the project's dataset reader, which takes every ``*.jsonl`` under a
-  dataset folder for a locale's file, never mistakes them for one);
-- ``cultivar/utils.py``: :mod:`cultivar_assets.publish.lm_eval_utils` with ``SETTINGS`` set to
-  the ``metrics`` settings given.
-
-Each task is ``output_type: generate_until`` with zero shots; ``doc_to_text`` is the prompt
-style's prompt as a Jinja2 template of the document's ``source`` (:func:`doc_to_text`): lm-eval
-renders it, for every document, to the text the project's engines receive for that source
-(``PromptStyle.request``); ``until`` is the style's stop strings, greedy decoding, at most
-``max_gen_toks`` new tokens (the project's ``engine.max_new_tokens``). A chat style's single user
-turn is the text; lm-eval applies the model's chat template with ``--apply_chat_template``
-(``metadata.apply_chat_template``). The metrics are ``cultivar_bleu`` and ``cultivar_chrf``: the
-corpus scores with the project's sacreBLEU settings (``utils.corpus_bleu``/``corpus_chrf``);
-``metadata`` records the prompt style, its template hash and both signatures as the project
-formats them.
+``cultivar/_cultivar.yaml`` (the group ``cultivar``); ``cultivar/<task>.yaml``, one task per test
+set (``cultivar_<locale>``: the localised source, reference the localised English;
+``cultivar_flores_<language>``: the original source, reference the original English);
+``cultivar/docs/<task>.json``, the task's documents as JSON Lines (``test_set``, ``id``,
+``source``, ``reference``, ``language``; ``.json`` so the dataset reader, which takes every
+``*.jsonl`` of a dataset folder, never reads them); and ``cultivar/utils.py``
+(:mod:`cultivar_assets.publish.lm_eval_utils` with ``SETTINGS`` the ``metrics`` settings given).
+Each task is ``generate_until`` with zero shots: ``doc_to_text`` is the prompt style's prompt as a
+Jinja2 template of ``source`` (:func:`doc_to_text`), which lm-eval renders to the text the
+project's engines receive (``PromptStyle.request``); ``until`` the style's stop strings, greedy,
+at most ``max_gen_toks`` (``engine.max_new_tokens``) tokens; a chat style's user turn is the text
+(``--apply_chat_template``). The metrics ``cultivar_bleu`` and ``cultivar_chrf`` are the corpus
+scores with the project's sacreBLEU settings; ``metadata`` records the prompt style, its template
+hash and both signatures.
 """
 
 from __future__ import annotations

@@ -1,26 +1,21 @@
 """The ``utils.py`` of Cultivar's lm-evaluation-harness tasks (written next to their YAML).
 
-``cultivar export lm-eval`` copies this file's text, with ``SETTINGS`` set to the exporting
-project's ``metrics`` settings, into the task folder, where lm-eval's ``!function utils.<name>``
-finds it. It imports only the standard library, ``datasets`` and sacreBLEU (lm-eval's own
-dependencies; ``sentencepiece`` for spBLEU), never ``cultivar_assets``: the tasks run where only
-lm-eval is installed.
+``cultivar export lm-eval`` copies this file's text, with ``SETTINGS`` the exporting project's
+``metrics`` settings, into the task folder (lm-eval's ``!function utils.<name>``). It imports only
+the standard library, ``datasets`` and sacreBLEU (``sentencepiece`` for spBLEU), never
+``cultivar_assets``: the tasks run where only lm-eval is installed.
 
-- :func:`load_docs` (``custom_dataset``): the task's documents, read from the JSON Lines file
-  ``docs`` beside this file (one object per instance: ``test_set``, ``id``, ``source``,
-  ``reference``, ``language``), as the split ``test``; relative to this file, so the task folder
-  works wherever it lies (a local export, or ``lm_eval_tasks/`` of the dataset repository).
-- :func:`cultivar_bleu` / :func:`cultivar_chrf` (``metric``): per document, the pair
-  (reference, hypothesis), aggregated by :func:`corpus_bleu` / :func:`corpus_chrf`
-  (``aggregation``): sacreBLEU's corpus score over the task's documents with the project's
-  settings, the same objects as ``cultivar_assets.metrics.registry`` builds (BLEU with
-  ``SETTINGS["bleu_tokenize"]`` and ``lowercase``; chrF with ``chrf_word_order`` and
-  ``lowercase``; one reference each). lm-eval's own ``bleu`` is sacreBLEU's default (13a
-  tokenizer), not spBLEU; its ``chrf`` is chrF with word order 0, without ``lowercase``.
-- spBLEU (``flores200``, ``flores101``, ``spBLEU-1K``): the SentencePiece model is read from
-  ``SETTINGS["spm_model_path"]`` or where sacreBLEU caches it (``$SACREBLEU/models/<file>``,
-  ``$SACREBLEU`` defaulting to ``~/.sacrebleu``), never downloaded: when it is absent, scoring
-  stops with a message saying where to put it.
+- :func:`load_docs` (``custom_dataset``): the split ``test``, from the JSON Lines file ``docs``
+  beside this file (``test_set``, ``id``, ``source``, ``reference``, ``language``).
+- :func:`cultivar_bleu` / :func:`cultivar_chrf` (``metric``): per document, (reference,
+  hypothesis); :func:`corpus_bleu` / :func:`corpus_chrf` (``aggregation``): sacreBLEU's corpus
+  score with the project's settings, the objects ``cultivar_assets.metrics.registry`` builds (BLEU
+  with ``SETTINGS["bleu_tokenize"]`` and ``lowercase``; chrF with ``chrf_word_order`` and
+  ``lowercase``; one reference). lm-eval's own ``bleu`` is 13a, not spBLEU; its ``chrf`` has word
+  order 0 and no ``lowercase``.
+- spBLEU (``flores200``, ``flores101``, ``spBLEU-1K``): the SentencePiece model from
+  ``SETTINGS["spm_model_path"]`` or sacreBLEU's cache (``$SACREBLEU/models/<file>``, default
+  ``~/.sacrebleu``), never downloaded: absent, scoring stops saying where to put it.
 """
 
 from __future__ import annotations

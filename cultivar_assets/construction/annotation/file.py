@@ -1,44 +1,22 @@
 """The annotation file (what the post-editing tool downloads) and its validation against a task.
 
-The file's structure is the JSON Schema ``annotation.schema.json`` in this folder (schema version
-:data:`SCHEMA_VERSION`); its fields:
-
-- ``format`` (``"cultivar-annotation"``), ``schema_version`` (1), ``saved_at`` (ISO 8601);
-- ``task``: ``task_id``, ``locale``, ``drafts_hash``, ``n_items``, ``source_mode`` (``word`` /
-  ``char``), ``tool_version``, ``annotator`` (a label the annotator chose);
-- ``items``, one per instance: ``instance_id``, ``locale``, ``original`` {``source``,
-  ``english``}, ``draft`` {``source``, ``english`` (null when flagged), ``flagged``,
-  ``draft_hash``, ``prompt_hash``}, ``final`` {``source``, ``english``}, ``action`` (``kept`` /
-  ``edited`` / ``reverted``), ``confirmed``, ``updated_at``, ``confirmed_at`` (ISO 8601 or null).
-
-:func:`read_annotation_file` checks, and reports *every* problem it finds in one
-:class:`AnnotationFileError` (file, instance, field, what is wrong), returning nothing from a file
-with any problem (checks 1-3 are those of every tool file, ``site/tool_files.py``):
-
-0. the file is at most :attr:`IngestLimits.max_file_bytes` long (looked up before it is read,
-   and never more than that is read);
-1. the bytes are UTF-8 (a leading byte-order mark is allowed) and complete, valid JSON;
-2. ``format`` and ``schema_version`` are this reader's (other versions are not read further);
-2a. every string is Unicode text that can be stored (:func:`check_strings`): no lone surrogate
-   (an unpaired ``\\ud800``-style escape), no C0 control character (U+0000-U+001F) except tab
-   and line feed inside the six texts of an item (``original``, ``draft`` and ``final``,
-   ``source`` and ``english``: the tool's edit boxes can hold them, and they are whitespace to
-   the edit counts; ours, per field: nowhere else, and no carriage return anywhere, which the
-   tool's boxes never give), and at most :attr:`IngestLimits.max_text_chars` characters; checked
-   before the schema, so that no later message repeats such a string;
-3. the structure follows the schema (all schema errors are listed; an integer written with a
-   decimal point, ``3.0``, is not an integer here);
-4. the file belongs to the task: its header agrees with itself (``task_id`` is
-   ``<locale>-<the first 12 digits of drafts_hash>``), then ``task_id``, ``locale``,
-   ``drafts_hash``, ``n_items`` and ``source_mode`` equal the task's (a file for another task
-   or other drafts is not compared item by item: it is simply the wrong file);
-5. the items: no duplicate ids, no id the task lacks, every task id present; each item's locale
-   is the task's; its original pair equals the task's (and the source benchmark's, when given);
-   its draft equals the task's draft (hash, texts, flag, prompt hash); the final source and English
-   are not blank; ``action`` agrees with the texts (``task.classify_action``); every
-   item is confirmed (unless ``allow_unconfirmed``) and a confirmed item has ``confirmed_at``.
-
-Only then are the edits counted, once per text (``text_edits.count_edits``).
+Its structure is the JSON Schema ``annotation.schema.json`` in this folder (:data:`SCHEMA_VERSION`):
+``format``, ``schema_version``, ``saved_at``; ``task`` (``task_id``, ``locale``, ``drafts_hash``,
+``n_items``, ``source_mode``, ``tool_version``, ``annotator``); one item per instance (``original``,
+``draft`` with its hashes and flag, ``final``, ``action``: ``kept`` / ``edited`` / ``reverted``,
+``confirmed``, timestamps). :func:`read_annotation_file` reports *every* problem in one
+:class:`AnnotationFileError` (file, instance, field) and returns nothing from a file with any.
+In order (0-3 as for every tool file, ``site/tool_files.py``): 0. at most
+:attr:`IngestLimits.max_file_bytes`, looked up before reading; 1. UTF-8 (a BOM allowed), complete
+JSON; 2. this reader's ``format`` and ``schema_version``; 2a. every string storable
+(:func:`check_strings`): no lone surrogate, no C0 control character but tab and line feed inside
+an item's six texts (ours), at most :attr:`IngestLimits.max_text_chars` characters; 3. the schema
+(``3.0`` is no integer); 4. the task: ``task_id`` is ``<locale>-<drafts_hash[:12]>``, and
+``task_id``, ``locale``, ``drafts_hash``, ``n_items``, ``source_mode`` are the task's (else: the
+wrong file, not compared item by item); 5. the items: the task's ids, each once; the task's
+locale, original pair (and the source benchmark's, when given) and draft; no blank final text;
+``action`` agreeing with the texts (``task.classify_action``); every item confirmed (unless
+``allow_unconfirmed``), with ``confirmed_at``. Only then are the edits counted, once per text.
 """
 
 from __future__ import annotations

@@ -1,24 +1,20 @@
 """Post-editing as steps of building Cultivar (paper §2.3): tool pages from the stored drafts, and
 the returned annotation files validated and ingested.
 
-- :func:`build_tools`: one tool page per locale (``postedit_tool.build_postedit_tool``) from the
-  drafts in DuckDB, at ``<tools_dir>/<locale>/index.html``.
-- :func:`ingest_folder_locale` (the ``annotations`` asset): the file of one locale in the
-  configured folder (``<locale>-*.json``), validated against that locale's current drafts and the
-  source benchmark's originals (from the stored selection), then ingested.
-- :func:`ingest_files` (``cultivar build ingest FILE…``): each file's locale is read from its
-  header; every file is validated before anything is written, then all are ingested in one
-  transaction. A file with any problem changes nothing, and neither do the other files.
+- :func:`build_tools`: one tool page per locale from the drafts in DuckDB
+  (``<tools_dir>/<locale>/index.html``).
+- :func:`ingest_folder_locale` (the ``annotations`` asset): one locale's file in the configured
+  folder (``<locale>-*.json``), validated against its current drafts and the source benchmark's
+  originals (from the stored selection), then ingested.
+- :func:`ingest_files` (``cultivar build ingest FILE…``): each file's locale from its header;
+  every file validated before anything is written, then all ingested in one transaction; a file
+  with any problem changes nothing, and neither do the others.
 
-A pair the annotator *kept* unchanged although its draft fails a check (``drafts.draft_checks``:
-not in the locale's script, the English sentence, or the original) is ingested, and
-:func:`kept_flagged` / :func:`kept_flagged_warning` name it: the asset logs the warning and
-records it in its metadata, ``cultivar build ingest`` prints it, and the dataset build reports
-how many such pairs it holds.
-
-When the folder is the shipped demo folder and a file was made against other drafts than the
-current ones, the error is a :class:`DemoDriftError` saying which drafts changed and how to
-regenerate the demo files (``scripts/regenerate_demo_annotations.py``).
+A pair *kept* unchanged although its draft fails a check (``drafts.draft_checks``) is ingested and
+named (:func:`kept_flagged`, :func:`kept_flagged_warning`) in the asset's log and metadata and by
+``cultivar build ingest``. In the shipped demo folder, a file made against other drafts is a
+:class:`DemoDriftError` saying which drafts changed and how to regenerate the demo files
+(``scripts/regenerate_demo_annotations.py``).
 """
 
 from __future__ import annotations

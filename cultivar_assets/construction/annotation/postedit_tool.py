@@ -1,28 +1,21 @@
 """The post-editing tool (paper §2.3, Figure 1, Appendix B): one static page per locale task.
 
-:func:`build_postedit_tool` writes, into ``out_dir`` (replaced as a whole, see
-``files.replace_folder``)::
+:func:`build_postedit_tool` writes, into ``out_dir`` (replaced as a whole, built like every
+annotation tool's folder, ``site/tool_pages.py``)::
 
-    index.html                      the page: every item, the instructions, the task embedded as
-                                    JSON (<script type="application/json">, written with tojson)
-    static/tool-common.js, tool.css the pieces shared with the error-annotation tool
-    static/postedit.js, postedit.css
-    static/textdiff.js, module-shim.js, vendor/diff-match-patch/ (diff_match_patch.js, LICENSE,
-                                    README.md: version, origin): the token diff
-                                    (``site.pages.TEXTDIFF_STATIC``, shared with the site)
-    drafts.jsonl                    the task's drafts with their hashes (drafts.py: the drafts
-                                    file), so the drafts the page was made from are kept with it
-    .cultivar-build.json            manifest: task id, drafts hash, tool and schema versions
+    index.html            every item, the instructions, the task as JSON (written with tojson)
+    static/               tool-common.js, tool.css (shared with the error-annotation tool),
+                          postedit.js, postedit.css, and the token diff
+                          (``site.pages.TEXTDIFF_STATIC``: textdiff.js, module-shim.js, the
+                          vendored diff-match-patch with its LICENSE and README)
+    drafts.jsonl          the task's drafts with their hashes (``drafts.DRAFTS_FILE``)
+    .cultivar-build.json  manifest: task id, drafts hash, tool and schema versions
 
-The page needs no network and no server: open ``index.html`` from disk (``file://``) or put the
-folder on any static host. Scripts are referenced relatively; a Content-Security-Policy allows
-only the page's own scripts and styles and no connections. The folder is built like every
-annotation tool's (``site/tool_pages.py``). Text from the drafts is escaped by
-the template (Jinja2 autoescaping) and set with ``textContent`` by the script.
-
-What the annotator sees and does is described in the page's instructions
-(``site/templates/postedit_instructions.html.j2``); the annotation file it downloads is described
-in ``file.py``.
+The page needs no network and no server (``file://`` or any static host): scripts are referenced
+relatively and a Content-Security-Policy allows only its own scripts and styles, no connections.
+Draft text is escaped by the template and set with ``textContent`` by the script. What the
+annotator does: the page's instructions (``site/templates/postedit_instructions.html.j2``); the
+file it downloads: ``file.py``.
 """
 
 from __future__ import annotations

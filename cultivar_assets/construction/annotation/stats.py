@@ -1,30 +1,19 @@
 """Table 1 of the paper (summary of human edits per locale), computed from annotation files.
 
-Per locale, over its confirmed annotations (``file.Annotation``):
+Per locale, over its confirmed annotations (``file.Annotation``): ``kept_llm_paraphrase`` (action
+``kept``), ``reverted_to_flores`` (``reverted``), and ``edited_source_only`` /
+``edited_target_only`` / ``edited_both`` (``edited``, by which sides differ from the starting
+text: the paraphrase, or the original for a flagged draft); the five add up to ``n_instances``.
+``avg_edits_source`` = Σ source edits / the *revised* instances (edited or reverted) whose source
+changed, ``avg_edits_english`` likewise; None when none qualifies. An *edit* is a maximal run of
+changed tokens between the starting and the final text (``text_edits.count_edits``).
 
-- ``kept_llm_paraphrase``: action ``kept`` (final pair = the LLM paraphrase);
-- ``reverted_to_flores``: action ``reverted`` (final pair = the original FLORES pair);
-- ``edited_source_only`` / ``edited_target_only`` / ``edited_both``: action ``edited``, split by
-  which sides differ from the starting text (the paraphrase; the original for a flagged draft):
-  only the source, only the English, or both. (A final pair that differs on neither side is
-  ``kept`` or ``reverted`` by definition, so the five counts add up to ``n_instances``.)
-- ``avg_edits_source``: Σ source edits / number of *revised* instances (edited or reverted)
-  whose source text changed; ``avg_edits_english`` likewise for English. None when no instance
-  qualifies. An *edit* is a maximal run of changed tokens between the starting text and the final
-  text (``text_edits.count_edits``: words, or characters for unsegmented scripts).
-
-Choices the paper leaves open (ours):
-
-- the denominators. The paper says "We only count edits to an instance if the LLM paraphrase is
-  revised — either reverted to FLORES or edited", and reports an average per source and per
-  English instance. We divide by the revised instances whose side *changed*, not by all revised
-  instances: the paper's own figures require it (pol_Latn_Poland has 19 target-only, 2 both and
-  3 reverted instances and 4.28 edits per source; dividing by all 24 revised instances would mean
-  some 20 edits in each of the at most 5 changed sources);
-- the tokenisation of "string" (``text_edits.py``);
-- flagged drafts (no parsed paraphrase): the boxes start from the original pair, so a flagged
-  item left as the original is ``reverted`` and one changed is ``edited`` with edits counted from
-  the original; ``n_flagged`` reports how many there were.
+Ours, where the paper leaves it open: the denominators (the paper counts edits only for revised
+instances; dividing by those whose side *changed* is what its figures require: pol_Latn_Poland's
+19 target-only, 2 both and 3 reverted instances with 4.28 edits per source would otherwise mean
+some 20 edits in each of at most 5 changed sources); the tokenisation (``text_edits.py``); and
+flagged drafts, whose boxes start from the original pair, so one left as the original is
+``reverted`` and one changed ``edited``, counted from the original (``n_flagged`` says how many).
 """
 
 from __future__ import annotations

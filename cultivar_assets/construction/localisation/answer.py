@@ -1,31 +1,19 @@
 """Reading an LLM's localisation answer: ``{src_name}: …`` then ``{tgt_name}: …``.
 
 :func:`parse_answer` is strict about the structure and forgiving about its wrapping (our rules;
-the paper only asks for "the exact same format"):
+the paper only asks for "the exact same format"). Forgiven (removed before reading): anything
+from the first of the template's stop strings on; Windows line ends, blank lines, spaces around
+lines and texts; reasoning blocks ``<think>…</think>`` (also ``<thinking>``, ``<reasoning>``)
+anywhere; one Markdown code fence around the answer; Markdown emphasis or a list marker around a
+label (``**German:**``, ``- English:``), labels in another letter case, a full-width colon
+(``：``); quotes wrapping a whole text (``"…"``, ``“…”``, ``„…“``, ``«…»``, ``‘…’``, ``'…'``,
+``「…」``, ``『…』``) when the text holds no other quote of that kind.
 
-Forgiven (removed before reading):
-
-1. anything from the first of the template's stop strings on (engines differ on whether they
-   return the stop string);
-2. Windows line ends; blank lines; spaces around lines and around each text;
-3. reasoning blocks ``<think>…</think>`` (also ``<thinking>``, ``<reasoning>``), wherever they
-   are;
-4. one Markdown code fence around the answer (```` ``` ```` or ```` ```text ````);
-5. Markdown emphasis or a list marker around a label (``**German:**``, ``- English:``), labels in
-   another letter case, a full-width colon (``：``);
-6. quotes wrapping a whole text (``"…"``, ``“…”``, ``„…“``, ``«…»``, ``‘…’``, ``'…'``,
-   ``「…」``, ``『…』``), when the text holds no other quote of that kind.
-
-Malformed (the answer is retried, then kept as a flagged draft with the reason):
-
-- no line labelled with the source language's name, or none labelled English;
-- a label on more than one line (e.g. the model repeated the original pair first);
-- the English line before the source line;
-- any other non-blank text (a preamble, a note, a second paragraph, an unclosed reasoning block,
-  more than one code fence);
-- an empty text after a label.
-
-A pair identical to the original is *not* malformed: it is a valid (unchanged) draft.
+Malformed (retried, then kept as a flagged draft with the reason): no line labelled with the
+source language's name, or none labelled English; a label on more than one line; the English
+line before the source line; any other non-blank text (a preamble, a note, a second paragraph,
+an unclosed reasoning block, more than one code fence); an empty text after a label. A pair
+identical to the original is *not* malformed: it is a valid (unchanged) draft.
 """
 
 from __future__ import annotations

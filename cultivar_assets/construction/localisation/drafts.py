@@ -1,51 +1,22 @@
 """LLM localisation drafts (paper §2.2): what the localisation step produces and people post-edit.
 
-A *draft* is one instance of one locale as the LLM returned it: the original source–English pair
-of the source benchmark and the localised pair parsed from the LLM's answer. A draft whose answer
-could not be parsed (after the bounded retries) is kept and *flagged*, with the raw answer, for
-the annotator; it is never dropped and never replaced by the original.
+A *draft* is one instance of one locale as the LLM returned it: the source benchmark's original
+source–English pair and the localised pair parsed from the answer. A draft whose answer could not
+be parsed (after the bounded retries) is kept *flagged*, with the raw answer: never dropped, never
+replaced by the original. Hashes (sha256, hex) of the canonical JSON of: ``draft_hash``,
+``[locale, instance_id, source_original, english_original, source_draft, english_draft,
+raw_answer, flagged]`` (changes whenever anything the annotator sees changes); ``drafts_hash``, a
+locale's ``[instance_id, draft_hash]`` pairs in id order (recorded by annotation files);
+``prompt_hash``, the prompt template's definition. A *task* is one locale's drafts handed to
+annotators, ``task_id = <locale>-<drafts_hash[:12]>``.
 
-Hashes (all sha256, hex):
-
-- ``draft_hash`` of one draft: of the canonical JSON of
-  ``[locale, instance_id, source_original, english_original, source_draft, english_draft,
-  raw_answer, flagged]``; changes whenever anything the annotator sees changes;
-- ``drafts_hash`` of a locale's drafts: of the canonical JSON of their ``[instance_id,
-  draft_hash]`` pairs in id order; an annotation file records it, so a file made against other
-  drafts is recognised;
-- ``prompt_hash``: of the prompt template's definition (see the localisation prompt registry).
-
-A *task* is one locale's set of drafts handed to annotators: ``task_id`` is
-``<locale>-<drafts_hash[:12]>``.
-
-**Checks** (:func:`draft_checks`, ours): a draft whose answer was read can still be no
-localisation at all (a small base model repeating the English line, or the original). Each
-parsed draft gets the codes of the checks it fails, shown to the annotator as a flag on the tool
-page, counted per code in ``localisation_summary`` and reported at ingest when the annotator kept
-such a draft unchanged:
-
-- ``source_not_in_script``: fewer than :data:`MIN_SCRIPT_SHARE` (half) of the *letters* of the
-  source side (characters of Unicode general category L, so digits, punctuation, spaces and
-  combining marks do not count) have the Unicode script of the locale's script (the locale
-  registry's ISO 15924 code: ``Deva`` -> Devanagari; ``Hans``/``Hant`` -> Han; ``Jpan`` -> Han,
-  Hiragana or Katakana; ``Kore`` -> Hangul or Han); a source side with no letter fails too;
-- ``source_equals_english``: the source side equals the draft's English side or the original
-  English;
-- ``source_equals_original``: the source side equals the original source sentence.
-
-Texts are compared with runs of whitespace collapsed to one space and the ends trimmed. A
-flagged draft (its answer could not be read) has no source side and gets no check. The checks
-are a function of the hashed fields, so they are not part of ``draft_hash``.
-
-**The drafts file** (:data:`DRAFTS_FILE`, ``drafts.jsonl``, written beside each post-editing tool
-page): one JSON object per draft, ids ascending, with ``task_id``, every field of the draft, its
-``draft_hash`` and its ``checks``; :func:`read_drafts_file` reads it back and checks every hash,
-so the drafts an annotator was given survive a lost database or cache.
-
-**Localiser description** (:func:`localiser_description`): what the drafts were made with, from
-the engine and model that ran, never from the prompt template or a label in the settings:
-``<model> (<engine>[, revision <revision>])``; for the engine ``replay``, "recorded answers
-played back", with what the recording says it was recorded from.
+:func:`draft_checks` (ours) gives each parsed draft the codes of the checks it fails
+(``source_not_in_script``: under :data:`MIN_SCRIPT_SHARE` of its letters in the locale's script;
+``source_equals_english``; ``source_equals_original``), on whitespace-collapsed texts; they are a
+function of the hashed fields, so not part of ``draft_hash``. :data:`DRAFTS_FILE` is the drafts
+beside each tool page, which :func:`read_drafts_file` reads back checking every hash.
+:func:`localiser_description` names what ran, from the engine and model, never from the prompt
+template or the settings. Each definition in full: ``docs/drafts.md``.
 """
 
 from __future__ import annotations
@@ -195,7 +166,8 @@ DRAFTS_FILE = "drafts.jsonl"
 
 
 def drafts_jsonl(drafts: Sequence[Draft]) -> str:
-    """The drafts file's text (module docstring)."""
+    """The drafts file's text: one JSON object per draft, ids ascending, with ``task_id``, every
+    field of the draft, its ``draft_hash`` and its ``checks``."""
     ordered = sorted(drafts, key=lambda d: d.instance_id)
     task = task_id(ordered[0].locale, ordered) if ordered else ""
     return "".join(json.dumps({"task_id": task, **d.as_dict()}, ensure_ascii=False) + "\n"

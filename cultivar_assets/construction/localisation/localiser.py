@@ -1,51 +1,22 @@
 """LLM localisation (paper §2.2): one request per selected instance and locale, through an engine.
 
-For each locale and each selected instance (original source in the locale's language and the
-original English), the prompt template (``prompts.py``) is filled with the names from
-the locale registry and sent to the configured engine (any registered engine: ``openai`` for
-hosted or served models, ``vllm``, ``transformers``). The answer is read by
-:func:`~cultivar_assets.construction.localisation.answer.parse_answer`; a malformed answer is
-tried again up to ``max_attempts`` times (chat templates send the answer back with the template's
-retry message), then kept as a *flagged* draft with its raw answer and the reason: never dropped,
-never replaced by the original.
-
-**Cache.** Every answer is stored on disk (SQLite, ``<cache_dir>/<localiser id>.sqlite``, the
-translation cache's machinery: :class:`cultivar_assets.translation.TranslationCache`) under the
-sha256 of (engine fingerprint, prompt hash, attempt number, the full request) and committed as
-soon as it arrives (below), so a killed run resumes where it stopped and sends again only the
-requests that were in flight; a second run of the same localiser waits for the first (the
-translation cache's per-model lock) and then finds its answers cached. The engine fingerprint
-(:func:`engines.fingerprint.engine_fingerprint`) holds the model, its revision and weights, the
-engine and the engine options that change answers (not the transport ones: batch size, server
-address, concurrency, retries).
-
-**Submitting requests** (ours). An engine that answers each request on its own
-(``Engine.answers_alone``: ``openai``, whose server batches by itself) gets every uncached request
-of an attempt, all locales together, as one stream: ``max_concurrency`` in flight, the next one
-sent as soon as an answer has been committed (``generate_as_completed``), so the server is never
-left waiting for the slowest request of a chunk; ``batch_size`` then only sets how often progress
-is said. Other engines (local models, whose greedy answers can depend on the other rows of a
-batch) get chunks: a locale's requests of one attempt cut, in instance-id order, into chunks of
-``engine_options.batch_size`` (16 when not set), each sent as one call and committed as a whole;
-chunks are fixed by the instance list, not by what is cached, so a resumed run sends exactly the
-batches an uninterrupted run would. A malformed answer's next attempt is sent once every request
-of the attempt has an answer. The back-off on 429/5xx/time-outs is the engine's own (``openai``:
-the client's retries), and so is stopping early on a configuration error (``openai``: the first
-three requests refused the same way).
-
-**A failed run** (requests that failed for good, or a configuration error that stopped it)
-writes nothing to the database and raises :class:`LocalisationFailuresError`, whose message says
-how many requests are answered and cached (this run's, earlier runs'), how many failed or got no
-answer, the tokens this run spent and their estimated cost (answers generated now and answers that
-came back but could not be used, such as a 200 with no content: the server's usage for them), and
-names the file listing every failure (``<cache_dir>/failures/<localiser id>-<UTC time>.json``,
-with the same counts).
-
-**Usage and cost.** Token usage per draft is the sum over its attempts of what the engine reports
-(the server's ``usage`` for ``openai``; the tokenizer's counts for ``transformers``). The
-estimated cost of a locale is ``input_tokens × price_input_per_million / 10⁶ + output_tokens ×
-price_output_per_million / 10⁶`` over every answer its drafts use (cached or not); "this run"
-counts only the answers generated now. No prices configured: no cost.
+For each locale and selected instance, the prompt template (``prompts.py``) is filled with the
+locale registry's names and sent to the configured engine; the answer is read by
+:func:`~cultivar_assets.construction.localisation.answer.parse_answer`, a malformed one tried
+again up to ``max_attempts`` times, then kept as a *flagged* draft with its raw answer and reason.
+Every answer is cached on disk as it arrives (``<cache_dir>/<localiser id>.sqlite``, the
+:class:`~cultivar_assets.translation.TranslationCache` machinery, with its per-model lock) under
+the sha256 of (engine fingerprint, prompt hash, attempt number, the full request); the engine
+fingerprint leaves out transport options (batch size, address, concurrency, retries).
+Submitting (ours): an engine whose requests are answered alone (``answers_alone``) gets every
+uncached request of an attempt as one stream, ``max_concurrency`` in flight; other engines get
+each locale's requests in instance-id chunks of ``engine_options.batch_size`` (16), fixed by the
+instance list, each committed whole. A failed run writes nothing to the database and raises
+:class:`LocalisationFailuresError` (counts, tokens, cost, and the failures file
+``<cache_dir>/failures/<localiser id>-<UTC time>.json``). Usage per draft is the sum over its
+attempts of what the engine reports; a locale's estimated cost is ``input_tokens ×
+price_input_per_million / 10⁶ + output_tokens × price_output_per_million / 10⁶`` over the answers
+its drafts use (none without prices). Details: ``docs/building-a-benchmark.md``.
 """
 
 from __future__ import annotations

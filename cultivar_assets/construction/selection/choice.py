@@ -1,28 +1,19 @@
 """Named-entity-rich selection (paper §2.1), step by step.
 
-For every instance of the source benchmark:
+For every instance of the source benchmark: 1. NER over the English side
+(:mod:`cultivar_assets.construction.selection.entities`); 2. the corrections file, when given,
+adds and removes entities; 3. *counted entities* are those that stay whose label is counted
+(``counted_labels``; default every label), and the instance has *enough entities* when
+``counted >= min_entities``; 4. every enabled exclusion rule
+(:mod:`cultivar_assets.construction.selection.rules`) gives its outcome; 5. *candidate* = enough
+entities and no rule excludes it.
 
-1. NER over the English side (:mod:`cultivar_assets.construction.selection.entities`);
-2. the corrections file, when given, adds and removes entities;
-3. *counted entities* = entities that stay whose label is counted (``counted_labels``; default:
-   every label of the pipeline); the instance has *enough entities* when
-   ``counted >= min_entities``;
-4. every enabled exclusion rule (:mod:`cultivar_assets.construction.selection.rules`) gives its
-   outcome;
-5. *candidate* = enough entities and no rule excludes it.
-
-The selection is then either the ids of a *manual selection file* (it wins when given: a
-person's choice is kept even when the count or a rule would drop it, and each such override is
-recorded), or the first ``n`` candidates in the configured ``order`` (``n: null``: every
-candidate). Fewer candidates than ``n`` is an error, never a smaller benchmark in silence.
-
-Manual selection file (YAML or JSON)::
-
-    selected: [3, 17, 42]   # instance ids, each once
-    note: "chosen by ..."   # optional
-
-Orders (ties never depend on input order): ``hash`` — ascending sha256 of ``"<seed>:<id>"``;
-``most_entities`` — most counted entities first, then ``hash``; ``id`` — ascending id.
+The selection is the ids of a *manual selection file* (YAML or JSON: ``selected: [3, 17, 42]``,
+each id once, and an optional ``note``), which wins (a person's choice is kept even when the count
+or a rule would drop it, each override recorded), or else the first ``n`` candidates in ``order``
+(``n: null``: every candidate). Fewer candidates than ``n`` is an error, never a smaller benchmark
+in silence. Orders (ties never depend on input order): ``hash``, ascending sha256 of
+``"<seed>:<id>"``; ``most_entities``, most counted entities first, then ``hash``; ``id``.
 """
 
 from __future__ import annotations

