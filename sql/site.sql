@@ -81,10 +81,11 @@ ORDER BY l.delta_bleu DESC NULLS LAST, l.model_id;
 -- name: site_leaderboard_metrics
 SELECT * FROM leaderboard_metrics;
 
--- The leaderboard's columns of the metrics besides the wide view's ($wide: BLEU and chrF): their
--- model rows (at 1,000 models the whole view is 168,000 rows, nearly all BLEU and chrF).
+-- The pages' columns of the metrics besides the wide views' ($wide: the paper's): their rows of
+-- one $level ('model': the leaderboard; 'model_locale', 'locale': the ∆ tables; at 1,000 models
+-- the whole view is 168,000 rows, nearly all the paper's).
 -- name: site_more_metric_rows
-SELECT * FROM leaderboard_metrics WHERE level = 'model' AND NOT list_contains($wide, metric);
+SELECT * FROM leaderboard_metrics WHERE level = $level AND NOT list_contains($wide, metric);
 
 -- The aggregated metrics in their configured order (the leaderboard's metric columns).
 -- name: site_statistics_metrics

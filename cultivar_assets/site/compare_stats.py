@@ -34,9 +34,10 @@ import numpy as np
 import pyarrow as pa
 
 from cultivar_assets.metrics.bootstrap import instance_weights
+from cultivar_assets.metrics.registry import BLEU, CHRF, PAPER_METRICS
 from cultivar_assets.metrics.score_arrays import BLEU_ORDER, BLEU_WIDTH
 
-METRICS = ("bleu", "chrf")
+METRICS = PAPER_METRICS  # whose statistics the shards hold (sql/site.sql: site_model_stats)
 CHRF_ORDERS = 6
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -60,8 +61,8 @@ def bootstrap_payload(settings: dict, universe: Sequence[int], version: int) -> 
 def expand(metric: str, compact: np.ndarray) -> np.ndarray:
     """Full statistics from the compact form (module docstring); ``compact`` (n, 6) for BLEU,
     (n, 8) for chrF."""
-    n = np.arange(1, (BLEU_ORDER if metric == "bleu" else CHRF_ORDERS) + 1)
-    if metric == "bleu":
+    n = np.arange(1, (BLEU_ORDER if metric == BLEU else CHRF_ORDERS) + 1)
+    if metric == BLEU:
         totals = np.maximum(compact[:, :1] - n + 1, 0)
         return np.concatenate([compact[:, :2 + BLEU_ORDER], totals], axis=1)
     hyp, ref = (np.maximum(compact[:, i:i + 1] - n + 1, 0) for i in (0, 1))
@@ -70,9 +71,9 @@ def expand(metric: str, compact: np.ndarray) -> np.ndarray:
 
 def compact(metric: str, stats: np.ndarray) -> np.ndarray | None:
     """The compact form of full statistics, or None where it would not give them back."""
-    if metric == "bleu" and stats.shape[1] == BLEU_WIDTH:
+    if metric == BLEU and stats.shape[1] == BLEU_WIDTH:
         short = stats[:, :2 + BLEU_ORDER]
-    elif metric == "chrf" and stats.shape[1] == 3 * CHRF_ORDERS:
+    elif metric == CHRF and stats.shape[1] == 3 * CHRF_ORDERS:
         short = np.concatenate([stats[:, :2], stats[:, 2::3]], axis=1)
     else:
         return None

@@ -222,7 +222,8 @@
   };
 
   // ---- the compare view ------------------------------------------------------------------
-  var METRICS = [["bleu", "BLEU"], ["chrf", "chrF"]];
+  // Its metrics are the index shard's "metrics" ([column key, label] of every metric the build's
+  // pages show, cultivar_assets/site/site_pages.py: shown_metrics); their ∆ are the stored ones.
 
   function intervalText(row, key) {
     var value = row[key];
@@ -404,8 +405,8 @@
     sb.deltas.forEach(function (r) { (byLocale[r.locale] = byLocale[r.locale] || {}).b = r; });
     var head = this.table.tHead.rows[0], body = this.table.tBodies[0];
     head.textContent = "";
-    var labels = ["Locale"];
-    METRICS.forEach(function (m) {
+    var labels = ["Locale"], metrics = this.index.metrics;
+    metrics.forEach(function (m) {
       labels.push("∆" + m[1] + ": " + sa.model, "∆" + m[1] + ": " + sb.model, "∆" + m[1] + " difference");
     });
     labels.push("Segments");
@@ -422,7 +423,7 @@
     Object.keys(byLocale).sort().forEach(function (locale) {
       var pair = byLocale[locale], tr = el("tr"), record = { locale: locale };
       tr.appendChild(el("th", { scope: "row", "data-value": locale }, locale));
-      METRICS.forEach(function (m) {
+      metrics.forEach(function (m) {
         var key = "delta_" + m[0];
         var va = pair.a ? pair.a[key] : null, vb = pair.b ? pair.b[key] : null;
         [[pair.a, va], [pair.b, vb]].forEach(function (cell) {
@@ -494,7 +495,7 @@
     var oa = sa.overall || {}, ob = sb.overall || {}, tr = el("tr");
     tr.appendChild(el("th", { scope: "row" }, "Overall (leaderboard ∆)"));
     var record = { locale: null, model_a: sa.model, model_b: sb.model };
-    METRICS.forEach(function (m) {
+    this.index.metrics.forEach(function (m) {
       var key = "delta_" + m[0];
       var va = oa[key] === undefined ? null : oa[key], vb = ob[key] === undefined ? null : ob[key];
       tr.appendChild(el("td", { "class": "num" }, intervalText(oa, key)));
