@@ -68,15 +68,17 @@ def test_every_page_with_scores_shows_every_configured_metric(page, four_metric_
     card = " ".join(page.locator(".model-card dl").inner_text().split())
     assert "∆BLEU / ∆chrF / ∆chrF++ / ∆TER" in card
     assert " / ".join(_shown(stored["model"][m]) for m in METRICS) in card
-    head, body = _table(page, "#model-deltas")
+    head, _ = _table(page, "#model-deltas")
     for m in METRICS:
         assert f"∆{LABELS[m]}" in head and f"Cultivar {LABELS[m]}" in head
     row = " ".join(page.locator("#model-deltas tbody tr", has_text=locale).inner_text().split())
     for m in METRICS:
         assert _shown(stored["model_locale"][m]) in row.split(), (m, row)
     scores = page.locator("table", has=page.locator("caption", has_text="on every test set"))
-    assert "BLEU, chrF, chrF++ and TER on every test set." in scores.locator("caption").inner_text()
-    score_row = " ".join(scores.locator("tbody tr", has_text=f"cultivar_{locale}").inner_text().split())
+    caption = scores.locator("caption").inner_text()
+    assert "BLEU, chrF, chrF++ and TER on every test set." in caption
+    score_row = " ".join(scores.locator("tbody tr", has_text=f"cultivar_{locale}")
+                         .inner_text().split())
     for m in METRICS:
         assert LABELS[m] in scores.locator("thead").inner_text()
         assert _shown(stored["score"][m]) in score_row.split(), (m, score_row)
