@@ -257,12 +257,12 @@ SELECT f.model_id, f.run_id, f.step, f.error, f.failed_at, f.last_success_at,
 FROM failed_models f LEFT JOIN raw.models m USING (model_id)
 ORDER BY f.model_id;
 
--- The compare view's statistics (site/compare_stats.py): BLEU and chrF per instance of the
--- flores_* and cultivar_* test sets, for the given models.
+-- The compare view's statistics (site/compare_stats.py): every stored metric's per instance of
+-- the flores_* and cultivar_* test sets, for the given models.
 -- name: site_model_stats
 SELECT model_id, metric, test_set, segment_id, stats
 FROM raw.segment_stats
-WHERE list_contains($models, model_id) AND metric IN ('bleu', 'chrf')
+WHERE list_contains($models, model_id)
   AND (starts_with(test_set, 'flores_') OR starts_with(test_set, 'cultivar_'))
 ORDER BY model_id, metric, test_set, segment_id;
 

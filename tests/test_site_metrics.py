@@ -7,8 +7,16 @@ import duckdb
 import pytest
 from site_helpers import HOSTILE_MODEL, NEEDS_CHROMIUM, PayloadEngine, systems_store, watched_page
 
+from cultivar_assets.metrics.bootstrap import (
+    BootstrapConfig,
+    difference_interval,
+    paired_bootstrap,
+)
 from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.registry import column_key, score_functions
+from cultivar_assets.metrics.segment_stats import stats_from_table
 from cultivar_assets.site.build import build_site, model_slug
+from cultivar_assets.store.database import Store
 from cultivar_assets.tables import format_value
 
 pytestmark = NEEDS_CHROMIUM
@@ -100,12 +108,44 @@ def test_every_page_with_scores_shows_every_configured_metric(page, four_metric_
         assert _shown(stored["locale"][m]) in row.split(), (m, row)
 
     page.goto(f"{url}/compare.html#a={slug}&b={model_slug(HOSTILE_MODEL)}")
-    page.wait_for_selector("#compare-table[data-intervals]")
+    page.wait_for_selector("#compare-table[data-intervals=done]")
     head = " ".join(page.locator("#compare-table thead").inner_text().split())
     overall = " ".join(page.locator("#compare-table tfoot").inner_text().split())
     for m in METRICS:
         assert f"∆{LABELS[m]}: {MODEL}" in head and f"∆{LABELS[m]} difference" in head
         assert _shown(stored["model"][m]) in overall.split(), (m, overall)
-    caption = page.locator("#compare-table caption").inner_text()
-    assert "∆chrF++ and ∆TER have no interval" in caption
+    assert "no interval" not in page.locator("#compare-table caption").inner_text()
+    assert not page.problems, page.problems
+
+
+def test_compare_difference_intervals_of_every_metric_are_python_s(page, four_metric_site):
+    """The compare view's difference interval of every metric (chrF++ and TER by the browser's
+    twins of their scoring functions) equals metrics/bootstrap.py's for the pair."""
+    site, _, _ = four_metric_site
+    store = Store(site.parent / "site.duckdb")
+    settings = store.query("site_statistics_settings")[0]
+    models = sorted({r["model_id"] for r in store.query("all_scores")})
+    locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
+    result = paired_bootstrap(
+        stats_from_table(store.arrow("all_segment_stats")), models, locales,
+        config=BootstrapConfig(n_replicates=settings["n_replicates"], seed=settings["seed"],
+                               confidence=settings["confidence"]),
+        score_functions=score_functions(METRICS))
+    a_id, b_id = MODEL, HOSTILE_MODEL
+    page.goto(f"{site.as_uri()}/compare.html#a={model_slug(a_id)}&b={model_slug(b_id)}")
+    page.wait_for_selector("#compare-table[data-intervals=done]")
+    checked = spread = 0
+    for row in page.locator("#compare-table tbody tr").all():
+        locale = row.locator("th").inner_text()
+        for metric in METRICS:
+            cell = row.locator(f"td[data-difference=delta_{column_key(metric)}]")
+            python = difference_interval(result.quantities[f"pair_delta_{metric}"],
+                                         (a_id, locale), (b_id, locale))
+            assert float(cell.get_attribute("data-low")) == pytest.approx(python.low, abs=1e-9)
+            assert float(cell.get_attribute("data-high")) == pytest.approx(python.high, abs=1e-9)
+            assert cell.inner_text() == f"{python.value:.2f} [{python.low:.2f}, {python.high:.2f}]"
+            checked += 1
+            spread += python.low < python.high
+    assert checked == len(locales) * len(METRICS)
+    assert spread >= len(locales) * 2  # intervals, not points
     assert not page.problems, page.problems

@@ -301,8 +301,10 @@ class SitePages:
         """The index shard (what the pickers list), the segment browser and the compare view."""
         data, slugs = self.data, self.slugs
         index = {"v": shards.FORMAT, "originals": self.show, "hidden_output": HIDDEN_OUTPUT,
-                 # the compare view's metrics: [column key, label] of every shown one
-                 "metrics": [[column_key(m), label] for m, label, _ in shown_metrics(data.metrics)],
+                 # the compare view's metrics: [column key, label, name, the browser's formula
+                 # of its score or None] of every shown one
+                 "metrics": [[column_key(m), label, m, compare_stats.browser_formula(m)]
+                             for m, label, _ in shown_metrics(data.metrics)],
                  "hidden_original": HIDDEN_ORIGINAL,
                  "models": [{"id": m, "slug": slugs[m], "type": data.board[m]["type"],
                              "family": data.board[m]["family"],
@@ -320,7 +322,8 @@ class SitePages:
         self.ranks_shard()
         self.cache.page("browse.html", "browse.html.j2")
         self.cache.page("compare.html", "compare.html.j2", without_intervals=[
-            label for m, label, _ in shown_metrics(data.metrics) if m not in compare_stats.METRICS])
+            label for m, label, _ in shown_metrics(data.metrics)
+            if compare_stats.browser_formula(m) is None])
 
     def _board_shard(self, key: str, column: str, field: str) -> None:
         """Shard ``key``: ``{"v", field: {model: its leaderboard value of column}}`` for the
