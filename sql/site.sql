@@ -81,10 +81,11 @@ ORDER BY l.delta_bleu DESC NULLS LAST, l.model_id;
 -- name: site_leaderboard_metrics
 SELECT * FROM leaderboard_metrics;
 
--- The leaderboard's columns of the metrics besides the wide view's ($wide: BLEU and chrF): their
--- model rows (at 1,000 models the whole view is 168,000 rows, nearly all BLEU and chrF).
+-- The pages' columns of the metrics besides the wide views' ($wide: the paper's): their rows of
+-- one $level ('model': the leaderboard; 'model_locale', 'locale': the ∆ tables; at 1,000 models
+-- the whole view is 168,000 rows, nearly all the paper's).
 -- name: site_more_metric_rows
-SELECT * FROM leaderboard_metrics WHERE level = 'model' AND NOT list_contains($wide, metric);
+SELECT * FROM leaderboard_metrics WHERE level = $level AND NOT list_contains($wide, metric);
 
 -- The aggregated metrics in their configured order (the leaderboard's metric columns).
 -- name: site_statistics_metrics
@@ -256,12 +257,12 @@ SELECT f.model_id, f.run_id, f.step, f.error, f.failed_at, f.last_success_at,
 FROM failed_models f LEFT JOIN raw.models m USING (model_id)
 ORDER BY f.model_id;
 
--- The compare view's statistics (site/compare_stats.py): BLEU and chrF per instance of the
--- flores_* and cultivar_* test sets, for the given models.
+-- The compare view's statistics (site/compare_stats.py): every stored metric's per instance of
+-- the flores_* and cultivar_* test sets, for the given models.
 -- name: site_model_stats
 SELECT model_id, metric, test_set, segment_id, stats
 FROM raw.segment_stats
-WHERE list_contains($models, model_id) AND metric IN ('bleu', 'chrf')
+WHERE list_contains($models, model_id)
   AND (starts_with(test_set, 'flores_') OR starts_with(test_set, 'cultivar_'))
 ORDER BY model_id, metric, test_set, segment_id;
 

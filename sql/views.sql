@@ -61,42 +61,28 @@ FROM raw.locale_word_recall;
 -- paired instances P = ids(cultivar) ∩ ids(flores) (n_instances = |P|; n_cultivar_only: the
 -- locale's ids without an original, left out of both sides). *_low/*_high: the paired
 -- bootstrap's percentile interval (statistics_settings); *_excludes_zero: it lies above or below 0.
--- BLEU and chrF pivoted from raw.metric_values (every stored metric: leaderboard_metrics).
+-- The paper's metrics (cultivar_assets.metrics.registry: PAPER_METRICS, BLEU and chrF) pivoted
+-- from raw.metric_values (every stored metric: leaderboard_metrics). This file is a Jinja
+-- template rendered when it is applied (store/database.py: views_script): ``paper_metrics``, the
+-- paper's metrics in order (``m.key``: the column key of ``m.name``), ``sides`` ('flores',
+-- 'cultivar', 'delta'), ``bleu`` (the metric the leaderboard is ranked and sorted by).
 -- The paper's metric columns of one level of raw.metric_values ('model_locale', 'model',
--- 'locale'), one row per model and locale (either NULL by level): ∆, FLORES and Cultivar BLEU and
--- chrF with their intervals, ∆'s *_excludes_zero (NULL where the level has no such row).
+-- 'locale'), one row per model and locale (either NULL by level): per metric, FLORES, Cultivar
+-- and ∆ with their intervals, ∆'s *_excludes_zero (NULL where the level has no such row).
 CREATE OR REPLACE MACRO paper_metric_columns(wanted) AS TABLE
-SELECT model_id, locale,
-       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu,
-       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_low,
-       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'flores') AS flores_bleu_high,
-       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu,
-       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_low,
-       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'cultivar') AS cultivar_bleu_high,
-       max(value) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu,
-       max(low) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_low,
-       max(high) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_high,
-       max(excludes_zero) FILTER (WHERE metric = 'bleu' AND quantity = 'delta') AS delta_bleu_excludes_zero,
-       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf,
-       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_low,
-       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'flores') AS flores_chrf_high,
-       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf,
-       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_low,
-       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'cultivar') AS cultivar_chrf_high,
-       max(value) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf,
-       max(low) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_low,
-       max(high) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_high,
-       max(excludes_zero) FILTER (WHERE metric = 'chrf' AND quantity = 'delta') AS delta_chrf_excludes_zero
+SELECT model_id, locale
+{%- for m in paper_metrics %}{% for q in sides %},
+       max(value) FILTER (WHERE metric = '{{ m.name }}' AND quantity = '{{ q }}') AS {{ q }}_{{ m.key }},
+       max(low) FILTER (WHERE metric = '{{ m.name }}' AND quantity = '{{ q }}') AS {{ q }}_{{ m.key }}_low,
+       max(high) FILTER (WHERE metric = '{{ m.name }}' AND quantity = '{{ q }}') AS {{ q }}_{{ m.key }}_high
+{%- if q == "delta" %},
+       max(excludes_zero) FILTER (WHERE metric = '{{ m.name }}' AND quantity = '{{ q }}') AS {{ q }}_{{ m.key }}_excludes_zero
+{%- endif %}{% endfor %}{% endfor %}
 FROM raw.metric_values WHERE level = wanted GROUP BY model_id, locale;
 
 CREATE OR REPLACE VIEW model_locale_deltas AS
 WITH v AS (SELECT * FROM paper_metric_columns('model_locale'))
-SELECT d.model_id, d.locale, d.language,
-       v.flores_bleu, v.flores_bleu_low, v.flores_bleu_high, v.cultivar_bleu, v.cultivar_bleu_low,
-       v.cultivar_bleu_high, v.delta_bleu, v.delta_bleu_low, v.delta_bleu_high,
-       v.delta_bleu_excludes_zero, v.flores_chrf, v.flores_chrf_low, v.flores_chrf_high,
-       v.cultivar_chrf, v.cultivar_chrf_low, v.cultivar_chrf_high, v.delta_chrf, v.delta_chrf_low,
-       v.delta_chrf_high, v.delta_chrf_excludes_zero,
+SELECT d.model_id, d.locale, d.language, v.* EXCLUDE (model_id, locale),
        d.n_instances, d.n_cultivar_only
 FROM raw.model_locale_deltas d LEFT JOIN v USING (model_id, locale)
 ORDER BY d.model_id, d.locale;
@@ -131,47 +117,47 @@ GROUP BY source, rule
 ORDER BY source, rule;
 
 -- Paper, Table 3, with intervals, n, the ∆BLEU rank interval and the rules that fired. The metric
--- columns are BLEU and chrF pivoted from raw.metric_values (every stored metric:
+-- columns are the paper's metrics pivoted from raw.metric_values (every stored metric:
 -- leaderboard_metrics), the signatures from raw.statistics_metrics.
 CREATE OR REPLACE VIEW leaderboard AS
 WITH p AS (SELECT * EXCLUDE (locale) FROM paper_metric_columns('model')), g AS (
-    SELECT max(signature) FILTER (WHERE metric = 'bleu') AS bleu_signature,
-           max(signature) FILTER (WHERE metric = 'chrf') AS chrf_signature,
-           max(tokenizer_sha256) FILTER (WHERE metric = 'bleu') AS bleu_tokenizer_sha256
+    SELECT {% for m in paper_metrics %}max(signature) FILTER (WHERE metric = '{{ m.name }}') AS {{ m.key }}_signature,
+           {% endfor %}max(tokenizer_sha256) FILTER (WHERE metric = '{{ bleu.name }}') AS {{ bleu.key }}_tokenizer_sha256
     FROM raw.statistics_metrics
 )
 SELECT s.model_id, m.type, m.family, m.params_total_b, m.params_active_b,
-       p.delta_bleu, p.delta_chrf, p.flores_bleu, p.flores_chrf, p.cultivar_bleu, p.cultivar_chrf,
+       {% for q in ("delta", "flores", "cultivar") %}{% for m in paper_metrics %}p.{{ q }}_{{ m.key }}, {% endfor %}{% endfor %}
        s.false_positive_rate, s.false_negative_rate,
        s.n_locale_pairs, s.n_flores_test_sets, s.n_cultivar_test_sets,
-       g.bleu_signature, g.chrf_signature, g.bleu_tokenizer_sha256,
-       p.delta_bleu_low, p.delta_bleu_high, p.delta_bleu_excludes_zero,
-       p.delta_chrf_low, p.delta_chrf_high, p.delta_chrf_excludes_zero,
-       p.flores_bleu_low, p.flores_bleu_high, p.flores_chrf_low, p.flores_chrf_high,
-       p.cultivar_bleu_low, p.cultivar_bleu_high, p.cultivar_chrf_low, p.cultivar_chrf_high,
+       {% for m in paper_metrics %}g.{{ m.key }}_signature, {% endfor %}g.{{ bleu.key }}_tokenizer_sha256,
+       {%- for q in ("delta", "flores", "cultivar") %}{% for m in paper_metrics %}
+       p.{{ q }}_{{ m.key }}_low, p.{{ q }}_{{ m.key }}_high,{% if q == "delta" %} p.{{ q }}_{{ m.key }}_excludes_zero,{% endif %}
+       {%- endfor %}{% endfor %}
        s.false_positive_rate_low, s.false_positive_rate_high,
        s.false_negative_rate_low, s.false_negative_rate_high,
        s.n_fp_locales, s.n_fn_locales,
-       r.rank AS rank_delta_bleu, r.rank_low AS rank_delta_bleu_low,
-       r.rank_high AS rank_delta_bleu_high, r.rank_label AS rank_delta_bleu_label,
-       coalesce(r.not_separable_from, []::VARCHAR[]) AS not_separable_delta_bleu,
+       r.rank AS rank_delta_{{ bleu.key }}, r.rank_low AS rank_delta_{{ bleu.key }}_low,
+       r.rank_high AS rank_delta_{{ bleu.key }}_high, r.rank_label AS rank_delta_{{ bleu.key }}_label,
+       coalesce(r.not_separable_from, []::VARCHAR[]) AS not_separable_delta_{{ bleu.key }},
        coalesce(f.flags, []::VARCHAR[]) AS flags
 FROM raw.model_summary s JOIN raw.models m USING (model_id)
 LEFT JOIN p USING (model_id) LEFT JOIN g ON true
-LEFT JOIN leaderboard_ranks r ON r.model_id = s.model_id AND r.quantity = 'delta_bleu'
+LEFT JOIN leaderboard_ranks r ON r.model_id = s.model_id AND r.quantity = 'delta_{{ bleu.key }}'
 LEFT JOIN (SELECT model_id, list(rule ORDER BY rule) AS flags FROM raw.contamination_flags
            WHERE source = 'evaluated' AND fired GROUP BY model_id) f ON f.model_id = s.model_id
-ORDER BY p.delta_bleu DESC NULLS LAST, s.model_id;
+ORDER BY p.delta_{{ bleu.key }} DESC NULLS LAST, s.model_id;
 
--- Paper, Table 4 (instances resampled, models fixed); BLEU and chrF pivoted from raw.metric_values.
+-- Paper, Table 4 (instances resampled, models fixed); the paper's metrics pivoted from
+-- raw.metric_values.
 CREATE OR REPLACE VIEW locale_deltas AS
 WITH v AS (SELECT * EXCLUDE (model_id) FROM paper_metric_columns('locale'))
 SELECT l.locale, l.language, l.script, l.location, l.official_or_de_facto,
-       v.delta_bleu, v.delta_chrf, s.n_models,
-       v.delta_bleu_low, v.delta_bleu_high, v.delta_bleu_excludes_zero,
-       v.delta_chrf_low, v.delta_chrf_high, v.delta_chrf_excludes_zero
+       {% for m in paper_metrics %}v.delta_{{ m.key }}, {% endfor %}s.n_models,
+       {%- for m in paper_metrics %}
+       v.delta_{{ m.key }}_low, v.delta_{{ m.key }}_high, v.delta_{{ m.key }}_excludes_zero{{ "," if not loop.last }}
+       {%- endfor %}
 FROM raw.locale_summary s JOIN raw.locales l USING (locale) LEFT JOIN v USING (locale)
-ORDER BY v.delta_bleu DESC, l.locale;
+ORDER BY v.delta_{{ bleu.key }} DESC, l.locale;
 
 -- The Average rows of Table 3 (mean over models) and Table 4 (mean over locales; the paper's own
 -- aggregation of that row is unknown), each with its interval and n.
@@ -181,12 +167,13 @@ FROM raw.table_averages
 ORDER BY paper_table, quantity;
 
 -- How the intervals, ranks and flags were computed (one row; the metrics settings), with the
--- BLEU and chrF signatures (every metric's: statistics_metrics).
+-- signatures of the paper's metrics (every metric's: statistics_metrics).
 CREATE OR REPLACE VIEW statistics_settings AS
 SELECT s.n_replicates, s.seed, s.confidence, s.n_instances, s.n_models, s.n_locales,
        s.resampling, s.interval, s.rank_rule, s.flag_config,
-       (SELECT signature FROM raw.statistics_metrics WHERE metric = 'bleu') AS bleu_signature,
-       (SELECT signature FROM raw.statistics_metrics WHERE metric = 'chrf') AS chrf_signature,
+       {% for m in paper_metrics -%}
+       (SELECT signature FROM raw.statistics_metrics WHERE metric = '{{ m.name }}') AS {{ m.key }}_signature,
+       {% endfor -%}
        s.seconds, s.computed_at
 FROM raw.statistics_settings s;
 

@@ -78,10 +78,11 @@ class CorpusEngine(Engine):
 
 
 def systems_store(root: Path, engine: type[Engine], systems: dict[str, tuple[str, str]],
-                  data: BenchmarkData | None = None) -> Store:
+                  data: BenchmarkData | None = None, config: MetricConfig | None = None) -> Store:
     """``data`` (default: the demo data) translated by the copy baseline and by ``systems``
     (registry id -> (the model id the store gets, family)) run with ``engine``; scored,
-    aggregated, with reported results.
+    aggregated (``config``: the metric settings, default the paper's metrics with the 13a
+    tokenizer), with reported results.
 
     The ids are set in the store after translation: untrusted data can carry any model name,
     including ones the registry would refuse."""
@@ -108,8 +109,8 @@ def systems_store(root: Path, engine: type[Engine], systems: dict[str, tuple[str
                 con.execute(f"UPDATE raw.{table} SET model_id = ? WHERE model_id = ?",
                             [name, model_id])
     for model_id in ("copy-source-baseline", *(name for name, _ in systems.values())):
-        score_model(store, model_id, MetricConfig(bleu_tokenize="13a"))
-    aggregate(store)
+        score_model(store, model_id, config or MetricConfig(bleu_tokenize="13a"))
+    aggregate(store, config=config)
     write_reported_results(store, [load_models().get(m) for m in load_models()])
     return store
 

@@ -18,6 +18,7 @@ from typing import Literal
 
 from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED
 from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.registry import PAPER_METRICS
 from cultivar_assets.metrics.significance import check_samples, paired_test
 from cultivar_assets.store.database import Store
 
@@ -40,7 +41,7 @@ def _translations(store: Store, model: str) -> dict[str, list[dict]]:
 
 
 def paired_tests(store: Store, models: Sequence[str], config: MetricConfig | None = None,
-                 metrics: Sequence[str] = ("bleu", "chrf"), test_sets: Sequence[str] | None = None,
+                 metrics: Sequence[str] = PAPER_METRICS, test_sets: Sequence[str] | None = None,
                  test_type: Literal["bs", "ar"] = "bs", n_samples: int | None = None,
                  seed: int = SACREBLEU_DEFAULT_SEED) -> PairedTests:
     """Every model against ``models[0]`` on each test set (module docstring); ``test_sets``

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from cultivar_assets.metrics.registry import PAPER_METRICS
 from cultivar_assets.tables import count
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class DeltaOutlierRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True
-    metrics: tuple[str, ...] = ("bleu", "chrf")
+    metrics: tuple[str, ...] = PAPER_METRICS
     k: float = Field(3.0, gt=0)
     min_models: int = Field(5, ge=3)
     use_interval: bool = True
@@ -58,7 +59,7 @@ class NegativeShareRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True
-    metrics: tuple[str, ...] = ("bleu", "chrf")
+    metrics: tuple[str, ...] = PAPER_METRICS
     min_share: float = Field(0.5, ge=0, lt=1)
     min_locales: int = Field(3, ge=1)
     use_interval: bool = True
@@ -288,7 +289,7 @@ def evidence_from_reported(reported: Mapping[str, object]) -> list[ModelEvidence
     """Evidence from the paper's Table 3 (model id -> ``models.ReportedResults``): mean ∆ and FP
     rate without intervals, no per-locale ∆."""
     return [
-        ModelEvidence(model, {"bleu": Value(r.delta_bleu), "chrf": Value(r.delta_chrf)}, None,
+        ModelEvidence(model, {m: Value(getattr(r, f"delta_{m}")) for m in PAPER_METRICS}, None,
                       Value(r.false_positive_rate))
         for model, r in reported.items()
     ]

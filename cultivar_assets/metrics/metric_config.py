@@ -13,12 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cultivar_assets.metrics.bootstrap import SACREBLEU_DEFAULT_SEED, BootstrapConfig
 from cultivar_assets.metrics.flags import FlagConfig
-from cultivar_assets.metrics.registry import column_key, metric_registry
-from cultivar_assets.metrics.sacrebleu_metrics import (
-    OTHER_TOKENIZERS,
-    PAPER_METRICS,
-    SPM_TOKENIZERS,
-)
+from cultivar_assets.metrics.registry import PAPER_METRICS, column_key, metric_registry
+from cultivar_assets.metrics.sacrebleu_metrics import OTHER_TOKENIZERS, SPM_TOKENIZERS
 
 
 class MetricConfig(BaseModel):
@@ -28,7 +24,8 @@ class MetricConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # registry names (cultivar_assets.metrics.registry), scored, stored and aggregated in this
-    # order; the leaderboard's wide views show bleu and chrf, every one is in leaderboard_metrics
+    # order; the leaderboard's wide views show the paper's (PAPER_METRICS), every one is in
+    # leaderboard_metrics
     metrics: list[str] = Field(default_factory=lambda: list(PAPER_METRICS), min_length=1)
     bleu_tokenize: str = "flores200"
     spm_model_path: str | None = None

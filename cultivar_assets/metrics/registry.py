@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import numpy as np
 
 from cultivar_assets.metrics.ngram_stats import char_unit_ids, match_statistics, token_unit_ids
-from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS, SPM_TOKENIZERS, spm_tokenizer
+from cultivar_assets.metrics.sacrebleu_metrics import SPM_TOKENIZERS, spm_tokenizer
 from cultivar_assets.metrics.score_arrays import BLEU_ORDER, bleu_from_stats, chrf_from_stats
 from cultivar_assets.registry import Registry
 
@@ -62,8 +62,13 @@ if TYPE_CHECKING:  # a type only: the settings' model imports this module
     from cultivar_assets.metrics.metric_config import MetricConfig
 
 ENTRY_POINT_GROUP = "cultivar.metrics"
+# The paper's metrics, spBLEU and chrF (the names of the first two built-in entries): the default
+# ``metrics`` of the settings, the metrics of the paper's wide views (sql/views.sql, rendered by
+# :func:`cultivar_assets.store.database.views_script`) and of its tables. Every other module takes
+# them from here.
+BLEU, CHRF = "bleu", "chrf"
+PAPER_METRICS: tuple[str, ...] = (BLEU, CHRF)
 METRIC_NAMES = PAPER_METRICS  # the paper's metrics: the ones the pipeline scores and stores
-
 
 
 def column_key(metric: str) -> str:
@@ -307,9 +312,9 @@ def _chrf_width(chrf) -> int:
 
 
 BUILT_IN: tuple[StatisticsMetric, ...] = (
-    StatisticsMetric("bleu", "spBLEU", True, _make_bleu, lambda _: 2 + 2 * BLEU_ORDER,
+    StatisticsMetric(BLEU, "spBLEU", True, _make_bleu, lambda _: 2 + 2 * BLEU_ORDER,
                      bleu_from_stats, bleu_statistics),
-    StatisticsMetric("chrf", "chrF", True, _make_chrf(None), _chrf_width, chrf_from_stats,
+    StatisticsMetric(CHRF, "chrF", True, _make_chrf(None), _chrf_width, chrf_from_stats,
                      chrf_statistics),
     StatisticsMetric("chrf++", "chrF++", True, _make_chrf(2), _chrf_width, chrf_from_stats,
                      chrf_statistics),
@@ -352,7 +357,7 @@ def score_functions(metrics: Iterable[str]) -> dict[str, Callable[[np.ndarray], 
 
 # How the paper's tables name a metric where it differs from the entry's label (its spBLEU
 # columns are "BLEU").
-TABLE_LABELS = {"bleu": "BLEU"}
+TABLE_LABELS = {BLEU: "BLEU"}
 
 
 def table_label(name: str) -> str:
@@ -370,7 +375,7 @@ def score_label(name: str, signature: str) -> str:
     """The label of ``name``'s scores made under ``signature``: ``bleu`` is "spBLEU" when the
     signature's tokenizer (``tok:``) is a SentencePiece one (:data:`SPM_TOKENIZERS`) and "BLEU"
     otherwise (``tok:13a``, ``tok:intl``, ...); every other metric, its entry's label."""
-    if name == "bleu":
+    if name == BLEU:
         match = _SIGNATURE_TOKENIZER.search(signature)
         if match is None:
             raise ValueError(f"bleu signature {signature!r} names no tokenizer (tok:)")

@@ -42,9 +42,6 @@ class MetricUnavailableError(RuntimeError):
     """A metric cannot be computed as configured (e.g. the SentencePiece model is missing)."""
 
 
-PAPER_METRICS = ("bleu", "chrf")  # the paper's spBLEU and chrF: the default ``metrics``
-
-
 def sacrebleu_dir() -> Path:
     """sacreBLEU's cache folder, read the way sacreBLEU reads it (``$SACREBLEU``)."""
     from sacrebleu.utils import SACREBLEU_DIR

@@ -31,6 +31,7 @@ from cultivar_assets.data.testsets import TestSet
 from cultivar_assets.engines.lm_eval_samples import GROUP, task_name
 from cultivar_assets.engines.prompts import PromptError, PromptStyle
 from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.registry import PAPER_METRICS
 from cultivar_assets.metrics.sacrebleu_metrics import MetricUnavailableError
 
 TASK_FOLDER = "cultivar"  # under the folder given to write_lm_eval_tasks
@@ -111,7 +112,7 @@ def signatures(metrics: MetricConfig) -> dict[str, str]:
     from cultivar_assets.metrics.configured import build_metric
 
     found = {}
-    for name in ("bleu", "chrf"):
+    for name in PAPER_METRICS:
         try:
             found[f"{name}_signature"] = build_metric(name, metrics).signature
         except MetricUnavailableError:

@@ -63,7 +63,7 @@ from cultivar_assets.files import (
     read_manifest,
     replace_folder,
 )
-from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
+from cultivar_assets.metrics.registry import PAPER_METRICS
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.config import default_web_cache

@@ -48,8 +48,7 @@ from statistics import fmean
 from typing import Any
 
 from cultivar_assets.files import MANIFEST, replace_folder
-from cultivar_assets.metrics.registry import table_label
-from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
+from cultivar_assets.metrics.registry import PAPER_METRICS, table_label
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
 METRICS = PAPER_METRICS

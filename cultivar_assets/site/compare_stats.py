@@ -17,12 +17,21 @@ Shards (:mod:`cultivar_assets.site.shards`):
   "universe": [ids], "weights": "<base-36 digits>"}``: replicate ``b`` (0-based), position
   ``j``: how often ``universe[j]`` was drawn, the character at ``b·|U| + j``.
 - ``data/stats/<slug>.js`` — key ``stats/<slug>``: ``{"v", "model", "blocks": [[metric,
-  test_set, ids, form, values]]}``, one block per (BLEU or chrF, ``flores_*`` or ``cultivar_*``
+  test_set, ids, form, values]]}``, one block per (stored metric, ``flores_*`` or ``cultivar_*``
   test set). ``form`` ``"c"`` (compact): per instance BLEU ``[sys_len, ref_len, correct_1..4]``
   (``total_n = max(0, sys_len − n + 1)``, the number of n-grams of a sentence) and chrF
   ``[hyp_1, ref_1, match_1..6]`` (``hyp_n = max(0, hyp_1 − n + 1)``, likewise ``ref_n``:
   character n-grams of the sentence without whitespace); ``"x"``: the stored statistics whole,
-  for a block where the compact form would not give them back exactly.
+  for a block where the compact form would not give them back exactly, and for every other
+  metric (chrF++, TER, ...).
+
+The browser scores summed statistics with one of three formulas (``site/static/
+cultivar-browse.js``), named by :func:`browser_formula`: ``"bleu"``, ``"chrf"`` (chrF and
+chrF++: any number of orders) and ``"ter"``, each the twin of the registry entry's
+``score_from_stats`` (:mod:`cultivar_assets.metrics.score_arrays`, ``registry.ter_from_stats``);
+``tests/test_site_metrics.py`` holds the page's intervals equal to Python's. A metric with another
+scoring function (a segment-score or plug-in metric) has no formula: its difference is shown
+without an interval.
 """
 
 from __future__ import annotations
@@ -34,11 +43,32 @@ import numpy as np
 import pyarrow as pa
 
 from cultivar_assets.metrics.bootstrap import instance_weights
-from cultivar_assets.metrics.score_arrays import BLEU_ORDER, BLEU_WIDTH
+from cultivar_assets.metrics.registry import (
+    BLEU,
+    CHRF,
+    get_metric,
+    metric_registry,
+    ter_from_stats,
+)
+from cultivar_assets.metrics.score_arrays import (
+    BLEU_ORDER,
+    BLEU_WIDTH,
+    bleu_from_stats,
+    chrf_from_stats,
+)
 
-METRICS = ("bleu", "chrf")
+# The browser's formulas (cultivar-browse.js) by the scoring function they are the twin of.
+BROWSER_FORMULAS = {bleu_from_stats: "bleu", chrf_from_stats: "chrf", ter_from_stats: "ter"}
 CHRF_ORDERS = 6
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def browser_formula(metric: str) -> str | None:
+    """The name of the browser's formula for ``metric``'s corpus score (module docstring), or
+    None where it has none (not registered, or scored by another function)."""
+    if metric not in metric_registry():
+        return None
+    return BROWSER_FORMULAS.get(get_metric(metric).score_from_stats)
 
 
 def bootstrap_payload(settings: dict, universe: Sequence[int], version: int) -> dict | None:
@@ -60,8 +90,8 @@ def bootstrap_payload(settings: dict, universe: Sequence[int], version: int) -> 
 def expand(metric: str, compact: np.ndarray) -> np.ndarray:
     """Full statistics from the compact form (module docstring); ``compact`` (n, 6) for BLEU,
     (n, 8) for chrF."""
-    n = np.arange(1, (BLEU_ORDER if metric == "bleu" else CHRF_ORDERS) + 1)
-    if metric == "bleu":
+    n = np.arange(1, (BLEU_ORDER if metric == BLEU else CHRF_ORDERS) + 1)
+    if metric == BLEU:
         totals = np.maximum(compact[:, :1] - n + 1, 0)
         return np.concatenate([compact[:, :2 + BLEU_ORDER], totals], axis=1)
     hyp, ref = (np.maximum(compact[:, i:i + 1] - n + 1, 0) for i in (0, 1))
@@ -70,9 +100,9 @@ def expand(metric: str, compact: np.ndarray) -> np.ndarray:
 
 def compact(metric: str, stats: np.ndarray) -> np.ndarray | None:
     """The compact form of full statistics, or None where it would not give them back."""
-    if metric == "bleu" and stats.shape[1] == BLEU_WIDTH:
+    if metric == BLEU and stats.shape[1] == BLEU_WIDTH:
         short = stats[:, :2 + BLEU_ORDER]
-    elif metric == "chrf" and stats.shape[1] == 3 * CHRF_ORDERS:
+    elif metric == CHRF and stats.shape[1] == 3 * CHRF_ORDERS:
         short = np.concatenate([stats[:, :2], stats[:, 2::3]], axis=1)
     else:
         return None

@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cultivar_assets.engines.outputs import submitted_note
-from cultivar_assets.metrics.registry import column_key
-from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
+from cultivar_assets.metrics.registry import PAPER_METRICS, column_key
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.failures import failure_rows
 from cultivar_assets.store.database import Reader, Store
@@ -80,6 +79,10 @@ class SiteData:
         return out
 
 
+# The published wide tables that get the columns of the other stored metrics: name, level of
+# raw.metric_values, the columns that name a row.
+MORE_METRIC_TABLES = (("model_locale_deltas", "model_locale", ("model_id", "locale")),
+                      ("locale_deltas", "locale", ("locale",)))
 # A model page's tables read from the published tables: its name for them -> the table.
 MODEL_PAGE_TABLES = {"scores": "scores", "recall": "word_recall", "cleaning": "cleaning_counts"}
 
@@ -93,20 +96,57 @@ def reported_csv(name: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def more_metric_columns(rows: list[dict]) -> dict[str, dict]:
-    """model -> the leaderboard columns of the metrics the wide view has no columns for
-    (every one but BLEU and chrF: ``<side>_<column key>`` with ``_low``/``_high`` and, for ∆,
-    ``_excludes_zero``), from ``leaderboard_metrics``' model rows."""
-    columns: dict[str, dict] = defaultdict(dict)
+# The quantities of raw.metric_values in the order of the wide views' columns (sql/views.sql).
+SIDES = ("flores", "cultivar", "delta")
+
+
+def more_metric_names(metrics: Sequence[str]) -> list[str]:
+    """The columns of ``metrics`` (those the wide views have no columns for) in the wide views'
+    order: per metric and side (:data:`SIDES`) ``<side>_<column key>``, ``_low``, ``_high``
+    and, for ∆, ``_excludes_zero``."""
+    names = []
+    for metric in metrics:
+        for side in SIDES:
+            name = f"{side}_{column_key(metric)}"
+            names += [name, f"{name}_low", f"{name}_high"]
+            if side == "delta":
+                names.append(f"{name}_excludes_zero")
+    return names
+
+
+def more_metric_columns(rows: list[dict], keys: Sequence[str] = ("model_id",)
+                        ) -> dict[tuple, dict]:
+    """(values of ``keys``) -> the columns (:func:`more_metric_names`) of the metrics the wide
+    views have no columns for (every one but :data:`PAPER_METRICS`), from ``leaderboard_metrics``'
+    rows of one level (``site_more_metric_rows``)."""
+    columns: dict[tuple, dict] = defaultdict(dict)
     for row in rows:
-        if row["level"] != "model" or row["metric"] in PAPER_METRICS:
+        if row["metric"] in PAPER_METRICS:
             continue
         name = f"{row['quantity']}_{column_key(row['metric'])}"
-        columns[row["model_id"]].update({name: row["value"], f"{name}_low": row["low"],
-                                         f"{name}_high": row["high"]})
+        item = columns[tuple(row[k] for k in keys)]
+        item.update({name: row["value"], f"{name}_low": row["low"], f"{name}_high": row["high"]})
         if row["quantity"] == "delta":
-            columns[row["model_id"]][f"{name}_excludes_zero"] = row["excludes_zero"]
+            item[f"{name}_excludes_zero"] = row["excludes_zero"]
     return dict(columns)
+
+
+def with_more_metrics(table: pa.Table, reader: Reader, level: str, keys: Sequence[str],
+                      metrics: Sequence[str]) -> pa.Table:
+    """``table`` (a wide view's rows of ``level``) with the columns of the stored ``metrics``
+    that it has none for (:func:`more_metric_names`) appended, each row's from
+    ``leaderboard_metrics`` (NULL where none is stored)."""
+    more = [m for m in metrics if m not in PAPER_METRICS]
+    if not more:
+        return table
+    extra = more_metric_columns(reader.rows("site_more_metric_rows", level=level,
+                                            wide=list(PAPER_METRICS)), keys)
+    items = list(zip(*(table[k].to_pylist() for k in keys), strict=True))
+    for name in more_metric_names(more):
+        kind = pa.bool_() if name.endswith("_excludes_zero") else pa.float64()
+        values = [extra.get(item, {}).get(name) for item in items]
+        table = table.append_column(name, pa.array(values, kind))
+    return table
 
 
 def board_table(published: pa.Table) -> pa.Table:
@@ -142,11 +182,14 @@ def read_chart_inputs(reader: Reader, published: dict[str, pa.Table] | None = No
                  for row in models}
     locale_deltas = [{**row, "location_short": locale_info[row["locale"]]["location_short"],
                       "language_name": locale_info[row["locale"]]["language_name"]}
-                     for row in reader.rows("site_locale_deltas")]
-    extra = more_metric_columns(reader.rows("site_more_metric_rows", wide=list(PAPER_METRICS)))
+                     for row in (published["locale_deltas"].to_pylist()
+                                 if "locale_deltas" in published
+                                 else reader.rows("site_locale_deltas"))]
+    extra = more_metric_columns(reader.rows("site_more_metric_rows", level="model",
+                                            wide=list(PAPER_METRICS)))
     leaderboard = [{**row, "prompt_style": styles.get(row["model_id"]),
                     "submitted": submitted.get(row["model_id"]),
-                    **extra.get(row["model_id"], {})}
+                    **extra.get((row["model_id"],), {})}
                    for row in (board_rows(published["leaderboard"]) if "leaderboard" in published
                                else reader.rows("site_leaderboard_rows"))]
     register_published(reader, published, ("model_locale_deltas",))
@@ -181,6 +224,11 @@ def read_site_data(reader: Reader, show_originals: bool,
     views = {row["view_name"] for row in r.rows("site_views")}
     published = {t.name: r.arrow(t.query) for t in dl.PUBLISHED_TABLES
                  if t.name != "annotation_summary" or "annotation_summary" in views}
+    metrics = r.rows("site_statistics_metrics")
+    # the wide tables with the columns of every other stored metric (the pages show them all)
+    stored = [m["metric"] for m in metrics]
+    for name, level, keys in MORE_METRIC_TABLES:
+        published[name] = with_more_metrics(published[name], r, level, keys, stored)
     if on_published is not None:
         on_published(published)
     leaderboard, reported, deltas, locale_deltas = read_chart_inputs(r, published)
@@ -212,8 +260,7 @@ def read_site_data(reader: Reader, show_originals: bool,
         annotation_summary=annotation_summary,
         annotations=annotations, statistics=statistics, instances=instances,
         present_locales=sorted(instances), instance_ids=instance_ids, segments=segments,
-        board=board, failed=failed,
-        metrics=r.rows("site_statistics_metrics"))
+        board=board, failed=failed, metrics=metrics)
 
 
 def translation_digests(reader: Reader) -> dict[str, str]:

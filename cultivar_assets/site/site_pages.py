@@ -19,10 +19,9 @@ from markupsafe import Markup, escape
 
 from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name
-from cultivar_assets.metrics.registry import column_key, table_label
-from cultivar_assets.metrics.sacrebleu_metrics import PAPER_METRICS
+from cultivar_assets.metrics.registry import PAPER_METRICS, column_key, table_label
+from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
-from cultivar_assets.site import shards
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.incremental import Cache, between, table_files
 from cultivar_assets.site.query_engine import QueryEngine
@@ -120,7 +119,7 @@ class SitePages:
             agreement=data.agreement, reported_locales=reported_locales,
             reported_agreement=reported_agreement, locale_info=data.locale_info,
             present_locales=data.present_locales,
-            delta_columns=value_columns(data.locale_deltas, DELTA_COLUMNS),
+            delta_columns=value_columns(data.locale_deltas, delta_columns(data.metrics)),
             charts=[c for c in self.chart_entries if c["page"] == "locales"],
             statistics=data.statistics,
             downloads={"deltas": self.cache.table("locale_deltas", data.locale_deltas),
@@ -163,14 +162,16 @@ class SitePages:
             provenance = data.annotations.get(locale, {})
             fragments[locale] = key = self.cache.fragment_key(provenance)
             reused = self.cache.fragment(path, locale, key)
-            delta_columns = value_columns(rows, DELTA_COLUMNS)
+            columns = value_columns(rows, delta_columns(data.metrics))
+            scores = value_columns(rows, score_columns(data.metrics))
             before = self._previous_delta_rows(path)
             self.cache.page(
                 path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows_digest,
                                                   "slugs": slugs_digest},
                 lazy={"delta_rows_html": lambda locale=locale, rows=rows, keys=row_keys,
-                      delta_columns=delta_columns, before=before: self._delta_rows(
-                          locale, rows, keys, delta_columns, before)},
+                      columns=columns, scores=scores, before=before: self._delta_rows(
+                          locale, rows, keys, columns, scores, before)},
+                delta_columns=columns, score_columns=scores,
                 locale=data.locale_info[locale],
                 entries=[] if reused is not None else _locale_entries(
                     self.locale_payloads[locale]()),
@@ -203,7 +204,8 @@ class SitePages:
                 for piece in str(old).split(DELTA_ROW_START)[1:]]
 
     def _delta_rows(self, locale: str, rows: list[dict], keys: list[str],
-                    delta_columns: list[dict], before: list[tuple[str, str]] | None) -> Markup:
+                    delta_columns: list[dict], score_columns: list[dict],
+                    before: list[tuple[str, str]] | None) -> Markup:
         """The rows of a locale page's "∆ of every model" table as HTML. A row is rendered once
         and taken from the previous build's page (``before``, :meth:`_previous_delta_rows`)
         while its key is unchanged (:meth:`_delta_row_keys`; at 1,000 models a new model changes
@@ -214,7 +216,7 @@ class SitePages:
         for row, key in zip(rows, keys, strict=True):
             html = reused.get(key)
             out.append(html if html is not None else
-                       str(macro(row, locale, self.slugs, delta_columns, key)))
+                       str(macro(row, locale, self.slugs, delta_columns, score_columns, key)))
         return Markup("".join(out))
 
     def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
@@ -232,6 +234,8 @@ class SitePages:
         for flag in flags:
             flags_by_model[flag["model_id"]].append(flag)
         stale: dict[str, tuple[dict, dict, list[str]]] = {}  # model -> (context, overall, paths)
+        metrics = [{"metric": m, "key": column_key(m), "label": label}
+                   for m, label, _ in shown_metrics(data.metrics)]
         for model_id, row in data.board.items():
             if model_id not in self.cache.manifest["models"]:
                 continue
@@ -243,11 +247,11 @@ class SitePages:
             # separated from (on the leaderboard) and its ranks (the card reads its rank
             # interval from the ranks shard, :meth:`ranks_shard`)
             shown = {k: v for k, v in row.items() if not k.startswith(RANK_PREFIXES)}
-            overall = {k: row[k] for k in OVERALL_KEYS if k in row}  # the compare view's total
+            overall = {k: row[k] for k in overall_keys(data.metrics) if k in row}  # compare view
             context = {"model": shown, "ranked": row.get("rank_delta_bleu_label") is not None,
                        "card": data.models.get(model_id, {}), "failure": failed.get(model_id),
                        "slug": slug, "segment_locales": self.model_locales.get(model_id, []),
-                       "flags": flags_by_model.get(model_id, [])}
+                       "flags": flags_by_model.get(model_id, []), "metrics": metrics}
             shard = shards.shard_path(f"model/{slug}")
             keys = {shard: self.cache.key_of(shard, model_id, digests.get("deltas"),
                                              digests.get("model"), overall),
@@ -288,13 +292,19 @@ class SitePages:
             else:
                 self.writer.page(
                     path, "model.html.j2", **context, scores=tables["scores"],
-                    deltas=model_deltas, delta_columns=value_columns(model_deltas, DELTA_COLUMNS),
+                    deltas=model_deltas,
+                    delta_columns=value_columns(model_deltas, delta_columns(self.data.metrics)),
+                    score_columns=value_columns(model_deltas, score_columns(self.data.metrics)),
                     recall=tables["recall"], cleaning=tables["cleaning"], downloads=downloads)
 
     def browser_pages(self) -> None:
         """The index shard (what the pickers list), the segment browser and the compare view."""
         data, slugs = self.data, self.slugs
         index = {"v": shards.FORMAT, "originals": self.show, "hidden_output": HIDDEN_OUTPUT,
+                 # the compare view's metrics: [column key, label, name, the browser's formula
+                 # of its score or None] of every shown one
+                 "metrics": [[column_key(m), label, m, compare_stats.browser_formula(m)]
+                             for m, label, _ in shown_metrics(data.metrics)],
                  "hidden_original": HIDDEN_ORIGINAL,
                  "models": [{"id": m, "slug": slugs[m], "type": data.board[m]["type"],
                              "family": data.board[m]["family"],
@@ -311,7 +321,9 @@ class SitePages:
         self.writer.data(shards.shard_path("index"), shards.encode_shard("index", index))
         self.ranks_shard()
         self.cache.page("browse.html", "browse.html.j2")
-        self.cache.page("compare.html", "compare.html.j2")
+        self.cache.page("compare.html", "compare.html.j2", without_intervals=[
+            label for m, label, _ in shown_metrics(data.metrics)
+            if compare_stats.browser_formula(m) is None])
 
     def _board_shard(self, key: str, column: str, field: str) -> None:
         """Shard ``key``: ``{"v", field: {model: its leaderboard value of column}}`` for the
@@ -411,26 +423,51 @@ RANK_PREFIXES = ("not_separable_", "rank_")
 # starting with DELTA_ROW_START (macros.html.j2); data is escaped, so no text can hold them.
 DELTA_ROWS_MARKERS = ("<!--deltas-->", "<!--/deltas-->")
 DELTA_ROW_START = '<tr data-row="'
-DELTA_COLUMNS = [("delta_bleu", "∆BLEU", 2, None), ("delta_chrf", "∆chrF", 2, None)]
-
-
-# The leaderboard's overall ∆ of a model, with its interval, as the compare view shows it.
-OVERALL_KEYS = tuple(f"delta_{m}{part}" for m in ("bleu", "chrf") for part in ("", "_low", "_high"))
 
 
 SIDE_LABELS = {"delta": "∆{}", "flores": "FLORES {}", "cultivar": "Cultivar {}"}
 
 
-def metric_columns(metrics: Sequence[dict] = ()) -> list[tuple[str, str, int, str | None]]:
-    """The leaderboard's metric columns: ∆, FLORES and Cultivar of BLEU and chrF (the paper's
-    names), then of every other aggregated metric (``metrics``: rows of ``statistics_metrics``;
-    the registry's label; a lower-is-better one, such as TER, says so in its title)."""
-    chosen = [(m, table_label(m), True) for m in PAPER_METRICS] + [
+def shown_metrics(metrics: Sequence[dict] = ()) -> list[tuple[str, str, bool]]:
+    """(metric, label, higher_is_better) of the metrics the pages show: BLEU and chrF (the
+    paper's, :data:`PAPER_METRICS`, with their table labels), then every other aggregated metric
+    (``metrics``: rows of ``statistics_metrics``, the stored label and direction)."""
+    return [(m, table_label(m), True) for m in PAPER_METRICS] + [
         (m["metric"], m["label"], m["higher_is_better"]) for m in metrics
         if m["metric"] not in PAPER_METRICS]
-    return [(f"{side}_{column_key(metric)}", label.format(name), 2,
-             None if higher else f"{name}: lower is better (∆ = Cultivar − FLORES)")
-            for side, label in SIDE_LABELS.items() for metric, name, higher in chosen]
+
+
+def _metric_column(side: str, metric: str, name: str, higher: bool
+                   ) -> tuple[str, str, int, str | None]:
+    return (f"{side}_{column_key(metric)}", SIDE_LABELS[side].format(name), 2,
+            None if higher else f"{name}: lower is better (∆ = Cultivar − FLORES)")
+
+
+def metric_columns(metrics: Sequence[dict] = ()) -> list[tuple[str, str, int, str | None]]:
+    """The leaderboard's metric columns: ∆, FLORES and Cultivar of every shown metric
+    (:func:`shown_metrics`; a lower-is-better one, such as TER, says so in its title)."""
+    chosen = shown_metrics(metrics)
+    return [_metric_column(side, metric, name, higher)
+            for side in SIDE_LABELS for metric, name, higher in chosen]
+
+
+def delta_columns(metrics: Sequence[dict] = ()) -> list[tuple[str, str, int, str | None]]:
+    """The ∆ columns of the ∆ tables (model, locale and locales pages), one per shown metric."""
+    return [_metric_column("delta", *shown) for shown in shown_metrics(metrics)]
+
+
+def score_columns(metrics: Sequence[dict] = ()) -> list[tuple[str, str, int, str | None]]:
+    """The FLORES and Cultivar score columns of the per-locale ∆ tables: per shown metric, its
+    FLORES score, then its Cultivar score."""
+    return [_metric_column(side, *shown) for shown in shown_metrics(metrics)
+            for side in ("flores", "cultivar")]
+
+
+def overall_keys(metrics: Sequence[dict] = ()) -> tuple[str, ...]:
+    """The leaderboard's overall ∆ of a model with its interval, per shown metric, as the
+    compare view shows it."""
+    return tuple(f"{key}{part}" for key, *_ in delta_columns(metrics)
+                 for part in ("", "_low", "_high"))
 
 
 def leaderboard_columns(rows: list[dict], reported: bool = False,

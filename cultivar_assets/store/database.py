@@ -49,9 +49,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import jinja2
 import pyarrow as pa
 
 from cultivar_assets.files import disk_full_error, is_disk_full
+from cultivar_assets.metrics.registry import BLEU, PAPER_METRICS, column_key
 from cultivar_assets.sqlfiles import script, statement_text
 from cultivar_assets.store import migrations
 from cultivar_assets.store.migrations import SCHEMA_VERSION, MigrationFailed
@@ -119,9 +121,25 @@ def lock_holder(path: Path) -> int | None:
 
 
 @cache
+def views_script() -> str:
+    """``views.sql`` rendered: a Jinja template over the paper's metrics
+    (:data:`cultivar_assets.metrics.registry.PAPER_METRICS`), which its wide views pivot
+    (``paper_metrics``: name and column key of each, in order; ``bleu``: the one the leaderboard
+    is ranked and sorted by; ``sides``: the quantities of ``raw.metric_values``)."""
+    def metric(name: str) -> dict[str, str]:
+        return {"name": name, "key": column_key(name)}
+
+    template = jinja2.Template(script("views.sql"), undefined=jinja2.StrictUndefined,
+                               keep_trailing_newline=True)
+    return template.render(paper_metrics=[metric(m) for m in PAPER_METRICS], bleu=metric(BLEU),
+                           sides=("flores", "cultivar", "delta"))
+
+
+@cache
 def _schema_digest() -> str:
-    """sha256 of ``schema.sql`` and ``views.sql`` (what ``raw.schema_state`` records)."""
-    both = script("schema.sql") + "\0" + script("views.sql")
+    """sha256 of ``schema.sql`` and the rendered ``views.sql`` (:func:`views_script`; what
+    ``raw.schema_state`` records)."""
+    both = script("schema.sql") + "\0" + views_script()
     return hashlib.sha256(both.encode("utf-8")).hexdigest()
 
 
@@ -166,7 +184,7 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             migrations.create(con)
         else:
             migrations.migrate(con, version)
-        con.execute(script("views.sql"))
+        con.execute(views_script())
         _execute(con, "set_schema_digest", {"digest": digest})
         con.commit()
     except BaseException as error:

@@ -222,7 +222,10 @@
   };
 
   // ---- the compare view ------------------------------------------------------------------
-  var METRICS = [["bleu", "BLEU"], ["chrf", "chrF"]];
+  // Its metrics are the index shard's "metrics" ([column key, label, name, formula] of every
+  // metric the build's pages show, cultivar_assets/site/site_pages.py: shown_metrics); their ∆
+  // are the stored ones. formula: "bleu", "chrf" or "ter" (site/compare_stats.py:
+  // browser_formula), null where the difference gets no interval.
 
   function intervalText(row, key) {
     var value = row[key];
@@ -288,8 +291,19 @@
     return p + r !== 0 ? 100 * (5 * p * r / (4 * p + r)) : 0;
   }
 
+  function terScore(s, o) {  // registry.ter_from_stats
+    var edits = s[o], ref = s[o + 1];
+    return 100 * (ref > 0 ? edits / ref : (edits > 0 ? 1 : 0));
+  }
+
+  var SCORES = {
+    bleu: function (s, o) { return bleuScore(s, o); },
+    chrf: function (s, o, k) { return chrfScore(s, o, k); },
+    ter: function (s, o) { return terScore(s, o); }
+  };
+
   // Scores of one block on the instances `ids`, for every replicate (0: all instances once).
-  function replicateScores(boot, block, metric, ids) {
+  function replicateScores(boot, block, formula, ids) {
     var U = boot.universe.length, B = boot.n_replicates, k = block.k;
     var sums = new Float64Array((B + 1) * k), out = new Float64Array(B + 1);
     ids.forEach(function (id) {
@@ -301,18 +315,18 @@
       }
     });
     for (var b = 0; b <= B; b++) {
-      out[b] = metric === "bleu" ? bleuScore(sums, b * k) : chrfScore(sums, b * k, k);
+      out[b] = SCORES[formula](sums, b * k, k);
     }
     return out;
   }
 
   // ∆ replicates of one model, metric and locale (null without both test sets).
-  function deltaReplicates(boot, stats, metric, flores, cultivar) {
+  function deltaReplicates(boot, stats, metric, formula, flores, cultivar) {
     var f = stats[metric + "|" + flores], c = stats[metric + "|" + cultivar];
     if (!f || !c) { return null; }
     var shared = c.ids.filter(function (id) { return f.at[id] !== undefined; });
     if (!shared.length) { return null; }
-    var fs = replicateScores(boot, f, metric, shared), cs = replicateScores(boot, c, metric, shared);
+    var fs = replicateScores(boot, f, formula, shared), cs = replicateScores(boot, c, formula, shared);
     for (var b = 0; b < fs.length; b++) { cs[b] = cs[b] - fs[b]; }
     return cs;
   }
@@ -404,8 +418,8 @@
     sb.deltas.forEach(function (r) { (byLocale[r.locale] = byLocale[r.locale] || {}).b = r; });
     var head = this.table.tHead.rows[0], body = this.table.tBodies[0];
     head.textContent = "";
-    var labels = ["Locale"];
-    METRICS.forEach(function (m) {
+    var labels = ["Locale"], metrics = this.index.metrics;
+    metrics.forEach(function (m) {
       labels.push("∆" + m[1] + ": " + sa.model, "∆" + m[1] + ": " + sb.model, "∆" + m[1] + " difference");
     });
     labels.push("Segments");
@@ -422,7 +436,7 @@
     Object.keys(byLocale).sort().forEach(function (locale) {
       var pair = byLocale[locale], tr = el("tr"), record = { locale: locale };
       tr.appendChild(el("th", { scope: "row", "data-value": locale }, locale));
-      METRICS.forEach(function (m) {
+      metrics.forEach(function (m) {
         var key = "delta_" + m[0];
         var va = pair.a ? pair.a[key] : null, vb = pair.b ? pair.b[key] : null;
         [[pair.a, va], [pair.b, vb]].forEach(function (cell) {
@@ -434,7 +448,9 @@
                               "data-difference": key }, d === null ? "–" : d.toFixed(2));
         tr.appendChild(cell);
         record[key + "_a"] = va; record[key + "_b"] = vb; record[key + "_difference"] = d;
-        if (d !== null) { self.pending.push({ cell: cell, record: record, metric: m[0], key: key, locale: locale }); }
+        if (d !== null && m[3]) {
+          self.pending.push({ cell: cell, record: record, metric: m[2], formula: m[3], key: key, locale: locale });
+        }
         ["_low", "_high"].forEach(function (s) {
           if (pair.a && pair.a[key + s] !== undefined) { record[key + s + "_a"] = pair.a[key + s]; }
           if (pair.b && pair.b[key + s] !== undefined) { record[key + s + "_b"] = pair.b[key + s]; }
@@ -466,8 +482,8 @@
         if (i >= pending.length) { self.table.setAttribute("data-intervals", "done"); return; }
         var job = pending[i], l = info[job.locale];
         if (l) {
-          var da = deltaReplicates(boot, sa, job.metric, l.flores, l.cultivar);
-          var db = deltaReplicates(boot, sb, job.metric, l.flores, l.cultivar);
+          var da = deltaReplicates(boot, sa, job.metric, job.formula, l.flores, l.cultivar);
+          var db = deltaReplicates(boot, sb, job.metric, job.formula, l.flores, l.cultivar);
           var interval = da && db ? differenceInterval(boot, da, db) : null;
           if (interval) {
             job.cell.textContent = job.cell.textContent + " [" + interval[0].toFixed(2) + ", " +
@@ -494,7 +510,7 @@
     var oa = sa.overall || {}, ob = sb.overall || {}, tr = el("tr");
     tr.appendChild(el("th", { scope: "row" }, "Overall (leaderboard ∆)"));
     var record = { locale: null, model_a: sa.model, model_b: sb.model };
-    METRICS.forEach(function (m) {
+    this.index.metrics.forEach(function (m) {
       var key = "delta_" + m[0];
       var va = oa[key] === undefined ? null : oa[key], vb = ob[key] === undefined ? null : ob[key];
       tr.appendChild(el("td", { "class": "num" }, intervalText(oa, key)));
