@@ -22,9 +22,10 @@ such as ``</script>`` stay text. CSV cells go through :func:`cultivar_assets.tab
 
 Incremental builds (ours): the build writes a fresh folder and swaps it in
 (:func:`cultivar_assets.files.replace_folder`), but takes each model's files (its translation
-shards and parquet file) from the previous build when nothing they depend on has changed: the
-model's translations (a hash over its rows), the dataset, the originals policy and the code that
-writes them (:func:`cultivar_assets.site.incremental.reuse_key`). Pages, table downloads and
+shards, statistics shard and parquet file) from the previous build when nothing they depend on
+has changed: the model's translations (a hash over its rows), the dataset, the originals policy
+and the code (every module of the package and every SQL file:
+:func:`cultivar_assets.site.incremental.reuse_key`). Pages, table downloads and
 chart SVGs whose inputs are unchanged are taken likewise; the rest is written again. A file is
 taken only while it is as the previous build wrote it, by hard link when it is read-only with
 the mode this build gives its files, else as a copy (:mod:`.incremental`).
