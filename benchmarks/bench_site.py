@@ -1,22 +1,24 @@
 """Benchmark: building the site for 32 to 1,000 synthetic models × 48 test sets × 200 segments.
 
 A synthetic database (27 locales + 21 languages = 48 test sets of 200 segments; hypotheses are
-perturbed references; scores and word-recall counts computed for real) is written for each
-size: the first 16 models (``POOL``) are translated and scored (seconds each), every further
-model is a mixture of them (``mix_models``: instance i of model m is pool model p(m, i)'s, its
-translations, statistics and word recall together, the corpus scores computed from the mixed
-statistics — equal to scoring the mixture, checked by hand), so 1,000 models fill in minutes.
-Then ``build_site`` is timed three times: a full build into an empty folder, a rebuild with
-nothing changed, and a rebuild after one more model was added (translated and scored for real,
-aggregates recomputed: the incremental case; timed ``--repeat`` times from the same previous
-build, the chart SVGs the first run rendered removed from vl-convert's cache before each
-further run, the median reported and every run listed; the SVG cache is the run's own, empty at
-its start, so no chart comes from an earlier run of the bench). The site's size is measured
-per part and per folder, its largest file reported, and the leaderboard page timed in Chromium
-from ``file://`` (Playwright, Debian's /usr/bin/chromium: DOMContentLoaded, a sort, a name
-search). Targets: 1,000 models ≤ 1 GB, ≤ 20,000 files, no file over 50 MB, a full build ≤ 4 min,
-one model added ≤ 5 s, the leaderboard interactive within 1 s, sort and filter ≤ 100 ms; 32
-models ≤ 60 MB, ≤ 10 s, one model added ≤ 2 s.
+perturbed references; scores and word-recall counts computed for real) is written for each size:
+the first 16 models (``POOL``) are translated and scored (seconds each), every further model is a
+mixture of them (``mix_models``: instance i of model m is pool model p(m, i)'s, its translations,
+statistics and word recall together, the corpus scores computed from the mixed statistics — equal
+to scoring the mixture, checked by hand), so 1,000 models fill in minutes. Then what the ``charts``
+and ``site`` assets run is timed three times (:func:`timed_build`: the charts written to their
+folder by ``write_store_charts``, then ``build_site`` with that folder, as
+``assets/site_assets.py`` calls them; the site build draws no SVG): a full build into an empty
+folder, a rebuild with nothing changed, and a rebuild after one more model was added (translated
+and scored for real, aggregates recomputed: the incremental case; timed ``--repeat`` times from the
+same previous build, the chart SVGs the first run rendered removed from vl-convert's cache before
+each further run, the median reported and every run listed; the SVG cache is the run's own, empty
+at its start, so no chart comes from an earlier run of the bench). The site's size is measured per
+part and per folder, its largest file reported, and the leaderboard page timed in Chromium from
+``file://`` (Playwright, Debian's /usr/bin/chromium: DOMContentLoaded, a sort, a name search).
+Targets: 1,000 models ≤ 1 GB, ≤ 20,000 files, no file over 50 MB, a full build ≤ 4 min, one model
+added ≤ 5 s, the leaderboard interactive within 1 s, sort and filter ≤ 100 ms; 32 models ≤ 60 MB, ≤
+10 s, one model added ≤ 2 s.
 
 The Query page's DuckDB-Wasm is part of the site when it is in the web cache (the build fetches
 it with npm once; ``--fetch`` does that before the timings, so they never include npm).
@@ -52,6 +54,7 @@ from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.registry import metric_registry
 from cultivar_assets.site import vl_cache
 from cultivar_assets.site.build import build_site
+from cultivar_assets.site.charts import write_store_charts
 from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
 from cultivar_assets.specs import ModelSpec
@@ -294,16 +297,23 @@ def forget_svgs(kept: set[str]) -> None:
 
 
 def timed_build(store: Store, site: Path, mode: str, web_cache: Path):
-    """A build, its CPU seconds (this process and its children: the SVG worker) and the load."""
+    """What the ``charts`` and ``site`` assets run after new results (assets/site_assets.py):
+    the charts written to their folder (``charts/`` beside the site), then the site built with
+    that folder, so no SVG is drawn by the site build. The build's summary, the charts' seconds,
+    the CPU seconds of both (this process and its children) and the load."""
     def cpu() -> float:
         own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                            resource.RUSAGE_CHILDREN))
         return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
     before = cpu()
-    summary = build_site(store, site, card_markdown="# Synthetic card", query_page=mode,
-                         web_cache=web_cache)
-    return summary, round(cpu() - before, 2), round(os.getloadavg()[0], 1)
+    charts_dir = site.parent / "charts"
+    started = time.perf_counter()
+    write_store_charts(store, charts_dir)
+    charts_s = round(time.perf_counter() - started, 2)
+    summary = build_site(store, site, card_markdown="# Synthetic card", charts_dir=charts_dir,
+                         query_page=mode, web_cache=web_cache)
+    return summary, charts_s, round(cpu() - before, 2), round(os.getloadavg()[0], 1)
 
 
 def finish(folder: Path, keep: bool) -> str | None:
@@ -380,9 +390,9 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(folder)
             continue
         site = folder / "site"
-        full, full_cpu, full_load = timed_build(store, site, mode, cache)
+        full, full_charts, full_cpu, full_load = timed_build(store, site, mode, cache)
         browser = None if args.no_browser else leaderboard_timings(site)
-        again, again_cpu, again_load = timed_build(store, site, mode, cache)
+        again, again_charts, again_cpu, again_load = timed_build(store, site, mode, cache)
         add_one(store, n_models, args.replicates)
         # the one-model rebuild, timed --repeat times from the same previous build (a
         # hard-linked copy: builds never write a file in place); the median is reported
@@ -396,12 +406,15 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copytree(before, site, copy_function=os.link)
                 forget_svgs(svgs)  # each run renders the new model's charts, as the first did
             runs.append(timed_build(store, site, mode, cache))
-        plus, plus_cpu, plus_load = sorted(runs, key=lambda run: run[0].seconds)[len(runs) // 2]
+        plus, plus_charts, plus_cpu, plus_load = sorted(
+            runs, key=lambda run: run[0].seconds)[len(runs) // 2]
         shutil.rmtree(before)
         result = {"models": n_models, "database_s": round(filled, 1),
                   "full_s": round(full.seconds, 2), "unchanged_s": round(again.seconds, 2),
                   "plus_one_s": round(plus.seconds, 2), "reused_plus_one": plus.reused_models,
                   "plus_one_runs_s": [round(run[0].seconds, 2) for run in runs],
+                  "charts_s": {"full": full_charts, "unchanged": again_charts,
+                               "plus_one": plus_charts},
                   "cpu_s": {"full": full_cpu, "unchanged": again_cpu, "plus_one": plus_cpu},
                   "load_1min": {"full": full_load, "unchanged": again_load,
                                 "plus_one": plus_load},
@@ -416,13 +429,16 @@ def main(argv: list[str] | None = None) -> int:
         if kept_note:
             print(kept_note, flush=True)
     print("\n| models | pages | files | size (MB) | largest file (MB) | full build (s) | "
-          "unchanged (s) | one model added (s) | leaderboard: interactive / sort / search (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "unchanged (s) | one model added (s) | charts asset: full / unchanged / one model "
+          "added (s) | leaderboard: interactive / sort / search (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         cpu, load, web = r["cpu_s"], r["load_1min"], r["leaderboard_browser"] or {}
+        charts = r["charts_s"]
         print(f"| {r['models']} | {r['pages']} | {r['files']} | {r['mb']} | {r['largest'][1]} | "
               f"{r['full_s']} (CPU {cpu['full']}, load {load['full']}) | {r['unchanged_s']} | "
               f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) | "
+              f"{charts['full']} / {charts['unchanged']} / {charts['plus_one']} | "
               f"{web.get('interactive_ms', '–')} / {web.get('sort_ms', '–')} / "
               f"{web.get('search_ms', '–')} |")
     if len(results) >= 2:

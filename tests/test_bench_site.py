@@ -21,3 +21,24 @@ def test_keep_says_where_the_site_and_database_are_kept(tmp_path):
 
     assert finish(kept, keep=False) is None
     assert not kept.exists()
+
+
+def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypatch):
+    """The site asset builds with the charts asset's folder: the bench's timed build writes
+    the charts there first and the site copies their SVGs, drawing none itself."""
+    from bench_site import timed_build
+    from site_helpers import hostile_store
+
+    from cultivar_assets.site import build as site_build
+
+    def no_svg_job(*args, **kwargs):
+        raise AssertionError("the site build started the SVG worker")
+
+    (tmp_path / "store").mkdir()
+    store = hostile_store(tmp_path / "store")
+    monkeypatch.setattr(site_build, "SvgJob", no_svg_job)
+    summary, charts_s, cpu_s, _ = timed_build(store, tmp_path / "site", "off", tmp_path / "web")
+    charts = sorted((tmp_path / "charts").glob("*.svg"))
+    assert charts and charts_s > 0 and cpu_s > 0 and summary.path == tmp_path / "site"
+    for svg in charts:
+        assert (tmp_path / "site" / "charts" / svg.name).read_bytes() == svg.read_bytes()

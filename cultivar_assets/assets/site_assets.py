@@ -8,7 +8,7 @@ from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, run_failures
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
-from cultivar_assets.site.build import build_site, chart_inputs
+from cultivar_assets.site.build import build_site
 from cultivar_assets.versions.rows import folder_digest
 
 
@@ -19,8 +19,7 @@ def charts(site: SiteResource, store: StoreResource):
     """The paper's figures (∆ heatmaps, ∆ vs size, same language by location) as Vega-Lite + SVG."""
     from cultivar_assets.site import charts as site_charts  # altair: only when charts are drawn
 
-    entries = site_charts.chart_entries(*chart_inputs(store.store()))
-    files = site_charts.write_charts(entries, site.charts_path())
+    entries, files = site_charts.write_store_charts(store.store(), site.charts_path())
     return dg.MaterializeResult(metadata={
         "charts": dg.MetadataValue.json([entry["id"] for entry in entries]),
         "files": len(files),

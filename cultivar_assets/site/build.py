@@ -22,18 +22,20 @@ such as ``</script>`` stay text. CSV cells go through :func:`cultivar_assets.tab
 
 Incremental builds (ours): the build writes a fresh folder and swaps it in
 (:func:`cultivar_assets.files.replace_folder`), but takes each model's files (its translation
-shards and parquet file) from the previous build when nothing they depend on has changed: the
-model's translations (a hash over its rows), the dataset, the originals policy and the code that
-writes them (:func:`cultivar_assets.site.incremental.reuse_key`). Pages, table downloads and
+shards, statistics shard and parquet file) from the previous build when nothing they depend on
+has changed: the model's translations (a hash over its rows), the dataset, the originals policy
+and the code (every module of the package and every SQL file:
+:func:`cultivar_assets.site.incremental.reuse_key`). Pages, table downloads and
 chart SVGs whose inputs are unchanged are taken likewise; the rest is written again. A file is
 taken only while it is as the previous build wrote it, by hard link when it is read-only with
 the mode this build gives its files, else as a copy (:mod:`.incremental`).
 
 The parts: this module is the orchestration (the order of the steps, the two writer threads that
-compress and write shards and parquet files beside the Python work, the two reader threads that
-run the slowest queries once the published tables are read, the chart SVGs drawn in a child
-process, the static files, the shards and downloads of the data); :mod:`.site_data` reads
-the store once; :mod:`.incremental` is the cache; :mod:`.site_pages` holds every page's context.
+compress and write shards and parquet files beside the Python work, the two reader threads that run
+the slowest queries once the published tables are read, the chart SVGs drawn in a child process
+where no charts folder is given (the ``charts`` asset's), the static files, the shards and
+downloads of the data); :mod:`.site_data` reads the store once; :mod:`.incremental` is the cache;
+:mod:`.site_pages` holds every page's context.
 """
 
 from __future__ import annotations
@@ -193,7 +195,9 @@ class _Build:
 
     # ---- the build -----------------------------------------------------------------------
     def write(self, work: Path) -> None:
-        self.svg_job = SvgJob(start=self.charts_dir is None)  # warms up while the store is read
+        # without the charts asset's folder, the SVGs are drawn here, in a child process that
+        # warms up while the store is read
+        self.svg_job = SvgJob() if self.charts_dir is None else None
         # compressing and writing shards and parquet files release the GIL: two threads do it
         # beside the Python work
         self.background = ThreadPoolExecutor(2, thread_name_prefix="site-writer")
@@ -202,7 +206,8 @@ class _Build:
         try:
             self._write(work)
         finally:
-            self.svg_job.cancel()
+            if self.svg_job is not None:
+                self.svg_job.cancel()
             self.reads.shutdown(wait=True, cancel_futures=True)
             self.background.shutdown(wait=True, cancel_futures=True)
 
@@ -315,11 +320,13 @@ class _Build:
             else:
                 pending.append((svg, data))
         self.svg_paths = [svg for svg, _ in pending]
-        self.svg_job.submit([data for _, data in pending])
+        if self.svg_job is not None:
+            self.svg_job.submit([data for _, data in pending])
         self.chart_entries = [{k: v for k, v in e.items() if k != "spec"} for e in entries]
 
     def _chart_svgs(self) -> None:
-        for path, svg in zip(self.svg_paths, self.svg_job.result(), strict=True):
+        svgs = self.svg_job.result() if self.svg_job is not None else []
+        for path, svg in zip(self.svg_paths, svgs, strict=True):
             self.writer.text(path, svg)
 
     def _published(self) -> None:

@@ -49,6 +49,8 @@ from typing import Any
 
 from cultivar_assets.files import MANIFEST, replace_folder
 from cultivar_assets.metrics.registry import PAPER_METRICS, table_label
+from cultivar_assets.site.site_data import chart_inputs
+from cultivar_assets.store.database import Store
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
 METRICS = PAPER_METRICS
@@ -371,6 +373,14 @@ def write_charts(entries: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
 
     replace_folder(Path(folder), write, {"kind": "charts"})
     return sorted(p for p in Path(folder).iterdir() if p.name != MANIFEST)
+
+
+def write_store_charts(store: Store, folder: Path) -> tuple[list[dict[str, Any]], list[Path]]:
+    """The ``charts`` asset's work: the charts of ``store`` (:func:`chart_entries` of
+    :func:`~cultivar_assets.site.site_data.chart_inputs`) written to ``folder``
+    (:func:`write_charts`); the entries and the files written."""
+    entries = chart_entries(*chart_inputs(store))
+    return entries, write_charts(entries, Path(folder))
 
 
 def read_charts(folder: Path) -> list[dict[str, Any]]:

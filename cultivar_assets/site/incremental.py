@@ -4,19 +4,21 @@ A build writes a fresh folder and swaps it in (:func:`cultivar_assets.files.repl
 manifest (``.cultivar-build.json``) records what each reusable output was made from, and the next
 build takes an output from the previous folder by hard link when it was made from the same inputs:
 
-- every file of a model (its translation shards and parquet file) when the model's translations
-  (a hash over its rows), the dataset, the originals policy and the code that writes them are
-  unchanged (:func:`reuse_key`; the manifest's ``models``);
-- the locale shards when the dataset and that code are unchanged (``locales``);
+- every file of a model (its translation shards, statistics shard and parquet file) when the
+  model's translations (their run record's fingerprint, or a hash over its rows) are unchanged
+  (the manifest's ``models``);
+- the locale shards when the locales are unchanged (``locales``);
 - chart SVGs whose spec is unchanged (``charts``);
 - every page and table download whose key (:meth:`Cache.key_of`: the reuse key, the templates,
-  the code that makes pages and tables (:func:`code_digest`), the pages' common context and the
-  page's own inputs, or digests of them) is unchanged (``outputs``), and the instances
-  part of a locale page (between :data:`INSTANCES_MARKERS`) when the page's annotations are
-  unchanged (``fragments``).
+  the pages' common context and the page's own inputs, or digests of them) is unchanged
+  (``outputs``), and the instances part of a locale page (between :data:`INSTANCES_MARKERS`)
+  when the page's annotations are unchanged (``fragments``).
 
-A previous manifest with another reuse key is ignored as a whole. Everything else is written
-again.
+All of them hold the reuse key (:func:`reuse_key`): the site's format, the dataset, the
+originals policy, DuckDB's version and the code, a hash over every module of the package and
+every file of ``sql/`` (:func:`code_digest`: found by listing the folders, so a change to any
+module makes every file again). A previous manifest with another reuse key is ignored as a
+whole. Everything else is written again.
 
 Every file of a build is its own (:class:`~cultivar_assets.site.pages.PageWriter` with
 ``own_files``): written read-only (0444 less the umask) and recorded in the manifest's ``files``
@@ -40,10 +42,7 @@ from typing import Any
 import duckdb
 from markupsafe import Markup
 
-from cultivar_assets import textdiff
 from cultivar_assets.files import current_umask
-from cultivar_assets.site import diff, shards
-from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.pages import PageWriter
 from cultivar_assets.tables import csv_text, json_text
 
@@ -54,35 +53,34 @@ INSTANCES_MARKERS = ("<!--instances-->", "<!--/instances-->")
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)
 
 
-def reuse_key(dataset_fingerprint: str | None, show_originals: bool) -> str:
-    """What every per-model file depends on besides the model's own rows (module docstring)."""
-    code = b"".join(Path(module.__file__).read_bytes()
-                    for module in (shards, dl, diff, textdiff))
-    parts = [SITE_FORMAT, shards.FORMAT, dataset_fingerprint, show_originals, duckdb.__version__,
-             hashlib.sha256(code).hexdigest()]
+def reuse_key(dataset_fingerprint: str | None, show_originals: bool, code: str) -> str:
+    """What every per-model file and locale shard depends on besides the model's own rows: the
+    site's format, the dataset, the originals policy, DuckDB's version and the code
+    (``code``: :func:`code_digest`)."""
+    parts = [SITE_FORMAT, dataset_fingerprint, show_originals, duckdb.__version__, code]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def code_files() -> list[Path]:
-    """The files of the code that turns rows into pages and table downloads — every module of
-    this package (the page contexts, the templates' filters, the shards, the CSV and JSON
-    writers, the compare view's statistics), the value formatting, SQL, token-diff and store
-    modules — and the SQL the rows come from. The package's modules are found by listing its
-    folder, not named one by one."""
-    from cultivar_assets import sqlfiles, tables, textdiff
+def code_files() -> dict[str, Path]:
+    """Every module of the package and every file of ``sql/`` (name -> path): the code that
+    reads the rows and turns them into the site's files, found by listing the folders, not
+    named one by one, so that no module a file depends on is left out."""
     from cultivar_assets.paths import resource_dir
-    from cultivar_assets.store import database
 
-    files = sorted(Path(__file__).parent.glob("*.py"))
-    files += [Path(module.__file__) for module in (tables, sqlfiles, textdiff, database)]
-    return files + sorted(resource_dir("sql").glob("*.sql"))
+    package, sql = Path(__file__).resolve().parents[1], resource_dir("sql")
+    files = {f"cultivar_assets/{p.relative_to(package).as_posix()}": p
+             for p in package.rglob("*.py")}
+    files.update({f"sql/{p.relative_to(sql).as_posix()}": p for p in sql.rglob("*.sql")})
+    return dict(sorted(files.items()))
 
 
 def code_digest() -> str:
-    """A hash over :func:`code_files`: part of every page's and table's key, so a change of
-    code renders them again even where the rows are unchanged (a model page's key holds
-    digests of its rows, not the rows, :meth:`SitePages.model_pages`)."""
-    return hashlib.sha256(b"".join(path.read_bytes() for path in code_files())).hexdigest()
+    """A hash over :func:`code_files`, names and bytes: part of every key, so a change of code
+    makes every file again even where the rows are unchanged."""
+    digest = hashlib.sha256()
+    for name, path in code_files().items():
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def template_digest() -> str:
@@ -118,9 +116,9 @@ class Cache:
                  dataset_fingerprint: str | None, show_originals: bool) -> None:
         self.out_dir, self.manifest = out_dir, manifest
         self._out = os.fspath(out_dir)
-        self.key = reuse_key(dataset_fingerprint, show_originals)
-        self.templates = template_digest()
         self.code = code_digest()
+        self.key = reuse_key(dataset_fingerprint, show_originals, self.code)
+        self.templates = template_digest()
         manifest["reuse_key"] = self.key
         usable = previous is not None and previous.get("reuse_key") == self.key
         self.previous = previous if usable else {}
@@ -208,25 +206,14 @@ class Cache:
         return None
 
     def table(self, name: str, rows: list[dict], columns: list[str] | None = None,
-              digest: str | None = None, row_keys: list[str] | None = None,
-              previous_keys: list[str] | None = None) -> dict:
+              digest: str | None = None) -> dict:
         """Write ``downloads/<name>.csv`` and ``.json``; the links for the page's template
-        (``digest``: :meth:`digest` of ``rows``, where the caller has it already).
-
-        ``row_keys``: a key per row that stands for its values and the code that writes it, and
-        ``previous_keys``: the keys of the previous build's rows of this table, in its order;
-        with both, an unchanged row's line is taken from the previous build's file instead of
-        being written again (a locale page's ∆ table at 1,000 models: one new row in 1,000)."""
+        (``digest``: :meth:`digest` of ``rows``, where the caller has it already)."""
         columns = columns or (list(rows[0]) if rows else [])
         key = self.key_of(name, digest or self.digest(rows), columns)
         for path in table_files(name).values():
             if not self.unchanged(path, key):
-                lines = (self._previous_lines(path, previous_keys, columns)
-                         if row_keys is not None and previous_keys is not None else None)
-                if lines is None:
-                    self.write_table(path, rows, columns)
-                else:
-                    self.writer.text(path, table_text(path, rows, columns, row_keys, lines))
+                self.write_table(path, rows, columns)
         return table_files(name)
 
     def write_table(self, path: str, rows: list[dict], columns: list[str] | None = None) -> None:
@@ -234,36 +221,6 @@ class Cache:
         columns = columns or (list(rows[0]) if rows else [])
         write = csv_text if path.endswith(".csv") else json_text
         self.writer.text(path, write(rows, columns))
-
-    def _previous_lines(self, path: str, keys: list[str], columns: list[str]
-                        ) -> dict[str, str] | None:
-        """Row key -> its line in the previous build's ``path`` (a CSV or JSON download written
-        by :func:`cultivar_assets.tables.csv_text` or ``json_text``: one line per row), or None
-        where that file is missing, has other columns, or its lines are not one per key (a CSV
-        cell holding a line break)."""
-        old = os.path.join(self._out, path)
-        if path not in self.previous.get("outputs", {}) or path not in self.previous_files():
-            return None
-        with open(old, encoding="utf-8", newline="") as file:
-            text = file.read()
-        if path.endswith(".csv"):
-            header = csv_text([], columns)
-            if not text.startswith(header):
-                return None
-            lines = text[len(header):].split("\r\n")
-            if lines[-1] != "":
-                return None
-            lines.pop()
-        else:
-            if text == "[]":
-                lines = []
-            elif text.startswith("[\n") and text.endswith("\n]"):
-                lines = text[2:-2].split(",\n")  # a JSON text holds no raw line break
-            else:
-                return None
-        if len(lines) != len(keys):
-            return None
-        return dict(zip(keys, lines, strict=True))
 
     def fragment_key(self, provenance: dict[int, dict]) -> str:
         """The key of a locale page's instances part: the reuse key, the templates, the code
@@ -307,18 +264,3 @@ def verified_files(folder: str, records: dict[str, list], mode: int
                         if stat.st_mode & 0o7777 == mode:
                             linkable.add(rel)
     return sizes, linkable
-
-
-def table_text(path: str, rows: list[dict], columns: list[str], keys: list[str],
-               lines: dict[str, str]) -> str:
-    """The text :func:`cultivar_assets.tables.csv_text` (a ``.csv`` ``path``) or ``json_text``
-    writes for ``rows``, with the line of each row whose key (``keys``, one per row) is in
-    ``lines`` taken from there instead of written again (:meth:`Cache.table`)."""
-    if path.endswith(".csv"):
-        header = csv_text([], columns)
-        return header + "".join(
-            lines[key] + "\r\n" if key in lines else csv_text([row], columns)[len(header):]
-            for row, key in zip(rows, keys, strict=True))
-    out = [lines[key] if key in lines else json_text([row], columns)[2:-2]
-           for row, key in zip(rows, keys, strict=True)]
-    return "[\n" + ",\n".join(out) + "\n]" if out else "[]"

@@ -178,8 +178,7 @@ class SitePages:
                 instances_html=reused, n_instances=len(data.instance_ids[locale]),
                 provenance=provenance, model_slugs=slugs,
                 downloads={"deltas": self.cache.table(
-                    f"locales/{locale}.deltas", rows, digest=rows_digest, row_keys=row_keys,
-                    previous_keys=[k for k, _ in before] if before is not None else None)})
+                    f"locales/{locale}.deltas", rows, digest=rows_digest)})
 
     def _delta_row_keys(self, locale: str, rows: list[dict]) -> list[str]:
         """Each row's key in a locale page's "∆ of every model" table: a digest of its values
