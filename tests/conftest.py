@@ -23,6 +23,33 @@ CHAT_TEMPLATE = (
 )
 
 
+def pytest_collection_finish(session):
+    """Move every object alive after collection (the imported modules of torch, Dagster,
+    transformers, …) out of the garbage collector's view (``gc.freeze``): each later collection,
+    automatic or after a ``dagster_instances`` test, then scans only what the tests created."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n N --dist loadgroup`` (pytest-xdist) the tests of a module that share a
+    module- or class-scoped fixture (a browser, a built site, a scored database) run on one
+    worker, so that fixture is built once; every other test goes to whichever worker is free.
+    The group is the module's path (the ``xdist_group`` mark); without xdist it changes nothing."""
+    for item in items:
+        fixture_info = getattr(item, "_fixtureinfo", None)
+        if fixture_info is None or item.get_closest_marker("xdist_group"):
+            continue
+        shared = any(definition.scope in ("module", "class", "package")
+                     for definitions in fixture_info.name2fixturedefs.values()
+                     for definition in definitions)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(autouse=True)
 def no_stale_dagster_state(request):
     """Keep Dagster's "current defs-state storage" from pointing at a closed instance.
@@ -45,16 +72,25 @@ def no_stale_dagster_state(request):
     base._current_storage.set(None)
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory, monkeypatch):
-    """Every test gets its own CULTIVAR_HOME; no test touches the user's ~/.cultivar."""
-    home = tmp_path_factory.mktemp("cultivar_home")
+def isolate_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
+    """The environment every test runs in: CULTIVAR_HOME ``home``, no CULTIVAR_CONFIG or
+    DAGSTER_HOME, no COLUMNS (the CLI's width is its own for output that is not a terminal;
+    pytest-xdist's workers start with COLUMNS=80), the Hugging Face Hub offline, no npm.
+    Session fixtures that run the pipeline set it up themselves (they are built before the
+    tests' own :func:`isolated_home`)."""
     monkeypatch.setenv("CULTIVAR_HOME", str(home))
     monkeypatch.delenv("CULTIVAR_CONFIG", raising=False)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("CULTIVAR_NPM", "")  # no test runs npm (the site's Query page: cached)
     return home
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own CULTIVAR_HOME; no test touches the user's ~/.cultivar."""
+    return isolate_home(monkeypatch, tmp_path_factory.mktemp("cultivar_home"))
 
 
 def tiny_bpe_tokenizer(specials: list[str], eos_template: bool = False):
