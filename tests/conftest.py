@@ -23,6 +23,18 @@ CHAT_TEMPLATE = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``pytest -n N`` (pytest-xdist) distributes whole test files (``--dist loadfile``) unless
+    another ``--dist`` is given: a module-scoped fixture (a browser, a built site, a scored
+    database) is then built once, on the worker that runs its file. (``--dist loadgroup`` with
+    ``xdist_group`` marks groups nothing under pytest 9.2: xdist 3.8 renames ``item._nodeid``,
+    which pytest 9.2's ``Node.nodeid`` no longer reads.)"""
+    option = config.option
+    if getattr(option, "numprocesses", None) and getattr(option, "dist", "no") == "no":
+        option.dist = "loadfile"
+
+
 def pytest_collection_finish(session):
     """Move every object alive after collection (the imported modules of torch, Dagster,
     transformers, …) out of the garbage collector's view (``gc.freeze``): each later collection,
@@ -31,23 +43,6 @@ def pytest_collection_finish(session):
 
     gc.collect()
     gc.freeze()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n N --dist loadgroup`` (pytest-xdist) the tests of a module that share a
-    module- or class-scoped fixture (a browser, a built site, a scored database) run on one
-    worker, so that fixture is built once; every other test goes to whichever worker is free.
-    The group is the module's path (the ``xdist_group`` mark); without xdist it changes nothing."""
-    for item in items:
-        fixture_info = getattr(item, "_fixtureinfo", None)
-        if fixture_info is None or item.get_closest_marker("xdist_group"):
-            continue
-        shared = any(definition.scope in ("module", "class", "package")
-                     for definitions in fixture_info.name2fixturedefs.values()
-                     for definition in definitions)
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(autouse=True)
