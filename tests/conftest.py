@@ -70,7 +70,8 @@ def no_stale_dagster_state(request):
 def isolate_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
     """The environment every test runs in: CULTIVAR_HOME ``home``, no CULTIVAR_CONFIG or
     DAGSTER_HOME, no COLUMNS (the CLI's width is its own for output that is not a terminal;
-    pytest-xdist's workers start with COLUMNS=80), the Hugging Face Hub offline, no npm.
+    pytest-xdist's workers have COLUMNS=80 in their environment), the Hugging Face Hub offline,
+    no npm.
     Session fixtures that run the pipeline set it up themselves (they are built before the
     tests' own :func:`isolated_home`)."""
     monkeypatch.setenv("CULTIVAR_HOME", str(home))
