@@ -23,6 +23,28 @@ CHAT_TEMPLATE = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``pytest -n N`` (pytest-xdist) distributes whole test files (``--dist loadfile``) unless
+    another ``--dist`` is given: a module-scoped fixture (a browser, a built site, a scored
+    database) is then built once, on the worker that runs its file. (``--dist loadgroup`` with
+    ``xdist_group`` marks groups nothing under pytest 9.2: xdist 3.8 renames ``item._nodeid``,
+    which pytest 9.2's ``Node.nodeid`` no longer reads.)"""
+    option = config.option
+    if getattr(option, "numprocesses", None) and getattr(option, "dist", "no") == "no":
+        option.dist = "loadfile"
+
+
+def pytest_collection_finish(session):
+    """Move every object alive after collection (the imported modules of torch, Dagster,
+    transformers, …) out of the garbage collector's view (``gc.freeze``): each later collection,
+    automatic or after a ``dagster_instances`` test, then scans only what the tests created."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(autouse=True)
 def no_stale_dagster_state(request):
     """Keep Dagster's "current defs-state storage" from pointing at a closed instance.
@@ -45,16 +67,26 @@ def no_stale_dagster_state(request):
     base._current_storage.set(None)
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory, monkeypatch):
-    """Every test gets its own CULTIVAR_HOME; no test touches the user's ~/.cultivar."""
-    home = tmp_path_factory.mktemp("cultivar_home")
+def isolate_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
+    """The environment every test runs in: CULTIVAR_HOME ``home``, no CULTIVAR_CONFIG or
+    DAGSTER_HOME, no COLUMNS (the CLI's width is its own for output that is not a terminal;
+    pytest-xdist's workers have COLUMNS=80 in their environment), the Hugging Face Hub offline,
+    no npm.
+    Session fixtures that run the pipeline set it up themselves (they are built before the
+    tests' own :func:`isolated_home`)."""
     monkeypatch.setenv("CULTIVAR_HOME", str(home))
     monkeypatch.delenv("CULTIVAR_CONFIG", raising=False)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("CULTIVAR_NPM", "")  # no test runs npm (the site's Query page: cached)
     return home
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own CULTIVAR_HOME; no test touches the user's ~/.cultivar."""
+    return isolate_home(monkeypatch, tmp_path_factory.mktemp("cultivar_home"))
 
 
 def tiny_bpe_tokenizer(specials: list[str], eos_template: bool = False):

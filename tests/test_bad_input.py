@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import COPY_ENTRY, write_models_file
+from conftest import COPY_ENTRY, isolate_home, write_models_file
 from pydantic import ValidationError
 
 from cultivar_assets.assets.graph import ASSETS
@@ -45,20 +46,42 @@ def failure_message(result) -> str:
     return str(event.step_failure_data.error)
 
 
-@pytest.fixture
-def demo_run(tmp_path, tmp_path_factory):
-    """A database holding the demo data, translated and scored by the copy baseline."""
+@pytest.fixture(scope="session")
+def demo_run_database(tmp_path_factory) -> Path:
+    """A database holding the demo data, translated and scored by the copy baseline (the
+    ``test_sets``, ``translations``/``scores`` and ``leaderboard`` assets), built once a session;
+    tests change copies of it."""
     import dagster as dg
 
-    models = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
-    settings = Settings(database=str(tmp_path / "db.duckdb"), models_file=str(models),
-                        models=["copy-source-baseline"], metrics=MetricConfig(bleu_tokenize="13a"))
+    folder = tmp_path_factory.mktemp("bad_input_demo_run")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_home(monkeypatch, folder / "home")
+        settings = _copy_baseline_settings(folder)
+        with dg.instance_for_test() as instance:
+            instance.add_dynamic_partitions("models", ["copy-source-baseline"])
+            for selection, partition in ((["test_sets"], None),
+                                         (["translations", "scores"], "copy-source-baseline"),
+                                         (["leaderboard"], None)):
+                assert materialise(instance, settings, selection, partition).success
+    return settings.database_path
+
+
+def _copy_baseline_settings(folder: Path) -> Settings:
+    models = write_models_file(folder / "models.yaml", [COPY_ENTRY])
+    return Settings(database=str(folder / "db.duckdb"), models_file=str(models),
+                    models=["copy-source-baseline"], metrics=MetricConfig(bleu_tokenize="13a"))
+
+
+@pytest.fixture
+def demo_run(demo_run_database, tmp_path):
+    """Settings naming a copy of :func:`demo_run_database` in ``tmp_path``, and a Dagster
+    instance of the test's own with the copy baseline's partition."""
+    import dagster as dg
+
+    settings = _copy_baseline_settings(tmp_path)
+    shutil.copyfile(demo_run_database, settings.database_path)
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("models", ["copy-source-baseline"])
-        for selection, partition in ((["test_sets"], None),
-                                     (["translations", "scores"], "copy-source-baseline"),
-                                     (["leaderboard"], None)):
-            assert materialise(instance, settings, selection, partition).success
         yield settings, instance
 
 
@@ -196,17 +219,22 @@ BAD_DATA = {
 }
 
 
-@pytest.mark.parametrize("case", list(BAD_DATA))
-def test_bad_data_names_file_line_and_problem_and_changes_nothing(demo_run, tmp_path, case):
+def test_bad_data_names_file_line_and_problem_and_changes_nothing(demo_run, tmp_path):
+    """Each case of BAD_DATA breaks its own row of one file (lines 2, 3, …; the duplicate repeats
+    row 1's id 0): one run of the asset names every file:line with its problem, and writes
+    nothing. (The loader lists every bad row at once: tests/test_data_cultivar_files.py.)"""
     settings, instance = demo_run
     before = snapshot(settings.database_path)
-    change, problem = BAD_DATA[case]
-    path = _break_row(_local_copy_of_demo(tmp_path), "hin_Deva_US", 5, change)
-    bad = settings.model_copy(update={"data": DataConfig(
-        kind="local", cultivar_path=str(tmp_path / "cultivar_data"))})
+    folder = _local_copy_of_demo(tmp_path)
+    lines = {case: line for line, case in enumerate(BAD_DATA, start=2)}
+    for case, line in lines.items():
+        path = _break_row(folder, "hin_Deva_US", line, BAD_DATA[case][0])
+    bad = settings.model_copy(update={"data": DataConfig(kind="local", cultivar_path=str(folder))})
     result = materialise(instance, bad, ["test_sets"])
     assert not result.success
-    assert f"{path}:5: {problem}" in failure_message(result)
+    message = failure_message(result)
+    for case, line in lines.items():
+        assert f"{path}:{line}: {BAD_DATA[case][1]}" in message, case
     assert snapshot(settings.database_path) == before
 
 
@@ -271,8 +299,10 @@ def test_a_damaged_translation_cache_is_named(tmp_path):
                   show_progress_bar=False)
 
 
-def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(tmp_path, capfd):
+def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(tmp_path, capfd, monkeypatch):
     from cultivar_assets.cli import main
+
+    monkeypatch.setenv("COLUMNS", "1000")  # lines as printed, however long tmp_path's name is
 
     folder = _local_copy_of_demo(tmp_path)
     path = _break_row(folder, "deu_Latn_Germany", 2, lambda r: r.update(id=-1))
@@ -286,10 +316,13 @@ def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(tmp_path, cap
     assert len((out + err).strip().split("\n")) <= 8  # progress lines, then the one error
 
 
-def test_the_cli_run_names_the_test_sets_it_could_not_evaluate(tmp_path, capfd):
+def test_the_cli_run_names_the_test_sets_it_could_not_evaluate(tmp_path, capfd,
+                                                                  monkeypatch):
     """A test set the data lacks was recorded, but `cultivar run` exited 0 printing nothing about
     it (its ∆ shown as '–', unexplained)."""
     from cultivar_assets.cli import main
+
+    monkeypatch.setenv("COLUMNS", "1000")  # lines as printed, however long tmp_path's name is
 
     folder = _local_copy_of_demo(tmp_path)
     shutil.copy(folder / "deu_Latn_Germany.jsonl", folder / "deu_Latn_Austria.jsonl")

