@@ -1,7 +1,7 @@
 -- Tables written by the Dagster assets. They live in schema "raw"; the public, documented
 -- interface is the set of views in views.sql (schema "main").
 --
--- The layout of schema version 2 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
+-- The layout of schema version 3 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
 -- table whole: applied once, to a new database file. A file of an older version is brought to
 -- this layout by the numbered files of sql/migrations/ instead; a test holds the two equal
 -- (tests/test_store_migrations.py). Changing a table here takes a new migration and a new
@@ -145,6 +145,16 @@ CREATE TABLE raw.scores (
     -- the translations the score was computed from (model_runs.translations_fingerprint then)
     translations_fingerprint VARCHAR,
     PRIMARY KEY (model_id, test_set, metric)
+);
+
+-- Which files of the storage root (store/model_files.py) the loading asset model_results last
+-- loaded into this file, one row per model: their digests (the digest of each file's content;
+-- a model whose files have other digests is loaded again, whole, in one transaction).
+CREATE TABLE raw.model_files (
+    model_id            VARCHAR PRIMARY KEY,
+    translations_digest VARCHAR NOT NULL,   -- the digest of <root>/models/<id>/translations.json
+    scores_digest       VARCHAR NOT NULL,   -- the digest of <root>/models/<id>/scores.json
+    loaded_at           TIMESTAMP NOT NULL  -- UTC
 );
 
 -- Locale-specific word recall counts per instance of a cultivar_* test set
