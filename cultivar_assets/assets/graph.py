@@ -27,7 +27,12 @@ from cultivar_assets.assets.construction_assets import (
     selected_instances,
 )
 from cultivar_assets.assets.data_assets import test_sets
-from cultivar_assets.assets.model_assets import models_partitions, scores, translations
+from cultivar_assets.assets.model_assets import (
+    model_results,
+    models_partitions,
+    scores,
+    translations,
+)
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
 from cultivar_assets.assets.run_tags import model_partition_tags
 from cultivar_assets.assets.site_assets import charts, site
@@ -37,8 +42,9 @@ from cultivar_assets.steps.inputs import BUILD, DATASET, MODEL, RESULTS, SELECTI
 from cultivar_assets.steps.plan import StepGraph
 
 ASSETS = [selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
-          test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
-          error_analysis, charts, hf_dataset_folder, hf_dataset_push, site, run_failures]
+          test_sets, translations, scores, model_results, leaderboard, reported_results,
+          error_annotation_tool, error_analysis, charts, hf_dataset_folder, hf_dataset_push,
+          site, run_failures]
 STEP_GRAPH = step_graph(ASSETS)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -296,3 +297,41 @@ def remove_model_rows(store: Store, model_id: str) -> dict[str, int]:
     if counts:
         store.write([Step("delete_model_rows", {"model_id": model_id})])
     return counts
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What :func:`load_models_files` did, by model id."""
+
+    loaded: list[str]  # replaced in the database by their files
+    unchanged: list[str]  # their files' digests equal those loaded last
+    without_files: list[str]  # no folder under the storage root
+    problems: list[str]  # one line per model folder that could not be loaded
+    digest: str  # sha256 of every model's loaded files' digests, as the database records them
+
+
+def load_models_files(store: Store, root: str, model_ids: Iterable[str]) -> LoadResult:
+    """Load each model's files under the storage root ``root`` (:func:`read_model_files`) into
+    the database, one transaction per model, those whose digests differ from the ones loaded
+    last (``raw.model_files``) only. A model without a folder is left as the database holds it;
+    a folder with a missing, corrupt or partial file gives one line in ``problems`` and nothing of
+    that model is loaded."""
+    loaded_before = loaded_model_files(store)
+    loaded, unchanged, without, problems = [], [], [], []
+    for model_id in sorted(model_ids):
+        if not model_folder(root, model_id).exists():
+            without.append(model_id)
+            continue
+        try:
+            outputs = read_model_files(root, model_id)
+        except ModelFilesError as error:
+            problems.append(f"{model_id}: {error}")
+            continue
+        if loaded_before.get(model_id) == (outputs.translations.digest, outputs.scores.digest):
+            unchanged.append(model_id)
+            continue
+        load_model_outputs(store, outputs)
+        loaded.append(model_id)
+    digests = sorted(loaded_model_files(store).items())
+    digest = hashlib.sha256(json.dumps(digests).encode("utf-8")).hexdigest()
+    return LoadResult(loaded, unchanged, without, problems, digest)
