@@ -57,7 +57,7 @@ def demo_run(tmp_path, tmp_path_factory):
         instance.add_dynamic_partitions("models", ["copy-source-baseline"])
         for selection, partition in ((["test_sets"], None),
                                      (["translations", "scores"], "copy-source-baseline"),
-                                     (["leaderboard"], None)):
+                                     (["model_results", "leaderboard"], None)):
             assert materialise(instance, settings, selection, partition).success
         yield settings, instance
 
@@ -167,6 +167,7 @@ def test_empty_hypotheses_are_counted_and_flagged(demo_run, tmp_path, monkeypatc
                  if c.check_name == "no_empty_hypotheses")
     assert check.passed is False
     assert check.metadata["empty"].value > 0
+    assert materialise(instance, settings, ["model_results"], None).success
     with duckdb.connect(str(settings.database_path), read_only=True) as con:
         stored = con.execute("SELECT count(*) FROM translations WHERE model_id = "
                              "'sometimes-empty' AND hypothesis = ''").fetchone()[0]

@@ -91,7 +91,7 @@ def test_a_launched_run_of_a_whole_step_is_reused_and_a_partial_or_failed_one_is
         raise RuntimeError("scoring failed on purpose")
 
     with monkeypatch.context() as patched:
-        patched.setattr(model_assets, "score_model", failing)
+        patched.setattr(model_assets, "compute_scores", failing)
         assert not _launch(settings, tmp_path, "evaluate_model", MODEL_ID).success
     assert key not in _tokens(settings)
     assert _pipeline(settings)[0] == [SELECTION, TEST_SETS]
