@@ -114,3 +114,15 @@ def test_four_partitions_at_once_on_four_machines_then_one_loader(tmp_path, monk
                  for path in (parallel_db, serial_db))
     assert {r[0] for r in got["scores"]} == set(MODELS)
     assert got == want
+
+
+def test_model_results_alone_writes_models_rows_and_its_pool_runs_one_at_a_time(tmp_path,
+                                                                               monkeypatch):
+    from cultivar_assets.runner.instance import dagster_home_dir
+
+    pools = {asset.key.to_user_string(): asset.op.pool for asset in ASSETS
+             if asset.is_executable and asset.op.pool}
+    assert pools == {"model_results": "cultivar_database"}
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    with dg.DagsterInstance.from_config(dagster_home_dir()) as instance:
+        assert instance.get_concurrency_config().pool_config.default_pool_limit == 1
