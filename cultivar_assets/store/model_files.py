@@ -85,6 +85,16 @@ def scores_path(root: str, model_id: str) -> UPath:
     return model_folder(root, model_id) / SCORES_FILE
 
 
+def remove_model_folder(root: str, model_id: str) -> bool:
+    """Delete the model's folder under the storage root with its files; False when there was
+    none."""
+    folder = model_folder(root, model_id)
+    if not folder.exists():
+        return False
+    folder.fs.rm(folder.path, recursive=True)
+    return True
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
