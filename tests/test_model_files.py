@@ -162,6 +162,8 @@ def test_files_are_written_whole_and_any_fsspec_location_works(tmp_path):
         read_document(UPath("memory://cultivar-test/root/y.json"), "kind")
     with pytest.raises(ModelFilesError, match=r"x\.json: not a other file"):
         read_document(remote, "other")
+    with pytest.raises(ModelFilesError, match=r"test_sets\.json: missing; materialise test_sets"):
+        read_test_sets_file(str(tmp_path / "empty-root"))
 
 
 def test_the_test_sets_file_holds_what_the_database_holds(tmp_path):

@@ -129,7 +129,11 @@ def scores(context: dg.AssetExecutionContext, metrics: MetricsResource, store: S
     root = store.root()
     config = metrics.config()
     stored = read_test_sets_file(root)
-    translated = read_document(translations_path(root, model_id), "translations")
+    try:
+        translated = read_document(translations_path(root, model_id), "translations")
+    except ModelFilesError as error:
+        raise ModelFilesError(f"{error}; materialise the model's translations with this "
+                              "storage root first") from None
     result = compute_scores(model_id, translated.content["translations"],
                             translated.content["run"], stored.test_sets, stored.instances,
                             stored.fingerprint, config)

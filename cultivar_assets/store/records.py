@@ -189,7 +189,11 @@ def read_test_sets_file(root: str) -> StoredTestSets:
     """``<root>/test_sets.json`` (:func:`write_test_sets_file`); a
     :class:`~cultivar_assets.store.model_files.ModelFilesError` naming it when it is missing,
     corrupt or partial."""
-    document = read_document(test_sets_path(root), "test_sets")
+    try:
+        document = read_document(test_sets_path(root), "test_sets")
+    except ModelFilesError as error:
+        raise ModelFilesError(f"{error}; materialise test_sets (it writes the file) with this "
+                              "storage root first") from None
     content = document.content
     return StoredTestSets(
         content["fingerprint"], rows_to_test_sets(content["segments"]),
