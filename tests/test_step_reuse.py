@@ -596,7 +596,8 @@ HAND_WRITTEN_LABELS = {
     "test_sets": (["data", "database"], ["Cultivar data files", "FLORES files"], [], False),
     "model:copy-source-baseline": (["database", "engine", "metrics", "models_file"],
                                    ["SentencePiece model of spBLEU"], [], True),
-    "results": (["database", "engine", "error_analysis", "metrics", "models", "publish", "site"],
+    "results": (["database", "engine", "error_analysis", "metrics", "models", "publish", "site",
+                 "storage"],  # model_results reads the storage root
                 ["error-annotation files", "model registry file"],
                 ["models registered in the Dagster instance", "output folders",
                  "whether the site gets its Query page"], False),
