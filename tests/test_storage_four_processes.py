@@ -52,7 +52,7 @@ def _materialise(config: Path, selection: list[str], partition: str | None = Non
         assert result.success
 
 
-@pytest.mark.slow  # about 2 minutes on two shared cores: five processes import Dagster
+@pytest.mark.slow  # 69 to 124 s on two shared cores: five processes import Dagster
 @pytest.mark.dagster_instances
 def test_four_partitions_at_once_on_four_machines_then_one_loader(tmp_path, monkeypatch):
     models_file = tmp_path / "models.yaml"
