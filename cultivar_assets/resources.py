@@ -7,6 +7,7 @@ defaults and validation are defined once, in the core, and appear in the Dagster
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import dagster as dg
@@ -26,7 +27,7 @@ from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
 from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.publish.config import PublishConfig
-from cultivar_assets.settings import Settings
+from cultivar_assets.settings import Settings, StorageConfig, storage_root
 from cultivar_assets.site.config import SiteConfig
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import Store
@@ -120,12 +121,18 @@ class ErrorAnalysisResource(dg.ConfigurableResource, ErrorAnalysisConfig):
 
 
 class StoreResource(dg.ConfigurableResource):
-    """The DuckDB database file written by the assets."""
+    """The DuckDB database file, and the storage root of the models' outputs
+    (``storage.root`` as configured: None, the default next to the database)."""
 
     database: str
+    storage_root: str | None = None
 
     def store(self) -> Store:
         return Store(self.database)
+
+    def root(self) -> str:
+        """The storage root (:func:`cultivar_assets.settings.storage_root`)."""
+        return storage_root(self.storage_root, Path(self.database))
 
 
 RESOURCE_KEYS = ("data", "metrics", "engine", "store", "site", "hf_publish", "source_benchmark",
@@ -139,7 +146,8 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
         "metrics": MetricsResource(**settings.metrics.model_dump()),
         "engine": EngineResource(**settings.engine.model_dump(), models_file=settings.models_file,
                                  selection=list(settings.models)),
-        "store": StoreResource(database=str(settings.database_path)),
+        "store": StoreResource(database=str(settings.database_path),
+                               storage_root=settings.storage.root),
         "site": SiteResource(**settings.site.model_dump()),
         "hf_publish": HubPublishResource(**settings.publish.model_dump()),
         "source_benchmark": SourceBenchmarkResource(**settings.construction.source.model_dump()),
@@ -172,4 +180,5 @@ def settings_from_resources(resources: Mapping[str, Any]) -> Settings:
             annotation=core_config(resources["annotation"], AnnotationConfig),
             dataset=core_config(resources["built_dataset"], DatasetConfig)),
         error_analysis=core_config(resources["error_analysis_config"], ErrorAnalysisConfig),
+        storage=StorageConfig(root=resources["store"].storage_root),
     )

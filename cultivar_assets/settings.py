@@ -86,6 +86,28 @@ class AutomationConfig(BaseModel):
     failure_log: str | None = None
 
 
+class StorageConfig(BaseModel):
+    """Where the models' partitions write their outputs (``storage.root``): a local folder or any
+    ``fsspec`` location (``s3://bucket/cultivar``, a shared volume's folder). The test sets and
+    each model's translations and scores are files under it
+    (:mod:`cultivar_assets.store.model_files`); the loading asset ``model_results`` is the only
+    writer of those rows into the database."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # default: the folder <database stem>-storage next to the database file
+    root: str | None = None
+
+    @field_validator("root")
+    @classmethod
+    def _root_is_a_location(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError(f"{value!r} names no location: give a folder or an fsspec URL "
+                             "(s3://bucket/path), or leave it out for the default (next to the "
+                             "database)")
+        return value
+
+
 def database_path_problem(value: str) -> str | None:
     """Why ``value`` cannot be the database's path (None: it can): an empty or blank path names
     no file (and would otherwise fall back to the default database without a word)."""
@@ -113,6 +135,7 @@ class Settings(BaseModel):
     construction: ConstructionConfig = Field(default_factory=demo_construction)
     error_analysis: ErrorAnalysisConfig = Field(default_factory=ErrorAnalysisConfig)
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
 
     @field_validator("models")
     @classmethod
@@ -159,6 +182,19 @@ class Settings(BaseModel):
     def database_path(self) -> Path:
         return Path(self.database) if self.database else default_database(self.data_name)
 
+    @property
+    def storage_root(self) -> str:
+        """The storage root (:class:`StorageConfig`): ``storage.root``, else the folder
+        ``<database stem>-storage`` next to the database file."""
+        return storage_root(self.storage.root, self.database_path)
+
+
+def storage_root(configured: str | None, database_path: Path) -> str:
+    """``configured``, else the folder ``<database stem>-storage`` next to ``database_path``."""
+    if configured is not None:
+        return configured
+    return str(database_path.with_name(f"{database_path.stem}-storage"))
+
 
 def _home(*parts: str) -> Path:
     from cultivar_assets.paths import cultivar_home
@@ -195,8 +231,11 @@ def output_folders(settings: Settings) -> dict[str, Path]:
 
 
 def output_files(settings: Settings) -> dict[str, Path]:
-    """The files the project writes outside its output folders (setting -> file)."""
+    """The files the project writes outside its output folders (setting -> file; the storage
+    root, a folder of files, when it is local)."""
     files = {"database": settings.database_path}
+    if "://" not in settings.storage_root:
+        files["storage.root"] = Path(settings.storage_root)
     if settings.automation.failure_log:
         files["automation.failure_log"] = Path(settings.automation.failure_log)
     return files

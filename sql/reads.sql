@@ -107,6 +107,7 @@ UNION ALL SELECT 'raw.contamination_flags', count(*) FROM raw.contamination_flag
     WHERE model_id = $model_id
 UNION ALL SELECT 'raw.reported_results', count(*) FROM raw.reported_results
     WHERE model_id = $model_id
+UNION ALL SELECT 'raw.model_files', count(*) FROM raw.model_files WHERE model_id = $model_id
 UNION ALL SELECT 'raw.error_annotations', count(*) FROM raw.error_annotations
     WHERE model_id = $model_id
 UNION ALL SELECT 'raw.run_failures', count(*) FROM raw.run_failures WHERE model_id = $model_id;
@@ -115,3 +116,7 @@ UNION ALL SELECT 'raw.run_failures', count(*) FROM raw.run_failures WHERE model_
 -- name: tables_keyed_by_model
 SELECT 'raw.' || table_name AS table_name FROM duckdb_columns()
 WHERE schema_name = 'raw' AND column_name = 'model_id' ORDER BY table_name;
+
+-- The digests of the storage root's files last loaded per model (model_results).
+-- name: model_files_loaded
+SELECT model_id, translations_digest, scores_digest FROM raw.model_files ORDER BY model_id;

@@ -147,6 +147,16 @@ CREATE TABLE raw.scores (
     PRIMARY KEY (model_id, test_set, metric)
 );
 
+-- Which files of the storage root (store/model_files.py) the loading asset model_results last
+-- loaded into this file, one row per model: their digests (the digest of each file's content;
+-- a model whose files have other digests is loaded again, whole, in one transaction).
+CREATE TABLE raw.model_files (
+    model_id            VARCHAR PRIMARY KEY,
+    translations_digest VARCHAR NOT NULL,   -- the digest of <root>/models/<id>/translations.json
+    scores_digest       VARCHAR NOT NULL,   -- the digest of <root>/models/<id>/scores.json
+    loaded_at           TIMESTAMP NOT NULL  -- UTC
+);
+
 -- Locale-specific word recall counts per instance of a cultivar_* test set
 -- (R, I, H as defined in cultivar_assets/metrics/word_recall.py).
 CREATE TABLE raw.word_recall (

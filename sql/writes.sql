@@ -55,6 +55,7 @@ DELETE FROM raw.contamination_flags WHERE model_id = $model_id;
 DELETE FROM raw.reported_results WHERE model_id = $model_id;
 DELETE FROM raw.error_annotations WHERE model_id = $model_id;
 DELETE FROM raw.run_failures WHERE model_id = $model_id;
+DELETE FROM raw.model_files WHERE model_id = $model_id;
 
 -- name: insert_translations
 INSERT INTO raw.translations BY NAME SELECT * FROM staging;
@@ -64,6 +65,13 @@ INSERT INTO raw.model_runs BY NAME SELECT * FROM staging;
 
 -- name: insert_models
 INSERT INTO raw.models BY NAME SELECT * FROM staging;
+
+-- The record of the files of the storage root last loaded for one model (model_results).
+-- name: delete_model_files
+DELETE FROM raw.model_files WHERE model_id = $model_id;
+
+-- name: insert_model_files
+INSERT INTO raw.model_files BY NAME SELECT * FROM staging;
 
 -- name: delete_model_scores
 DELETE FROM raw.scores WHERE model_id = $model_id;

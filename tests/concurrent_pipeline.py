@@ -4,7 +4,7 @@ concurrent-run tests (tests/test_concurrent_runs.py).
 ``python concurrent_pipeline.py SETTINGS_JSON [PAUSE_DIR [WHERE]]``: run the pipeline with the
 settings (``Settings`` as JSON), print every line it says, then ``leaderboard: <model (family);
 …>``, ``fresh: <stages>`` and ``finished``; on an error, print ``error: <message>`` and exit 1.
-With PAUSE_DIR, the run pauses right after it has written a model's translations (WHERE
+With PAUSE_DIR, the run pauses right after it has written a model's translations file (WHERE
 ``translations``, the default) or right after its model's run (job ``evaluate_model``) has
 succeeded (WHERE ``model-run``): it creates ``PAUSE_DIR/paused`` and waits (at most 300 s) until
 ``PAUSE_DIR/release`` exists.
@@ -27,13 +27,14 @@ def _pause(folder: Path) -> None:
 def pause_after_translations(folder: Path) -> None:
     from cultivar_assets.assets import model_assets
 
-    original = model_assets.write_translations
+    original = model_assets.write_translations_file
 
     def write_then_pause(*args, **kwargs):
-        original(*args, **kwargs)
+        digest = original(*args, **kwargs)
         _pause(folder)
+        return digest
 
-    model_assets.write_translations = write_then_pause
+    model_assets.write_translations_file = write_then_pause
 
 
 def pause_after_model_run(folder: Path) -> None:

@@ -61,7 +61,7 @@ def demo_run_database(tmp_path_factory) -> Path:
             instance.add_dynamic_partitions("models", ["copy-source-baseline"])
             for selection, partition in ((["test_sets"], None),
                                          (["translations", "scores"], "copy-source-baseline"),
-                                         (["leaderboard"], None)):
+                                         (["model_results", "leaderboard"], None)):
                 assert materialise(instance, settings, selection, partition).success
     return settings.database_path
 
@@ -80,6 +80,10 @@ def demo_run(demo_run_database, tmp_path):
 
     settings = _copy_baseline_settings(tmp_path)
     shutil.copyfile(demo_run_database, settings.database_path)
+    # the storage root next to the database (storage.root's default): the models' files
+    storage = demo_run_database.with_name(f"{demo_run_database.stem}-storage")
+    shutil.copytree(storage, settings.database_path.with_name(
+        f"{settings.database_path.stem}-storage"))
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("models", ["copy-source-baseline"])
         yield settings, instance
@@ -190,6 +194,7 @@ def test_empty_hypotheses_are_counted_and_flagged(demo_run, tmp_path, monkeypatc
                  if c.check_name == "no_empty_hypotheses")
     assert check.passed is False
     assert check.metadata["empty"].value > 0
+    assert materialise(instance, settings, ["model_results"], None).success
     with duckdb.connect(str(settings.database_path), read_only=True) as con:
         stored = con.execute("SELECT count(*) FROM translations WHERE model_id = "
                              "'sometimes-empty' AND hypothesis = ''").fetchone()[0]

@@ -85,6 +85,26 @@ def test_models_remove_drops_the_entry_and_every_row_of_the_model(home, capsys):
     assert f"no model {GONE!r} in the registry" in capsys.readouterr().err
 
 
+def test_models_remove_drops_the_models_files_so_the_loader_cannot_bring_it_back(home, capsys):
+    from cultivar_assets.settings import load_settings
+    from cultivar_assets.store.model_files import model_folder
+    from cultivar_assets.store.records import load_models_files
+
+    store, _registry, config = home
+    root = load_settings(config).storage_root
+    for model in (GONE, "drop-3"):
+        folder = model_folder(root, model)
+        folder.mkdir(parents=True)
+        (folder / "translations.json").write_text("{}")
+    assert main(["--config", str(config), "models", "remove", GONE]) == 0
+    assert f"removed {GONE}'s files under the storage root: {model_folder(root, GONE)}" in (
+        capsys.readouterr().out)
+    assert not model_folder(root, GONE).exists() and model_folder(root, "drop-3").exists()
+    # a partition still registered in an instance: no folder, so nothing is loaded for it
+    assert load_models_files(store, root, [GONE]).without_files == [GONE]
+    assert not any(model_rows(store, GONE).values())
+
+
 def test_a_model_the_settings_select_by_id_is_not_removed(home, capsys):
     store, registry, config = home
     before, text = model_rows(store, "copy-source-baseline"), registry.read_text("utf-8")

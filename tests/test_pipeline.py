@@ -58,7 +58,8 @@ def test_definitions_load():
         defs = build_definitions()
         keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
     assert keys == {"selected_instances", "localised_drafts", "postedit_tools", "annotations",
-                    "cultivar_dataset", "test_sets", "translations", "scores", "leaderboard",
+                    "cultivar_dataset", "test_sets", "translations", "scores", "model_results",
+                    "leaderboard",
                     "reported_results", "error_annotation_tool", "error_analysis", "charts",
                     "hf_dataset_folder", "hf_dataset_push", "site",
                     "run_failures",  # external: the failure sensor reports it (the site reads it)
@@ -86,7 +87,7 @@ def test_assets_materialise_and_rematerialising_replaces_rows(settings):
             assert checks["all_test_sets_scored"] is True
             meta = result.asset_materializations_for_node("translations")[0].metadata
             assert meta["segments"].value == N_SEGMENTS
-        _materialise(instance, settings, ["leaderboard"])
+        _materialise(instance, settings, ["model_results", "leaderboard"])
 
         assert _count(db, "SELECT count(*) FROM translations") == 3 * N_SEGMENTS
         assert _count(db, "SELECT count(*) FROM scores") == 3 * 10 * 2
@@ -103,7 +104,7 @@ def test_assets_materialise_and_rematerialising_replaces_rows(settings):
         meta = result.asset_materializations_for_node("translations")[0].metadata
         assert meta["generated"].value == 0 and meta["from_cache"].value == N_SEGMENTS
         _materialise(instance, settings, ["test_sets"])
-        _materialise(instance, settings, ["leaderboard"])
+        _materialise(instance, settings, ["model_results", "leaderboard"])
         assert _count(db, "SELECT count(*) FROM translations") == 3 * N_SEGMENTS
         assert _count(db, "SELECT count(*) FROM scores") == 3 * 10 * 2
         assert _count(db, "SELECT count(*) FROM word_recall") == 3 * 6
@@ -199,4 +200,5 @@ def test_failed_model_load_fails_only_its_partition(settings, tmp_path, tiny_mod
         failure = next(e for e in bad.all_events if e.is_step_failure)
         assert "cannot load broken" in str(failure.step_failure_data.error)
         _materialise(instance, settings, ["translations", "scores"], "tiny-base")
+        _materialise(instance, settings, ["model_results"])  # "broken" has no folder: left out
     assert _count(settings.database_path, "SELECT count(DISTINCT model_id) FROM translations") == 1

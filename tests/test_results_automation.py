@@ -111,7 +111,8 @@ def test_results_follow_once_per_batch_and_no_update_is_lost():
         assert evaluate(again.cursor).total_requested == 0
 
 
-RESULTS = ("leaderboard", "error_annotation_tool", "error_analysis", "charts", "site")
+RESULTS = ("model_results", "leaderboard", "error_annotation_tool", "error_analysis", "charts",
+           "site")
 OTHERS = ("reported_results", "hf_dataset_folder", "hf_dataset_push", "translations")
 
 

@@ -4,7 +4,7 @@ intervals, ranks and contamination flags; the paper's reported Table 3 and its f
 import dagster as dg
 
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS
-from cultivar_assets.assets.model_assets import models_partitions, scores
+from cultivar_assets.assets.model_assets import model_results, models_partitions
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.evaluation.contamination import write_reported_flags
@@ -31,7 +31,7 @@ def rules_markdown(rules: list[RuleResult]) -> str:
 
 @dg.asset(
     group_name="results",
-    deps=[scores],
+    deps=[model_results],
     kinds={"duckdb"},
     # recomputed once new scores have landed, once per batch of model runs (conditions.py)
     automation_condition=AFTER_NEW_RESULTS,

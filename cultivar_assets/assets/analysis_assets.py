@@ -22,7 +22,7 @@ def _notes(notes) -> dg.MetadataValue:
 
 @dg.asset(
     group_name="analysis",
-    deps=[leaderboard, "translations"],  # the pages show the sample's translations
+    deps=[leaderboard, "model_results"],  # the pages show the sample's translations
     kinds={"html"},
     automation_condition=AFTER_NEW_RESULTS,  # follows the leaderboard (conditions.py)
     check_specs=[dg.AssetCheckSpec("sample_complete", asset="error_annotation_tool",
@@ -54,7 +54,7 @@ def error_annotation_tool(error_analysis_config: ErrorAnalysisResource, store: S
 
 
 # the files are checked against the stored translations (translation_matches)
-@dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard, "translations"],
+@dg.asset(group_name="analysis", deps=[error_annotation_tool, leaderboard, "model_results"],
           kinds={"duckdb"},
           automation_condition=AFTER_NEW_RESULTS)
 @redacting

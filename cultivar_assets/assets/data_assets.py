@@ -10,14 +10,15 @@ import dagster as dg
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.data.sources import load_benchmark
 from cultivar_assets.resources import DataSourceResource, StoreResource
-from cultivar_assets.store.records import write_dataset
+from cultivar_assets.store.model_files import test_sets_path
+from cultivar_assets.store.records import write_dataset, write_test_sets_file
 from cultivar_assets.tables import md_text
 
 
 @dg.asset(
     group_name="data",
     deps=["cultivar_dataset"],  # read when the data kind is built (the project's own build)
-    kinds={"duckdb"},
+    kinds={"duckdb", "json"},
     check_specs=[
         dg.AssetCheckSpec("instance_counts", asset="test_sets",
                           description="Every locale has the same number of instances."),
@@ -27,9 +28,12 @@ from cultivar_assets.tables import md_text
 )
 @redacting
 def test_sets(context: dg.AssetExecutionContext, data: DataSourceResource, store: StoreResource):
-    """FLORES and Cultivar test sets (``flores_<lang>``, ``cultivar_<locale>``) in DuckDB."""
+    """FLORES and Cultivar test sets (``flores_<lang>``, ``cultivar_<locale>``) in DuckDB, and as
+    the file ``<storage root>/test_sets.json`` that the models' partitions read."""
     benchmark = load_benchmark(data.config())
     fingerprint = write_dataset(store.store(), benchmark)
+    # the models' partitions read the test sets from the storage root, not the database
+    test_sets_digest = write_test_sets_file(store.root(), benchmark)
     sets = benchmark.test_sets()
     counts = {locale: len(rows) for locale, rows in benchmark.instances.items()}
     for item in benchmark.missing:
@@ -50,6 +54,8 @@ def test_sets(context: dg.AssetExecutionContext, data: DataSourceResource, store
             "notes": dg.MetadataValue.md(
                 "\n".join(f"- {md_text(n)}" for n in benchmark.notes) or "none"),
             "database": dg.MetadataValue.path(str(store.store().path)),
+            "test_sets_file": dg.MetadataValue.path(str(test_sets_path(store.root()))),
+            "test_sets_file_digest": test_sets_digest,
         },
         data_version=dg.DataVersion(fingerprint),
     )

@@ -32,7 +32,12 @@ from cultivar_assets.assets.construction_assets import (
     selected_instances,
 )
 from cultivar_assets.assets.data_assets import test_sets
-from cultivar_assets.assets.model_assets import models_partitions, scores, translations
+from cultivar_assets.assets.model_assets import (
+    model_results,
+    models_partitions,
+    scores,
+    translations,
+)
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
 from cultivar_assets.assets.run_tags import model_partition_tags
 from cultivar_assets.assets.site_assets import charts, site
@@ -41,13 +46,14 @@ from cultivar_assets.assets.versioned import versioned
 # each with its code version and its deps on the source assets it reads (assets/versioned.py)
 ASSETS = versioned([
     selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
-    test_sets, translations, scores, leaderboard, reported_results, error_annotation_tool,
-    error_analysis, charts, hf_dataset_folder, hf_dataset_push, site, run_failures])
+    test_sets, translations, scores, model_results, leaderboard, reported_results,
+    error_annotation_tool, error_analysis, charts, hf_dataset_folder, hf_dataset_push, site,
+    run_failures])
 
 MODEL_JOB = "evaluate_model"
 MODEL_ASSETS = (translations, scores)
-RESULTS_ASSETS = (hf_dataset_folder, hf_dataset_push, leaderboard, error_annotation_tool,
-                  error_analysis, reported_results, charts, site)
+RESULTS_ASSETS = (model_results, hf_dataset_folder, hf_dataset_push, leaderboard,
+                  error_annotation_tool, error_analysis, reported_results, charts, site)
 
 
 def evaluate_model_job(tags_for_partition: Callable[[str], dict[str, str]]

@@ -31,7 +31,7 @@ def charts(site: SiteResource, store: StoreResource):
 # it shows the test sets' segments, every model's translations and scores and the reported
 # results besides what its other deps compute: deps on them (Dagster's staleness follows them)
 @dg.asset(group_name="site", deps=[charts, error_analysis, run_failures, leaderboard,
-                                   reported_results, "test_sets", "translations", "scores"],
+                                   reported_results, "test_sets", "model_results"],
           kinds={"html"},
           automation_condition=AFTER_NEW_RESULTS)
 @redacting

@@ -96,6 +96,7 @@ def _registry_files(args: argparse.Namespace, settings: Settings) -> list[Path]:
 def cmd_models_remove(args: argparse.Namespace) -> int:
     from cultivar_assets.models import ModelRegistryError, load_models, remove_model_entry
     from cultivar_assets.store.database import Store
+    from cultivar_assets.store.model_files import model_folder, remove_model_folder
     from cultivar_assets.store.records import remove_model_rows
 
     settings = _settings(args)
@@ -111,7 +112,10 @@ def cmd_models_remove(args: argparse.Namespace) -> int:
         return 1
     database = settings.database_path
     removed = remove_model_rows(Store(database), model_id) if database.exists() else {}
-    if not holding and not removed:
+    # its files under the storage root go too: model_results would load them again
+    folder = model_folder(settings.storage_root, model_id)
+    removed_folder = remove_model_folder(settings.storage_root, model_id)
+    if not holding and not removed and not removed_folder:
         searched = ", ".join(map(str, _registry_files(args, settings))) or "none"
         print(f"cultivar models remove: no model {model_id!r} in the registry ({searched}) or "
               f"in the database {database}. Nothing was removed.", file=sys.stderr)
@@ -122,6 +126,8 @@ def cmd_models_remove(args: argparse.Namespace) -> int:
     if removed:
         print(f"removed {model_id}'s rows from {database}: " + ", ".join(
             f"{table} {n}" for table, n in removed.items()))
+    if removed_folder:
+        print(f"removed {model_id}'s files under the storage root: {folder}")
     print("  the site drops it at its next build; the results across models (locale rows, "
           "rank agreement, ranks) are recomputed without it by the next run (cultivar run)")
     return 0

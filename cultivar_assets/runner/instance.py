@@ -40,13 +40,17 @@ INSTANCE_READY = ".cultivar-instance-ready"
 
 
 def dagster_home_dir() -> str:
-    """``$DAGSTER_HOME``, else ``$CULTIVAR_HOME/dagster``, created with a ``dagster.yaml``."""
+    """``$DAGSTER_HOME``, else ``$CULTIVAR_HOME/dagster``, created with a ``dagster.yaml`` (no
+    telemetry; concurrency pools limited to one run of their assets at a time)."""
     home = os.environ.get("DAGSTER_HOME") or str(dagster_home())
     os.makedirs(home, exist_ok=True)
     config = os.path.join(home, "dagster.yaml")
     if not os.path.exists(config):
         text = ("# Local Dagster instance of the Cultivar toolkit (created by cultivar).\n"
-                "telemetry:\n  enabled: false\n")
+                "telemetry:\n  enabled: false\n"
+                "# the pool cultivar_database (model_results, the one writer of the models'\n"
+                "# rows into the database): one at a time\n"
+                "concurrency:\n  pools:\n    default_limit: 1\n")
         partial = f"{config}.{os.getpid()}.tmp"
         with open(partial, "w") as handle:
             handle.write(text)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import asdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from cultivar_assets.data.locales import all_locales
@@ -11,7 +13,30 @@ from cultivar_assets.data.testsets import BenchmarkData, Segment, TestSet
 from cultivar_assets.secrets import redact
 from cultivar_assets.specs import REPORTED_SOURCE, ModelSpec
 from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.model_files import (
+    Document,
+    ModelFilesError,
+    model_folder,
+    read_document,
+    run_record,
+    scores_path,
+    split_run_record,
+    test_sets_path,
+    translations_path,
+    write_document,
+)
 from cultivar_assets.translation import TranslationRun
+
+
+@dataclass(frozen=True)
+class ScoreRows:
+    """One model's score rows, as the raw tables hold them: ``raw.scores`` (with signatures),
+    ``raw.segment_stats``, ``raw.segment_scores`` and ``raw.word_recall``."""
+
+    scores: list[dict]
+    segment_stats: list[dict]
+    segment_scores: list[dict]
+    word_recall: list[dict]
 
 
 def write_dataset(store: Store, data: BenchmarkData) -> str:
@@ -53,8 +78,13 @@ def dataset_fingerprint(store: Store) -> str:
 
 
 def read_test_sets(store: Store) -> list[TestSet]:
+    return rows_to_test_sets(store.query("test_set_segments"))
+
+
+def rows_to_test_sets(rows: Iterable[dict]) -> list[TestSet]:
+    """Test sets from segment rows (``test_set_segments``' columns), in the rows' order."""
     grouped: dict[str, list[dict]] = {}
-    for row in store.query("test_set_segments"):
+    for row in rows:
         grouped.setdefault(row["test_set"], []).append(row)
     return [
         TestSet(name, rows[0]["kind"], rows[0]["language"], rows[0]["locale"],
@@ -63,9 +93,11 @@ def read_test_sets(store: Store) -> list[TestSet]:
     ]
 
 
-def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: str) -> None:
-    """Replace a model's translations, its run record and its registry entry (its engine
-    options stored with every registered secret redacted: ``secrets.redact``)."""
+def translation_rows(run: TranslationRun, dataset_fingerprint: str
+                     ) -> tuple[dict, dict, list[dict]]:
+    """A translation run as the rows of ``raw.models`` (its registry entry, engine options with
+    every registered secret redacted: ``secrets.redact``), ``raw.model_runs`` and
+    ``raw.translations``."""
     spec = run.model
     model_row = {
         "model_id": spec.id, "hf_id": spec.hf_id, "revision": spec.revision,
@@ -92,12 +124,159 @@ def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: s
          "raw_output": r.raw_output, "cleaning_rules": list(r.cleaning_rules)}
         for r in run.rows
     ]
-    params = {"model_id": spec.id}
-    store.write([
-        Step("delete_model_translations", params),
+    return model_row, run_row, translations
+
+
+def _translations_steps(model_id: str, model_row: dict, run_row: dict,
+                        translations: list[dict]) -> list[Step]:
+    return [
+        Step("delete_model_translations", {"model_id": model_id}),
         Step("insert_models", rows=[model_row]),
         Step("insert_model_runs", rows=[run_row]),
         Step("insert_translations", rows=translations),
+    ]
+
+
+def _scores_steps(model_id: str, rows: ScoreRows) -> list[Step]:
+    return [
+        Step("delete_model_scores", {"model_id": model_id}),
+        Step("insert_scores", rows=rows.scores),
+        Step("insert_segment_stats", rows=rows.segment_stats),
+        Step("insert_segment_scores", rows=rows.segment_scores),
+        Step("insert_word_recall", rows=rows.word_recall),
+    ]
+
+
+def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: str) -> None:
+    """Replace a model's translations, its run record and its registry entry
+    (:func:`translation_rows`)."""
+    store.write(_translations_steps(run.model.id, *translation_rows(run, dataset_fingerprint)))
+
+
+def write_model_scores(store: Store, model_id: str, rows: ScoreRows) -> None:
+    """Replace a model's score rows, per-segment statistics and scores, and word-recall counts
+    (one transaction)."""
+    store.write(_scores_steps(model_id, rows))
+
+
+# --- the storage root's files (store/model_files.py) -------------------------------------------
+
+def write_test_sets_file(root: str, data: BenchmarkData) -> str:
+    """Write the benchmark's test sets and instances with its fingerprint to
+    ``<root>/test_sets.json`` (what the models' partitions read); returns its digest."""
+    segments = [
+        {"test_set": t.name, "kind": t.kind, "language": t.language, "locale": t.locale,
+         "segment_id": s.segment_id, "source": s.source, "reference": s.reference}
+        for t in data.test_sets() for s in t.segments
+    ]
+    segments.sort(key=lambda r: (r["kind"] != "flores", r["test_set"], r["segment_id"]))
+    instances = [asdict(row) for rows in data.instances.values() for row in rows]
+    return write_document(test_sets_path(root), "test_sets", {
+        "fingerprint": data.fingerprint(), "segments": segments, "instances": instances})
+
+
+@dataclass(frozen=True)
+class StoredTestSets:
+    """The test sets as ``<root>/test_sets.json`` holds them."""
+
+    fingerprint: str
+    test_sets: list[TestSet]
+    instances: dict[tuple[str, int], dict]  # (locale, instance id) -> instance row
+    digest: str
+
+
+def read_test_sets_file(root: str) -> StoredTestSets:
+    """``<root>/test_sets.json`` (:func:`write_test_sets_file`); a
+    :class:`~cultivar_assets.store.model_files.ModelFilesError` naming it when it is missing,
+    corrupt or partial."""
+    try:
+        document = read_document(test_sets_path(root), "test_sets")
+    except ModelFilesError as error:
+        raise ModelFilesError(f"{error}; materialise test_sets (it writes the file) with this "
+                              "storage root first") from None
+    content = document.content
+    return StoredTestSets(
+        content["fingerprint"], rows_to_test_sets(content["segments"]),
+        {(r["locale"], r["instance_id"]): r for r in content["instances"]}, document.digest)
+
+
+def write_translations_file(root: str, run: TranslationRun, dataset_fingerprint: str) -> str:
+    """Write a model's translations, run record and registry entry row
+    (:func:`translation_rows`) to ``<root>/models/<id>/translations.json``; returns its
+    digest (the run's volatile values left out of it)."""
+    model_row, run_row, translations = translation_rows(run, dataset_fingerprint)
+    outputs, volatile = split_run_record(run_row)
+    return write_document(translations_path(root, run.model.id), "translations",
+                          {"model": model_row, "run": outputs, "translations": translations},
+                          volatile)
+
+
+def write_scores_file(root: str, model_id: str, rows: ScoreRows, translations_digest: str) -> str:
+    """Write a model's score rows (:class:`ScoreRows`) with the digest of the translations file
+    they were computed from to ``<root>/models/<id>/scores.json``; returns its digest."""
+    return write_document(scores_path(root, model_id), "scores", {
+        "translations_digest": translations_digest, "scores": rows.scores,
+        "segment_stats": rows.segment_stats, "segment_scores": rows.segment_scores,
+        "word_recall": rows.word_recall})
+
+
+@dataclass(frozen=True)
+class ModelOutputs:
+    """One model's files under the storage root, read and checked (:func:`read_model_files`)."""
+
+    model_id: str
+    translations: Document
+    scores: Document
+
+    def score_rows(self) -> ScoreRows:
+        c = self.scores.content
+        return ScoreRows(c["scores"], c["segment_stats"], c["segment_scores"], c["word_recall"])
+
+
+def read_model_files(root: str, model_id: str) -> ModelOutputs:
+    """A model's translations and scores files; a
+    :class:`~cultivar_assets.store.model_files.ModelFilesError` naming the file when one is
+    missing, corrupt or partial, or when the scores were computed from other translations than
+    the file holds, or a file holds another model's rows."""
+    translations = read_document(translations_path(root, model_id), "translations")
+    scores = read_document(scores_path(root, model_id), "scores")
+    if scores.content.get("translations_digest") != translations.digest:
+        raise ModelFilesError(
+            f"{scores.path}: computed from other translations (digest "
+            f"{scores.content.get('translations_digest')!r}) than {translations.path} holds "
+            f"({translations.digest!r}); materialise the model's scores again")
+    ids = ({translations.content["model"]["model_id"], translations.content["run"]["model_id"]}
+           | {r["model_id"] for r in translations.content["translations"]}
+           | {r["model_id"] for key in ("scores", "segment_stats", "segment_scores",
+                                        "word_recall") for r in scores.content[key]})
+    if ids != {model_id}:
+        raise ModelFilesError(f"{model_folder(root, model_id)}: holds rows of the models "
+                              f"{sorted(ids)}, not only {model_id!r}")
+    return ModelOutputs(model_id, translations, scores)
+
+
+def loaded_model_files(store: Store) -> dict[str, tuple[str, str]]:
+    """model id -> (translations digest, scores digest) of the files last loaded into the
+    database (``raw.model_files``)."""
+    return {r["model_id"]: (r["translations_digest"], r["scores_digest"])
+            for r in store.query("model_files_loaded")}
+
+
+def load_model_outputs(store: Store, outputs: ModelOutputs) -> None:
+    """Replace a model's translations, run record, registry entry row and score rows with its
+    files' (:func:`read_model_files`), and record their digests, in one transaction."""
+    content = outputs.translations.content
+    record = {"model_id": outputs.model_id, "translations_digest": outputs.translations.digest,
+              "scores_digest": outputs.scores.digest,
+              "loaded_at": datetime.now(UTC).replace(tzinfo=None)}
+    translations = [{**r, "cleaning_rules": list(r["cleaning_rules"])}
+                    for r in content["translations"]]
+    store.write([
+        *_translations_steps(outputs.model_id, content["model"],
+                             run_record(outputs.translations), translations),
+        *_scores_steps(outputs.model_id, outputs.score_rows()),
+        Step("delete_model_files", {"model_id": outputs.model_id}),
+        Step("insert_model_files", rows=[record]),
     ])
 
 
@@ -122,3 +301,41 @@ def remove_model_rows(store: Store, model_id: str) -> dict[str, int]:
     if counts:
         store.write([Step("delete_model_rows", {"model_id": model_id})])
     return counts
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What :func:`load_models_files` did, by model id."""
+
+    loaded: list[str]  # replaced in the database by their files
+    unchanged: list[str]  # their files' digests equal those loaded last
+    without_files: list[str]  # no folder under the storage root
+    problems: list[str]  # one line per model folder that could not be loaded
+    digest: str  # sha256 of every model's loaded files' digests, as the database records them
+
+
+def load_models_files(store: Store, root: str, model_ids: Iterable[str]) -> LoadResult:
+    """Load each model's files under the storage root ``root`` (:func:`read_model_files`) into
+    the database, one transaction per model, those whose digests differ from the ones loaded
+    last (``raw.model_files``) only. A model without a folder is left as the database holds it;
+    a folder with a missing, corrupt or partial file gives one line in ``problems`` and nothing of
+    that model is loaded."""
+    loaded_before = loaded_model_files(store)
+    loaded, unchanged, without, problems = [], [], [], []
+    for model_id in sorted(model_ids):
+        if not model_folder(root, model_id).exists():
+            without.append(model_id)
+            continue
+        try:
+            outputs = read_model_files(root, model_id)
+        except ModelFilesError as error:
+            problems.append(f"{model_id}: {error}")
+            continue
+        if loaded_before.get(model_id) == (outputs.translations.digest, outputs.scores.digest):
+            unchanged.append(model_id)
+            continue
+        load_model_outputs(store, outputs)
+        loaded.append(model_id)
+    digests = sorted(loaded_model_files(store).items())
+    digest = hashlib.sha256(json.dumps(digests).encode("utf-8")).hexdigest()
+    return LoadResult(loaded, unchanged, without, problems, digest)

@@ -39,7 +39,8 @@ MISSING = "missing"
 NONE = "none"
 CACHE_FIELDS = frozenset({"cache_dir", "hub_cache_dir", "web_cache_dir"})
 SETTINGS_SECTIONS = (
-    "data", "metrics", "engine", "site", "publish", "error_analysis", "construction.source",
+    "data", "metrics", "engine", "storage", "site", "publish", "error_analysis",
+    "construction.source",
     "construction.selection", "construction.localisation", "construction.annotation",
     "construction.dataset")
 _SKIPPED_DIRS = {"__pycache__", "node_modules"}
