@@ -96,9 +96,11 @@ STAGES = (
           partitions=selected_model_ids, kind="model",
           title=lambda s, models: f"{len(models)} model(s), one run each"),
     Stage(RESULTS, "refresh_results",
-          ("hf_dataset_folder", "hf_dataset_push", "leaderboard", "error_annotation_tool",
+          ("model_results", "hf_dataset_folder", "hf_dataset_push", "leaderboard",
+           "error_annotation_tool",
            "error_analysis", "reported_results", "charts", "site"),
-          title=lambda s, _: ("leaderboard, per-locale ∆, rank agreement, reported figures, the "
+          title=lambda s, _: ("the models' files loaded into the database, leaderboard, "
+                              "per-locale ∆, rank agreement, reported figures, the "
                               "error analysis, charts, the dataset folder (push: dry run unless "
                               "configured) and the site")),
 )
