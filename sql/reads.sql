@@ -115,3 +115,40 @@ UNION ALL SELECT 'raw.run_failures', count(*) FROM raw.run_failures WHERE model_
 -- name: tables_keyed_by_model
 SELECT 'raw.' || table_name AS table_name FROM duckdb_columns()
 WHERE schema_name = 'raw' AND column_name = 'model_id' ORDER BY table_name;
+
+-- The aggregation's pool of instance ids U (metrics/bootstrap.py): every id of the chosen models'
+-- statistics of the chosen metrics on the chosen test sets, and of their word-recall counts in
+-- the chosen locales.
+-- name: aggregation_instance_pool
+SELECT DISTINCT segment_id FROM (
+    SELECT model_id, segment_id FROM raw.segment_stats
+    WHERE list_contains($metrics, metric) AND list_contains($test_sets, test_set)
+    UNION ALL
+    SELECT model_id, segment_id FROM raw.segment_scores
+    WHERE list_contains($metrics, metric) AND list_contains($test_sets, test_set)
+    UNION ALL
+    SELECT model_id, segment_id FROM raw.word_recall WHERE list_contains($locales, locale)
+) WHERE model_id IN (SELECT unnest($models::VARCHAR[]))
+ORDER BY segment_id;
+
+-- Rows per (metric, model, test set) of the per-segment statistics and scores.
+-- name: segment_counts
+SELECT metric, model_id, test_set, count(*) AS n FROM raw.segment_stats GROUP BY ALL
+UNION ALL
+SELECT metric, model_id, test_set, count(*) AS n FROM raw.segment_scores GROUP BY ALL;
+
+-- One part of the models (by a hash of the id, $part of $parts) of all_segment_stats,
+-- all_segment_scores and all_word_recall: the aggregation reads the models part by part.
+-- name: segment_stats_part
+SELECT model_id, test_set, segment_id, metric, stats FROM raw.segment_stats
+WHERE hash(model_id) % $parts = $part;
+
+-- name: segment_scores_part
+SELECT model_id, test_set, segment_id, metric, score FROM raw.segment_scores
+WHERE hash(model_id) % $parts = $part;
+
+-- name: word_recall_part
+SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+       n_introduced_missed
+FROM raw.word_recall WHERE hash(model_id) % $parts = $part
+ORDER BY model_id, locale, segment_id;

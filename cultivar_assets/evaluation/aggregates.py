@@ -16,8 +16,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
+import numpy as np
+
+from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name, get_locale
 from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_tables
-from cultivar_assets.metrics.bootstrap import paired_bootstrap
+from cultivar_assets.metrics.bootstrap import bootstrap_weights, combine, model_replicates
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.ranks import rank_sentence
@@ -101,22 +104,35 @@ def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str
     return found_by_metric
 
 
-def _read_statistics(store: Store, rows: list[dict], models: set[str]) -> dict:
-    """metric -> (model, test set) -> statistics of the chosen models (a segment-score metric's
-    scores as statistics ``[score, 1]``, ``segment_stats.scores_from_table``); every scored test
-    set must have its statistics, with one row per scored segment."""
-    table = store.arrow("all_segment_stats")
-    stats = stats_from_table(table) | scores_from_table(store.arrow("all_segment_scores"))
-    wanted = {(r["metric"], r["model_id"], r["test_set"]): r["n_segments"] for r in rows}
-    lacking = sorted({model for (metric, model, test_set), n in wanted.items()
-                      if (got := stats.get(metric, {}).get((model, test_set))) is None
-                      or len(got.ids) != n})
+def _check_statistics(store: Store, rows: list[dict]) -> None:
+    """Every scored test set must have its statistics, with one row per scored segment."""
+    counts = {(r["metric"], r["model_id"], r["test_set"]): r["n"]
+              for r in store.query("segment_counts")}
+    lacking = sorted({r["model_id"] for r in rows
+                      if counts.get((r["metric"], r["model_id"], r["test_set"]))
+                      != r["n_segments"]})
     if lacking:
         raise AggregationError(
             f"per-segment statistics of {', '.join(lacking)} are missing or do not match their "
             "scores; re-materialise their scores")
-    return {metric: {key: value for key, value in table.items() if key[0] in models}
-            for metric, table in stats.items()}
+
+
+BLOCK_MODELS = 100  # models read and bootstrapped together (one part of the store)
+
+
+def _model_parts(store: Store, n_models: int, metrics: Sequence[str], chosen: set[str]):
+    """(statistics, word recall) of the chosen models, one part of the store at a time
+    (``segment_stats_part``: about :data:`BLOCK_MODELS` models each)."""
+    parts = max(1, -(-n_models // BLOCK_MODELS))
+    for part in range(parts):
+        stored = (stats_from_table(store.arrow("segment_stats_part", part=part, parts=parts))
+                  | scores_from_table(store.arrow("segment_scores_part", part=part,
+                                                  parts=parts)))
+        stats = {metric: {key: value for key, value in stored.get(metric, {}).items()
+                          if key[0] in chosen} for metric in metrics}
+        recall = {key: counts for key, counts in recall_from_table(store.arrow(
+            "word_recall_part", part=part, parts=parts)).items() if key[0] in chosen}
+        yield stats, recall
 
 
 def aggregate(store: Store, models: Sequence[str] | None = None,
@@ -138,13 +154,34 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     model_ids = sorted({r["model_id"] for r in rows})
     chosen = set(model_ids)
     locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
-    stored = _read_statistics(store, rows, chosen)
-    stats = {metric: stored[metric] for metric in config.metrics}  # in the configured order
-    recall = {key: counts for key, counts in recall_from_table(
-        store.arrow("all_word_recall")).items() if key[0] in chosen}
+    _check_statistics(store, rows)
+    metrics = tuple(config.metrics)
     bootstrap = config.bootstrap_config()
-    result = paired_bootstrap(stats, model_ids, locales, recall, bootstrap, progress=progress,
-                              score_functions=score_functions(stats))
+    test_sets = sorted({cultivar_test_set_name(loc) for loc in locales}
+                       | {flores_test_set_name(get_locale(loc).source_language)
+                          for loc in locales})
+    universe = np.asarray([r["segment_id"] for r in store.query(
+        "aggregation_instance_pool", models=model_ids, metrics=list(metrics),
+        test_sets=test_sets, locales=locales)], dtype=np.int64)
+    if len(universe) == 0:
+        raise AggregationError("no statistics for the scored models and locales")
+    weights = bootstrap_weights(len(universe), bootstrap)
+    parts, recall_table = [], []
+    for stats, recall in _model_parts(store, len(model_ids), metrics, chosen):
+        block = sorted({m for table in stats.values() for m, _ in table}
+                       | {m for m, _ in recall})
+        if not block:
+            continue
+        parts += [p.compact() for p in model_replicates(
+            stats, block, locales, recall, universe, weights, bootstrap.confidence,
+            score_functions=score_functions(stats), progress=progress)]
+        recall_table += [  # per (model, locale): word_recall.rates_from_sums of the summed counts
+            {"model_id": model, "locale": locale,
+             **asdict(rates_from_sums(*(int(x) for x in counts.counts.sum(axis=0)),
+                                      len(counts.ids)))}
+            for (model, locale), counts in recall.items()]
+    result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
+    recall_table.sort(key=lambda r: (r["model_id"], r["locale"]))
     tables = statistics_tables(result, config.flag_config())
     registry = metric_registry()
     metric_rows = [  # raw.statistics_metrics
@@ -153,11 +190,6 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
          "signature": consistent[metric][0], "tokenizer_sha256": consistent[metric][1]}
         for i, metric in enumerate(result.metrics)]
 
-    recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
-        {"model_id": model, "locale": locale,
-         **asdict(rates_from_sums(*(int(x) for x in counts.counts.sum(axis=0)),
-                                  len(counts.ids)))}
-        for (model, locale), counts in sorted(recall.items())]
     settings = {
         "n_replicates": bootstrap.n_replicates, "seed": bootstrap.seed,
         "confidence": bootstrap.confidence, "n_instances": result.n_instances,

@@ -129,7 +129,9 @@ class Quantity:
     name: str
     keys: tuple  # item keys: (model, locale) for pairs, model ids, locale keys
     point: np.ndarray  # (n_items,) on all instances; NaN when undefined
-    replicates: np.ndarray  # (B, n_items)
+    # (B, n_items); None for the (model, locale) pairs of :func:`combine`, which keep only
+    # their intervals (computed per model, the same values)
+    replicates: np.ndarray | None
     n: np.ndarray  # (n_items,) how many values each item averages (module docstring)
     confidence: float
     _interval: dict = field(default_factory=dict, repr=False)  # cache: interval, key index
@@ -186,6 +188,8 @@ def difference_interval(quantity: Quantity, a, b) -> Estimate:
     ``pair_delta_bleu`` on one locale: keys ``(model, locale)``): the point estimates'
     difference and the percentile interval of the replicates' differences, replicate by
     replicate (both items were resampled with the same weights). n: the smaller n."""
+    if quantity.replicates is None:
+        raise BootstrapError(f"{quantity.name} keeps no replicates (only its intervals)")
     i, j = quantity.index(a), quantity.index(b)
     low, high = percentile_interval(quantity.replicates[:, i] - quantity.replicates[:, j],
                                     quantity.confidence)
@@ -344,58 +348,89 @@ def _nan_mean(values: np.ndarray) -> np.ndarray:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def paired_bootstrap(
-    stats: Mapping[str, StatsTable],
-    models: Sequence[str],
-    locales: Sequence[str],
-    recall: Mapping[tuple[str, str], RecallCounts] | None = None,
-    config: BootstrapConfig | None = None,
-    progress: bool = False,
-    *,
-    score_functions: Mapping[str, Callable[[np.ndarray], np.ndarray]],
-) -> BootstrapResult:
-    """Paired bootstrap of every quantity in the module docstring.
+def bootstrap_weights(n_instances: int, config: BootstrapConfig) -> np.ndarray:
+    """``(B + 1, n_instances)`` float64 weights: row 0 every instance once (the point estimate),
+    rows 1..B the draw counts of :func:`instance_weights`."""
+    weights = np.empty((config.n_replicates + 1, n_instances))
+    weights[0] = 1.0
+    weights[1:] = instance_weights(n_instances, config.n_replicates, config.seed)
+    return weights
 
-    ``stats``: metric ('bleu', 'chrf') -> (model, test set) -> per-segment statistics
-    (``segment_stats.stats_from_table``); ``recall``: (model, locale) -> word-recall counts
-    (``segment_stats.recall_from_table``), optional. Test sets are ``flores_<language>`` and
-    ``cultivar_<locale>``; statistics of other models or test sets are ignored.
-    ``score_functions``: metric -> its vectorised corpus score of summed statistics (rows of
-    summed statistics -> scores; :func:`cultivar_assets.metrics.registry.score_functions` gives
-    the registry's).
-    """
-    config = config or BootstrapConfig()
-    metrics = tuple(stats)
-    if not metrics:
-        raise BootstrapError("no metric statistics given")
-    missing = [m for m in metrics if m not in score_functions]
-    if missing:
-        raise BootstrapError(f"no score function given for the metrics {missing}")
-    models = tuple(dict.fromkeys(models))
-    locales = tuple(dict.fromkeys(locales))
+
+def instance_pool(stats: Mapping[str, StatsTable], models: Sequence[str],
+                  locales: Sequence[str],
+                  recall: Mapping[tuple[str, str], RecallCounts] | None = None) -> np.ndarray:
+    """``U``, the sorted instance ids that occur in the statistics of ``models`` on the test sets
+    of ``locales`` (and their languages) or in their word-recall counts (module docstring)."""
     language_of = {loc: get_locale(loc).source_language for loc in locales}
-    languages = tuple(dict.fromkeys(language_of.values()))
-    recall = recall or {}
-
-    wanted = {flores_test_set_name(lang) for lang in languages}
+    wanted = {flores_test_set_name(lang) for lang in language_of.values()}
     wanted |= {cultivar_test_set_name(loc) for loc in locales}
     chosen = set(models)
     pools = [s.ids for table in stats.values() for (m, t), s in table.items()
              if m in chosen and t in wanted]
-    pools += [r.ids for (m, loc), r in recall.items() if m in chosen and loc in language_of]
+    pools += [r.ids for (m, loc), r in (recall or {}).items()
+              if m in chosen and loc in language_of]
     if not pools:
         raise BootstrapError("no statistics for the given models and locales")
-    universe = np.unique(np.concatenate(pools))
-    n_rep = config.n_replicates
-    weights = np.empty((n_rep + 1, len(universe)))
-    weights[0] = 1.0  # row 0: every instance once, the point estimate
-    weights[1:] = instance_weights(len(universe), n_rep, config.seed)
+    return np.unique(np.concatenate(pools))
+
+
+@dataclass(frozen=True, eq=False)
+class ModelReplicates:
+    """One model's share of the paired bootstrap: everything that depends on its statistics
+    alone (given the pool ``U`` and the weights), computed once per model.
+
+    ``pairs[metric]``: its (locale, n = |P|) pairs in locale order; ``pair_values[metric]``:
+    side (flores, cultivar, delta) -> (point, low, high) over its pairs;
+    ``pair_replicates[metric]``: side -> ``(B + 1, pairs)`` values (the ∆ side always, for the
+    means over models; all three until :meth:`compact`); ``columns``: quantity name
+    (``model_<side>_<metric>``, ``model_false_positive_rate``, ...) -> (``(B + 1,)`` values,
+    n); ``unpaired``: locale -> ids without a FLORES original."""
+
+    model: str
+    pairs: dict[str, list[tuple[str, int]]]
+    pair_values: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+    pair_replicates: dict[str, dict[str, np.ndarray]]
+    columns: dict[str, tuple[np.ndarray, int]]
+    unpaired: dict[str, int]
+
+    def compact(self) -> ModelReplicates:
+        """The same without the FLORES and Cultivar sides' pair replicates (their intervals are
+        in ``pair_values``)."""
+        return ModelReplicates(self.model, self.pairs, self.pair_values,
+                               {m: {"delta": sides["delta"]}
+                                for m, sides in self.pair_replicates.items()},
+                               self.columns, self.unpaired)
+
+
+def model_replicates(
+    stats: Mapping[str, StatsTable],
+    models: Sequence[str],
+    locales: Sequence[str],
+    recall: Mapping[tuple[str, str], RecallCounts] | None,
+    universe: np.ndarray,
+    weights: np.ndarray,
+    confidence: float,
+    *,
+    score_functions: Mapping[str, Callable[[np.ndarray], np.ndarray]],
+    progress: bool = False,
+) -> list[ModelReplicates]:
+    """The :class:`ModelReplicates` of ``models`` (one block: every (metric, test set, id set)
+    is one matrix product for all of them), in their order. ``universe``: the pool ``U``
+    (:func:`instance_pool` over *every* model of the leaderboard); ``weights``:
+    :func:`bootstrap_weights` of ``len(universe)``."""
+    metrics = tuple(stats)
+    models = tuple(dict.fromkeys(models))
+    language_of = {loc: get_locale(loc).source_language for loc in locales}
+    languages = tuple(dict.fromkeys(language_of.values()))
+    recall = recall or {}
+    n_rows = weights.shape[0]
 
     requests = _Requests()
     pairs: dict[str, list[tuple[tuple[str, str], tuple, tuple, int]]] = {}
     flores_full: dict[str, dict[str, list[tuple]]] = {}
     cultivar_full: dict[str, dict[str, list[tuple]]] = {}
-    unpaired: dict[tuple[str, str], int] = {}
+    unpaired: dict[str, dict[str, int]] = {m: {} for m in models}
     for metric in metrics:
         table = stats[metric]
         pairs[metric] = []
@@ -416,7 +451,7 @@ def paired_bootstrap(
                 if f is None or c is None:
                     continue
                 shared = paired_ids(model, locale, f, c)
-                unpaired[(model, locale)] = len(c.ids) - len(shared)
+                unpaired[model][locale] = len(c.ids) - len(shared)
                 pairs[metric].append(((model, locale),
                                       requests.add(metric, f_name, shared, model),
                                       requests.add(metric, c_name, shared, model),
@@ -441,47 +476,154 @@ def paired_bootstrap(
         for j, model in enumerate(block_models):
             scores[(metric, test_set, ids_key, model)] = block[:, j]
 
+    columns: dict[str, dict[str, tuple[np.ndarray, int]]] = {m: {} for m in models}
+    own_pairs: dict[str, dict] = {m: {} for m in models}
+    pair_values: dict[str, dict] = {m: {} for m in models}
+    pair_replicates: dict[str, dict] = {m: {} for m in models}
+    for metric in metrics:
+        for model in models:
+            entries = [e for e in pairs[metric] if e[0][0] == model]
+            flores_side = (np.column_stack([scores[(*e[1], model)] for e in entries])
+                           if entries else np.empty((n_rows, 0)))
+            cultivar_side = (np.column_stack([scores[(*e[2], model)] for e in entries])
+                             if entries else np.empty((n_rows, 0)))
+            delta = paired_delta(flores_side, cultivar_side)
+            own_pairs[model][metric] = [(e[0][1], e[3]) for e in entries]
+            pair_values[model][metric] = {
+                side: (values[0], *percentile_interval(values[1:], confidence))
+                for side, values in (("flores", flores_side), ("cultivar", cultivar_side),
+                                     ("delta", delta))}
+            pair_replicates[model][metric] = {"flores": flores_side,
+                                              "cultivar": cultivar_side, "delta": delta}
+            mean = _mean_columns(delta, [list(range(len(entries)))])[:, 0]
+            columns[model][f"model_delta_{metric}"] = (mean, len(entries))
+            for side, full in (("flores", flores_full[metric]),
+                               ("cultivar", cultivar_full[metric])):
+                values = (np.mean([scores[(*r, model)] for r in full[model]], axis=0)
+                          if full[model] else np.full(n_rows, np.nan))
+                columns[model][f"model_{side}_{metric}"] = (values, len(full[model]))
+    if recall:
+        for name, values in _recall_columns(recall, models, locales, universe, weights).items():
+            for j, model in enumerate(models):
+                columns[model][name] = (values[0][:, j], values[1][j])
+    return [ModelReplicates(model, own_pairs[model], pair_values[model],
+                            pair_replicates[model], columns[model], unpaired[model])
+            for model in models]
+
+
+def combine(parts: Sequence[ModelReplicates], models: Sequence[str], locales: Sequence[str],
+            metrics: Sequence[str], n_instances: int, config: BootstrapConfig
+            ) -> BootstrapResult:
+    """The :class:`BootstrapResult` of the models' :class:`ModelReplicates` (one per model of
+    ``models``, in any order): the pairs' estimates as computed per model, the per-model
+    quantities' replicates side by side, the per-locale means over models. The pairs'
+    quantities keep their replicates when every part has all of them (not :meth:`compact`),
+    else only their intervals."""
+    by_model = {p.model: p for p in parts}
+    models = tuple(dict.fromkeys(models))
+    missing = [m for m in models if m not in by_model]
+    if missing:
+        raise BootstrapError(f"no replicates of the models {missing[:5]}")
+    ordered = [by_model[m] for m in models]
+    language_of = {loc: get_locale(loc).source_language for loc in locales}
     quantities: dict[str, Quantity] = {}
+    n_rows = config.n_replicates + 1
 
     def add(name: str, keys: Sequence, values: np.ndarray, n: Sequence[int]) -> None:
         quantities[name] = Quantity(name, tuple(keys), values[0], values[1:],
                                     np.asarray(n, dtype=np.int64), config.confidence)
 
     for metric in metrics:
-        entries = pairs[metric]
-        keys = [e[0] for e in entries]
-        n_rows = n_rep + 1
-        flores_side = np.column_stack([scores[(*e[1], e[0][0])] for e in entries]
-                                      ) if entries else np.empty((n_rows, 0))
-        cultivar_side = np.column_stack([scores[(*e[2], e[0][0])] for e in entries]
-                                        ) if entries else np.empty((n_rows, 0))
-        delta = paired_delta(flores_side, cultivar_side)
-        sizes = [e[3] for e in entries]
-        add(f"pair_flores_{metric}", keys, flores_side, sizes)
-        add(f"pair_cultivar_{metric}", keys, cultivar_side, sizes)
-        add(f"pair_delta_{metric}", keys, delta, sizes)
-
-        by_model = [[i for i, k in enumerate(keys) if k[0] == m] for m in models]
-        add(f"model_delta_{metric}", models, _mean_columns(delta, by_model),
-            [len(g) for g in by_model])
-        for side, full in (("flores", flores_full[metric]), ("cultivar", cultivar_full[metric])):
-            columns = np.full((n_rows, len(models)), np.nan)
-            for j, model in enumerate(models):
-                if full[model]:
-                    columns[:, j] = np.mean([scores[(*r, model)] for r in full[model]], axis=0)
-            add(f"model_{side}_{metric}", models, columns, [len(full[m]) for m in models])
-        paired_locales = [loc for loc in locales if any(k[1] == loc for k in keys)]
-        by_locale = [[i for i, k in enumerate(keys) if k[1] == loc] for loc in paired_locales]
-        add(f"locale_delta_{metric}", paired_locales, _mean_columns(delta, by_locale),
-            [len(g) for g in by_locale])
-
-    if recall:
-        _recall_quantities(recall, models, locales, universe, weights, add)
-
+        keys = [(p.model, locale) for p in ordered for locale, _ in p.pairs[metric]]
+        sizes = np.asarray([n for p in ordered for _, n in p.pairs[metric]], dtype=np.int64)
+        for side in ("flores", "cultivar", "delta"):
+            point, low, high = (np.concatenate([p.pair_values[metric][side][i] for p in ordered])
+                                if keys else np.empty(0) for i in range(3))
+            kept = [p.pair_replicates[metric].get(side) for p in ordered]
+            replicates = (np.hstack([r[1:] for r in kept]) if ordered
+                          and all(r is not None for r in kept) else None)
+            quantities[f"pair_{side}_{metric}"] = Quantity(
+                f"pair_{side}_{metric}", tuple(keys), point, replicates, sizes,
+                config.confidence, {"value": (low, high)})
+        for side in ("delta", "flores", "cultivar"):
+            name = f"model_{side}_{metric}"
+            add(name, models, np.column_stack([p.columns[name][0] for p in ordered]),
+                [p.columns[name][1] for p in ordered])
+        columns_of: dict[str, list[np.ndarray]] = {}
+        for p in ordered:
+            delta = p.pair_replicates[metric]["delta"]
+            for j, (locale, _) in enumerate(p.pairs[metric]):
+                columns_of.setdefault(locale, []).append(delta[:, j])
+        paired_locales = [loc for loc in locales if loc in columns_of]
+        means = np.full((n_rows, len(paired_locales)), np.nan)
+        for j, locale in enumerate(paired_locales):
+            # (B + 1, models) with each model's column contiguous, the layout of
+            # ``_mean_columns``' ``values[:, group]``: the mean adds the models one by one
+            means[:, j] = np.array(columns_of[locale]).T.mean(axis=1)
+        add(f"locale_delta_{metric}", paired_locales, means,
+            [len(columns_of[loc]) for loc in paired_locales])
+    for name in ("model_false_positive_rate", "model_false_negative_rate"):
+        if any(name in p.columns for p in ordered):
+            add(name, models, np.column_stack([p.columns[name][0] for p in ordered]),
+                [p.columns[name][1] for p in ordered])
+    unpaired = {(p.model, locale): n for p in ordered for locale, n in p.unpaired.items()}
     return BootstrapResult(
-        config, metrics, models, locales, len(universe), quantities,
+        config, tuple(metrics), models, tuple(dict.fromkeys(locales)), n_instances, quantities,
         {key: language_of[key[1]] for key in unpaired}, unpaired,
     )
+
+
+BLOCK_MODELS = 100  # models whose replicates are computed together (one matrix product each)
+
+
+def paired_bootstrap(
+    stats: Mapping[str, StatsTable],
+    models: Sequence[str],
+    locales: Sequence[str],
+    recall: Mapping[tuple[str, str], RecallCounts] | None = None,
+    config: BootstrapConfig | None = None,
+    progress: bool = False,
+    *,
+    score_functions: Mapping[str, Callable[[np.ndarray], np.ndarray]],
+) -> BootstrapResult:
+    """Paired bootstrap of every quantity in the module docstring.
+
+    ``stats``: metric ('bleu', 'chrf') -> (model, test set) -> per-segment statistics
+    (``segment_stats.stats_from_table``); ``recall``: (model, locale) -> word-recall counts
+    (``segment_stats.recall_from_table``), optional. Test sets are ``flores_<language>`` and
+    ``cultivar_<locale>``; statistics of other models or test sets are ignored.
+    ``score_functions``: metric -> its vectorised corpus score of summed statistics (rows of
+    summed statistics -> scores; :func:`cultivar_assets.metrics.registry.score_functions` gives
+    the registry's). Computed as :func:`model_replicates` over blocks of
+    :data:`BLOCK_MODELS` models, then :func:`combine`.
+    """
+    config = config or BootstrapConfig()
+    metrics = tuple(stats)
+    if not metrics:
+        raise BootstrapError("no metric statistics given")
+    missing = [m for m in metrics if m not in score_functions]
+    if missing:
+        raise BootstrapError(f"no score function given for the metrics {missing}")
+    models = tuple(dict.fromkeys(models))
+    locales = tuple(dict.fromkeys(locales))
+    universe = instance_pool(stats, models, locales, recall)
+    weights = bootstrap_weights(len(universe), config)
+    parts: list[ModelReplicates] = []
+    for start in range(0, len(models), BLOCK_MODELS):
+        parts += model_replicates(stats, models[start:start + BLOCK_MODELS], locales, recall,
+                                  universe, weights, config.confidence,
+                                  score_functions=score_functions, progress=progress)
+    return combine(parts, models, locales, metrics, len(universe), config)
+
+
+def _recall_columns(recall, models, locales, universe, weights
+                    ) -> dict[str, tuple[np.ndarray, list[int]]]:
+    """FP/FN rates per (model, locale) from resampled counts, then the model means:
+    quantity name -> ((B + 1, models) values, n per model)."""
+    out: dict[str, tuple[np.ndarray, list[int]]] = {}
+    _recall_quantities(recall, models, locales, universe, weights,
+                       lambda name, keys, values, n: out.__setitem__(name, (values, list(n))))
+    return out
 
 
 def _recall_quantities(recall, models, locales, universe, weights, add) -> None:

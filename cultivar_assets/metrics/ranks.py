@@ -24,7 +24,8 @@ negated values); "not separable" from counts: with n' replicates in which both v
 finite (an infinite one, like an undefined one, gives no finite difference) and
 ``k = ⌊n'(1 − c)/2⌋`` (the interval's order statistics), the interval of ``x_i − x_j``
 lies above 0 exactly when at most k of the n' differences are ≤ 0, and below 0 exactly when at
-most k are ≥ 0 — counted over blocks of models (:data:`BLOCK_BYTES` of comparisons at a time).
+most k are ≥ 0 — counted only for the pairs whose ranges of values overlap (for the others every
+difference has the same sign), :data:`BLOCK_BYTES` of comparisons at a time.
 A model pair with no replicate defined on both sides is not separable (its interval is
 undefined).
 """
@@ -85,7 +86,6 @@ def separable(replicates: np.ndarray, confidence: float) -> np.ndarray:
     (``replicates``: ``(B, M)``; NaN: undefined) lies entirely above or below 0 (module
     docstring)."""
     columns = np.ascontiguousarray(np.asarray(replicates, dtype=np.float64).T)  # (M, B)
-    n_models, n_replicates = columns.shape
     defined = np.isfinite(columns)
     # a difference with an infinite side is not finite: left out, as an undefined one
     columns = np.where(defined, columns, np.nan)
@@ -93,13 +93,35 @@ def separable(replicates: np.ndarray, confidence: float) -> np.ndarray:
         raise ValueError("replicates this large could overflow in a difference")
     both = defined.astype(np.float64) @ defined.T.astype(np.float64)  # n' per pair
     k, _ = interval_positions(both.astype(np.int64), confidence)
-    le = np.empty((n_models, n_models), dtype=np.int64)  # #{b: x_ib ≤ x_jb}, both defined
-    block = max(1, BLOCK_BYTES // max(1, n_models * n_replicates))
-    for start in range(0, n_models, block):
-        rows = columns[start:start + block, None, :]
-        le[start:start + block] = np.count_nonzero(rows <= columns[None, :, :], axis=-1)
+    le = _less_equal_counts(columns, defined, both.astype(np.int64))
     ge = le.T  # #{b: x_ib ≥ x_jb} = #{b: x_jb ≤ x_ib}
     return (both > 0) & ((le <= k) | (ge <= k))
+
+
+def _less_equal_counts(columns: np.ndarray, defined: np.ndarray, both: np.ndarray
+                       ) -> np.ndarray:
+    """``(M, M)``: ``#{b: x_ib ≤ x_jb}`` over the replicates defined on both sides.
+
+    Where every defined value of model i lies below every defined value of model j (their
+    ranges are disjoint), the count is ``both[i, j]`` one way and 0 the other, without
+    comparing; only the pairs with overlapping ranges are compared, :data:`BLOCK_BYTES` of
+    comparisons at a time."""
+    n_replicates = columns.shape[1]
+    has = defined.any(axis=1)
+    low = np.where(has, np.where(defined, columns, np.inf).min(axis=1, initial=np.inf), np.inf)
+    high = np.where(has, np.where(defined, columns, -np.inf).max(axis=1, initial=-np.inf),
+                    -np.inf)
+    below = high[:, None] < low[None, :]  # every value of i below every value of j
+    le = np.where(below, both, 0)
+    overlap = has[:, None] & has[None, :] & ~below & ~below.T
+    first, second = np.nonzero(np.triu(overlap))  # i ≤ j: both directions counted at once
+    chunk = max(1, BLOCK_BYTES // max(1, n_replicates))
+    for start in range(0, len(first), chunk):
+        i, j = first[start:start + chunk], second[start:start + chunk]
+        a, b = columns[i], columns[j]
+        le[i, j] = np.count_nonzero(a <= b, axis=1)
+        le[j, i] = np.count_nonzero(b <= a, axis=1)
+    return le
 
 
 def rank_intervals(

@@ -1,0 +1,191 @@
+"""The streamed aggregation (models read and bootstrapped part by part, per-model replicates
+combined) equals the reference that held every model's replicates at once
+(``tests/reference_statistics``, today's implementation before the streaming), output by
+output: every point estimate, interval, n, rank, rank interval and "not separable" list.
+
+The synthetic store has irregular models: two identical ones (ties in every rank), one without
+a Cultivar test set, one without a FLORES test set (no pairs of that language's locales), one
+whose FP rate is undefined (NaN in its rank column), a locale with fewer instances, and one
+model with an instance id that no other statistic has (it enlarges the pool ``U``). The parts
+are made small so that many of them are combined.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from reference_statistics import reference_tables
+from reference_statistics.bootstrap import paired_bootstrap as reference_bootstrap
+
+from cultivar_assets.data.locales import all_locales, cultivar_test_set_name, flores_test_set_name
+from cultivar_assets.data.testsets import BenchmarkData, Instance
+from cultivar_assets.evaluation import aggregates
+from cultivar_assets.metrics import bootstrap
+from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.metrics.registry import score_functions
+from cultivar_assets.metrics.segment_stats import (
+    RECALL_COLUMNS,
+    recall_from_table,
+    stats_from_table,
+)
+from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.records import write_dataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_bootstrap import synthetic_segment_stats  # noqa: E402
+
+N_MODELS = 40
+N_IDS = 30
+LOCALES = [loc.key for loc in all_locales()]
+SHORT_LOCALE = LOCALES[3]  # its Cultivar test set has fewer instances
+NO_CULTIVAR = ("model-05", LOCALES[0])
+NO_FLORES = ("model-06", flores_test_set_name(all_locales()[1].source_language))
+NO_FP = "model-07"  # no removed terms: its FP rate is undefined
+EXTRA_ID = ("model-08", cultivar_test_set_name(LOCALES[2]), 9999)
+SIGNATURE = {"bleu": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
+             "chrf": "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0"}
+
+
+def _tables(fingerprint: str) -> dict[str, pa.Table]:
+    rng = np.random.default_rng(11)
+    ids = np.arange(N_IDS) * 2 + 1
+    names = [flores_test_set_name(lang) for lang in dict.fromkeys(
+        loc.source_language for loc in all_locales())] + [cultivar_test_set_name(loc)
+                                                           for loc in LOCALES]
+    scores, stats, recall = [], {c: [] for c in ("model_id", "test_set", "segment_id",
+                                                  "metric", "stats")}, []
+    drawn: dict[str, tuple] = {}
+    for m in range(N_MODELS):
+        model = f"model-{m:02d}"
+        quality = 0.3 + 0.4 * (m % 20) / 19
+        for name in names:
+            if (model, name[len("cultivar_"):]) == NO_CULTIVAR or (model, name) == NO_FLORES:
+                continue
+            these = ids[:N_IDS - 8] if name == cultivar_test_set_name(SHORT_LOCALE) else ids
+            if (model, name) == EXTRA_ID[:2]:
+                these = np.append(these, EXTRA_ID[2])
+            if model == "model-01":  # a copy of model-00: ties everywhere
+                bleu, chrf = drawn[name]
+            else:
+                bleu, chrf = synthetic_segment_stats(rng, len(these), quality)
+            if model == "model-00":
+                drawn[name] = (bleu, chrf)
+            for metric, values in (("bleu", bleu), ("chrf", chrf)):
+                scores.append({"model_id": model, "test_set": name, "metric": metric,
+                               "score": 0.0, "signature": SIGNATURE[metric],
+                               "n_segments": len(these), "dataset_fingerprint": fingerprint,
+                               "tokenizer_sha256": None})
+                stats["model_id"] += [model] * len(these)
+                stats["test_set"] += [name] * len(these)
+                stats["segment_id"] += these.tolist()
+                stats["metric"] += [metric] * len(these)
+                stats["stats"] += values.tolist()
+        for loc in LOCALES:
+            removed = (np.zeros(N_IDS, dtype=int) if model == NO_FP
+                       else np.random.default_rng([m, 1]).integers(0, 4, size=N_IDS))
+            if model == "model-01":
+                removed = np.random.default_rng([0, 1]).integers(0, 4, size=N_IDS)
+            introduced = np.random.default_rng([m % 39, 2]).integers(0, 4, size=N_IDS)
+            counts = np.column_stack([removed, removed // 3, introduced, introduced // 2])
+            recall += [{"model_id": model, "locale": loc, "segment_id": int(i),
+                        **dict(zip(RECALL_COLUMNS, map(int, row), strict=True))}
+                       for i, row in zip(ids, counts, strict=True)]
+    return {"scores": pa.Table.from_pylist(scores),
+            "segment_stats": pa.table({**{k: v for k, v in stats.items() if k != "stats"},
+                                       "stats": pa.array(stats["stats"],
+                                                         pa.list_(pa.int64()))}),
+            "word_recall": pa.Table.from_pylist(recall)}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Store:
+    store = Store(tmp_path_factory.mktemp("streaming") / "synthetic.duckdb")
+    ids = np.arange(N_IDS) * 2 + 1
+    fingerprint = write_dataset(store, BenchmarkData("synthetic", False, {
+        loc: [Instance(loc, int(i), f"s {i}", f"r {i}", f"o {i}", f"or {i}") for i in ids]
+        for loc in LOCALES}))
+    tables = _tables(fingerprint)
+    store.write([Step("insert_models", rows=[
+        {"model_id": f"model-{m:02d}", "hf_id": None, "revision": None, "weights": "hub",
+         "type": "LLM", "family": "Synthetic", "params_total_b": None, "params_active_b": None,
+         "engine": "none", "prompt_style": "none", "engine_options": "{}"}
+        for m in range(N_MODELS)])] + [Step(f"insert_{name}", rows=table)
+                                       for name, table in tables.items()])
+    return store
+
+
+def _same(a, b, where: str) -> None:
+    """Equal to the last bit (NaN equal to NaN, None to None), recursively."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), where
+        for key in a:
+            _same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list | tuple):
+        assert type(a) is type(b) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and math.isnan(a):
+        assert isinstance(b, float) and math.isnan(b), f"{where}: {a!r} != {b!r}"
+    else:
+        assert type(a) is type(b) and a == b, f"{where}: {a!r} != {b!r}"
+
+
+def _same_quantities(new, old) -> None:
+    assert list(new.quantities) == list(old.quantities)
+    for name, q in new.quantities.items():
+        r = old[name]
+        assert q.keys == r.keys, name
+        np.testing.assert_array_equal(q.point, r.point, err_msg=name, strict=True)
+        np.testing.assert_array_equal(q.n, r.n, err_msg=name, strict=True)
+        np.testing.assert_array_equal(q.low, r.low, err_msg=name, strict=True)
+        np.testing.assert_array_equal(q.high, r.high, err_msg=name, strict=True)
+        if q.replicates is not None:
+            np.testing.assert_array_equal(q.replicates, r.replicates, err_msg=name, strict=True)
+        elif not name.startswith("pair_"):
+            pytest.fail(f"{name} lost its replicates")
+    assert new.pair_unpaired == old.pair_unpaired
+    assert new.pair_languages == old.pair_languages
+    assert new.n_instances == old.n_instances
+
+
+def test_streamed_aggregate_equals_the_reference(store, monkeypatch):
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=300)
+    reference, expected = reference_tables(store, config)
+    # the irregularities are there: a tie, a NaN rate, a short locale, the extra id
+    fp = reference["model_false_positive_rate"]
+    assert np.isnan(fp.point[fp.index(NO_FP)])
+    assert reference.n_instances == N_IDS + 1
+    assert reference.pair_unpaired[(EXTRA_ID[0], LOCALES[2])] == 1
+    assert (NO_CULTIVAR[0], NO_CULTIVAR[1]) not in reference["pair_delta_bleu"].keys
+    monkeypatch.setattr(aggregates, "BLOCK_MODELS", 6)  # 7 parts of the store
+    result = aggregates.aggregate(store, config=config)
+    assert result.models == sorted(f"model-{m:02d}" for m in range(N_MODELS))
+    tied = [r for r in result.tables.ranks if r["model_id"] in ("model-00", "model-01")]
+    assert all(r["rank"] == tied[0]["rank"] for r in tied if r["quantity"] == "delta_bleu")
+    for table in ("pairs", "models", "locales", "values", "agreement", "averages", "ranks",
+                  "flags"):
+        _same(getattr(result.tables, table), getattr(expected, table), table)
+    assert result.tables.rules == expected.rules
+    assert len(result.tables.ranks) == 8 * N_MODELS - 1  # the NaN FP rate is not ranked
+
+
+def test_paired_bootstrap_in_blocks_equals_the_reference(store, monkeypatch):
+    """The in-memory bootstrap (blocks of models, then combined) keeps every replicate, and
+    they equal the reference's, pairs included."""
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=200).bootstrap_config()
+    stats = stats_from_table(store.arrow("all_segment_stats"))
+    recall = recall_from_table(store.arrow("all_word_recall"))
+    models = [f"model-{m:02d}" for m in range(N_MODELS)]
+    old = reference_bootstrap(stats, models, LOCALES, recall, config,
+                              score_functions=score_functions(stats))
+    monkeypatch.setattr(bootstrap, "BLOCK_MODELS", 9)
+    new = bootstrap.paired_bootstrap(stats, models, LOCALES, recall, config,
+                                     score_functions=score_functions(stats))
+    _same_quantities(new, old)
+    assert all(new[f"pair_{side}_chrf"].replicates is not None
+               for side in ("flores", "cultivar", "delta"))
