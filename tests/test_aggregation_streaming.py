@@ -37,7 +37,7 @@ from cultivar_assets.store.database import Step, Store
 from cultivar_assets.store.records import write_dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_bootstrap import synthetic_segment_stats  # noqa: E402
+from bench_bootstrap import synthetic_segment_stats
 
 N_MODELS = 40
 N_IDS = 30
