@@ -30,6 +30,8 @@ from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.registry import score_functions
 from cultivar_assets.metrics.segment_stats import (
     RECALL_COLUMNS,
+    SegmentStats,
+    StatsError,
     recall_from_table,
     stats_from_table,
 )
@@ -189,3 +191,42 @@ def test_paired_bootstrap_in_blocks_equals_the_reference(store, monkeypatch):
     _same_quantities(new, old)
     assert all(new[f"pair_{side}_chrf"].replicates is not None
                for side in ("flores", "cultivar", "delta"))
+
+
+def _stats_table(rows: list[tuple]) -> pa.Table:
+    return pa.table({"model_id": [r[0] for r in rows], "test_set": [r[1] for r in rows],
+                     "segment_id": pa.array([r[2] for r in rows], pa.int32()),
+                     "metric": [r[3] for r in rows],
+                     "stats": pa.array([r[4] for r in rows], pa.list_(pa.int64()))})
+
+
+def test_stats_from_table_equals_building_each_group():
+    """Shuffled rows of several metrics, widths, models and test sets: every group sorted by
+    id, equal to ``SegmentStats.build`` of its rows, in the order the groups first occur."""
+    rng = np.random.default_rng(5)
+    rows = [(f"m{m}", f"t{t}", int(i), metric, rng.integers(0, 9, size=width).tolist())
+            for metric, width in (("chrf", 18), ("bleu", 10), ("one", 1))
+            for m in range(3) for t in range(4) for i in rng.permutation(12)[:7 + t]]
+    shuffled = [rows[i] for i in rng.permutation(len(rows))]
+    got = stats_from_table(_stats_table(shuffled))
+    expected: dict = {}
+    for model_id, test_set, i, metric, stats in shuffled:
+        expected.setdefault(metric, {}).setdefault((model_id, test_set), []).append((i, stats))
+    assert list(got) == list(expected)
+    for metric, table in expected.items():
+        assert sorted(got[metric]) == sorted(table)
+        for key, items in table.items():
+            want = SegmentStats.build([i for i, _ in items], [s for _, s in items])
+            np.testing.assert_array_equal(got[metric][key].ids, want.ids, strict=True)
+            np.testing.assert_array_equal(got[metric][key].stats, want.stats, strict=True)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda rows: [*rows, ("m1", "t1", 99, "bleu", [1, 2])], "rows of different lengths"),
+    (lambda rows: [*rows, ("m1", "t1", 3, "bleu", [1, 2, 3])], r"duplicate instance ids \[3\]"),
+    (lambda rows: [*rows, ("m1", "t1", 98, "bleu", [1, -2, 3])], "negative counts"),
+])
+def test_stats_from_table_refuses_malformed_groups_naming_them(change, message):
+    rows = [(f"m{m}", "t1", i, "bleu", [1, 2, 3]) for m in range(3) for i in range(5)]
+    with pytest.raises(StatsError, match=f"bleu statistics of m1 on t1: {message}"):
+        stats_from_table(_stats_table(change(rows)))

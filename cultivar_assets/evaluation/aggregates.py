@@ -78,8 +78,9 @@ def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str
             "materialise their scores"
         )
     models = {r["model_id"] for r in rows}
+    scored = {(r["model_id"], r["metric"]) for r in rows}
     lacking = sorted(f"{model} ({metric})" for metric in metrics for model in models
-                     if not any(r["model_id"] == model and r["metric"] == metric for r in rows))
+                     if (model, metric) not in scored)
     if lacking:
         raise AggregationError(
             f"no scores of {', '.join(lacking)}: the settings' metrics ({', '.join(metrics)}) "

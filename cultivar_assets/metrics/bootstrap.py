@@ -330,6 +330,24 @@ def _weighted_sums(weights: np.ndarray, positions: np.ndarray, matrix: np.ndarra
     return (w.astype(dtype) @ matrix.astype(dtype)).astype(np.float64)
 
 
+def _block_sums(weights: np.ndarray, positions: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``(B + 1, M, k)`` weighted sums of ``rows`` ``(n, M, k)`` (:func:`_weighted_sums`). A
+    column of integer statistics that every model shares (a reference length) is summed once."""
+    n, n_models, k = rows.shape
+    shared = ((rows == rows[:, :1, :]).all(axis=(0, 1)) if n_models > 1
+              and np.issubdtype(rows.dtype, np.integer) else np.zeros(k, dtype=bool))
+    if not shared.any():
+        return _weighted_sums(weights, positions, rows.reshape(n, n_models * k)).reshape(
+            -1, n_models, k)
+    own = rows[:, :, ~shared]
+    matrix = np.concatenate([rows[:, 0, shared], own.reshape(n, -1)], axis=1)
+    sums = _weighted_sums(weights, positions, matrix)
+    out = np.empty((len(weights), n_models, k))
+    out[:, :, shared] = sums[:, None, :int(shared.sum())]
+    out[:, :, ~shared] = sums[:, int(shared.sum()):].reshape(-1, n_models, own.shape[2])
+    return out
+
+
 def _mean_columns(values: np.ndarray, columns: Sequence[Sequence[int]]) -> np.ndarray:
     """(R, groups): the mean of ``values[:, group]`` per group; NaN for an empty group."""
     out = np.full((values.shape[0], len(columns)), np.nan)
@@ -469,10 +487,8 @@ def model_replicates(
         rows = np.stack([table[(m, test_set)].rows(ids, f"{metric} statistics of {m} on "
                                                         f"{test_set}") for m in block_models],
                         axis=1)  # (n, M, k)
-        n, n_models, k = rows.shape
-        sums = _weighted_sums(weights, np.searchsorted(universe, ids),
-                              rows.reshape(n, n_models * k))
-        block = score_functions[metric](sums.reshape(-1, n_models, k))  # (B + 1, M)
+        block = score_functions[metric](
+            _block_sums(weights, np.searchsorted(universe, ids), rows))  # (B + 1, M)
         for j, model in enumerate(block_models):
             scores[(metric, test_set, ids_key, model)] = block[:, j]
 

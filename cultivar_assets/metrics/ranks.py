@@ -25,7 +25,8 @@ finite (an infinite one, like an undefined one, gives no finite difference) and
 ``k = ⌊n'(1 − c)/2⌋`` (the interval's order statistics), the interval of ``x_i − x_j``
 lies above 0 exactly when at most k of the n' differences are ≤ 0, and below 0 exactly when at
 most k are ≥ 0 — counted only for the pairs whose ranges of values overlap (for the others every
-difference has the same sign), :data:`BLOCK_BYTES` of comparisons at a time.
+difference has the same sign), over chunks of replicates; a pair whose two counts both exceed k
+after some chunks is not separable, whatever the rest hold (counts only grow).
 A model pair with no replicate defined on both sides is not separable (its interval is
 undefined).
 """
@@ -91,37 +92,45 @@ def separable(replicates: np.ndarray, confidence: float) -> np.ndarray:
     columns = np.where(defined, columns, np.nan)
     if defined.any() and float(np.abs(columns[defined]).max()) >= 1e300:
         raise ValueError("replicates this large could overflow in a difference")
-    both = defined.astype(np.float64) @ defined.T.astype(np.float64)  # n' per pair
-    k, _ = interval_positions(both.astype(np.int64), confidence)
-    le = _less_equal_counts(columns, defined, both.astype(np.int64))
-    ge = le.T  # #{b: x_ib ≥ x_jb} = #{b: x_jb ≤ x_ib}
-    return (both > 0) & ((le <= k) | (ge <= k))
-
-
-def _less_equal_counts(columns: np.ndarray, defined: np.ndarray, both: np.ndarray
-                       ) -> np.ndarray:
-    """``(M, M)``: ``#{b: x_ib ≤ x_jb}`` over the replicates defined on both sides.
-
-    Where every defined value of model i lies below every defined value of model j (their
-    ranges are disjoint), the count is ``both[i, j]`` one way and 0 the other, without
-    comparing; only the pairs with overlapping ranges are compared, :data:`BLOCK_BYTES` of
-    comparisons at a time."""
-    n_replicates = columns.shape[1]
+    both = (defined.astype(np.float64) @ defined.T.astype(np.float64)).astype(np.int64)
+    k, _ = interval_positions(both, confidence)
     has = defined.any(axis=1)
-    low = np.where(has, np.where(defined, columns, np.inf).min(axis=1, initial=np.inf), np.inf)
-    high = np.where(has, np.where(defined, columns, -np.inf).max(axis=1, initial=-np.inf),
-                    -np.inf)
-    below = high[:, None] < low[None, :]  # every value of i below every value of j
-    le = np.where(below, both, 0)
-    overlap = has[:, None] & has[None, :] & ~below & ~below.T
-    first, second = np.nonzero(np.triu(overlap))  # i ≤ j: both directions counted at once
-    chunk = max(1, BLOCK_BYTES // max(1, n_replicates))
-    for start in range(0, len(first), chunk):
-        i, j = first[start:start + chunk], second[start:start + chunk]
-        a, b = columns[i], columns[j]
-        le[i, j] = np.count_nonzero(a <= b, axis=1)
-        le[j, i] = np.count_nonzero(b <= a, axis=1)
-    return le
+    low = np.where(defined, columns, np.inf).min(axis=1, initial=np.inf)
+    high = np.where(defined, columns, -np.inf).max(axis=1, initial=-np.inf)
+    # disjoint ranges: every defined difference has one sign, so one count is 0
+    apart = (high[:, None] < low[None, :]) | (low[:, None] > high[None, :])
+    first, second = np.nonzero(np.triu(has[:, None] & has[None, :] & ~apart, 1))
+    for i, j, side in _compared_pairs(columns, first, second, k[first, second]):
+        apart[i, j] = apart[j, i] = side
+    return (both > 0) & apart
+
+
+CHUNK_REPLICATES = 64  # replicates compared at a time in :func:`_compared_pairs`
+
+
+def _compared_pairs(columns: np.ndarray, first: np.ndarray, second: np.ndarray,
+                    k: np.ndarray):
+    """For the model pairs ``(first, second)``, whether ``#{b: x_ib ≤ x_jb} ≤ k`` or
+    ``#{b: x_ib ≥ x_jb} ≤ k`` (both sides defined), yielded as ``(i, j, bool)`` arrays.
+    The counts grow chunk by chunk of replicates; a pair whose two counts both exceed ``k`` is
+    not separable, decided early; the others are counted to the end."""
+    n_replicates = columns.shape[1]
+    le = np.zeros(len(first), dtype=np.int64)
+    ge = np.zeros(len(first), dtype=np.int64)
+    live = np.arange(len(first))
+    for start in range(0, n_replicates, CHUNK_REPLICATES):
+        chunk = np.ascontiguousarray(columns[:, start:start + CHUNK_REPLICATES])
+        for at in range(0, len(live), max(1, BLOCK_BYTES // (8 * chunk.shape[1]))):
+            pairs = live[at:at + max(1, BLOCK_BYTES // (8 * chunk.shape[1]))]
+            a, b = chunk[first[pairs]], chunk[second[pairs]]
+            le[pairs] += np.add.reduce((a <= b).view(np.uint8), axis=1, dtype=np.int64)
+            ge[pairs] += np.add.reduce((a >= b).view(np.uint8), axis=1, dtype=np.int64)
+        decided = (le[live] > k[live]) & (ge[live] > k[live])
+        yield first[live[decided]], second[live[decided]], False
+        live = live[~decided]
+        if not len(live):
+            return
+    yield first[live], second[live], (le[live] <= k[live]) | (ge[live] <= k[live])
 
 
 def rank_intervals(
