@@ -136,65 +136,27 @@ def recall_from_table(table) -> dict[tuple[str, str], RecallCounts]:
 def stats_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
     """metric -> (model, test set) -> statistics, from a ``pyarrow.Table`` of
     ``segment_stats`` rows (``model_id, test_set, segment_id, metric, stats``; ``stats`` a list
-    of integers). Sorted and checked as :meth:`SegmentStats.build` (every group at once: one
-    sort, one gather per row width; each group's arrays are views of them)."""
+    of integers)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if table.num_rows == 0:
         return {}
-    ids = table.column("segment_id").to_numpy().astype(np.int64)
+    ids = table.column("segment_id").to_numpy()
     lists = table.column("stats").combine_chunks()
     if not isinstance(lists, pa.ListArray | pa.LargeListArray):
         raise StatsError(f"the stats column must hold lists of integers, not {lists.type}")
     offsets = lists.offsets.to_numpy()
-    values = lists.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    codes = []
-    for name in ("metric", "model_id", "test_set"):
-        encoded = pc.dictionary_encode(table.column(name).combine_chunks())
-        codes.append((encoded.dictionary.to_pylist(), encoded.indices.to_numpy()))
-    order = np.lexsort([ids] + [c[1] for c in reversed(codes)])
-    group = np.stack([c[1][order] for c in codes], axis=1)
-    new_group = np.r_[True, (np.diff(group, axis=0) != 0).any(axis=1)]
-    starts = np.flatnonzero(new_group)
-    ends = np.r_[starts[1:], len(order)]
-    names = [f"{codes[0][0][g[0]]} statistics of {codes[1][0][g[1]]} on {codes[2][0][g[2]]}"
-             for g in group[starts]]
-    width = np.diff(offsets)[order]
-    ragged = np.flatnonzero(np.minimum.reduceat(width, starts)
-                            != np.maximum.reduceat(width, starts))
-    if len(ragged):
-        at = ragged[0]
-        raise StatsError(f"{names[at]}: rows of different lengths "
-                         f"{sorted(set(width[starts[at]:ends[at]].tolist()))}")
-    sorted_ids = ids[order]
-    repeated = np.flatnonzero(~new_group[1:] & (np.diff(sorted_ids) == 0))
-    if len(repeated):
-        at = np.searchsorted(starts, repeated[0] + 1, side="right") - 1
-        own = sorted_ids[starts[at]:ends[at]]
-        raise StatsError(f"{names[at]}: duplicate instance ids "
-                         f"{np.unique(own[1:][np.diff(own) == 0])[:10].tolist()}")
-    sorted_ids.setflags(write=False)
-    built: list[SegmentStats | None] = [None] * len(starts)
-    for w in np.unique(width[starts]):
-        these = np.flatnonzero(width[starts] == w)  # the groups of rows of width w
-        rows = np.concatenate([np.arange(starts[i], ends[i]) for i in these])
-        matrix = values[offsets[:-1][order[rows]][:, None] + np.arange(w)]
-        if (matrix < 0).any():
-            bad = np.flatnonzero((matrix < 0).any(axis=1))[0]
-            at = np.searchsorted(starts, rows[bad], side="right") - 1
-            raise StatsError(f"{names[at]}: negative counts")
-        matrix.setflags(write=False)
-        position = 0
-        for i in these:
-            size = ends[i] - starts[i]
-            built[i] = SegmentStats(sorted_ids[starts[i]:ends[i]],
-                                    matrix[position:position + size])
-            position += size
+    values = lists.values.to_numpy(zero_copy_only=False)
+    lengths = np.diff(offsets)
     result: dict[str, dict[tuple[str, str], SegmentStats]] = {}
-    for i, g in enumerate(group[starts]):  # in the order of the groups' codes
-        result.setdefault(codes[0][0][g[0]], {})[(codes[1][0][g[1]], codes[2][0][g[2]])] = (
-            built[i])
+    for (metric, model, test_set), rows in _groups(table, ("metric", "model_id", "test_set")):
+        name = f"{metric} statistics of {model} on {test_set}"
+        width = lengths[rows]
+        if (width != width[0]).any():
+            raise StatsError(f"{name}: rows of different lengths {sorted(set(width.tolist()))}")
+        at = offsets[:-1][rows][:, None] + np.arange(width[0])
+        result.setdefault(metric, {})[(model, test_set)] = SegmentStats.build(
+            ids[rows], values[at], name)
     return result
 
 
