@@ -137,18 +137,41 @@ SELECT metric, model_id, test_set, count(*) AS n FROM raw.segment_stats GROUP BY
 UNION ALL
 SELECT metric, model_id, test_set, count(*) AS n FROM raw.segment_scores GROUP BY ALL;
 
--- One part of the models (by a hash of the id, $part of $parts) of all_segment_stats,
--- all_segment_scores and all_word_recall: the aggregation reads the models part by part.
--- name: segment_stats_part
+-- The statistics of some models ($models), as all_segment_stats, all_segment_scores and
+-- all_word_recall: the aggregation reads the models block by block. Statistics are sorted so that
+-- each (metric, model, test set) is one run (segment_stats.stats_from_sorted_table).
+-- name: segment_stats_of_models
 SELECT model_id, test_set, segment_id, metric, stats FROM raw.segment_stats
-WHERE hash(model_id) % $parts = $part;
+SEMI JOIN (SELECT unnest($models::VARCHAR[]) AS wanted) ON model_id = wanted
+ORDER BY metric, model_id, test_set, segment_id;
 
--- name: segment_scores_part
+-- name: segment_scores_of_models
 SELECT model_id, test_set, segment_id, metric, score FROM raw.segment_scores
-WHERE hash(model_id) % $parts = $part;
+SEMI JOIN (SELECT unnest($models::VARCHAR[]) AS wanted) ON model_id = wanted;
 
--- name: word_recall_part
+-- name: word_recall_of_models
 SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced,
        n_introduced_missed
-FROM raw.word_recall WHERE hash(model_id) % $parts = $part
+FROM raw.word_recall
+SEMI JOIN (SELECT unnest($models::VARCHAR[]) AS wanted) ON model_id = wanted
 ORDER BY model_id, locale, segment_id;
+
+-- Per model: a digest of every per-segment statistic, segment score and word-recall count it
+-- has (the XOR of the rows' 64-bit hashes: any changed, added or removed row changes it with
+-- near certainty). The aggregation's kept per-model replicates are used only under the same one.
+-- name: statistics_digests
+SELECT model_id, bit_xor(h) AS digest FROM (
+    SELECT model_id, hash(metric, test_set, segment_id, stats) AS h FROM raw.segment_stats
+    UNION ALL
+    SELECT model_id, hash(metric, test_set, segment_id, score) FROM raw.segment_scores
+    UNION ALL
+    SELECT model_id, hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+                          n_introduced_missed) FROM raw.word_recall
+) GROUP BY model_id ORDER BY model_id;
+
+-- Per (model, locale): the summed word-recall counts and the number of instances.
+-- name: word_recall_sums
+SELECT model_id, locale, sum(n_removed) AS n_removed,
+       sum(n_removed_recalled) AS n_removed_recalled, sum(n_introduced) AS n_introduced,
+       sum(n_introduced_missed) AS n_introduced_missed, count(*) AS n_instances
+FROM raw.word_recall GROUP BY ALL ORDER BY model_id, locale;

@@ -10,25 +10,35 @@ one transaction with the rows of :mod:`cultivar_assets.evaluation.statistics` (d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name, get_locale
 from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_tables
-from cultivar_assets.metrics.bootstrap import bootstrap_weights, combine, model_replicates
+from cultivar_assets.metrics.bootstrap import (
+    BootstrapConfig,
+    bootstrap_weights,
+    combine,
+    load_replicates,
+    model_replicates,
+    save_replicates,
+)
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.ranks import rank_sentence
 from cultivar_assets.metrics.registry import metric_registry, score_functions, score_label
 from cultivar_assets.metrics.segment_stats import (
+    RECALL_COLUMNS,
     recall_from_table,
     scores_from_table,
-    stats_from_table,
+    stats_from_sorted_table,
 )
 from cultivar_assets.metrics.word_recall import rates_from_sums
 from cultivar_assets.store.database import Step, Store
@@ -118,29 +128,71 @@ def _check_statistics(store: Store, rows: list[dict]) -> None:
             "scores; re-materialise their scores")
 
 
-BLOCK_MODELS = 100  # models read and bootstrapped together (one part of the store)
+BLOCK_MODELS = 100  # models read and bootstrapped together
 
 
-def _model_parts(store: Store, n_models: int, metrics: Sequence[str], chosen: set[str]):
-    """(statistics, word recall) of the chosen models, one part of the store at a time
-    (``segment_stats_part``: about :data:`BLOCK_MODELS` models each)."""
-    parts = max(1, -(-n_models // BLOCK_MODELS))
-    for part in range(parts):
-        stored = (stats_from_table(store.arrow("segment_stats_part", part=part, parts=parts))
-                  | scores_from_table(store.arrow("segment_scores_part", part=part,
-                                                  parts=parts)))
-        stats = {metric: {key: value for key, value in stored.get(metric, {}).items()
-                          if key[0] in chosen} for metric in metrics}
-        recall = {key: counts for key, counts in recall_from_table(store.arrow(
-            "word_recall_part", part=part, parts=parts)).items() if key[0] in chosen}
-        yield stats, recall
+def _read_block(store: Store, block: list[str], metrics: Sequence[str]):
+    """(statistics, word recall) of the models of ``block``."""
+    stored = (stats_from_sorted_table(store.arrow("segment_stats_of_models", models=block))
+              | scores_from_table(store.arrow("segment_scores_of_models", models=block)))
+    stats = {metric: stored.get(metric, {}) for metric in metrics}
+    recall = recall_from_table(store.arrow("word_recall_of_models", models=block))
+    return stats, recall
+
+
+def _replicates_key(model: str, digest, rows: list[dict], universe: np.ndarray,
+                    bootstrap: BootstrapConfig, metrics: Sequence[str],
+                    locales: Sequence[str]) -> str:
+    """What a model's replicates are computed from: its statistics (their digest) and score
+    rows, the pool of ids, the bootstrap settings, the metrics and the locales."""
+    described = {
+        "model": model, "statistics": str(digest), "pool": hashlib.sha256(
+            universe.tobytes()).hexdigest(), "bootstrap": bootstrap.model_dump(),
+        "metrics": list(metrics), "locales": list(locales),
+        "scores": sorted((r["metric"], r["test_set"], repr(r["score"]), r["signature"],
+                          r["tokenizer_sha256"] or "", r["n_segments"],
+                          r["dataset_fingerprint"]) for r in rows if r["model_id"] == model)}
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
+def _model_parts(store: Store, rows: list[dict], model_ids: list[str], locales: list[str],
+                 metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
+                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool):
+    """Every model's :class:`ModelReplicates` in model order: loaded from ``replicates_dir``
+    where kept under the same key, else computed :data:`BLOCK_MODELS` models at a time (and
+    kept there)."""
+    keys: dict[str, str] = {}
+    if replicates_dir is not None:
+        digests = {r["model_id"]: r["digest"] for r in store.query("statistics_digests")}
+        keys = {model: _replicates_key(model, digests.get(model), rows, universe, bootstrap,
+                                       metrics, locales) for model in model_ids}
+    for start in range(0, len(model_ids), BLOCK_MODELS):
+        block = model_ids[start:start + BLOCK_MODELS]
+        loaded = {model: found for model in block if replicates_dir is not None
+                  for found in [load_replicates(replicates_dir / f"{model}.npz", keys[model])]
+                  if found is not None}
+        missing = [m for m in block if m not in loaded]
+        computed = {}
+        if missing:
+            stats, recall = _read_block(store, missing, metrics)
+            for part in model_replicates(stats, missing, locales, recall, universe, weights,
+                                         bootstrap.confidence,
+                                         score_functions=score_functions(stats),
+                                         progress=progress):
+                computed[part.model] = part.compact()
+                if replicates_dir is not None:
+                    save_replicates(part, replicates_dir / f"{part.model}.npz", keys[part.model])
+        for model in block:
+            yield loaded.get(model) or computed[model]
 
 
 def aggregate(store: Store, models: Sequence[str] | None = None,
-              config: MetricConfig | None = None, progress: bool = False) -> Aggregates:
+              config: MetricConfig | None = None, progress: bool = False,
+              replicates_dir: Path | None = None) -> Aggregates:
     """Recompute the aggregate tables of ``models`` (default: every scored model); module
     docstring. ``config``: the metric settings (the metrics aggregated, in their order; bootstrap
-    and flag parameters)."""
+    and flag parameters). ``replicates_dir``: a folder where each model's replicates are kept
+    (``<model>.npz``) and reused while what they were computed from is unchanged."""
     config = config or MetricConfig()
     started = time.perf_counter()
     fingerprint = dataset_fingerprint(store)
@@ -153,7 +205,6 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     consistent = _check_consistency(rows, fingerprint, config.metrics)
     signatures = {metric: signature for metric, (signature, _) in consistent.items()}
     model_ids = sorted({r["model_id"] for r in rows})
-    chosen = set(model_ids)
     locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
     _check_statistics(store, rows)
     metrics = tuple(config.metrics)
@@ -167,22 +218,14 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     if len(universe) == 0:
         raise AggregationError("no statistics for the scored models and locales")
     weights = bootstrap_weights(len(universe), bootstrap)
-    parts, recall_table = [], []
-    for stats, recall in _model_parts(store, len(model_ids), metrics, chosen):
-        block = sorted({m for table in stats.values() for m, _ in table}
-                       | {m for m, _ in recall})
-        if not block:
-            continue
-        parts += [p.compact() for p in model_replicates(
-            stats, block, locales, recall, universe, weights, bootstrap.confidence,
-            score_functions=score_functions(stats), progress=progress)]
-        recall_table += [  # per (model, locale): word_recall.rates_from_sums of the summed counts
-            {"model_id": model, "locale": locale,
-             **asdict(rates_from_sums(*(int(x) for x in counts.counts.sum(axis=0)),
-                                      len(counts.ids)))}
-            for (model, locale), counts in recall.items()]
+    parts = _model_parts(store, rows, model_ids, locales, metrics, universe, weights, bootstrap,
+                         replicates_dir, progress)
     result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
-    recall_table.sort(key=lambda r: (r["model_id"], r["locale"]))
+    chosen = set(model_ids)
+    recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
+        {"model_id": r["model_id"], "locale": r["locale"],
+         **asdict(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
+        for r in store.query("word_recall_sums") if r["model_id"] in chosen]
     tables = statistics_tables(result, config.flag_config())
     registry = metric_registry()
     metric_rows = [  # raw.statistics_metrics

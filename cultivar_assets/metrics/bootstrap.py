@@ -50,9 +50,12 @@ replicates, BLEU and chrF).
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -527,66 +530,137 @@ def model_replicates(
             for model in models]
 
 
-def combine(parts: Sequence[ModelReplicates], models: Sequence[str], locales: Sequence[str],
+def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Sequence[str],
             metrics: Sequence[str], n_instances: int, config: BootstrapConfig
             ) -> BootstrapResult:
-    """The :class:`BootstrapResult` of the models' :class:`ModelReplicates` (one per model of
-    ``models``, in any order): the pairs' estimates as computed per model, the per-model
-    quantities' replicates side by side, the per-locale means over models. The pairs'
+    """The :class:`BootstrapResult` of the models' :class:`ModelReplicates`, one per model of
+    ``models`` and in that order (an iterable: each part is used once, its ∆ replicates only
+    added to the per-locale sums): the pairs' estimates as computed per model, the per-model
+    quantities' replicates side by side, the per-locale means over models (the models' ∆
+    added one after another in their order, then divided by their number). The pairs'
     quantities keep their replicates when every part has all of them (not :meth:`compact`),
     else only their intervals."""
-    by_model = {p.model: p for p in parts}
     models = tuple(dict.fromkeys(models))
-    missing = [m for m in models if m not in by_model]
-    if missing:
-        raise BootstrapError(f"no replicates of the models {missing[:5]}")
-    ordered = [by_model[m] for m in models]
     language_of = {loc: get_locale(loc).source_language for loc in locales}
-    quantities: dict[str, Quantity] = {}
     n_rows = config.n_replicates + 1
+    keys: dict[str, list] = {m: [] for m in metrics}
+    sizes: dict[str, list] = {m: [] for m in metrics}
+    values: dict[tuple[str, str], list] = {}  # (metric, side) -> [(point, low, high)]
+    kept: dict[tuple[str, str], list] = {}  # (metric, side) -> pair replicates, or None
+    columns: dict[str, dict[int, tuple]] = {}  # quantity name -> model index -> (values, n)
+    sums: dict[str, dict[str, list]] = {m: {} for m in metrics}  # locale -> [Σ ∆, count]
+    unpaired: dict[tuple[str, str], int] = {}
+    count = 0
+    for part in parts:
+        if count >= len(models) or part.model != models[count]:
+            raise BootstrapError(f"replicates of {part.model} where "
+                                 f"{models[count] if count < len(models) else 'no model'} "
+                                 "was expected: parts come one per model, in its order")
+        for name, value in part.columns.items():
+            columns.setdefault(name, {})[count] = value
+        count += 1
+        for metric in metrics:
+            keys[metric] += [(part.model, locale) for locale, _ in part.pairs[metric]]
+            sizes[metric] += [n for _, n in part.pairs[metric]]
+            for side in ("flores", "cultivar", "delta"):
+                values.setdefault((metric, side), []).append(part.pair_values[metric][side])
+                kept.setdefault((metric, side), []).append(
+                    part.pair_replicates[metric].get(side))
+            delta = part.pair_replicates[metric]["delta"]
+            for j, (locale, _) in enumerate(part.pairs[metric]):
+                entry = sums[metric].get(locale)
+                if entry is None:
+                    sums[metric][locale] = [delta[:, j].copy(), 1]
+                else:
+                    entry[0] += delta[:, j]
+                    entry[1] += 1
+        unpaired.update({(part.model, locale): n for locale, n in part.unpaired.items()})
+    if count != len(models):
+        raise BootstrapError(f"no replicates of the models {list(models[count:count + 5])}")
+
+    quantities: dict[str, Quantity] = {}
 
     def add(name: str, keys: Sequence, values: np.ndarray, n: Sequence[int]) -> None:
         quantities[name] = Quantity(name, tuple(keys), values[0], values[1:],
                                     np.asarray(n, dtype=np.int64), config.confidence)
 
+    def stacked(name: str) -> None:  # NaN and n = 0 for a model without the quantity
+        found = columns.get(name, {})
+        values = np.full((n_rows, len(models)), np.nan)
+        for j, (column, _) in found.items():
+            values[:, j] = column
+        add(name, models, values, [found[j][1] if j in found else 0
+                                   for j in range(len(models))])
+
     for metric in metrics:
-        keys = [(p.model, locale) for p in ordered for locale, _ in p.pairs[metric]]
-        sizes = np.asarray([n for p in ordered for _, n in p.pairs[metric]], dtype=np.int64)
+        n = np.asarray(sizes[metric], dtype=np.int64)
         for side in ("flores", "cultivar", "delta"):
-            point, low, high = (np.concatenate([p.pair_values[metric][side][i] for p in ordered])
-                                if keys else np.empty(0) for i in range(3))
-            kept = [p.pair_replicates[metric].get(side) for p in ordered]
-            replicates = (np.hstack([r[1:] for r in kept]) if ordered
-                          and all(r is not None for r in kept) else None)
+            point, low, high = (np.concatenate([v[i] for v in values[(metric, side)]])
+                                if values.get((metric, side)) else np.empty(0)
+                                for i in range(3))
+            pair = kept.get((metric, side), [])
+            replicates = (np.hstack([r[1:] for r in pair]) if pair
+                          and all(r is not None for r in pair) else None)
             quantities[f"pair_{side}_{metric}"] = Quantity(
-                f"pair_{side}_{metric}", tuple(keys), point, replicates, sizes,
+                f"pair_{side}_{metric}", tuple(keys[metric]), point, replicates, n,
                 config.confidence, {"value": (low, high)})
         for side in ("delta", "flores", "cultivar"):
-            name = f"model_{side}_{metric}"
-            add(name, models, np.column_stack([p.columns[name][0] for p in ordered]),
-                [p.columns[name][1] for p in ordered])
-        columns_of: dict[str, list[np.ndarray]] = {}
-        for p in ordered:
-            delta = p.pair_replicates[metric]["delta"]
-            for j, (locale, _) in enumerate(p.pairs[metric]):
-                columns_of.setdefault(locale, []).append(delta[:, j])
-        paired_locales = [loc for loc in locales if loc in columns_of]
+            stacked(f"model_{side}_{metric}")
+        paired_locales = [loc for loc in locales if loc in sums[metric]]
         means = np.full((n_rows, len(paired_locales)), np.nan)
         for j, locale in enumerate(paired_locales):
-            # (B + 1, models) with each model's column contiguous, the layout of
-            # ``_mean_columns``' ``values[:, group]``: the mean adds the models one by one
-            means[:, j] = np.array(columns_of[locale]).T.mean(axis=1)
+            total, n_models = sums[metric][locale]
+            means[:, j] = total / n_models
         add(f"locale_delta_{metric}", paired_locales, means,
-            [len(columns_of[loc]) for loc in paired_locales])
+            [sums[metric][loc][1] for loc in paired_locales])
     for name in ("model_false_positive_rate", "model_false_negative_rate"):
-        if any(name in p.columns for p in ordered):
-            add(name, models, np.column_stack([p.columns[name][0] for p in ordered]),
-                [p.columns[name][1] for p in ordered])
-    unpaired = {(p.model, locale): n for p in ordered for locale, n in p.unpaired.items()}
+        if name in columns:
+            stacked(name)
     return BootstrapResult(
         config, tuple(metrics), models, tuple(dict.fromkeys(locales)), n_instances, quantities,
         {key: language_of[key[1]] for key in unpaired}, unpaired,
     )
+
+
+def save_replicates(part: ModelReplicates, path: Path, key: str) -> None:
+    """Keep a model's :meth:`~ModelReplicates.compact` replicates in ``path`` (``.npz``, no
+    pickles), labelled with ``key`` (what they were computed from); replaced atomically."""
+    part = part.compact()
+    meta = {"key": key, "model": part.model, "pairs": part.pairs, "unpaired": part.unpaired,
+            "columns": {name: n for name, (_, n) in part.columns.items()}}
+    arrays = {f"pair/{metric}/{side}/{i}": values[i]
+              for metric, sides in part.pair_values.items()
+              for side, values in sides.items() for i in range(3)}
+    arrays |= {f"delta/{metric}": sides["delta"]
+               for metric, sides in part.pair_replicates.items()}
+    arrays |= {f"column/{name}": values for name, (values, _) in part.columns.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    with partial.open("wb") as out:
+        np.savez(out, meta=np.array(json.dumps(meta)), **arrays)
+    os.replace(partial, path)
+
+
+def load_replicates(path: Path, key: str) -> ModelReplicates | None:
+    """The replicates kept in ``path`` by :func:`save_replicates` with the same ``key``; None
+    when there are none or they were computed from something else."""
+    try:
+        stored = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        return None
+    with stored:
+        meta = json.loads(str(stored["meta"]))
+        if meta["key"] != key:
+            return None
+        pairs = {metric: [(locale, int(n)) for locale, n in entries]
+                 for metric, entries in meta["pairs"].items()}
+        return ModelReplicates(
+            meta["model"], pairs,
+            {metric: {side: tuple(stored[f"pair/{metric}/{side}/{i}"] for i in range(3))
+                      for side in ("flores", "cultivar", "delta")} for metric in pairs},
+            {metric: {"delta": stored[f"delta/{metric}"]} for metric in pairs},
+            {name: (stored[f"column/{name}"], int(n)) for name, n in meta["columns"].items()},
+            {locale: int(n) for locale, n in meta["unpaired"].items()})
 
 
 BLOCK_MODELS = 100  # models whose replicates are computed together (one matrix product each)
@@ -624,11 +698,10 @@ def paired_bootstrap(
     locales = tuple(dict.fromkeys(locales))
     universe = instance_pool(stats, models, locales, recall)
     weights = bootstrap_weights(len(universe), config)
-    parts: list[ModelReplicates] = []
-    for start in range(0, len(models), BLOCK_MODELS):
-        parts += model_replicates(stats, models[start:start + BLOCK_MODELS], locales, recall,
-                                  universe, weights, config.confidence,
-                                  score_functions=score_functions, progress=progress)
+    parts = (part for start in range(0, len(models), BLOCK_MODELS)
+             for part in model_replicates(stats, models[start:start + BLOCK_MODELS], locales,
+                                          recall, universe, weights, config.confidence,
+                                          score_functions=score_functions, progress=progress))
     return combine(parts, models, locales, metrics, len(universe), config)
 
 
