@@ -230,3 +230,41 @@ def test_stats_from_table_refuses_malformed_groups_naming_them(change, message):
     rows = [(f"m{m}", "t1", i, "bleu", [1, 2, 3]) for m in range(3) for i in range(5)]
     with pytest.raises(StatsError, match=f"bleu statistics of m1 on t1: {message}"):
         stats_from_table(_stats_table(change(rows)))
+
+
+def test_kept_replicates_are_reused_only_while_their_inputs_are_unchanged(store, tmp_path,
+                                                                        monkeypatch):
+    """With ``replicates_dir`` every model's replicates are kept; a second aggregation loads
+    them all (no statistics read) and writes the same tables; after one model's statistics
+    change, only that model is computed again, and the tables equal the reference's."""
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=100)
+    kept = tmp_path / "replicates"
+    first = aggregates.aggregate(store, config=config, replicates_dir=kept)
+    assert sorted(p.stem for p in kept.glob("*.npz")) == first.models
+    computed: list[list[str]] = []
+    real = aggregates.model_replicates
+
+    def counting(stats, models, *args, **kwargs):
+        computed.append(list(models))
+        return real(stats, models, *args, **kwargs)
+
+    monkeypatch.setattr(aggregates, "model_replicates", counting)
+    again = aggregates.aggregate(store, config=config, replicates_dir=kept)
+    assert computed == []
+    for table in ("pairs", "models", "locales", "values", "ranks", "flags", "averages"):
+        _same(getattr(again.tables, table), getattr(first.tables, table), table)
+
+    changed = store.path.with_name("changed.duckdb")
+    changed.write_bytes(store.path.read_bytes())
+    other = Store(changed)
+    with other.connect() as con:  # one count of one model's statistic, its score unchanged
+        con.execute("UPDATE raw.segment_stats SET stats = list_transform(stats, lambda x: x + 1) "
+                    "WHERE model_id = 'model-03' AND test_set = ? AND segment_id = 1 "
+                    "AND metric = 'chrf'", [cultivar_test_set_name(LOCALES[5])])
+    result = aggregates.aggregate(other, config=config, replicates_dir=kept)
+    assert computed == [["model-03"]]
+    _, expected = reference_tables(other, config)
+    for table in ("pairs", "models", "locales", "values", "agreement", "averages", "ranks",
+                  "flags"):
+        _same(getattr(result.tables, table), getattr(expected, table), table)
+    assert result.tables.values != first.tables.values
