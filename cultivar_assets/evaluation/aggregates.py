@@ -1,11 +1,18 @@
 """The cross-model tables (paper Tables 2-4) with their statistics, recomputed from the store.
 
-:func:`aggregate` reads every stored score, per-segment statistic and word-recall count of the
-chosen models, refuses to mix scores with different signatures, tokenizer models or datasets
-(one table, one signature; the message names the models to re-score), runs one paired bootstrap
-over instances (:mod:`cultivar_assets.metrics.bootstrap`, configured by the ``metrics`` settings:
+:func:`aggregate` reads every stored score of the chosen models, refuses to mix scores with
+different signatures, tokenizer models or datasets (one table, one signature; the message names
+the models to re-score), runs one paired bootstrap over instances
+(:mod:`cultivar_assets.metrics.bootstrap`, configured by the ``metrics`` settings:
 ``bootstrap_replicates``, ``bootstrap_seed``, ``confidence``) and replaces the aggregate tables in
 one transaction with the rows of :mod:`cultivar_assets.evaluation.statistics` (definitions there).
+
+The bootstrap streams over the models in blocks of :data:`BLOCK_MODELS`, in model order: a
+block's per-segment statistics and word-recall counts are read, each model's replicates computed
+(``bootstrap.model_replicates``) and combined with the others' (``bootstrap.combine``) before the
+next block is read; every result equals one bootstrap over all models at once. Given a
+``replicates_dir``, each model's replicates are kept there and reused while what they were
+computed from is unchanged (:func:`_replicates_key`).
 """
 
 from __future__ import annotations

@@ -44,8 +44,12 @@ statistics) — possible only for locales much smaller than ``U``.
 ``k = ⌊B'(1 − c)/2⌋`` and ``B' − 1 − k`` (B' finite replicates), the order statistics that
 sacreBLEU's ``estimate_ci`` uses (it reports their half distance, we report both ends).
 
-Speed: ``benchmarks/bench_bootstrap.py`` (32 models × 27 locales × 200 instances × 1,000
-replicates, BLEU and chrF).
+**Computation.** :func:`model_replicates` computes every quantity that depends on one model's
+statistics alone, for a block of models at once; :func:`combine` joins the models' shares in
+model order into the per-model and per-locale quantities (:func:`paired_bootstrap` does both in
+memory; ``evaluation.aggregates`` streams blocks from the store). Speed:
+``benchmarks/bench_bootstrap.py`` (32 models in memory) and ``benchmarks/bench_aggregate.py``
+(32 to 1,000 models from a store).
 """
 
 from __future__ import annotations
