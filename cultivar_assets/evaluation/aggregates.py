@@ -21,6 +21,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -173,24 +174,43 @@ def _model_parts(store: Store, rows: list[dict], model_ids: list[str], locales: 
         digests = {r["model_id"]: r["digest"] for r in store.query("statistics_digests")}
         keys = {model: _replicates_key(model, digests.get(model), rows, universe, bootstrap,
                                        metrics, locales) for model in model_ids}
+    blocks = []
     for start in range(0, len(model_ids), BLOCK_MODELS):
         block = model_ids[start:start + BLOCK_MODELS]
-        loaded = {model: found for model in block if replicates_dir is not None
-                  for found in [load_replicates(replicates_dir / f"{model}.npz", keys[model])]
-                  if found is not None}
-        missing = [m for m in block if m not in loaded]
-        computed = {}
-        if missing:
-            stats, recall = _read_block(store, missing, metrics)
-            for part in model_replicates(stats, missing, locales, recall, universe, weights,
-                                         bootstrap.confidence,
-                                         score_functions=score_functions(stats),
-                                         progress=progress):
-                computed[part.model] = part.compact()
-                if replicates_dir is not None:
-                    save_replicates(part, replicates_dir / f"{part.model}.npz", keys[part.model])
-        for model in block:
-            yield loaded.get(model) or computed[model]
+        kept = [m for m in block if replicates_dir is not None
+                and (replicates_dir / f"{m}.npz").exists()]
+        blocks.append((block, kept))
+    # the next block's statistics are read (DuckDB, in a thread) while this one is computed
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        pending = None
+        for i, (block, kept) in enumerate(blocks):
+            loaded = {model: found for model in kept
+                      for found in [load_replicates(replicates_dir / f"{model}.npz",
+                                                    keys[model])]
+                      if found is not None}
+            missing = [m for m in block if m not in loaded]
+            if pending is not None and pending[0] == missing:
+                stats, recall = pending[1].result()
+            elif missing:
+                stats, recall = _read_block(store, missing, metrics)
+            pending = None
+            if i + 1 < len(blocks):  # read ahead: the next block's models without a kept file
+                ahead = [m for m in blocks[i + 1][0] if m not in blocks[i + 1][1]]
+                if ahead:
+                    pending = (ahead, reader.submit(_read_block, store, ahead, metrics))
+            computed = {}
+            if missing:
+                for part in model_replicates(stats, missing, locales, recall, universe, weights,
+                                             bootstrap.confidence,
+                                             score_functions=score_functions(stats),
+                                             progress=progress):
+                    computed[part.model] = part.compact()
+                    if replicates_dir is not None:
+                        save_replicates(part, replicates_dir / f"{part.model}.npz",
+                                        keys[part.model])
+                del stats, recall
+            for model in block:
+                yield loaded.get(model) or computed[model]
 
 
 def aggregate(store: Store, models: Sequence[str] | None = None,
