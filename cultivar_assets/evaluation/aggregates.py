@@ -136,7 +136,7 @@ def _check_statistics(store: Store, rows: list[dict]) -> None:
             "scores; re-materialise their scores")
 
 
-BLOCK_MODELS = 100  # models read and bootstrapped together
+BLOCK_MODELS = 50  # models read and bootstrapped together
 
 
 def _read_block(store: Store, block: list[str], metrics: Sequence[str]):

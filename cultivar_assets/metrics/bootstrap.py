@@ -550,7 +550,7 @@ def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Se
     keys: dict[str, list] = {m: [] for m in metrics}
     sizes: dict[str, list] = {m: [] for m in metrics}
     values: dict[tuple[str, str], list] = {}  # (metric, side) -> [(point, low, high)]
-    kept: dict[tuple[str, str], list] = {}  # (metric, side) -> pair replicates, or None
+    kept: dict[tuple[str, str], list] | None = {}  # (metric, side) -> pair replicates
     columns: dict[str, dict[int, tuple]] = {}  # quantity name -> model index -> (values, n)
     sums: dict[str, dict[str, list]] = {m: {} for m in metrics}  # locale -> [Σ ∆, count]
     unpaired: dict[tuple[str, str], int] = {}
@@ -568,8 +568,11 @@ def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Se
             sizes[metric] += [n for _, n in part.pairs[metric]]
             for side in ("flores", "cultivar", "delta"):
                 values.setdefault((metric, side), []).append(part.pair_values[metric][side])
-                kept.setdefault((metric, side), []).append(
-                    part.pair_replicates[metric].get(side))
+                if kept is not None and part.pair_replicates[metric].get(side) is not None:
+                    kept.setdefault((metric, side), []).append(
+                        part.pair_replicates[metric][side])
+                else:  # a compact part: no pair keeps its replicates (none are held)
+                    kept = None
             delta = part.pair_replicates[metric]["delta"]
             for j, (locale, _) in enumerate(part.pairs[metric]):
                 entry = sums[metric].get(locale)
@@ -602,9 +605,9 @@ def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Se
             point, low, high = (np.concatenate([v[i] for v in values[(metric, side)]])
                                 if values.get((metric, side)) else np.empty(0)
                                 for i in range(3))
-            pair = kept.get((metric, side), [])
-            replicates = (np.hstack([r[1:] for r in pair]) if pair
-                          and all(r is not None for r in pair) else None)
+            pair = None if kept is None else kept.get((metric, side), [])
+            replicates = (None if pair is None else np.hstack([r[1:] for r in pair])
+                          if pair else np.empty((n_rows - 1, 0)))
             quantities[f"pair_{side}_{metric}"] = Quantity(
                 f"pair_{side}_{metric}", tuple(keys[metric]), point, replicates, n,
                 config.confidence, {"value": (low, high)})
