@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -148,18 +148,18 @@ def _read_block(store: Store, block: list[str], metrics: Sequence[str]):
     return stats, recall
 
 
-def _replicates_key(model: str, digest, rows: list[dict], universe: np.ndarray,
+def _replicates_key(model: str, digest, rows: list[dict], pool: str,
                     bootstrap: BootstrapConfig, metrics: Sequence[str],
                     locales: Sequence[str]) -> str:
     """What a model's replicates are computed from: its statistics (their digest) and score
-    rows, the pool of ids, the bootstrap settings, the metrics and the locales."""
+    rows (``rows``: the model's), the pool of ids (``pool``: a digest of it), the bootstrap
+    settings, the metrics and the locales."""
     described = {
-        "model": model, "statistics": str(digest), "pool": hashlib.sha256(
-            universe.tobytes()).hexdigest(), "bootstrap": bootstrap.model_dump(),
-        "metrics": list(metrics), "locales": list(locales),
+        "model": model, "statistics": str(digest), "pool": pool,
+        "bootstrap": bootstrap.model_dump(), "metrics": list(metrics), "locales": list(locales),
         "scores": sorted((r["metric"], r["test_set"], repr(r["score"]), r["signature"],
                           r["tokenizer_sha256"] or "", r["n_segments"],
-                          r["dataset_fingerprint"]) for r in rows if r["model_id"] == model)}
+                          r["dataset_fingerprint"]) for r in rows)}
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
@@ -172,8 +172,12 @@ def _model_parts(store: Store, rows: list[dict], model_ids: list[str], locales: 
     keys: dict[str, str] = {}
     if replicates_dir is not None:
         digests = {r["model_id"]: r["digest"] for r in store.query("statistics_digests")}
-        keys = {model: _replicates_key(model, digests.get(model), rows, universe, bootstrap,
-                                       metrics, locales) for model in model_ids}
+        rows_of: dict[str, list[dict]] = {}
+        for r in rows:
+            rows_of.setdefault(r["model_id"], []).append(r)
+        pool = hashlib.sha256(universe.tobytes()).hexdigest()
+        keys = {model: _replicates_key(model, digests.get(model), rows_of.get(model, []), pool,
+                                       bootstrap, metrics, locales) for model in model_ids}
     blocks = []
     for start in range(0, len(model_ids), BLOCK_MODELS):
         block = model_ids[start:start + BLOCK_MODELS]
@@ -251,7 +255,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     chosen = set(model_ids)
     recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
         {"model_id": r["model_id"], "locale": r["locale"],
-         **asdict(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
+         **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
         for r in store.query("word_recall_sums") if r["model_id"] in chosen]
     tables = statistics_tables(result, config.flag_config())
     registry = metric_registry()

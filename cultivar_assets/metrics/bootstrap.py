@@ -629,45 +629,58 @@ def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Se
     )
 
 
+REPLICATES_FORMAT = 1  # the layout of a kept replicates file (save_replicates)
+
+
 def save_replicates(part: ModelReplicates, path: Path, key: str) -> None:
-    """Keep a model's :meth:`~ModelReplicates.compact` replicates in ``path`` (``.npz``, no
-    pickles), labelled with ``key`` (what they were computed from); replaced atomically."""
+    """Keep a model's :meth:`~ModelReplicates.compact` replicates in ``path`` (``.npz`` of two
+    entries, no pickles: a JSON description and every array in one float64 vector), labelled
+    with ``key`` (what they were computed from); replaced atomically."""
     part = part.compact()
-    meta = {"key": key, "model": part.model, "pairs": part.pairs, "unpaired": part.unpaired,
-            "columns": {name: n for name, (_, n) in part.columns.items()}}
-    arrays = {f"pair/{metric}/{side}/{i}": values[i]
+    arrays = [(f"pair/{metric}/{side}/{i}", values[i])
               for metric, sides in part.pair_values.items()
-              for side, values in sides.items() for i in range(3)}
-    arrays |= {f"delta/{metric}": sides["delta"]
-               for metric, sides in part.pair_replicates.items()}
-    arrays |= {f"column/{name}": values for name, (values, _) in part.columns.items()}
+              for side, values in sides.items() for i in range(3)]
+    arrays += [(f"delta/{metric}", sides["delta"])
+               for metric, sides in part.pair_replicates.items()]
+    arrays += [(f"column/{name}", values) for name, (values, _) in part.columns.items()]
+    meta = {"format": REPLICATES_FORMAT, "key": key, "model": part.model, "pairs": part.pairs, "unpaired": part.unpaired,
+            "columns": {name: n for name, (_, n) in part.columns.items()},
+            "arrays": [(name, list(np.shape(a))) for name, a in arrays]}
+    data = (np.concatenate([np.asarray(a, dtype=np.float64).ravel() for _, a in arrays])
+            if arrays else np.empty(0))
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
     with partial.open("wb") as out:
-        np.savez(out, meta=np.array(json.dumps(meta)), **arrays)
+        np.savez(out, meta=np.array(json.dumps(meta)), data=data)
     os.replace(partial, path)
 
 
 def load_replicates(path: Path, key: str) -> ModelReplicates | None:
     """The replicates kept in ``path`` by :func:`save_replicates` with the same ``key``; None
-    when there are none or they were computed from something else."""
+    when there are none, they were computed from something else or kept in another layout."""
     try:
         stored = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         return None
     with stored:
         meta = json.loads(str(stored["meta"]))
-        if meta["key"] != key:
+        if meta.get("format") != REPLICATES_FORMAT or meta.get("key") != key:
             return None
-        pairs = {metric: [(locale, int(n)) for locale, n in entries]
-                 for metric, entries in meta["pairs"].items()}
-        return ModelReplicates(
-            meta["model"], pairs,
-            {metric: {side: tuple(stored[f"pair/{metric}/{side}/{i}"] for i in range(3))
-                      for side in ("flores", "cultivar", "delta")} for metric in pairs},
-            {metric: {"delta": stored[f"delta/{metric}"]} for metric in pairs},
-            {name: (stored[f"column/{name}"], int(n)) for name, n in meta["columns"].items()},
-            {locale: int(n) for locale, n in meta["unpaired"].items()})
+        data = stored["data"]
+    arrays, at = {}, 0
+    for name, shape in meta["arrays"]:
+        size = int(np.prod(shape))
+        arrays[name] = data[at:at + size].reshape(shape)
+        at += size
+    pairs = {metric: [(locale, int(n)) for locale, n in entries]
+             for metric, entries in meta["pairs"].items()}
+    return ModelReplicates(
+        meta["model"], pairs,
+        {metric: {side: tuple(arrays[f"pair/{metric}/{side}/{i}"] for i in range(3))
+                  for side in ("flores", "cultivar", "delta")} for metric in pairs},
+        {metric: {"delta": arrays[f"delta/{metric}"]} for metric in pairs},
+        {name: (arrays[f"column/{name}"], int(n)) for name, n in meta["columns"].items()},
+        {locale: int(n) for locale, n in meta["unpaired"].items()})
 
 
 BLOCK_MODELS = 100  # models whose replicates are computed together (one matrix product each)

@@ -150,9 +150,10 @@ def rank_intervals(
                                     confidence)
     apart = separable(replicates, confidence)
     order = np.array(sorted(range(len(keys)), key=lambda i: (rank[i], keys[i])), dtype=np.int64)
+    ordered_keys = np.array(keys, dtype=object)[order]
     result = []
     for i in order:
-        tied = order[~apart[i, order] & (order != i)]
+        tied = ordered_keys[~apart[i, order] & (order != i)]
         result.append(RankInterval(keys[i], float(point[i]), int(rank[i]), int(low[i]),
-                                   int(high[i]), tuple(keys[j] for j in tied)))
+                                   int(high[i]), tuple(tied.tolist())))
     return result
