@@ -643,7 +643,8 @@ def save_replicates(part: ModelReplicates, path: Path, key: str) -> None:
     arrays += [(f"delta/{metric}", sides["delta"])
                for metric, sides in part.pair_replicates.items()]
     arrays += [(f"column/{name}", values) for name, (values, _) in part.columns.items()]
-    meta = {"format": REPLICATES_FORMAT, "key": key, "model": part.model, "pairs": part.pairs, "unpaired": part.unpaired,
+    meta = {"format": REPLICATES_FORMAT, "key": key, "model": part.model, "pairs": part.pairs,
+            "unpaired": part.unpaired,
             "columns": {name: n for name, (_, n) in part.columns.items()},
             "arrays": [(name, list(np.shape(a))) for name, a in arrays]}
     data = (np.concatenate([np.asarray(a, dtype=np.float64).ravel() for _, a in arrays])
