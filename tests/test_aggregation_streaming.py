@@ -268,3 +268,15 @@ def test_kept_replicates_are_reused_only_while_their_inputs_are_unchanged(store,
                   "flags"):
         _same(getattr(result.tables, table), getattr(expected, table), table)
     assert result.tables.values != first.tables.values
+
+
+def test_block_sums_of_models_sharing_every_column():
+    """Models with identical statistics (every column shared) sum as the plain product."""
+    rng = np.random.default_rng(2)
+    weights = rng.integers(0, 3, size=(7, 5)).astype(float)
+    same = rng.integers(0, 9, size=(5, 1, 4))
+    for rows in (np.repeat(same, 3, axis=1), np.concatenate(
+            [np.repeat(same, 2, axis=1), same + 1], axis=1)):
+        expected = (weights @ rows.reshape(5, -1)).reshape(7, rows.shape[1], 4)
+        np.testing.assert_array_equal(
+            bootstrap._block_sums(weights, np.arange(5), rows), expected, strict=True)

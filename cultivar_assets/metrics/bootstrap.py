@@ -351,7 +351,8 @@ def _block_sums(weights: np.ndarray, positions: np.ndarray, rows: np.ndarray) ->
     sums = _weighted_sums(weights, positions, matrix)
     out = np.empty((len(weights), n_models, k))
     out[:, :, shared] = sums[:, None, :int(shared.sum())]
-    out[:, :, ~shared] = sums[:, int(shared.sum()):].reshape(-1, n_models, own.shape[2])
+    out[:, :, ~shared] = sums[:, int(shared.sum()):].reshape(len(weights), n_models,
+                                                             own.shape[2])
     return out
 
 
