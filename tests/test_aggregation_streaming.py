@@ -33,6 +33,7 @@ from cultivar_assets.metrics.segment_stats import (
     SegmentStats,
     StatsError,
     recall_from_table,
+    stats_from_sorted_table,
     stats_from_table,
 )
 from cultivar_assets.store.database import Step, Store
@@ -280,3 +281,31 @@ def test_block_sums_of_models_sharing_every_column():
         expected = (weights @ rows.reshape(5, -1)).reshape(7, rows.shape[1], 4)
         np.testing.assert_array_equal(
             bootstrap._block_sums(weights, np.arange(5), rows), expected, strict=True)
+
+
+def test_stats_from_sorted_table_equals_stats_from_table_and_refuses_what_it_does():
+    """On rows sorted as ``segment_stats_of_models`` sorts them, the run-by-run reader gives
+    what :func:`stats_from_table` gives; ragged rows, a duplicate id, a negative count and
+    unsorted rows are refused."""
+    rng = np.random.default_rng(9)
+    rows = sorted(((f"m{m}", f"t{t}", int(i), metric, rng.integers(0, 9, size=width).tolist())
+                   for metric, width in (("bleu", 10), ("chrf", 18)) for m in range(3)
+                   for t in range(2) for i in rng.permutation(9)[:5 + t]),
+                  key=lambda r: (r[3], r[0], r[1], r[2]))
+    got, expected = stats_from_sorted_table(_stats_table(rows)), stats_from_table(
+        _stats_table(rows))
+    assert list(got) == list(expected)
+    for metric, table in expected.items():
+        assert list(got[metric]) == list(table)
+        for key, want in table.items():
+            np.testing.assert_array_equal(got[metric][key].ids, want.ids, strict=True)
+            np.testing.assert_array_equal(got[metric][key].stats, want.stats, strict=True)
+    first = rows[0]
+    for changed, message in (
+            ([(*first[:4], first[4][:3]), *rows[1:]], "bleu statistics of m0 on t0: rows of "
+                                                       "different lengths"),
+            ([first, (*first[:4], first[4]), *rows[1:]], "duplicate instance ids"),
+            ([(*first[:4], [-1, *first[4][1:]]), *rows[1:]], "negative counts"),
+            ([*rows[1:], first], "not sorted")):
+        with pytest.raises(StatsError, match=message):
+            stats_from_sorted_table(_stats_table(changed))
