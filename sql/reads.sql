@@ -120,3 +120,64 @@ WHERE schema_name = 'raw' AND column_name = 'model_id' ORDER BY table_name;
 -- The digests of the storage root's files last loaded per model (model_results).
 -- name: model_files_loaded
 SELECT model_id, translations_digest, scores_digest FROM raw.model_files ORDER BY model_id;
+
+
+-- The aggregation's pool of instance ids U (metrics/bootstrap.py): every id of the chosen models'
+-- statistics of the chosen metrics on the chosen test sets, and of their word-recall counts in
+-- the chosen locales.
+-- name: aggregation_instance_pool
+SELECT DISTINCT segment_id FROM (
+    SELECT model_id, segment_id FROM raw.segment_stats
+    WHERE list_contains($metrics, metric) AND list_contains($test_sets, test_set)
+    UNION ALL
+    SELECT model_id, segment_id FROM raw.segment_scores
+    WHERE list_contains($metrics, metric) AND list_contains($test_sets, test_set)
+    UNION ALL
+    SELECT model_id, segment_id FROM raw.word_recall WHERE list_contains($locales, locale)
+) WHERE model_id IN (SELECT unnest($models::VARCHAR[]))
+ORDER BY segment_id;
+
+-- Rows per (metric, model, test set) of the per-segment statistics and scores.
+-- name: segment_counts
+SELECT metric, model_id, test_set, count(*) AS n FROM raw.segment_stats GROUP BY ALL
+UNION ALL
+SELECT metric, model_id, test_set, count(*) AS n FROM raw.segment_scores GROUP BY ALL;
+
+-- The statistics of some models ($models), as all_segment_stats, all_segment_scores and
+-- all_word_recall: the aggregation reads the models block by block. Statistics are sorted so that
+-- each (metric, model, test set) is one run (segment_stats.stats_from_sorted_table).
+-- name: segment_stats_of_models
+SELECT model_id, test_set, segment_id, metric, stats FROM raw.segment_stats
+SEMI JOIN (SELECT unnest($models::VARCHAR[]) AS wanted) ON model_id = wanted
+ORDER BY metric, model_id, test_set, segment_id;
+
+-- name: segment_scores_of_models
+SELECT model_id, test_set, segment_id, metric, score FROM raw.segment_scores
+SEMI JOIN (SELECT unnest($models::VARCHAR[]) AS wanted) ON model_id = wanted;
+
+-- name: word_recall_of_models
+SELECT model_id, locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+       n_introduced_missed
+FROM raw.word_recall
+SEMI JOIN (SELECT unnest($models::VARCHAR[]) AS wanted) ON model_id = wanted
+ORDER BY model_id, locale, segment_id;
+
+-- Per model: a digest of every per-segment statistic, segment score and word-recall count it
+-- has (the XOR of the rows' 64-bit hashes: any changed, added or removed row changes it with
+-- near certainty). The aggregation's kept per-model replicates are used only under the same one.
+-- name: statistics_digests
+SELECT model_id, bit_xor(h) AS digest FROM (
+    SELECT model_id, hash(metric, test_set, segment_id, stats) AS h FROM raw.segment_stats
+    UNION ALL
+    SELECT model_id, hash(metric, test_set, segment_id, score) FROM raw.segment_scores
+    UNION ALL
+    SELECT model_id, hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+                          n_introduced_missed) FROM raw.word_recall
+) GROUP BY model_id ORDER BY model_id;
+
+-- Per (model, locale): the summed word-recall counts and the number of instances.
+-- name: word_recall_sums
+SELECT model_id, locale, sum(n_removed) AS n_removed,
+       sum(n_removed_recalled) AS n_removed_recalled, sum(n_introduced) AS n_introduced,
+       sum(n_introduced_missed) AS n_introduced_missed, count(*) AS n_instances
+FROM raw.word_recall GROUP BY ALL ORDER BY model_id, locale;

@@ -1,31 +1,52 @@
 """The cross-model tables (paper Tables 2-4) with their statistics, recomputed from the store.
 
-:func:`aggregate` reads every stored score, per-segment statistic and word-recall count of the
-chosen models, refuses to mix scores with different signatures, tokenizer models or datasets
-(one table, one signature; the message names the models to re-score), runs one paired bootstrap
-over instances (:mod:`cultivar_assets.metrics.bootstrap`, configured by the ``metrics`` settings:
+:func:`aggregate` reads every stored score of the chosen models, refuses to mix scores with
+different signatures, tokenizer models or datasets (one table, one signature; the message names
+the models to re-score), runs one paired bootstrap over instances
+(:mod:`cultivar_assets.metrics.bootstrap`, configured by the ``metrics`` settings:
 ``bootstrap_replicates``, ``bootstrap_seed``, ``confidence``) and replaces the aggregate tables in
 one transaction with the rows of :mod:`cultivar_assets.evaluation.statistics` (definitions there).
+
+The bootstrap streams over the models in blocks of :data:`BLOCK_MODELS`, in model order: a
+block's per-segment statistics and word-recall counts are read, each model's replicates computed
+(``bootstrap.model_replicates``) and combined with the others' (``bootstrap.combine``) before the
+next block is read; every result equals one bootstrap over all models at once. Given a
+``replicates_dir``, each model's replicates are kept there and reused while what they were
+computed from is unchanged (:func:`_replicates_key`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
+import numpy as np
+
+from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name, get_locale
 from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_tables
-from cultivar_assets.metrics.bootstrap import paired_bootstrap
+from cultivar_assets.metrics.bootstrap import (
+    BootstrapConfig,
+    bootstrap_weights,
+    combine,
+    load_replicates,
+    model_replicates,
+    save_replicates,
+)
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.ranks import rank_sentence
 from cultivar_assets.metrics.registry import metric_registry, score_functions, score_label
 from cultivar_assets.metrics.segment_stats import (
+    RECALL_COLUMNS,
     recall_from_table,
     scores_from_table,
-    stats_from_table,
+    stats_from_sorted_table,
 )
 from cultivar_assets.metrics.word_recall import rates_from_sums
 from cultivar_assets.store.database import Step, Store
@@ -75,8 +96,9 @@ def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str
             "materialise their scores"
         )
     models = {r["model_id"] for r in rows}
+    scored = {(r["model_id"], r["metric"]) for r in rows}
     lacking = sorted(f"{model} ({metric})" for metric in metrics for model in models
-                     if not any(r["model_id"] == model and r["metric"] == metric for r in rows))
+                     if (model, metric) not in scored)
     if lacking:
         raise AggregationError(
             f"no scores of {', '.join(lacking)}: the settings' metrics ({', '.join(metrics)}) "
@@ -101,29 +123,107 @@ def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str
     return found_by_metric
 
 
-def _read_statistics(store: Store, rows: list[dict], models: set[str]) -> dict:
-    """metric -> (model, test set) -> statistics of the chosen models (a segment-score metric's
-    scores as statistics ``[score, 1]``, ``segment_stats.scores_from_table``); every scored test
-    set must have its statistics, with one row per scored segment."""
-    table = store.arrow("all_segment_stats")
-    stats = stats_from_table(table) | scores_from_table(store.arrow("all_segment_scores"))
-    wanted = {(r["metric"], r["model_id"], r["test_set"]): r["n_segments"] for r in rows}
-    lacking = sorted({model for (metric, model, test_set), n in wanted.items()
-                      if (got := stats.get(metric, {}).get((model, test_set))) is None
-                      or len(got.ids) != n})
+def _check_statistics(store: Store, rows: list[dict]) -> None:
+    """Every scored test set must have its statistics, with one row per scored segment."""
+    counts = {(r["metric"], r["model_id"], r["test_set"]): r["n"]
+              for r in store.query("segment_counts")}
+    lacking = sorted({r["model_id"] for r in rows
+                      if counts.get((r["metric"], r["model_id"], r["test_set"]))
+                      != r["n_segments"]})
     if lacking:
         raise AggregationError(
             f"per-segment statistics of {', '.join(lacking)} are missing or do not match their "
             "scores; re-materialise their scores")
-    return {metric: {key: value for key, value in table.items() if key[0] in models}
-            for metric, table in stats.items()}
+
+
+BLOCK_MODELS = 50  # models read and bootstrapped together
+
+
+def _read_block(store: Store, block: list[str], metrics: Sequence[str]):
+    """(statistics, word recall) of the models of ``block``."""
+    stored = (stats_from_sorted_table(store.arrow("segment_stats_of_models", models=block))
+              | scores_from_table(store.arrow("segment_scores_of_models", models=block)))
+    stats = {metric: stored.get(metric, {}) for metric in metrics}
+    recall = recall_from_table(store.arrow("word_recall_of_models", models=block))
+    return stats, recall
+
+
+def _replicates_key(model: str, digest, rows: list[dict], pool: str,
+                    bootstrap: BootstrapConfig, metrics: Sequence[str],
+                    locales: Sequence[str]) -> str:
+    """What a model's replicates are computed from: its statistics (their digest) and score
+    rows (``rows``: the model's), the pool of ids (``pool``: a digest of it), the bootstrap
+    settings, the metrics and the locales."""
+    described = {
+        "model": model, "statistics": str(digest), "pool": pool,
+        "bootstrap": bootstrap.model_dump(), "metrics": list(metrics), "locales": list(locales),
+        "scores": sorted((r["metric"], r["test_set"], repr(r["score"]), r["signature"],
+                          r["tokenizer_sha256"] or "", r["n_segments"],
+                          r["dataset_fingerprint"]) for r in rows)}
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
+def _model_parts(store: Store, rows: list[dict], model_ids: list[str], locales: list[str],
+                 metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
+                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool):
+    """Every model's :class:`ModelReplicates` in model order: loaded from ``replicates_dir``
+    where kept under the same key, else computed :data:`BLOCK_MODELS` models at a time (and
+    kept there)."""
+    keys: dict[str, str] = {}
+    if replicates_dir is not None:
+        digests = {r["model_id"]: r["digest"] for r in store.query("statistics_digests")}
+        rows_of: dict[str, list[dict]] = {}
+        for r in rows:
+            rows_of.setdefault(r["model_id"], []).append(r)
+        pool = hashlib.sha256(universe.tobytes()).hexdigest()
+        keys = {model: _replicates_key(model, digests.get(model), rows_of.get(model, []), pool,
+                                       bootstrap, metrics, locales) for model in model_ids}
+    blocks = []
+    for start in range(0, len(model_ids), BLOCK_MODELS):
+        block = model_ids[start:start + BLOCK_MODELS]
+        kept = [m for m in block if replicates_dir is not None
+                and (replicates_dir / f"{m}.npz").exists()]
+        blocks.append((block, kept))
+    # the next block's statistics are read (DuckDB, in a thread) while this one is computed
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        pending = None
+        for i, (block, kept) in enumerate(blocks):
+            loaded = {model: found for model in kept
+                      for found in [load_replicates(replicates_dir / f"{model}.npz",
+                                                    keys[model])]
+                      if found is not None}
+            missing = [m for m in block if m not in loaded]
+            if pending is not None and pending[0] == missing:
+                stats, recall = pending[1].result()
+            elif missing:
+                stats, recall = _read_block(store, missing, metrics)
+            pending = None
+            if i + 1 < len(blocks):  # read ahead: the next block's models without a kept file
+                ahead = [m for m in blocks[i + 1][0] if m not in blocks[i + 1][1]]
+                if ahead:
+                    pending = (ahead, reader.submit(_read_block, store, ahead, metrics))
+            computed = {}
+            if missing:
+                for part in model_replicates(stats, missing, locales, recall, universe, weights,
+                                             bootstrap.confidence,
+                                             score_functions=score_functions(stats),
+                                             progress=progress):
+                    computed[part.model] = part.compact()
+                    if replicates_dir is not None:
+                        save_replicates(part, replicates_dir / f"{part.model}.npz",
+                                        keys[part.model])
+                del stats, recall
+            for model in block:
+                yield loaded.get(model) or computed[model]
 
 
 def aggregate(store: Store, models: Sequence[str] | None = None,
-              config: MetricConfig | None = None, progress: bool = False) -> Aggregates:
+              config: MetricConfig | None = None, progress: bool = False,
+              replicates_dir: Path | None = None) -> Aggregates:
     """Recompute the aggregate tables of ``models`` (default: every scored model); module
     docstring. ``config``: the metric settings (the metrics aggregated, in their order; bootstrap
-    and flag parameters)."""
+    and flag parameters). ``replicates_dir``: a folder where each model's replicates are kept
+    (``<model>.npz``) and reused while what they were computed from is unchanged."""
     config = config or MetricConfig()
     started = time.perf_counter()
     fingerprint = dataset_fingerprint(store)
@@ -136,15 +236,27 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     consistent = _check_consistency(rows, fingerprint, config.metrics)
     signatures = {metric: signature for metric, (signature, _) in consistent.items()}
     model_ids = sorted({r["model_id"] for r in rows})
-    chosen = set(model_ids)
     locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
-    stored = _read_statistics(store, rows, chosen)
-    stats = {metric: stored[metric] for metric in config.metrics}  # in the configured order
-    recall = {key: counts for key, counts in recall_from_table(
-        store.arrow("all_word_recall")).items() if key[0] in chosen}
+    _check_statistics(store, rows)
+    metrics = tuple(config.metrics)
     bootstrap = config.bootstrap_config()
-    result = paired_bootstrap(stats, model_ids, locales, recall, bootstrap, progress=progress,
-                              score_functions=score_functions(stats))
+    test_sets = sorted({cultivar_test_set_name(loc) for loc in locales}
+                       | {flores_test_set_name(get_locale(loc).source_language)
+                          for loc in locales})
+    universe = np.asarray([r["segment_id"] for r in store.query(
+        "aggregation_instance_pool", models=model_ids, metrics=list(metrics),
+        test_sets=test_sets, locales=locales)], dtype=np.int64)
+    if len(universe) == 0:
+        raise AggregationError("no statistics for the scored models and locales")
+    weights = bootstrap_weights(len(universe), bootstrap)
+    parts = _model_parts(store, rows, model_ids, locales, metrics, universe, weights, bootstrap,
+                         replicates_dir, progress)
+    result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
+    chosen = set(model_ids)
+    recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
+        {"model_id": r["model_id"], "locale": r["locale"],
+         **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
+        for r in store.query("word_recall_sums") if r["model_id"] in chosen]
     tables = statistics_tables(result, config.flag_config())
     registry = metric_registry()
     metric_rows = [  # raw.statistics_metrics
@@ -153,11 +265,6 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
          "signature": consistent[metric][0], "tokenizer_sha256": consistent[metric][1]}
         for i, metric in enumerate(result.metrics)]
 
-    recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
-        {"model_id": model, "locale": locale,
-         **asdict(rates_from_sums(*(int(x) for x in counts.counts.sum(axis=0)),
-                                  len(counts.ids)))}
-        for (model, locale), counts in sorted(recall.items())]
     settings = {
         "n_replicates": bootstrap.n_replicates, "seed": bootstrap.seed,
         "confidence": bootstrap.confidence, "n_instances": result.n_instances,

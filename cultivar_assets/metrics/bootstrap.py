@@ -44,15 +44,22 @@ statistics) — possible only for locales much smaller than ``U``.
 ``k = ⌊B'(1 − c)/2⌋`` and ``B' − 1 − k`` (B' finite replicates), the order statistics that
 sacreBLEU's ``estimate_ci`` uses (it reports their half distance, we report both ends).
 
-Speed: ``benchmarks/bench_bootstrap.py`` (32 models × 27 locales × 200 instances × 1,000
-replicates, BLEU and chrF).
+**Computation.** :func:`model_replicates` computes every quantity that depends on one model's
+statistics alone, for a block of models at once; :func:`combine` joins the models' shares in
+model order into the per-model and per-locale quantities (:func:`paired_bootstrap` does both in
+memory; ``evaluation.aggregates`` streams blocks from the store). Speed:
+``benchmarks/bench_bootstrap.py`` (32 models in memory) and ``benchmarks/bench_aggregate.py``
+(32 to 1,000 models from a store).
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -129,7 +136,9 @@ class Quantity:
     name: str
     keys: tuple  # item keys: (model, locale) for pairs, model ids, locale keys
     point: np.ndarray  # (n_items,) on all instances; NaN when undefined
-    replicates: np.ndarray  # (B, n_items)
+    # (B, n_items); None for the (model, locale) pairs of :func:`combine`, which keep only
+    # their intervals (computed per model, the same values)
+    replicates: np.ndarray | None
     n: np.ndarray  # (n_items,) how many values each item averages (module docstring)
     confidence: float
     _interval: dict = field(default_factory=dict, repr=False)  # cache: interval, key index
@@ -186,11 +195,18 @@ def difference_interval(quantity: Quantity, a, b) -> Estimate:
     ``pair_delta_bleu`` on one locale: keys ``(model, locale)``): the point estimates'
     difference and the percentile interval of the replicates' differences, replicate by
     replicate (both items were resampled with the same weights). n: the smaller n."""
+    if quantity.replicates is None:
+        raise BootstrapError(f"{quantity.name} keeps no replicates (only its intervals)")
     i, j = quantity.index(a), quantity.index(b)
     low, high = percentile_interval(quantity.replicates[:, i] - quantity.replicates[:, j],
                                     quantity.confidence)
     return Estimate(_num(quantity.point[i] - quantity.point[j]), _num(low), _num(high),
                     int(min(quantity.n[i], quantity.n[j])))
+
+
+def _nums(values: np.ndarray) -> list[float | None]:
+    """:func:`_num` of every element."""
+    return [None if v != v else v for v in np.asarray(values, dtype=np.float64).tolist()]
 
 
 def _num(value) -> float | None:
@@ -227,6 +243,9 @@ class BootstrapResult:
                                    f"{sorted(mine ^ keys)[:5]}")
             keys = mine
         order = self[f"pair_delta_{self.metrics[0]}"].keys
+        fast = self._pair_rows_by_column(order)
+        if fast is not None:
+            return fast
         rows = []
         for key in order:
             row = {"model_id": key[0], "locale": key[1], "language": self.pair_languages[key],
@@ -238,6 +257,36 @@ class BootstrapResult:
                     _put_n(row, "n_instances", e.n)
                 row[f"delta_{metric}_excludes_zero"] = e.excludes_zero
             rows.append(row)
+        return rows
+
+    def _pair_rows_by_column(self, order: tuple) -> list[dict] | None:
+        """:meth:`pair_rows` built column by column (the same rows); None when the quantities'
+        n differ somewhere (then the row-by-row build raises, naming the row)."""
+        columns: list[tuple[str, list]] = []
+        n = None
+        for metric in self.metrics:
+            for side in ("flores", "cultivar", "delta"):
+                q = self[f"pair_{side}_{metric}"]
+                at = (np.arange(len(order)) if q.keys == order
+                      else np.asarray([q.index(key) for key in order], dtype=np.int64))
+                low, high = (x[at] for x in q.interval())
+                mine = q.n[at]
+                if n is None:
+                    n = mine
+                elif not np.array_equal(n, mine):
+                    return None
+                columns += [(f"{side}_{metric}", _nums(q.point[at])),
+                            (f"{side}_{metric}_low", _nums(low)),
+                            (f"{side}_{metric}_high", _nums(high))]
+                if n is mine:
+                    columns.append(("n_instances", n.tolist()))
+            excludes = ~np.isnan(low) & ~np.isnan(high) & ((low > 0) | (high < 0))
+            columns.append((f"delta_{metric}_excludes_zero", excludes.tolist()))
+        rows = [{"model_id": key[0], "locale": key[1], "language": self.pair_languages[key],
+                 "n_cultivar_only": self.pair_unpaired[key]} for key in order]
+        for name, values in columns:
+            for row, value in zip(rows, values, strict=True):
+                row[name] = value
         return rows
 
     def model_rows(self) -> list[dict]:
@@ -326,6 +375,25 @@ def _weighted_sums(weights: np.ndarray, positions: np.ndarray, matrix: np.ndarra
     return (w.astype(dtype) @ matrix.astype(dtype)).astype(np.float64)
 
 
+def _block_sums(weights: np.ndarray, positions: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``(B + 1, M, k)`` weighted sums of ``rows`` ``(n, M, k)`` (:func:`_weighted_sums`). A
+    column of integer statistics that every model shares (a reference length) is summed once."""
+    n, n_models, k = rows.shape
+    shared = ((rows == rows[:, :1, :]).all(axis=(0, 1)) if n_models > 1
+              and np.issubdtype(rows.dtype, np.integer) else np.zeros(k, dtype=bool))
+    if not shared.any():
+        return _weighted_sums(weights, positions, rows.reshape(n, n_models * k)).reshape(
+            -1, n_models, k)
+    own = rows[:, :, ~shared]
+    matrix = np.concatenate([rows[:, 0, shared], own.reshape(n, -1)], axis=1)
+    sums = _weighted_sums(weights, positions, matrix)
+    out = np.empty((len(weights), n_models, k))
+    out[:, :, shared] = sums[:, None, :int(shared.sum())]
+    out[:, :, ~shared] = sums[:, int(shared.sum()):].reshape(len(weights), n_models,
+                                                             own.shape[2])
+    return out
+
+
 def _mean_columns(values: np.ndarray, columns: Sequence[Sequence[int]]) -> np.ndarray:
     """(R, groups): the mean of ``values[:, group]`` per group; NaN for an empty group."""
     out = np.full((values.shape[0], len(columns)), np.nan)
@@ -344,58 +412,89 @@ def _nan_mean(values: np.ndarray) -> np.ndarray:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def paired_bootstrap(
-    stats: Mapping[str, StatsTable],
-    models: Sequence[str],
-    locales: Sequence[str],
-    recall: Mapping[tuple[str, str], RecallCounts] | None = None,
-    config: BootstrapConfig | None = None,
-    progress: bool = False,
-    *,
-    score_functions: Mapping[str, Callable[[np.ndarray], np.ndarray]],
-) -> BootstrapResult:
-    """Paired bootstrap of every quantity in the module docstring.
+def bootstrap_weights(n_instances: int, config: BootstrapConfig) -> np.ndarray:
+    """``(B + 1, n_instances)`` float64 weights: row 0 every instance once (the point estimate),
+    rows 1..B the draw counts of :func:`instance_weights`."""
+    weights = np.empty((config.n_replicates + 1, n_instances))
+    weights[0] = 1.0
+    weights[1:] = instance_weights(n_instances, config.n_replicates, config.seed)
+    return weights
 
-    ``stats``: metric ('bleu', 'chrf') -> (model, test set) -> per-segment statistics
-    (``segment_stats.stats_from_table``); ``recall``: (model, locale) -> word-recall counts
-    (``segment_stats.recall_from_table``), optional. Test sets are ``flores_<language>`` and
-    ``cultivar_<locale>``; statistics of other models or test sets are ignored.
-    ``score_functions``: metric -> its vectorised corpus score of summed statistics (rows of
-    summed statistics -> scores; :func:`cultivar_assets.metrics.registry.score_functions` gives
-    the registry's).
-    """
-    config = config or BootstrapConfig()
-    metrics = tuple(stats)
-    if not metrics:
-        raise BootstrapError("no metric statistics given")
-    missing = [m for m in metrics if m not in score_functions]
-    if missing:
-        raise BootstrapError(f"no score function given for the metrics {missing}")
-    models = tuple(dict.fromkeys(models))
-    locales = tuple(dict.fromkeys(locales))
+
+def instance_pool(stats: Mapping[str, StatsTable], models: Sequence[str],
+                  locales: Sequence[str],
+                  recall: Mapping[tuple[str, str], RecallCounts] | None = None) -> np.ndarray:
+    """``U``, the sorted instance ids that occur in the statistics of ``models`` on the test sets
+    of ``locales`` (and their languages) or in their word-recall counts (module docstring)."""
     language_of = {loc: get_locale(loc).source_language for loc in locales}
-    languages = tuple(dict.fromkeys(language_of.values()))
-    recall = recall or {}
-
-    wanted = {flores_test_set_name(lang) for lang in languages}
+    wanted = {flores_test_set_name(lang) for lang in language_of.values()}
     wanted |= {cultivar_test_set_name(loc) for loc in locales}
     chosen = set(models)
     pools = [s.ids for table in stats.values() for (m, t), s in table.items()
              if m in chosen and t in wanted]
-    pools += [r.ids for (m, loc), r in recall.items() if m in chosen and loc in language_of]
+    pools += [r.ids for (m, loc), r in (recall or {}).items()
+              if m in chosen and loc in language_of]
     if not pools:
         raise BootstrapError("no statistics for the given models and locales")
-    universe = np.unique(np.concatenate(pools))
-    n_rep = config.n_replicates
-    weights = np.empty((n_rep + 1, len(universe)))
-    weights[0] = 1.0  # row 0: every instance once, the point estimate
-    weights[1:] = instance_weights(len(universe), n_rep, config.seed)
+    return np.unique(np.concatenate(pools))
+
+
+@dataclass(frozen=True, eq=False)
+class ModelReplicates:
+    """One model's share of the paired bootstrap: everything that depends on its statistics
+    alone (given the pool ``U`` and the weights), computed once per model.
+
+    ``pairs[metric]``: its (locale, n = |P|) pairs in locale order; ``pair_values[metric]``:
+    side (flores, cultivar, delta) -> (point, low, high) over its pairs;
+    ``pair_replicates[metric]``: side -> ``(B + 1, pairs)`` values (the ∆ side always, for the
+    means over models; all three until :meth:`compact`); ``columns``: quantity name
+    (``model_<side>_<metric>``, ``model_false_positive_rate``, ...) -> (``(B + 1,)`` values,
+    n); ``unpaired``: locale -> ids without a FLORES original."""
+
+    model: str
+    pairs: dict[str, list[tuple[str, int]]]
+    pair_values: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+    pair_replicates: dict[str, dict[str, np.ndarray]]
+    columns: dict[str, tuple[np.ndarray, int]]
+    unpaired: dict[str, int]
+
+    def compact(self) -> ModelReplicates:
+        """The same without the FLORES and Cultivar sides' pair replicates (their intervals are
+        in ``pair_values``)."""
+        return ModelReplicates(self.model, self.pairs, self.pair_values,
+                               {m: {"delta": sides["delta"]}
+                                for m, sides in self.pair_replicates.items()},
+                               self.columns, self.unpaired)
+
+
+def model_replicates(
+    stats: Mapping[str, StatsTable],
+    models: Sequence[str],
+    locales: Sequence[str],
+    recall: Mapping[tuple[str, str], RecallCounts] | None,
+    universe: np.ndarray,
+    weights: np.ndarray,
+    confidence: float,
+    *,
+    score_functions: Mapping[str, Callable[[np.ndarray], np.ndarray]],
+    progress: bool = False,
+) -> list[ModelReplicates]:
+    """The :class:`ModelReplicates` of ``models`` (one block: every (metric, test set, id set)
+    is one matrix product for all of them), in their order. ``universe``: the pool ``U``
+    (:func:`instance_pool` over *every* model of the leaderboard); ``weights``:
+    :func:`bootstrap_weights` of ``len(universe)``."""
+    metrics = tuple(stats)
+    models = tuple(dict.fromkeys(models))
+    language_of = {loc: get_locale(loc).source_language for loc in locales}
+    languages = tuple(dict.fromkeys(language_of.values()))
+    recall = recall or {}
+    n_rows = weights.shape[0]
 
     requests = _Requests()
     pairs: dict[str, list[tuple[tuple[str, str], tuple, tuple, int]]] = {}
     flores_full: dict[str, dict[str, list[tuple]]] = {}
     cultivar_full: dict[str, dict[str, list[tuple]]] = {}
-    unpaired: dict[tuple[str, str], int] = {}
+    unpaired: dict[str, dict[str, int]] = {m: {} for m in models}
     for metric in metrics:
         table = stats[metric]
         pairs[metric] = []
@@ -416,7 +515,7 @@ def paired_bootstrap(
                 if f is None or c is None:
                     continue
                 shared = paired_ids(model, locale, f, c)
-                unpaired[(model, locale)] = len(c.ids) - len(shared)
+                unpaired[model][locale] = len(c.ids) - len(shared)
                 pairs[metric].append(((model, locale),
                                       requests.add(metric, f_name, shared, model),
                                       requests.add(metric, c_name, shared, model),
@@ -434,12 +533,96 @@ def paired_bootstrap(
         rows = np.stack([table[(m, test_set)].rows(ids, f"{metric} statistics of {m} on "
                                                         f"{test_set}") for m in block_models],
                         axis=1)  # (n, M, k)
-        n, n_models, k = rows.shape
-        sums = _weighted_sums(weights, np.searchsorted(universe, ids),
-                              rows.reshape(n, n_models * k))
-        block = score_functions[metric](sums.reshape(-1, n_models, k))  # (B + 1, M)
+        block = score_functions[metric](
+            _block_sums(weights, np.searchsorted(universe, ids), rows))  # (B + 1, M)
         for j, model in enumerate(block_models):
             scores[(metric, test_set, ids_key, model)] = block[:, j]
+
+    columns: dict[str, dict[str, tuple[np.ndarray, int]]] = {m: {} for m in models}
+    own_pairs: dict[str, dict] = {m: {} for m in models}
+    pair_values: dict[str, dict] = {m: {} for m in models}
+    pair_replicates: dict[str, dict] = {m: {} for m in models}
+    for metric in metrics:
+        for model in models:
+            entries = [e for e in pairs[metric] if e[0][0] == model]
+            flores_side = (np.column_stack([scores[(*e[1], model)] for e in entries])
+                           if entries else np.empty((n_rows, 0)))
+            cultivar_side = (np.column_stack([scores[(*e[2], model)] for e in entries])
+                             if entries else np.empty((n_rows, 0)))
+            delta = paired_delta(flores_side, cultivar_side)
+            own_pairs[model][metric] = [(e[0][1], e[3]) for e in entries]
+            pair_values[model][metric] = {
+                side: (values[0], *percentile_interval(values[1:], confidence))
+                for side, values in (("flores", flores_side), ("cultivar", cultivar_side),
+                                     ("delta", delta))}
+            pair_replicates[model][metric] = {"flores": flores_side,
+                                              "cultivar": cultivar_side, "delta": delta}
+            mean = _mean_columns(delta, [list(range(len(entries)))])[:, 0]
+            columns[model][f"model_delta_{metric}"] = (mean, len(entries))
+            for side, full in (("flores", flores_full[metric]),
+                               ("cultivar", cultivar_full[metric])):
+                values = (np.mean([scores[(*r, model)] for r in full[model]], axis=0)
+                          if full[model] else np.full(n_rows, np.nan))
+                columns[model][f"model_{side}_{metric}"] = (values, len(full[model]))
+    if recall:
+        for name, values in _recall_columns(recall, models, locales, universe, weights).items():
+            for j, model in enumerate(models):
+                columns[model][name] = (values[0][:, j], values[1][j])
+    return [ModelReplicates(model, own_pairs[model], pair_values[model],
+                            pair_replicates[model], columns[model], unpaired[model])
+            for model in models]
+
+
+def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Sequence[str],
+            metrics: Sequence[str], n_instances: int, config: BootstrapConfig
+            ) -> BootstrapResult:
+    """The :class:`BootstrapResult` of the models' :class:`ModelReplicates`, one per model of
+    ``models`` and in that order (an iterable: each part is used once, its ∆ replicates only
+    added to the per-locale sums): the pairs' estimates as computed per model, the per-model
+    quantities' replicates side by side, the per-locale means over models (the models' ∆
+    added one after another in their order, then divided by their number). The pairs'
+    quantities keep their replicates when every part has all of them (not :meth:`compact`),
+    else only their intervals."""
+    models = tuple(dict.fromkeys(models))
+    language_of = {loc: get_locale(loc).source_language for loc in locales}
+    n_rows = config.n_replicates + 1
+    keys: dict[str, list] = {m: [] for m in metrics}
+    sizes: dict[str, list] = {m: [] for m in metrics}
+    values: dict[tuple[str, str], list] = {}  # (metric, side) -> [(point, low, high)]
+    kept: dict[tuple[str, str], list] | None = {}  # (metric, side) -> pair replicates
+    columns: dict[str, dict[int, tuple]] = {}  # quantity name -> model index -> (values, n)
+    sums: dict[str, dict[str, list]] = {m: {} for m in metrics}  # locale -> [Σ ∆, count]
+    unpaired: dict[tuple[str, str], int] = {}
+    count = 0
+    for part in parts:
+        if count >= len(models) or part.model != models[count]:
+            raise BootstrapError(f"replicates of {part.model} where "
+                                 f"{models[count] if count < len(models) else 'no model'} "
+                                 "was expected: parts come one per model, in its order")
+        for name, value in part.columns.items():
+            columns.setdefault(name, {})[count] = value
+        count += 1
+        for metric in metrics:
+            keys[metric] += [(part.model, locale) for locale, _ in part.pairs[metric]]
+            sizes[metric] += [n for _, n in part.pairs[metric]]
+            for side in ("flores", "cultivar", "delta"):
+                values.setdefault((metric, side), []).append(part.pair_values[metric][side])
+                if kept is not None and part.pair_replicates[metric].get(side) is not None:
+                    kept.setdefault((metric, side), []).append(
+                        part.pair_replicates[metric][side])
+                else:  # a compact part: no pair keeps its replicates (none are held)
+                    kept = None
+            delta = part.pair_replicates[metric]["delta"]
+            for j, (locale, _) in enumerate(part.pairs[metric]):
+                entry = sums[metric].get(locale)
+                if entry is None:
+                    sums[metric][locale] = [delta[:, j].copy(), 1]
+                else:
+                    entry[0] += delta[:, j]
+                    entry[1] += 1
+        unpaired.update({(part.model, locale): n for locale, n in part.unpaired.items()})
+    if count != len(models):
+        raise BootstrapError(f"no replicates of the models {list(models[count:count + 5])}")
 
     quantities: dict[str, Quantity] = {}
 
@@ -447,41 +630,149 @@ def paired_bootstrap(
         quantities[name] = Quantity(name, tuple(keys), values[0], values[1:],
                                     np.asarray(n, dtype=np.int64), config.confidence)
 
+    def stacked(name: str) -> None:  # NaN and n = 0 for a model without the quantity
+        found = columns.get(name, {})
+        values = np.full((n_rows, len(models)), np.nan)
+        for j, (column, _) in found.items():
+            values[:, j] = column
+        add(name, models, values, [found[j][1] if j in found else 0
+                                   for j in range(len(models))])
+
     for metric in metrics:
-        entries = pairs[metric]
-        keys = [e[0] for e in entries]
-        n_rows = n_rep + 1
-        flores_side = np.column_stack([scores[(*e[1], e[0][0])] for e in entries]
-                                      ) if entries else np.empty((n_rows, 0))
-        cultivar_side = np.column_stack([scores[(*e[2], e[0][0])] for e in entries]
-                                        ) if entries else np.empty((n_rows, 0))
-        delta = paired_delta(flores_side, cultivar_side)
-        sizes = [e[3] for e in entries]
-        add(f"pair_flores_{metric}", keys, flores_side, sizes)
-        add(f"pair_cultivar_{metric}", keys, cultivar_side, sizes)
-        add(f"pair_delta_{metric}", keys, delta, sizes)
-
-        by_model = [[i for i, k in enumerate(keys) if k[0] == m] for m in models]
-        add(f"model_delta_{metric}", models, _mean_columns(delta, by_model),
-            [len(g) for g in by_model])
-        for side, full in (("flores", flores_full[metric]), ("cultivar", cultivar_full[metric])):
-            columns = np.full((n_rows, len(models)), np.nan)
-            for j, model in enumerate(models):
-                if full[model]:
-                    columns[:, j] = np.mean([scores[(*r, model)] for r in full[model]], axis=0)
-            add(f"model_{side}_{metric}", models, columns, [len(full[m]) for m in models])
-        paired_locales = [loc for loc in locales if any(k[1] == loc for k in keys)]
-        by_locale = [[i for i, k in enumerate(keys) if k[1] == loc] for loc in paired_locales]
-        add(f"locale_delta_{metric}", paired_locales, _mean_columns(delta, by_locale),
-            [len(g) for g in by_locale])
-
-    if recall:
-        _recall_quantities(recall, models, locales, universe, weights, add)
-
+        n = np.asarray(sizes[metric], dtype=np.int64)
+        for side in ("flores", "cultivar", "delta"):
+            point, low, high = (np.concatenate([v[i] for v in values[(metric, side)]])
+                                if values.get((metric, side)) else np.empty(0)
+                                for i in range(3))
+            pair = None if kept is None else kept.get((metric, side), [])
+            replicates = (None if pair is None else np.hstack([r[1:] for r in pair])
+                          if pair else np.empty((n_rows - 1, 0)))
+            quantities[f"pair_{side}_{metric}"] = Quantity(
+                f"pair_{side}_{metric}", tuple(keys[metric]), point, replicates, n,
+                config.confidence, {"value": (low, high)})
+        for side in ("delta", "flores", "cultivar"):
+            stacked(f"model_{side}_{metric}")
+        paired_locales = [loc for loc in locales if loc in sums[metric]]
+        means = np.full((n_rows, len(paired_locales)), np.nan)
+        for j, locale in enumerate(paired_locales):
+            total, n_models = sums[metric][locale]
+            means[:, j] = total / n_models
+        add(f"locale_delta_{metric}", paired_locales, means,
+            [sums[metric][loc][1] for loc in paired_locales])
+    for name in ("model_false_positive_rate", "model_false_negative_rate"):
+        if name in columns:
+            stacked(name)
     return BootstrapResult(
-        config, metrics, models, locales, len(universe), quantities,
+        config, tuple(metrics), models, tuple(dict.fromkeys(locales)), n_instances, quantities,
         {key: language_of[key[1]] for key in unpaired}, unpaired,
     )
+
+
+REPLICATES_FORMAT = 1  # the layout of a kept replicates file (save_replicates)
+
+
+def save_replicates(part: ModelReplicates, path: Path, key: str) -> None:
+    """Keep a model's :meth:`~ModelReplicates.compact` replicates in ``path`` (``.npz`` of two
+    entries, no pickles: a JSON description and every array in one float64 vector), labelled
+    with ``key`` (what they were computed from); replaced atomically."""
+    part = part.compact()
+    arrays = [(f"pair/{metric}/{side}/{i}", values[i])
+              for metric, sides in part.pair_values.items()
+              for side, values in sides.items() for i in range(3)]
+    arrays += [(f"delta/{metric}", sides["delta"])
+               for metric, sides in part.pair_replicates.items()]
+    arrays += [(f"column/{name}", values) for name, (values, _) in part.columns.items()]
+    meta = {"format": REPLICATES_FORMAT, "key": key, "model": part.model, "pairs": part.pairs,
+            "unpaired": part.unpaired,
+            "columns": {name: n for name, (_, n) in part.columns.items()},
+            "arrays": [(name, list(np.shape(a))) for name, a in arrays]}
+    data = (np.concatenate([np.asarray(a, dtype=np.float64).ravel() for _, a in arrays])
+            if arrays else np.empty(0))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    with partial.open("wb") as out:
+        np.savez(out, meta=np.array(json.dumps(meta)), data=data)
+    os.replace(partial, path)
+
+
+def load_replicates(path: Path, key: str) -> ModelReplicates | None:
+    """The replicates kept in ``path`` by :func:`save_replicates` with the same ``key``; None
+    when there are none, they were computed from something else or kept in another layout."""
+    try:
+        stored = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        return None
+    with stored:
+        meta = json.loads(str(stored["meta"]))
+        if meta.get("format") != REPLICATES_FORMAT or meta.get("key") != key:
+            return None
+        data = stored["data"]
+    arrays, at = {}, 0
+    for name, shape in meta["arrays"]:
+        size = int(np.prod(shape))
+        arrays[name] = data[at:at + size].reshape(shape)
+        at += size
+    pairs = {metric: [(locale, int(n)) for locale, n in entries]
+             for metric, entries in meta["pairs"].items()}
+    return ModelReplicates(
+        meta["model"], pairs,
+        {metric: {side: tuple(arrays[f"pair/{metric}/{side}/{i}"] for i in range(3))
+                  for side in ("flores", "cultivar", "delta")} for metric in pairs},
+        {metric: {"delta": arrays[f"delta/{metric}"]} for metric in pairs},
+        {name: (arrays[f"column/{name}"], int(n)) for name, n in meta["columns"].items()},
+        {locale: int(n) for locale, n in meta["unpaired"].items()})
+
+
+BLOCK_MODELS = 100  # models whose replicates are computed together (one matrix product each)
+
+
+def paired_bootstrap(
+    stats: Mapping[str, StatsTable],
+    models: Sequence[str],
+    locales: Sequence[str],
+    recall: Mapping[tuple[str, str], RecallCounts] | None = None,
+    config: BootstrapConfig | None = None,
+    progress: bool = False,
+    *,
+    score_functions: Mapping[str, Callable[[np.ndarray], np.ndarray]],
+) -> BootstrapResult:
+    """Paired bootstrap of every quantity in the module docstring.
+
+    ``stats``: metric ('bleu', 'chrf') -> (model, test set) -> per-segment statistics
+    (``segment_stats.stats_from_table``); ``recall``: (model, locale) -> word-recall counts
+    (``segment_stats.recall_from_table``), optional. Test sets are ``flores_<language>`` and
+    ``cultivar_<locale>``; statistics of other models or test sets are ignored.
+    ``score_functions``: metric -> its vectorised corpus score of summed statistics (rows of
+    summed statistics -> scores; :func:`cultivar_assets.metrics.registry.score_functions` gives
+    the registry's). Computed as :func:`model_replicates` over blocks of
+    :data:`BLOCK_MODELS` models, then :func:`combine`.
+    """
+    config = config or BootstrapConfig()
+    metrics = tuple(stats)
+    if not metrics:
+        raise BootstrapError("no metric statistics given")
+    missing = [m for m in metrics if m not in score_functions]
+    if missing:
+        raise BootstrapError(f"no score function given for the metrics {missing}")
+    models = tuple(dict.fromkeys(models))
+    locales = tuple(dict.fromkeys(locales))
+    universe = instance_pool(stats, models, locales, recall)
+    weights = bootstrap_weights(len(universe), config)
+    parts = (part for start in range(0, len(models), BLOCK_MODELS)
+             for part in model_replicates(stats, models[start:start + BLOCK_MODELS], locales,
+                                          recall, universe, weights, config.confidence,
+                                          score_functions=score_functions, progress=progress))
+    return combine(parts, models, locales, metrics, len(universe), config)
+
+
+def _recall_columns(recall, models, locales, universe, weights
+                    ) -> dict[str, tuple[np.ndarray, list[int]]]:
+    """FP/FN rates per (model, locale) from resampled counts, then the model means:
+    quantity name -> ((B + 1, models) values, n per model)."""
+    out: dict[str, tuple[np.ndarray, list[int]]] = {}
+    _recall_quantities(recall, models, locales, universe, weights,
+                       lambda name, keys, values, n: out.__setitem__(name, (values, list(n))))
+    return out
 
 
 def _recall_quantities(recall, models, locales, universe, weights, add) -> None:

@@ -266,6 +266,10 @@ def evidence_from_bootstrap(result: BootstrapResult) -> list[ModelEvidence]:
     (models without a mean ∆ keep empty fields)."""
     evidence = []
     fp = result.quantities.get("model_false_positive_rate")
+    keys_of: dict[str, dict[str, list]] = {}  # metric -> model -> its pairs' keys, in order
+    for metric in result.metrics:
+        for key in result[f"pair_delta_{metric}"].keys:
+            keys_of.setdefault(metric, {}).setdefault(key[0], []).append(key)
     for model in result.models:
         mean_delta, locale_deltas = {}, {}
         for metric in result.metrics:
@@ -275,7 +279,7 @@ def evidence_from_bootstrap(result: BootstrapResult) -> list[ModelEvidence]:
             pairs = result[f"pair_delta_{metric}"]
             locale_deltas[metric] = {
                 key[1]: Value(p.value, p.low, p.high)
-                for key in pairs.keys if key[0] == model
+                for key in keys_of.get(metric, {}).get(model, [])
                 for p in [pairs.estimate(key)] if p.value is not None
             }
         rate = fp.estimate(model) if fp is not None else None

@@ -24,7 +24,9 @@ negated values); "not separable" from counts: with n' replicates in which both v
 finite (an infinite one, like an undefined one, gives no finite difference) and
 ``k = ⌊n'(1 − c)/2⌋`` (the interval's order statistics), the interval of ``x_i − x_j``
 lies above 0 exactly when at most k of the n' differences are ≤ 0, and below 0 exactly when at
-most k are ≥ 0 — counted over blocks of models (:data:`BLOCK_BYTES` of comparisons at a time).
+most k are ≥ 0 — counted only for the pairs whose ranges of values overlap (for the others every
+difference has the same sign), over chunks of replicates; a pair whose two counts both exceed k
+after some chunks is not separable, whatever the rest hold (counts only grow).
 A model pair with no replicate defined on both sides is not separable (its interval is
 undefined).
 """
@@ -85,21 +87,50 @@ def separable(replicates: np.ndarray, confidence: float) -> np.ndarray:
     (``replicates``: ``(B, M)``; NaN: undefined) lies entirely above or below 0 (module
     docstring)."""
     columns = np.ascontiguousarray(np.asarray(replicates, dtype=np.float64).T)  # (M, B)
-    n_models, n_replicates = columns.shape
     defined = np.isfinite(columns)
     # a difference with an infinite side is not finite: left out, as an undefined one
     columns = np.where(defined, columns, np.nan)
     if defined.any() and float(np.abs(columns[defined]).max()) >= 1e300:
         raise ValueError("replicates this large could overflow in a difference")
-    both = defined.astype(np.float64) @ defined.T.astype(np.float64)  # n' per pair
-    k, _ = interval_positions(both.astype(np.int64), confidence)
-    le = np.empty((n_models, n_models), dtype=np.int64)  # #{b: x_ib ≤ x_jb}, both defined
-    block = max(1, BLOCK_BYTES // max(1, n_models * n_replicates))
-    for start in range(0, n_models, block):
-        rows = columns[start:start + block, None, :]
-        le[start:start + block] = np.count_nonzero(rows <= columns[None, :, :], axis=-1)
-    ge = le.T  # #{b: x_ib ≥ x_jb} = #{b: x_jb ≤ x_ib}
-    return (both > 0) & ((le <= k) | (ge <= k))
+    both = (defined.astype(np.float64) @ defined.T.astype(np.float64)).astype(np.int64)
+    k, _ = interval_positions(both, confidence)
+    has = defined.any(axis=1)
+    low = np.where(defined, columns, np.inf).min(axis=1, initial=np.inf)
+    high = np.where(defined, columns, -np.inf).max(axis=1, initial=-np.inf)
+    # disjoint ranges: every defined difference has one sign, so one count is 0
+    apart = (high[:, None] < low[None, :]) | (low[:, None] > high[None, :])
+    first, second = np.nonzero(np.triu(has[:, None] & has[None, :] & ~apart, 1))
+    for i, j, side in _compared_pairs(columns, first, second, k[first, second]):
+        apart[i, j] = apart[j, i] = side
+    return (both > 0) & apart
+
+
+CHUNK_REPLICATES = 64  # replicates compared at a time in :func:`_compared_pairs`
+
+
+def _compared_pairs(columns: np.ndarray, first: np.ndarray, second: np.ndarray,
+                    k: np.ndarray):
+    """For the model pairs ``(first, second)``, whether ``#{b: x_ib ≤ x_jb} ≤ k`` or
+    ``#{b: x_ib ≥ x_jb} ≤ k`` (both sides defined), yielded as ``(i, j, bool)`` arrays.
+    The counts grow chunk by chunk of replicates; a pair whose two counts both exceed ``k`` is
+    not separable, decided early; the others are counted to the end."""
+    n_replicates = columns.shape[1]
+    le = np.zeros(len(first), dtype=np.int64)
+    ge = np.zeros(len(first), dtype=np.int64)
+    live = np.arange(len(first))
+    for start in range(0, n_replicates, CHUNK_REPLICATES):
+        chunk = np.ascontiguousarray(columns[:, start:start + CHUNK_REPLICATES])
+        for at in range(0, len(live), max(1, BLOCK_BYTES // (8 * chunk.shape[1]))):
+            pairs = live[at:at + max(1, BLOCK_BYTES // (8 * chunk.shape[1]))]
+            a, b = chunk[first[pairs]], chunk[second[pairs]]
+            le[pairs] += np.add.reduce((a <= b).view(np.uint8), axis=1, dtype=np.int64)
+            ge[pairs] += np.add.reduce((a >= b).view(np.uint8), axis=1, dtype=np.int64)
+        decided = (le[live] > k[live]) & (ge[live] > k[live])
+        yield first[live[decided]], second[live[decided]], False
+        live = live[~decided]
+        if not len(live):
+            return
+    yield first[live], second[live], (le[live] <= k[live]) | (ge[live] <= k[live])
 
 
 def rank_intervals(
@@ -119,9 +150,10 @@ def rank_intervals(
                                     confidence)
     apart = separable(replicates, confidence)
     order = np.array(sorted(range(len(keys)), key=lambda i: (rank[i], keys[i])), dtype=np.int64)
+    ordered_keys = np.array(keys, dtype=object)[order]
     result = []
     for i in order:
-        tied = order[~apart[i, order] & (order != i)]
+        tied = ordered_keys[~apart[i, order] & (order != i)]
         result.append(RankInterval(keys[i], float(point[i]), int(rank[i]), int(low[i]),
-                                   int(high[i]), tuple(keys[j] for j in tied)))
+                                   int(high[i]), tuple(tied.tolist())))
     return result

@@ -160,6 +160,59 @@ def stats_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
     return result
 
 
+def stats_from_sorted_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
+    """:func:`stats_from_table` of rows sorted by ``metric, model_id, test_set, segment_id``
+    (``ORDER BY`` in SQL): each group's rows are one run, so its statistics are a view of one
+    reshape of the list values (no per-group sort or gather). The same checks (rows of one
+    length per group, no duplicate id, no negative count); unsorted rows raise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if table.num_rows == 0:
+        return {}
+    ids = table.column("segment_id").to_numpy().astype(np.int64)
+    lists = table.column("stats").combine_chunks()
+    if not isinstance(lists, pa.ListArray | pa.LargeListArray):
+        raise StatsError(f"the stats column must hold lists of integers, not {lists.type}")
+    offsets = lists.offsets.to_numpy().astype(np.int64)
+    offsets = offsets - offsets[0]
+    values = lists.values.to_numpy(zero_copy_only=False)[:offsets[-1]].astype(np.int64,
+                                                                               copy=False)
+    keys = [pc.dictionary_encode(table.column(c).combine_chunks())
+            for c in ("metric", "model_id", "test_set")]
+    codes = np.stack([k.indices.to_numpy() for k in keys], axis=1)
+    starts = np.flatnonzero(np.r_[True, (np.diff(codes, axis=0) != 0).any(axis=1)])
+    ends = np.r_[starts[1:], len(ids)]
+    names = [[k.dictionary[int(c)].as_py() for k, c in zip(keys, codes[s], strict=True)]
+             for s in starts]
+    if len({tuple(n) for n in names}) != len(names):
+        raise StatsError("segment statistics are not sorted by metric, model and test set")
+    within = np.ones(len(ids), dtype=bool)
+    within[starts] = False
+    if (within[1:] & (np.diff(ids) <= 0)[:]).any():
+        at = np.flatnonzero(within[1:] & (np.diff(ids) <= 0))[0] + 1
+        group = np.searchsorted(starts, at, side="right") - 1
+        if ids[at] == ids[at - 1]:
+            raise StatsError(f"{names[group][0]} statistics of {names[group][1]} on "
+                             f"{names[group][2]}: duplicate instance ids [{ids[at]}]")
+        raise StatsError("segment statistics are not sorted by instance id")
+    widths = np.diff(offsets)
+    result: dict[str, dict[tuple[str, str], SegmentStats]] = {}
+    ids.setflags(write=False)
+    for group, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        metric, model, test_set = names[group]
+        width = widths[start:end]
+        if (width != width[0]).any():
+            raise StatsError(f"{metric} statistics of {model} on {test_set}: rows of different "
+                             f"lengths {sorted(set(width.tolist()))}")
+        matrix = values[offsets[start]:offsets[end]].reshape(end - start, int(width[0]))
+        if (matrix < 0).any():
+            raise StatsError(f"{metric} statistics of {model} on {test_set}: negative counts")
+        matrix.setflags(write=False)
+        result.setdefault(metric, {})[(model, test_set)] = SegmentStats(ids[start:end], matrix)
+    return result
+
+
 def scores_from_table(table) -> dict[str, dict[tuple[str, str], SegmentStats]]:
     """metric -> (model, test set) -> segment scores as statistics ``[score, 1]``
     (:meth:`SegmentStats.of_scores`), from a ``pyarrow.Table`` of ``segment_scores`` rows

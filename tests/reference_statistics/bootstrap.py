@@ -1,0 +1,520 @@
+"""Paired bootstrap over instances, from stored per-segment sufficient statistics.
+
+Nothing is re-scored: every replicate re-weights the stored statistics of each (model, test set)
+and turns the weighted sums into BLEU and chrF with sacreBLEU's formulas
+(:mod:`cultivar_assets.metrics.score_arrays`, vectorised over replicates and models). The
+weighted sums are one matrix product per (metric, test set, id set) for all models and
+replicates, and exact integers (float32 arithmetic when every partial sum stays below 2**24,
+float64 otherwise). A segment-score metric (the COMET shape) comes as float64 statistics
+``[score, 1]`` (``SegmentStats.of_scores``) and is summed in float64; its score is
+``Σ w·score / Σ w``, the mean of the resampled scores.
+
+**Resampling (ours).** All instance ids that occur in the given statistics form one pool ``U``
+(Cultivar's instances are the same 200 FLORES dev sentences in every locale, paper §2, so ids
+are shared by locales, by a language's FLORES test set and by the models). Replicate ``b`` draws
+``|U|`` ids from ``U`` with replacement, once, with ``numpy.random.default_rng(seed).choice(|U|,
+size=(B, |U|), replace=True)``: the index generation of sacreBLEU's paired bootstrap
+(``sacrebleu.significance``), so a single test set whose ids are ``U`` gets exactly sacreBLEU's
+resamples. ``w_b(i)`` is how often id ``i`` was drawn. The same weights are applied to every model,
+to both sides of every pair, to every test set and to the word-recall counts: a test set ``T``
+scores ``Σ_{i ∈ ids(T)} w_b(i) · stats_T(i)``. This is a cluster bootstrap with the instance id as
+cluster: it keeps the correlation between locales and between the FLORES and Cultivar sides that
+share a sentence, which averages over locales need. When locales have different id sets, a
+locale's resample size varies between replicates (its expectation is its own size); a locale
+whose resample holds none of its ids scores 0 in that replicate (sacreBLEU's score of empty
+statistics) — possible only for locales much smaller than ``U``.
+
+**Quantities** (point estimate on all instances = weights 1, replicates, percentile interval):
+
+- per (model, locale), for each metric: ``pair_flores_<m>``, ``pair_cultivar_<m>`` and
+  ``pair_delta_<m>``, the ∆ of :mod:`cultivar_assets.metrics.delta` (``delta.paired_delta``,
+  both sides on ``P = ids(cultivar_l) ∩ ids(flores_L)``, ``delta.paired_ids``); n = ``|P|``;
+- per model: ``model_delta_<m>`` (mean pairwise ∆ over its pairs, Table 3; n = pairs),
+  ``model_flores_<m>`` (mean over the locales' languages of the full ``flores_L`` score;
+  n = languages), ``model_cultivar_<m>`` (mean over locales of ``cultivar_l``; n = locales),
+  ``model_false_positive_rate`` / ``model_false_negative_rate`` (per locale Σ-ratios of the
+  resampled word-recall counts, then the mean over the locales where the ratio is defined *in
+  that replicate*; n = locales with a defined rate on all instances);
+- per locale: ``locale_delta_<m>``, the mean ∆ over models (Table 4). Only instances are
+  resampled: the set of models is fixed (an interval says how much the instance sample moves
+  the mean over *these* models, not over a population of models).
+
+**Interval (ours).** The percentile interval at ``confidence`` c over the finite replicates
+(NaN where a quantity is undefined in a replicate): sorted values at positions
+``k = ⌊B'(1 − c)/2⌋`` and ``B' − 1 − k`` (B' finite replicates), the order statistics that
+sacreBLEU's ``estimate_ci`` uses (it reports their half distance, we report both ends).
+
+Speed: ``benchmarks/bench_bootstrap.py`` (32 models × 27 locales × 200 instances × 1,000
+replicates, BLEU and chrF).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from tqdm import tqdm
+
+from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name, get_locale
+from cultivar_assets.metrics.delta import PairingError, paired_delta, paired_ids
+from cultivar_assets.metrics.segment_stats import RecallCounts, StatsTable
+
+SACREBLEU_DEFAULT_SEED = 12345  # sacreBLEU's default SACREBLEU_SEED
+
+
+class BootstrapError(ValueError):
+    """The bootstrap cannot run on the given input."""
+
+
+class BootstrapConfig(BaseModel):
+    """How the paired bootstrap resamples (module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_replicates: int = Field(1000, ge=1, le=100_000)
+    # sacreBLEU's default; 0 is refused because sacreBLEU's paired test treats seed 0 as unseeded
+    seed: int = Field(SACREBLEU_DEFAULT_SEED, ge=1)
+    confidence: float = Field(0.95, gt=0, lt=1)
+
+
+def instance_weights(n_instances: int, n_replicates: int, seed: int) -> np.ndarray:
+    """``(n_replicates, n_instances)`` draw counts: row b counts how often each position was
+    drawn by ``default_rng(seed).choice(n_instances, size=(n_replicates, n_instances))``."""
+    if n_instances < 1 or n_replicates < 1:
+        raise BootstrapError("the bootstrap needs at least one instance and one replicate")
+    rng = np.random.default_rng(seed)
+    drawn = rng.choice(n_instances, size=(n_replicates, n_instances), replace=True)
+    flat = drawn + (np.arange(n_replicates, dtype=np.int64) * n_instances)[:, None]
+    counts = np.bincount(flat.ravel(), minlength=n_replicates * n_instances)
+    return counts.reshape(n_replicates, n_instances)
+
+
+def interval_positions(n, confidence: float):
+    """Positions ``(k, n − 1 − k)``, ``k = ⌊n(1 − c)/2⌋``, of the interval's ends among ``n``
+    sorted replicates (module docstring); ``n`` an int, or an array of them (elementwise)."""
+    k = np.floor(np.asarray(n) * (1 - confidence) / 2 + 1e-9).astype(np.int64)
+    if k.ndim == 0:
+        return int(k), int(n) - 1 - int(k)
+    return k, np.asarray(n) - 1 - k
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) over axis 0, ignoring NaN replicates; NaN where no replicate is finite.
+    Where every replicate is finite the two order statistics are selected
+    (``numpy.partition``) instead of sorting: the same values."""
+    replicates = np.asarray(replicates, dtype=np.float64)
+    if replicates.ndim >= 1 and len(replicates) and np.isfinite(replicates).all():
+        k, top = interval_positions(len(replicates), confidence)
+        chosen = np.partition(replicates, sorted({k, top}), axis=0)
+        return chosen[k], chosen[top]
+    ordered = np.sort(replicates, axis=0)  # NaN sort last
+    finite = np.isfinite(replicates).sum(axis=0)
+    k, top = interval_positions(finite, confidence)
+    low_at = np.clip(k, 0, max(len(replicates) - 1, 0))
+    high_at = np.clip(top, 0, max(len(replicates) - 1, 0))
+    low = np.take_along_axis(ordered, low_at[None, ...], axis=0)[0]
+    high = np.take_along_axis(ordered, high_at[None, ...], axis=0)[0]
+    none = finite == 0
+    return np.where(none, np.nan, low), np.where(none, np.nan, high)
+
+
+@dataclass(frozen=True, eq=False)
+class Quantity:
+    """One bootstrapped quantity over a list of items (pairs, models or locales)."""
+
+    name: str
+    keys: tuple  # item keys: (model, locale) for pairs, model ids, locale keys
+    point: np.ndarray  # (n_items,) on all instances; NaN when undefined
+    replicates: np.ndarray  # (B, n_items)
+    n: np.ndarray  # (n_items,) how many values each item averages (module docstring)
+    confidence: float
+    _interval: dict = field(default_factory=dict, repr=False)  # cache: interval, key index
+
+    def interval(self) -> tuple[np.ndarray, np.ndarray]:
+        if "value" not in self._interval:
+            self._interval["value"] = percentile_interval(self.replicates, self.confidence)
+        return self._interval["value"]
+
+    @property
+    def low(self) -> np.ndarray:
+        return self.interval()[0]
+
+    @property
+    def high(self) -> np.ndarray:
+        return self.interval()[1]
+
+    @property
+    def excludes_zero(self) -> np.ndarray:
+        """True where the whole interval lies above or below 0."""
+        low, high = self.interval()
+        return (low > 0) | (high < 0)
+
+    def index(self, key) -> int:
+        if "index" not in self._interval:
+            self._interval["index"] = {k: i for i, k in enumerate(self.keys)}
+        try:
+            return self._interval["index"][key]
+        except KeyError:
+            raise KeyError(f"{self.name}: no item {key!r}") from None
+
+    def estimate(self, key) -> Estimate:
+        i = self.index(key)
+        low, high = self.interval()
+        return Estimate(_num(self.point[i]), _num(low[i]), _num(high[i]), int(self.n[i]))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its interval (None where undefined) and its n."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
+
+
+def difference_interval(quantity: Quantity, a, b) -> Estimate:
+    """The paired-bootstrap estimate of ``a − b`` for two items of one quantity (e.g. two models'
+    ``pair_delta_bleu`` on one locale: keys ``(model, locale)``): the point estimates'
+    difference and the percentile interval of the replicates' differences, replicate by
+    replicate (both items were resampled with the same weights). n: the smaller n."""
+    i, j = quantity.index(a), quantity.index(b)
+    low, high = percentile_interval(quantity.replicates[:, i] - quantity.replicates[:, j],
+                                    quantity.confidence)
+    return Estimate(_num(quantity.point[i] - quantity.point[j]), _num(low), _num(high),
+                    int(min(quantity.n[i], quantity.n[j])))
+
+
+def _num(value) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapResult:
+    config: BootstrapConfig
+    metrics: tuple[str, ...]
+    models: tuple[str, ...]
+    locales: tuple[str, ...]
+    n_instances: int  # |U|, the pool of instance ids resampled
+    quantities: dict[str, Quantity]
+    pair_languages: dict[tuple[str, str], str]
+    pair_unpaired: dict[tuple[str, str], int]  # (model, locale) -> ids without a FLORES original
+
+    def __getitem__(self, name: str) -> Quantity:
+        try:
+            return self.quantities[name]
+        except KeyError:
+            raise KeyError(f"no quantity {name!r}; known: {', '.join(self.quantities)}") from None
+
+    def pair_rows(self) -> list[dict]:
+        """One row per (model, locale), metrics joined by key: ``flores_<m>``,
+        ``cultivar_<m>``, ``delta_<m>``, each with ``_low``/``_high``, ``delta_<m>_excludes_zero``,
+        ``n_instances`` and ``n_cultivar_only``."""
+        keys = None
+        for metric in self.metrics:
+            mine = set(self[f"pair_delta_{metric}"].keys)
+            if keys is not None and mine != keys:
+                raise PairingError(f"{metric} pairs differ from other metrics': "
+                                   f"{sorted(mine ^ keys)[:5]}")
+            keys = mine
+        order = self[f"pair_delta_{self.metrics[0]}"].keys
+        rows = []
+        for key in order:
+            row = {"model_id": key[0], "locale": key[1], "language": self.pair_languages[key],
+                   "n_cultivar_only": self.pair_unpaired[key]}
+            for metric in self.metrics:
+                for side in ("flores", "cultivar", "delta"):
+                    e = self[f"pair_{side}_{metric}"].estimate(key)
+                    _put(row, f"{side}_{metric}", e)
+                    _put_n(row, "n_instances", e.n)
+                row[f"delta_{metric}_excludes_zero"] = e.excludes_zero
+            rows.append(row)
+        return rows
+
+    def model_rows(self) -> list[dict]:
+        """One row per model: Table 3's columns, each with ``_low``/``_high``, and the n's
+        (``n_locale_pairs``, ``n_flores_test_sets``, ``n_cultivar_test_sets``, ``n_fp_locales``,
+        ``n_fn_locales``); ``delta_<m>_excludes_zero``."""
+        names = [(f"model_{side}_{metric}", f"{side}_{metric}", n_name)
+                 for metric in self.metrics
+                 for side, n_name in (("delta", "n_locale_pairs"),
+                                      ("flores", "n_flores_test_sets"),
+                                      ("cultivar", "n_cultivar_test_sets"))]
+        for rate, n_name in (("false_positive_rate", "n_fp_locales"),
+                             ("false_negative_rate", "n_fn_locales")):
+            if f"model_{rate}" in self.quantities:
+                names.append((f"model_{rate}", rate, n_name))
+        rows = []
+        for model in self.models:
+            row: dict = {"model_id": model}
+            for quantity, column, n_name in names:
+                e = self[quantity].estimate(model)
+                _put(row, column, e)
+                _put_n(row, n_name, e.n)
+            for metric in self.metrics:
+                row[f"delta_{metric}_excludes_zero"] = self[f"model_delta_{metric}"].estimate(
+                    model).excludes_zero
+            rows.append(row)
+        return rows
+
+    def locale_rows(self) -> list[dict]:
+        """One row per locale with a pair: ``delta_<m>`` with ``_low``/``_high``, ``n_models``."""
+        rows = []
+        for locale in self[f"locale_delta_{self.metrics[0]}"].keys:
+            row: dict = {"locale": locale}
+            for metric in self.metrics:
+                e = self[f"locale_delta_{metric}"].estimate(locale)
+                _put(row, f"delta_{metric}", e)
+                _put_n(row, "n_models", e.n)
+                row[f"delta_{metric}_excludes_zero"] = e.excludes_zero
+            rows.append(row)
+        return rows
+
+
+def _put(row: dict, column: str, e: Estimate) -> None:
+    row[column], row[f"{column}_low"], row[f"{column}_high"] = e.value, e.low, e.high
+
+
+def _put_n(row: dict, column: str, n: int) -> None:
+    if row.setdefault(column, n) != n:
+        raise PairingError(f"{column} differs between metrics ({row[column]} vs {n}) for {row}")
+
+
+def _key(ids: np.ndarray) -> bytes:
+    return ids.tobytes()
+
+
+class _Requests:
+    """Which (metric, test set, id subset) blocks to score, for which models."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[tuple[str, str, bytes], tuple[np.ndarray, list[str]]] = {}
+
+    def add(self, metric: str, test_set: str, ids: np.ndarray, model: str) -> tuple:
+        key = (metric, test_set, _key(ids))
+        entry = self.blocks.setdefault(key, (ids, []))
+        if not entry[1] or entry[1][-1] != model:
+            entry[1].append(model)
+        return key
+
+
+_FLOAT32_EXACT = 2 ** 24  # integers up to this are exact in float32
+
+
+def _weighted_sums(weights: np.ndarray, positions: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """``weights[:, positions] @ matrix``, as float64; exactly for integer statistics.
+
+    Weights and integer statistics are non-negative integers, so every partial sum of a product
+    is an integer no larger than ``max_b Σ_i w_bi · max(matrix)``. Below 2**24 float32 holds all
+    of them exactly and float32 BLAS (about twice as fast) is used; otherwise float64 (exact
+    below 2**53). Float statistics (segment scores) are always summed in float64.
+    """
+    w = weights[:, positions]
+    if not np.issubdtype(matrix.dtype, np.integer):
+        return w.astype(np.float64) @ matrix.astype(np.float64)
+    bound = float(w.sum(axis=1).max(initial=0)) * float(matrix.max(initial=0))
+    dtype = np.float32 if bound < _FLOAT32_EXACT else np.float64
+    return (w.astype(dtype) @ matrix.astype(dtype)).astype(np.float64)
+
+
+def _mean_columns(values: np.ndarray, columns: Sequence[Sequence[int]]) -> np.ndarray:
+    """(R, groups): the mean of ``values[:, group]`` per group; NaN for an empty group."""
+    out = np.full((values.shape[0], len(columns)), np.nan)
+    for j, group in enumerate(columns):
+        if group:
+            out[:, j] = values[:, list(group)].mean(axis=1)
+    return out
+
+
+def _nan_mean(values: np.ndarray) -> np.ndarray:
+    """Mean over axis 1 of the finite values; NaN where none is finite."""
+    finite = np.isfinite(values)
+    count = finite.sum(axis=1)
+    total = np.where(finite, values, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def paired_bootstrap(
+    stats: Mapping[str, StatsTable],
+    models: Sequence[str],
+    locales: Sequence[str],
+    recall: Mapping[tuple[str, str], RecallCounts] | None = None,
+    config: BootstrapConfig | None = None,
+    progress: bool = False,
+    *,
+    score_functions: Mapping[str, Callable[[np.ndarray], np.ndarray]],
+) -> BootstrapResult:
+    """Paired bootstrap of every quantity in the module docstring.
+
+    ``stats``: metric ('bleu', 'chrf') -> (model, test set) -> per-segment statistics
+    (``segment_stats.stats_from_table``); ``recall``: (model, locale) -> word-recall counts
+    (``segment_stats.recall_from_table``), optional. Test sets are ``flores_<language>`` and
+    ``cultivar_<locale>``; statistics of other models or test sets are ignored.
+    ``score_functions``: metric -> its vectorised corpus score of summed statistics (rows of
+    summed statistics -> scores; :func:`cultivar_assets.metrics.registry.score_functions` gives
+    the registry's).
+    """
+    config = config or BootstrapConfig()
+    metrics = tuple(stats)
+    if not metrics:
+        raise BootstrapError("no metric statistics given")
+    missing = [m for m in metrics if m not in score_functions]
+    if missing:
+        raise BootstrapError(f"no score function given for the metrics {missing}")
+    models = tuple(dict.fromkeys(models))
+    locales = tuple(dict.fromkeys(locales))
+    language_of = {loc: get_locale(loc).source_language for loc in locales}
+    languages = tuple(dict.fromkeys(language_of.values()))
+    recall = recall or {}
+
+    wanted = {flores_test_set_name(lang) for lang in languages}
+    wanted |= {cultivar_test_set_name(loc) for loc in locales}
+    chosen = set(models)
+    pools = [s.ids for table in stats.values() for (m, t), s in table.items()
+             if m in chosen and t in wanted]
+    pools += [r.ids for (m, loc), r in recall.items() if m in chosen and loc in language_of]
+    if not pools:
+        raise BootstrapError("no statistics for the given models and locales")
+    universe = np.unique(np.concatenate(pools))
+    n_rep = config.n_replicates
+    weights = np.empty((n_rep + 1, len(universe)))
+    weights[0] = 1.0  # row 0: every instance once, the point estimate
+    weights[1:] = instance_weights(len(universe), n_rep, config.seed)
+
+    requests = _Requests()
+    pairs: dict[str, list[tuple[tuple[str, str], tuple, tuple, int]]] = {}
+    flores_full: dict[str, dict[str, list[tuple]]] = {}
+    cultivar_full: dict[str, dict[str, list[tuple]]] = {}
+    unpaired: dict[tuple[str, str], int] = {}
+    for metric in metrics:
+        table = stats[metric]
+        pairs[metric] = []
+        flores_full[metric] = {m: [] for m in models}
+        cultivar_full[metric] = {m: [] for m in models}
+        for model in models:
+            for language in languages:
+                f = table.get((model, flores_test_set_name(language)))
+                if f is not None:
+                    flores_full[metric][model].append(
+                        requests.add(metric, flores_test_set_name(language), f.ids, model))
+            for locale in locales:
+                f_name = flores_test_set_name(language_of[locale])
+                c_name = cultivar_test_set_name(locale)
+                f, c = table.get((model, f_name)), table.get((model, c_name))
+                if c is not None:
+                    cultivar_full[metric][model].append(requests.add(metric, c_name, c.ids, model))
+                if f is None or c is None:
+                    continue
+                shared = paired_ids(model, locale, f, c)
+                unpaired[(model, locale)] = len(c.ids) - len(shared)
+                pairs[metric].append(((model, locale),
+                                      requests.add(metric, f_name, shared, model),
+                                      requests.add(metric, c_name, shared, model),
+                                      len(shared)))
+
+    scores: dict[tuple, np.ndarray] = {}
+    for (metric, test_set, ids_key), (ids, block_models) in tqdm(
+            requests.blocks.items(), desc="bootstrap", unit="block", disable=not progress):
+        table = stats[metric]
+        widths = {m: table[(m, test_set)].stats.shape[1] for m in block_models}
+        if len(set(widths.values())) > 1:
+            raise BootstrapError(f"{metric} statistics of {test_set} have different widths "
+                                 f"per model ({widths}): scores of different metric "
+                                 "configurations are never mixed")
+        rows = np.stack([table[(m, test_set)].rows(ids, f"{metric} statistics of {m} on "
+                                                        f"{test_set}") for m in block_models],
+                        axis=1)  # (n, M, k)
+        n, n_models, k = rows.shape
+        sums = _weighted_sums(weights, np.searchsorted(universe, ids),
+                              rows.reshape(n, n_models * k))
+        block = score_functions[metric](sums.reshape(-1, n_models, k))  # (B + 1, M)
+        for j, model in enumerate(block_models):
+            scores[(metric, test_set, ids_key, model)] = block[:, j]
+
+    quantities: dict[str, Quantity] = {}
+
+    def add(name: str, keys: Sequence, values: np.ndarray, n: Sequence[int]) -> None:
+        quantities[name] = Quantity(name, tuple(keys), values[0], values[1:],
+                                    np.asarray(n, dtype=np.int64), config.confidence)
+
+    for metric in metrics:
+        entries = pairs[metric]
+        keys = [e[0] for e in entries]
+        n_rows = n_rep + 1
+        flores_side = np.column_stack([scores[(*e[1], e[0][0])] for e in entries]
+                                      ) if entries else np.empty((n_rows, 0))
+        cultivar_side = np.column_stack([scores[(*e[2], e[0][0])] for e in entries]
+                                        ) if entries else np.empty((n_rows, 0))
+        delta = paired_delta(flores_side, cultivar_side)
+        sizes = [e[3] for e in entries]
+        add(f"pair_flores_{metric}", keys, flores_side, sizes)
+        add(f"pair_cultivar_{metric}", keys, cultivar_side, sizes)
+        add(f"pair_delta_{metric}", keys, delta, sizes)
+
+        by_model = [[i for i, k in enumerate(keys) if k[0] == m] for m in models]
+        add(f"model_delta_{metric}", models, _mean_columns(delta, by_model),
+            [len(g) for g in by_model])
+        for side, full in (("flores", flores_full[metric]), ("cultivar", cultivar_full[metric])):
+            columns = np.full((n_rows, len(models)), np.nan)
+            for j, model in enumerate(models):
+                if full[model]:
+                    columns[:, j] = np.mean([scores[(*r, model)] for r in full[model]], axis=0)
+            add(f"model_{side}_{metric}", models, columns, [len(full[m]) for m in models])
+        paired_locales = [loc for loc in locales if any(k[1] == loc for k in keys)]
+        by_locale = [[i for i, k in enumerate(keys) if k[1] == loc] for loc in paired_locales]
+        add(f"locale_delta_{metric}", paired_locales, _mean_columns(delta, by_locale),
+            [len(g) for g in by_locale])
+
+    if recall:
+        _recall_quantities(recall, models, locales, universe, weights, add)
+
+    return BootstrapResult(
+        config, metrics, models, locales, len(universe), quantities,
+        {key: language_of[key[1]] for key in unpaired}, unpaired,
+    )
+
+
+def _recall_quantities(recall, models, locales, universe, weights, add) -> None:
+    """FP/FN rates per (model, locale) from resampled counts, then the model means."""
+    groups: dict[tuple[str, bytes], tuple[np.ndarray, list[str]]] = {}
+    for model in models:
+        for locale in locales:
+            counts = recall.get((model, locale))
+            if counts is not None:
+                groups.setdefault((locale, _key(counts.ids)), (counts.ids, []))[1].append(model)
+    rates: dict[str, dict[str, list[np.ndarray]]] = {"fp": {m: [] for m in models},
+                                                     "fn": {m: [] for m in models}}
+    for (locale, _), (ids, group) in groups.items():
+        rows = np.stack([recall[(m, locale)].counts for m in group], axis=1)  # (n, M, 4)
+        n, n_models, _k = rows.shape
+        sums = _weighted_sums(weights, np.searchsorted(universe, ids),
+                              rows.reshape(n, n_models * 4)).reshape(-1, n_models, 4)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fp = np.where(sums[..., 0] > 0, sums[..., 1] / sums[..., 0], np.nan)
+            fn = np.where(sums[..., 2] > 0, sums[..., 3] / sums[..., 2], np.nan)
+        for j, model in enumerate(group):
+            rates["fp"][model].append(fp[:, j])
+            rates["fn"][model].append(fn[:, j])
+    n_rows = weights.shape[0]
+    for short, name in (("fp", "false_positive_rate"), ("fn", "false_negative_rate")):
+        values = np.full((n_rows, len(models)), np.nan)
+        n = []
+        for j, model in enumerate(models):
+            per_locale = rates[short][model]
+            if per_locale:
+                stacked = np.column_stack(per_locale)
+                values[:, j] = _nan_mean(stacked)
+                n.append(int(np.isfinite(stacked[0]).sum()))
+            else:
+                n.append(0)
+        add(f"model_{name}", models, values, n)
