@@ -8,6 +8,7 @@ in a source checkout).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from importlib import resources
 from pathlib import Path
@@ -25,6 +26,14 @@ def models_dir() -> Path:
 
 def translation_cache_dir() -> Path:
     return cultivar_home() / "cache" / "translations"
+
+
+def replicates_cache_dir(database: Path) -> Path:
+    """Where the leaderboard keeps each model's bootstrap replicates for the database file
+    ``database`` (a cache: each file is reused only under the key it was written with,
+    :mod:`cultivar_assets.evaluation.aggregates`): one folder per database path."""
+    digest = hashlib.sha256(str(Path(database).resolve()).encode()).hexdigest()[:16]
+    return cultivar_home() / "cache" / "replicates" / digest
 
 
 def default_database(source_name: str) -> Path:

@@ -11,6 +11,7 @@ from cultivar_assets.evaluation.contamination import write_reported_flags
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.registry import column_key, table_label
 from cultivar_assets.models import load_models
+from cultivar_assets.paths import replicates_cache_dir
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
 from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.store.records import write_reported_results
@@ -45,7 +46,10 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
     Covers the models that are registered as partitions and have scores in the database.
     """
     models = context.instance.get_dynamic_partitions(models_partitions.name)
-    result = aggregate(store.store(), models, metrics.config(), progress=True)
+    db = store.store()
+    # each model's replicates kept and reused while unchanged (a cache under $CULTIVAR_HOME)
+    result = aggregate(db, models, metrics.config(), progress=True,
+                       replicates_dir=replicates_cache_dir(db.path))
     averages = [
         {**r, "locale": "–", "aggregation": r["aggregation"] + (" (default)" if r["is_default"]
                                                                 else "")}
