@@ -113,8 +113,9 @@ class Pipeline:
         return step_graph(self.assets)
 
     def with_assets(self, *assets: dg.AssetsDefinition) -> Pipeline:
-        """This pipeline with ``assets`` added (each declaring its step)."""
-        return Pipeline((*self.assets, *assets), self.jobs)
+        """This pipeline with ``assets`` added (each declaring its step), each with its computed
+        code version (:func:`~cultivar_assets.assets.versioned.versioned`)."""
+        return Pipeline((*self.assets, *versioned(assets, {})), self.jobs)
 
 
 PIPELINE = Pipeline(tuple(ASSETS), tuple(JOBS))

@@ -1,6 +1,7 @@
 """The code version of an asset: a sha256 over the code its function runs.
 
-What :func:`code_version` covers, for a function ``fn`` of the package:
+What :func:`code_version` covers, for a function ``fn`` (of the package, or of another module
+that defines an asset added to the graph):
 
 - ``fn``'s own definition (its signature and body as written, not its decorators) and the
   definitions of the functions and classes of its own module that it names, transitively;
@@ -200,8 +201,8 @@ def _definition_names(fn: Callable) -> tuple[set[str], set[str], list[str]]:
     """For ``fn`` (unwrapped): the package modules its definition and the same-module
     definitions it names reach, the function-level imports among them, and their source texts."""
     module = inspect.getmodule(fn)
-    if module is None or not module.__name__.startswith(PACKAGE):
-        raise LookupError(f"{fn!r}: not a function of the {PACKAGE} package")
+    if module is None or inspect.getsourcefile(fn) is None:
+        raise LookupError(f"{fn!r}: no module source to take its code version from")
     source, tree = _parsed(Path(inspect.getsourcefile(fn)))
     definitions = {node.name: node for node in tree.body
                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
