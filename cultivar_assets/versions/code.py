@@ -4,7 +4,8 @@ What :func:`code_version` covers, for a function ``fn`` (of the package, or of a
 that defines an asset added to the graph):
 
 - ``fn``'s own definition (its signature and body as written, not its decorators) and the
-  definitions of the functions and classes of its own module that it names, transitively;
+  definitions of the functions, classes and module-level values (assignments) of its own module
+  that it names, transitively;
 - every ``cultivar_assets`` module that those definitions reach: a module they name, the module
   a function or class they name is defined in, a module their function-level ``import`` /
   ``from … import`` statements name; then, closed over, every module that a reached module
@@ -204,9 +205,17 @@ def _definition_names(fn: Callable) -> tuple[set[str], set[str], list[str]]:
     if module is None or inspect.getsourcefile(fn) is None:
         raise LookupError(f"{fn!r}: no module source to take its code version from")
     source, tree = _parsed(Path(inspect.getsourcefile(fn)))
-    definitions = {node.name: node for node in tree.body
-                   if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
-    if fn.__name__ not in definitions:
+    definitions: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):  # module-level values (constants)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        definitions[sub.id] = node
+    definitions.update({node.name: node for node in tree.body if isinstance(
+        node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)})
+    if not isinstance(definitions.get(fn.__name__), ast.FunctionDef | ast.AsyncFunctionDef):
         raise LookupError(f"{module.__name__}: no top-level definition named {fn.__name__}")
     reached: set[str] = set()
     texts: list[str] = []
@@ -217,12 +226,16 @@ def _definition_names(fn: Callable) -> tuple[set[str], set[str], list[str]]:
             continue
         seen.add(name)
         node = definitions[name]
-        parts: list[ast.AST] = list(node.body)
-        if not isinstance(node, ast.ClassDef):
-            parts += [node.args] + ([node.returns] if node.returns else [])
+        parts: list[ast.AST]
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            parts = [node.value] if node.value is not None else []
+        elif isinstance(node, ast.ClassDef):
+            parts = [*node.body, *node.bases]
         else:
-            parts += node.bases
-        texts.append(ast.get_source_segment(source, node) or "")  # from ``def``/``class``
+            parts = [*node.body, node.args, *([node.returns] if node.returns else [])]
+        text = ast.get_source_segment(source, node) or ""  # from ``def``/``class``/the target
+        if text not in texts:
+            texts.append(text)
         is_package = Path(module.__file__).name == "__init__.py"
         reached |= _imports(parts, module.__name__, is_package, PACKAGE_DIR)
         for part in parts:
