@@ -109,3 +109,16 @@ def test_a_functions_version_follows_the_values_and_helpers_of_its_module_it_nam
     assert version_with(source.replace("OTHER = 4", "OTHER = 5")) == base  # not named
     assert version_with(source.replace("LIMIT = 3", "LIMIT = 5")) != base  # named by helper
     assert version_with(source.replace("return LIMIT", "return LIMIT + 1")) != base
+
+
+def test_the_demos_returned_files_are_sources_not_code(monkeypatch, fresh_digests):
+    """The bundled annotation files are what the demo's annotation folder holds: an edit makes
+    its locale's annotations stale (a source asset), not every asset (a code version)."""
+    before = _versions()
+    real = code.read_bytes
+    monkeypatch.setattr(code, "read_bytes", lambda path: real(path) + b"\n"
+                        if path.name.endswith((".annotations.json", ".errors.json"))
+                        or path.name in ("models.yaml", "demo_localiser_answers.json")
+                        else real(path))
+    code.clear_cache()
+    assert _versions() == before

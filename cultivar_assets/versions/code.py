@@ -17,7 +17,8 @@ that defines an asset added to the graph):
   a reached module whose name the module's source holds as a quoted string (``locales.csv``,
   ``prompt_styles.yaml``, ``demo/``; not a package folder), except :data:`READ_AS_SOURCES`
   (files that settings name and the pipeline observes as source assets: the model registry,
-  the localiser's recorded answers).
+  the demo localiser's recorded answers, the demo's returned annotation and error-annotation
+  files).
 
 Not covered: third-party packages (their versions are the environment's, not the code's) and
 the settings (observed as source assets). Each module's digest and each asset's version are
@@ -40,13 +41,26 @@ from cultivar_assets.paths import resource_dir
 
 PACKAGE = "cultivar_assets"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-READ_AS_SOURCES = frozenset({"models.yaml", "demo_localiser_answers.json"})
+# package data that settings name and the pipeline observes as source assets (relative to the
+# package): the bundled registry, the demo localiser's recorded answers, the demo's returned
+# annotation and error-annotation files
+READ_AS_SOURCES = ("models.yaml", "construction/demo_localiser_answers.json",
+                   "data/demo/annotations", "data/demo/errors")
 _SKIPPED_DIRS = {"__pycache__", "node_modules"}
 
 
 def read_bytes(path: Path) -> bytes:
     """The bytes of one source or data file (the one place this module reads files)."""
     return path.read_bytes()
+
+
+def _read_as_source(path: Path, root: Path) -> bool:
+    """Whether ``path`` is (below) one of :data:`READ_AS_SOURCES`."""
+    if not path.is_relative_to(root):
+        return False
+    relative = path.relative_to(root).as_posix()
+    return any(relative == entry or relative.startswith(f"{entry}/")
+               for entry in READ_AS_SOURCES)
 
 
 def module_file(name: str, root: Path = PACKAGE_DIR) -> Path | None:
@@ -139,7 +153,7 @@ def _module(name: str, root: Path = PACKAGE_DIR) -> _Module:
     data = tuple(sorted(
         entry for entry in path.parent.iterdir()
         if (f'"{entry.name}"' in text or f"'{entry.name}'" in text)
-        and entry.name not in READ_AS_SOURCES
+        and not _read_as_source(entry, root)
         and entry.suffix not in (".py", ".pyc") and entry.name not in _SKIPPED_DIRS
         and not (entry / "__init__.py").exists()))  # a package is code, not data
     imports = _text_imports(text, name, path.name == "__init__.py", root) - {name}
@@ -182,6 +196,8 @@ def _data_files(modules: set[str], root: Path) -> list[tuple[str, Path]]:
     files: list[tuple[str, Path]] = []
     for label, folder in folders:
         for path in _files_below(folder):
+            if _read_as_source(path, root):
+                continue
             rel = path.relative_to(folder).as_posix() if folder.is_dir() else ""
             files.append((f"{label}/{rel}" if rel else label, path))
     return files
