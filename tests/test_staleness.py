@@ -41,6 +41,7 @@ def _edit_annotation_file(settings, locale: str) -> None:
     path.write_text(json.dumps(document, ensure_ascii=False, indent=2), "utf-8")
 
 
+@pytest.mark.slow  # ~20 in-process runs of the whole graph: about 2 minutes on 2 cores
 def test_dagster_reports_exactly_what_a_changed_input_makes_stale(tmp_path):
     settings = small_built_settings(tmp_path)
     defs = definitions(settings)
