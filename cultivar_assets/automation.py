@@ -306,7 +306,7 @@ def automated_assets(assets: list, publish: PublishConfig) -> list:
     if not push_configured(publish):
         return list(assets)
     return [asset.with_attributes(automation_condition=AFTER_NEW_RESULTS)
-            if asset is hf_dataset_push else asset for asset in assets]
+            if asset.key == hf_dataset_push.key else asset for asset in assets]
 
 
 FAILURE_SENSOR = "run_failure_recorder"

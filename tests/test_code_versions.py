@@ -86,3 +86,39 @@ def test_the_closure_follows_relative_and_function_level_imports(tmp_path, fresh
     assert code.module_closure(["cultivar_assets.top"], root) == {
         "cultivar_assets", "cultivar_assets.top", "cultivar_assets.helper",
         "cultivar_assets.sub", "cultivar_assets.sub.deep", "cultivar_assets.leaf"}
+
+
+def test_a_functions_version_follows_the_values_and_helpers_of_its_module_it_names(
+        tmp_path, monkeypatch, fresh_digests):
+    import importlib
+
+    source = ("LIMIT = 3\nOTHER = 4\n\n\ndef helper():\n    return LIMIT\n\n\n"
+              "def asset_fn():\n    return helper()\n")
+    (tmp_path / "cv_probe.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = importlib.import_module("cv_probe")
+    base = code.code_version(probe.asset_fn)
+    real = code.read_bytes
+
+    def version_with(text: str) -> str:
+        monkeypatch.setattr(code, "read_bytes", lambda path: text.encode()
+                            if path.name == "cv_probe.py" else real(path))
+        code.clear_cache()
+        return code.code_version(probe.asset_fn)
+
+    assert version_with(source.replace("OTHER = 4", "OTHER = 5")) == base  # not named
+    assert version_with(source.replace("LIMIT = 3", "LIMIT = 5")) != base  # named by helper
+    assert version_with(source.replace("return LIMIT", "return LIMIT + 1")) != base
+
+
+def test_the_demos_returned_files_are_sources_not_code(monkeypatch, fresh_digests):
+    """The bundled annotation files are what the demo's annotation folder holds: an edit makes
+    its locale's annotations stale (a source asset), not every asset (a code version)."""
+    before = _versions()
+    real = code.read_bytes
+    monkeypatch.setattr(code, "read_bytes", lambda path: real(path) + b"\n"
+                        if path.name.endswith((".annotations.json", ".errors.json"))
+                        or path.name in ("models.yaml", "demo_localiser_answers.json")
+                        else real(path))
+    code.clear_cache()
+    assert _versions() == before

@@ -67,7 +67,7 @@ def test_definitions_load():
                     *(f"settings/{section.replace('.', '_')}" for section in SETTINGS_SECTIONS),
                     "model_entries", "model_files", "annotation_files", "localiser_files",
                     "source_benchmark_files", "selection_files", "data_files", "spm_model",
-                    "error_annotation_files", "model_registry"}
+                    "error_annotation_files", "model_registry", "query_page_engine"}
     assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
                                           "build_benchmark", "build_dataset", "analyse_errors"}
 

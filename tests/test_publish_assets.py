@@ -123,7 +123,8 @@ def test_definitions_with_the_publish_assets_load():
     from cultivar_assets.definitions import ASSETS as PROJECT_ASSETS
     from cultivar_assets.definitions import JOBS
 
-    extra = [a for a in (hf_dataset_folder, hf_dataset_push) if a not in PROJECT_ASSETS]
+    project_keys = {asset.key for asset in PROJECT_ASSETS}  # the graph's versioned copies
+    extra = [a for a in (hf_dataset_folder, hf_dataset_push) if a.key not in project_keys]
     with dg.instance_for_test():
         defs = dg.Definitions(assets=[*PROJECT_ASSETS, *extra], jobs=JOBS, resources={
             **resources_from_settings(Settings()), "hf_publish": HubPublishResource()})

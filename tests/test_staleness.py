@@ -41,6 +41,7 @@ def _edit_annotation_file(settings, locale: str) -> None:
     path.write_text(json.dumps(document, ensure_ascii=False, indent=2), "utf-8")
 
 
+@pytest.mark.slow  # ~20 in-process runs of the whole graph: about 2 minutes on 2 cores
 def test_dagster_reports_exactly_what_a_changed_input_makes_stale(tmp_path):
     settings = small_built_settings(tmp_path)
     defs = definitions(settings)
@@ -94,3 +95,16 @@ def test_dagster_reports_exactly_what_a_changed_input_makes_stale(tmp_path):
         assert stale_in_pipeline(defs, instance) == {
             ("scores", MODEL): cause, ("leaderboard", None): cause,
             ("reported_results", None): cause, ("hf_dataset_folder", None): cause}
+
+
+def test_every_source_is_read_and_every_source_dep_is_a_source():
+    from cultivar_assets.assets.graph import ASSETS
+    from cultivar_assets.assets.sources import SOURCE_DEPS, SOURCES
+
+    sources = {source.key.to_user_string() for source in SOURCES}
+    named = {key for keys in SOURCE_DEPS.values() for key in keys}
+    assert named == sources
+    deps = {asset.key.to_user_string(): {dep.asset_key.to_user_string()
+                                         for spec in asset.specs for dep in spec.deps}
+            for asset in ASSETS}
+    assert all(set(keys) <= deps[asset] for asset, keys in SOURCE_DEPS.items())

@@ -129,11 +129,13 @@ class Pipeline:
     jobs: tuple = ()
 
     def with_assets(self, *assets: dg.AssetsDefinition) -> Pipeline:
-        """This pipeline with ``assets`` added, each materialisable one with a job of its own
-        (:func:`extension_job`; an observable source asset is observed by the runner's job
-        ``observe_sources``)."""
-        return Pipeline((*self.assets, *assets), (*self.jobs, *(
-            extension_job(asset) for asset in assets
+        """This pipeline with ``assets`` added, each with its computed code version
+        (:func:`~cultivar_assets.assets.versioned.versioned`) and each materialisable one with a
+        job of its own (:func:`extension_job`; an observable source asset is observed by the
+        runner's job ``observe_sources``)."""
+        added = versioned(assets, {})
+        return Pipeline((*self.assets, *added), (*self.jobs, *(
+            extension_job(asset) for asset in added
             if isinstance(asset, dg.AssetsDefinition) and asset.is_materializable)))
 
     def with_model_tags(self, tags_for_partition: Callable[[str], dict[str, str]]) -> Pipeline:

@@ -12,9 +12,12 @@ Dagster's eyes once that version differs from the one its last materialisation r
 - ``annotation_files`` (partitioned by locale): a locale's own returned annotation files;
 - ``localiser_files``: the localisation prompts file and the localiser's recorded answers or
   weights folder; ``source_benchmark_files``; ``selection_files`` (corrections and selection
-  file); ``data_files`` (a local FLORES release, local Cultivar data); ``spm_model`` (the
+  file); ``data_files`` (a local FLORES release, local Cultivar data; a Hub dataset read at no
+  pinned revision by the time of the observation: ``test_sets`` is stale after every
+  observation, what is below it only when the test sets changed); ``spm_model`` (the
   flores200 SentencePiece model, when the BLEU tokenizer needs it); ``error_annotation_files``;
-  ``model_registry`` (the whole registry file, which ``reported_results`` reads).
+  ``model_registry`` (the whole registry file, which ``reported_results`` reads);
+  ``query_page_engine`` (whether the site gets its Query page).
 
 :data:`SOURCE_DEPS` says which asset reads which; :func:`cultivar_assets.assets.versioned.
 versioned` adds them to the assets' deps. Every source reads the settings from the resources
@@ -129,6 +132,9 @@ FILE_SOURCES = [
     _file_source("error_annotation_files", inputs.error_annotation_files_digest,
                  "The returned error-annotation files (*.errors.json)."),
     _file_source("model_registry", inputs.registry_file_digest, "The model registry file."),
+    _file_source("query_page_engine", inputs.query_page_digest,
+                 "Whether the site gets its Query page (DuckDB-Wasm cached, or npm to fetch "
+                 "it)."),
 ]
 
 SOURCES = [*(_section_source(section) for section in inputs.SETTINGS_SECTIONS),
@@ -156,7 +162,7 @@ SOURCE_DEPS: dict[str, tuple[str, ...]] = {
     "error_annotation_tool": (_s("error_analysis"),),
     "error_analysis": (_s("error_analysis"), "error_annotation_files"),
     "charts": (_s("site"),),
-    "site": (_s("site"), _s("publish")),
+    "site": (_s("site"), _s("publish"), "query_page_engine"),
     "hf_dataset_folder": (_s("publish"), _s("metrics"), _s("engine")),
     "hf_dataset_push": (_s("publish"),),
 }

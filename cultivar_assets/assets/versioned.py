@@ -32,7 +32,7 @@ def versioned(assets: Iterable[dg.AssetsDefinition],
         raise KeyError(f"source deps name assets that are not in the graph: {', '.join(unknown)}")
     result = []
     for asset in assets:
-        if not asset.is_executable:
+        if not isinstance(asset, dg.AssetsDefinition) or not asset.is_executable:
             result.append(asset)
             continue
         version = asset_code_version(asset)

@@ -1,9 +1,11 @@
 """The code version of an asset: a sha256 over the code its function runs.
 
-What :func:`code_version` covers, for a function ``fn`` of the package:
+What :func:`code_version` covers, for a function ``fn`` (of the package, or of another module
+that defines an asset added to the graph):
 
 - ``fn``'s own definition (its signature and body as written, not its decorators) and the
-  definitions of the functions and classes of its own module that it names, transitively;
+  definitions of the functions, classes and module-level values (assignments) of its own module
+  that it names, transitively;
 - every ``cultivar_assets`` module that those definitions reach: a module they name, the module
   a function or class they name is defined in, a module their function-level ``import`` /
   ``from … import`` statements name; then, closed over, every module that a reached module
@@ -15,7 +17,8 @@ What :func:`code_version` covers, for a function ``fn`` of the package:
   a reached module whose name the module's source holds as a quoted string (``locales.csv``,
   ``prompt_styles.yaml``, ``demo/``; not a package folder), except :data:`READ_AS_SOURCES`
   (files that settings name and the pipeline observes as source assets: the model registry,
-  the localiser's recorded answers).
+  the demo localiser's recorded answers, the demo's returned annotation and error-annotation
+  files).
 
 Not covered: third-party packages (their versions are the environment's, not the code's) and
 the settings (observed as source assets). Each module's digest and each asset's version are
@@ -38,13 +41,26 @@ from cultivar_assets.paths import resource_dir
 
 PACKAGE = "cultivar_assets"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-READ_AS_SOURCES = frozenset({"models.yaml", "demo_localiser_answers.json"})
+# package data that settings name and the pipeline observes as source assets (relative to the
+# package): the bundled registry, the demo localiser's recorded answers, the demo's returned
+# annotation and error-annotation files
+READ_AS_SOURCES = ("models.yaml", "construction/demo_localiser_answers.json",
+                   "data/demo/annotations", "data/demo/errors")
 _SKIPPED_DIRS = {"__pycache__", "node_modules"}
 
 
 def read_bytes(path: Path) -> bytes:
     """The bytes of one source or data file (the one place this module reads files)."""
     return path.read_bytes()
+
+
+def _read_as_source(path: Path, root: Path) -> bool:
+    """Whether ``path`` is (below) one of :data:`READ_AS_SOURCES`."""
+    if not path.is_relative_to(root):
+        return False
+    relative = path.relative_to(root).as_posix()
+    return any(relative == entry or relative.startswith(f"{entry}/")
+               for entry in READ_AS_SOURCES)
 
 
 def module_file(name: str, root: Path = PACKAGE_DIR) -> Path | None:
@@ -137,7 +153,7 @@ def _module(name: str, root: Path = PACKAGE_DIR) -> _Module:
     data = tuple(sorted(
         entry for entry in path.parent.iterdir()
         if (f'"{entry.name}"' in text or f"'{entry.name}'" in text)
-        and entry.name not in READ_AS_SOURCES
+        and not _read_as_source(entry, root)
         and entry.suffix not in (".py", ".pyc") and entry.name not in _SKIPPED_DIRS
         and not (entry / "__init__.py").exists()))  # a package is code, not data
     imports = _text_imports(text, name, path.name == "__init__.py", root) - {name}
@@ -180,6 +196,8 @@ def _data_files(modules: set[str], root: Path) -> list[tuple[str, Path]]:
     files: list[tuple[str, Path]] = []
     for label, folder in folders:
         for path in _files_below(folder):
+            if _read_as_source(path, root):
+                continue
             rel = path.relative_to(folder).as_posix() if folder.is_dir() else ""
             files.append((f"{label}/{rel}" if rel else label, path))
     return files
@@ -200,12 +218,20 @@ def _definition_names(fn: Callable) -> tuple[set[str], set[str], list[str]]:
     """For ``fn`` (unwrapped): the package modules its definition and the same-module
     definitions it names reach, the function-level imports among them, and their source texts."""
     module = inspect.getmodule(fn)
-    if module is None or not module.__name__.startswith(PACKAGE):
-        raise LookupError(f"{fn!r}: not a function of the {PACKAGE} package")
+    if module is None or inspect.getsourcefile(fn) is None:
+        raise LookupError(f"{fn!r}: no module source to take its code version from")
     source, tree = _parsed(Path(inspect.getsourcefile(fn)))
-    definitions = {node.name: node for node in tree.body
-                   if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
-    if fn.__name__ not in definitions:
+    definitions: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):  # module-level values (constants)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        definitions[sub.id] = node
+    definitions.update({node.name: node for node in tree.body if isinstance(
+        node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)})
+    if not isinstance(definitions.get(fn.__name__), ast.FunctionDef | ast.AsyncFunctionDef):
         raise LookupError(f"{module.__name__}: no top-level definition named {fn.__name__}")
     reached: set[str] = set()
     texts: list[str] = []
@@ -216,12 +242,16 @@ def _definition_names(fn: Callable) -> tuple[set[str], set[str], list[str]]:
             continue
         seen.add(name)
         node = definitions[name]
-        parts: list[ast.AST] = list(node.body)
-        if not isinstance(node, ast.ClassDef):
-            parts += [node.args] + ([node.returns] if node.returns else [])
+        parts: list[ast.AST]
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            parts = [node.value] if node.value is not None else []
+        elif isinstance(node, ast.ClassDef):
+            parts = [*node.body, *node.bases]
         else:
-            parts += node.bases
-        texts.append(ast.get_source_segment(source, node) or "")  # from ``def``/``class``
+            parts = [*node.body, node.args, *([node.returns] if node.returns else [])]
+        text = ast.get_source_segment(source, node) or ""  # from ``def``/``class``/the target
+        if text not in texts:
+            texts.append(text)
         is_package = Path(module.__file__).name == "__init__.py"
         reached |= _imports(parts, module.__name__, is_package, PACKAGE_DIR)
         for part in parts:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -197,14 +198,41 @@ def selection_files_digest(settings: Settings) -> str:
                      "selection file": content_digest(selection.selection_file)})
 
 
+def unpinned_hub_repos(settings: Settings) -> list[str]:
+    """The Hub datasets the settings read at no pinned revision (their main branch)."""
+    data = settings.data
+    return [repo for repo, uses, revision in (
+        (data.cultivar_repo, data.kind == "hub", data.cultivar_revision),
+        (data.flores_repo, data.flores == "hub", data.flores_revision)) if uses and not revision]
+
+
 def data_files_digest(settings: Settings) -> str:
     """The local FLORES release and the local Cultivar data folder, where the settings read
-    them (a built dataset is the upstream asset ``cultivar_dataset``, not a source)."""
+    them (a built dataset is the upstream asset ``cultivar_dataset``, not a source); the pinned
+    Hub revisions. A Hub dataset read at no pinned revision may have changed at any time: its
+    part is the time of the observation, so every observation makes ``test_sets`` stale (what
+    is below it follows only when the test sets' content changed)."""
     data = settings.data
+    unpinned = unpinned_hub_repos(settings)
     return combined({
         "FLORES files": content_digest(data.flores_path) if data.flores == "local" else NONE,
         "Cultivar data files": (content_digest(data.cultivar_path) if data.kind == "local"
-                                else NONE)})
+                                else NONE),
+        "Hub revisions": [data.cultivar_revision, data.flores_revision],
+        "unpinned Hub data": ({"repos": unpinned, "observed at (ns)": time.time_ns()}
+                              if unpinned else NONE)})
+
+
+def query_page_digest(settings: Settings) -> str:
+    """Whether the site gets its Query page: DuckDB-Wasm in the web cache, or npm there to
+    fetch it (``site.query_page`` itself is in the ``site`` section)."""
+    from cultivar_assets.site.query_engine import cached_query_engine, npm_executable
+
+    site = settings.site
+    gets = site.query_page != "off" and (
+        cached_query_engine(site.web_cache_path()) is not None
+        or (site.query_page != "cached" and npm_executable() is not None))
+    return combined({"query page": gets})
 
 
 def spm_model_digest(settings: Settings) -> str:
