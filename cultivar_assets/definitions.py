@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from cultivar_assets.assets.graph import ASSETS, JOBS, PIPELINE, Pipeline
+from cultivar_assets.assets.graph import ASSETS, JOBS, PIPELINE, Pipeline, observe_jobs
 from cultivar_assets.assets.sources import SOURCES
 from cultivar_assets.automation import (
     automated_assets,
@@ -34,8 +34,8 @@ def build_definitions(pipeline: Pipeline = PIPELINE) -> dg.Definitions:
     registry_sensor = build_model_registry_sensor(
         settings.automation.registry_sensor_interval_seconds)
     return dg.Definitions(
-        assets=[*automated_assets(list(pipeline.assets), settings.publish), *SOURCES],
-        jobs=list(pipeline.jobs),
+        assets=automated_assets(list(pipeline.assets), settings.publish),
+        jobs=[*pipeline.jobs, *observe_jobs(pipeline.assets)],
         sensors=[registry_sensor,
                  build_automation_sensor(settings.automation.automation_sensor_interval_seconds),
                  build_run_failure_sensor(settings.automation)],

@@ -41,6 +41,7 @@ from cultivar_assets.assets.model_assets import (
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
 from cultivar_assets.assets.run_tags import model_partition_tags
 from cultivar_assets.assets.site_assets import charts, site
+from cultivar_assets.assets.sources import SOURCES
 from cultivar_assets.assets.versioned import versioned
 
 # each with its code version and its deps on the source assets it reads (assets/versioned.py)
@@ -121,6 +122,27 @@ def extension_job(asset: dg.AssetsDefinition) -> dg.UnresolvedAssetJobDefinition
                                            "added to the project's graph).")
 
 
+def observe_jobs(assets) -> list:
+    """The jobs that observe the observable source assets among ``assets``: one job per
+    partitions definition (Dagster runs one partitions definition per job; a partitioned
+    source's observation returns every partition's data version at once): ``observe_sources``
+    (unpartitioned), ``observe_sources_models`` (per model), ``observe_sources_<n>`` (others,
+    numbered in order)."""
+    groups: dict[object, list] = {}
+    for asset in assets:
+        if asset.is_observable and not getattr(asset, "is_materializable", False):
+            keys = asset.keys if hasattr(asset, "keys") else [asset.key]
+            groups.setdefault(asset.partitions_def, []).extend(keys)
+    jobs = []
+    for number, (partitions, keys) in enumerate(groups.items()):
+        suffix = ("" if partitions is None else
+                  f"_{getattr(partitions, 'name', None) or number}")
+        jobs.append(dg.define_asset_job(
+            f"observe_sources{suffix}", selection=dg.AssetSelection.assets(
+                *sorted(keys, key=lambda key: key.to_user_string()))))
+    return jobs
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """An asset graph with its jobs (module docstring)."""
@@ -146,4 +168,5 @@ class Pipeline:
             for job in self.jobs))
 
 
-PIPELINE = Pipeline(tuple(ASSETS), tuple(JOBS))
+# the assets with the observable source assets they read (assets/sources.py)
+PIPELINE = Pipeline((*ASSETS, *SOURCES), tuple(JOBS))

@@ -126,9 +126,11 @@ class _Materialiser:
         self.runs: list[tuple[str, str]] = []
 
     def observe_sources(self) -> None:
-        """Observe every observable source asset of the definitions (job ``observe_sources``)."""
-        if any(job.name == OBSERVE_JOB for job in self.defs.resolve_all_job_defs()):
-            self._execute(OBSERVE_JOB, None, None, {}, "observing the source assets")
+        """Observe every observable source asset of the definitions (the jobs
+        ``observe_sources*``, one per partitions definition: :func:`observe_jobs`)."""
+        for job in self.defs.resolve_all_job_defs():
+            if job.name == OBSERVE_JOB or job.name.startswith(f"{OBSERVE_JOB}_"):
+                self._execute(job.name, None, None, {}, "observing the source assets")
 
     def stage(self, stage: Stage, partition: str | None, tags: dict[str, str],
               indent: str = "  ") -> bool:
@@ -197,19 +199,13 @@ def definitions_for(settings: Settings, pipeline: Pipeline) -> dg.Definitions:
     resources of ``settings``."""
     import dagster as dg
 
+    from cultivar_assets.assets.graph import observe_jobs
     from cultivar_assets.resources import resources_from_settings
 
     registry = load_models(settings.models_file)
     pipeline = pipeline.with_model_tags(lambda key: _model_tags(registry.get(key)))
-    jobs = list(pipeline.jobs)
-    observable = sorted((key for asset in pipeline.assets
-                         if asset.is_observable and not getattr(asset, "is_materializable", False)
-                         for key in (asset.keys if hasattr(asset, "keys") else [asset.key])),
-                        key=lambda key: key.to_user_string())
-    if observable:
-        jobs.append(dg.define_asset_job(OBSERVE_JOB, selection=dg.AssetSelection.assets(
-            *observable)))
-    return dg.Definitions(assets=list(pipeline.assets), jobs=jobs,
+    return dg.Definitions(assets=list(pipeline.assets),
+                          jobs=[*pipeline.jobs, *observe_jobs(pipeline.assets)],
                           resources=resources_from_settings(settings))
 
 
