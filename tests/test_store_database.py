@@ -524,3 +524,23 @@ def test_schema_and_views_are_applied_once_per_set_up(store, monkeypatch):
         views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
         digest = con.execute("SELECT digest FROM raw.schema_state").fetchall()
     assert "leaderboard" in views and digest == [("another set-up",)]
+
+
+def test_every_write_is_logged_with_its_writer_and_another_process_is_told_apart(store):
+    """The write log (``raw.write_log``): each write appends one generation with its writer;
+    a pipeline run tells its own writes from another process's by the writer."""
+    import subprocess
+    import sys
+
+    from cultivar_assets.store.database import writer_id
+
+    store.write([])
+    first = store.generation()
+    store.write([])
+    subprocess.run([sys.executable, "-c", "import sys; from cultivar_assets.store.database "
+                    "import Store; Store(sys.argv[1]).write([])", str(store.path)], check=True)
+    store.write([])
+    writers = store.writers_since(first)
+    assert store.generation() == first + 3 and len(writers) == 3
+    assert writers[0] == writers[2] == writer_id()
+    assert writers[1] != writer_id() and writers[1].split(":")[:1] == writer_id().split(":")[:1]
