@@ -1,4 +1,4 @@
-"""Run by tests/test_site_stale_rebuild.py in a process of its own, with a copy of the package
+"""Run by tests/site_rebuild_cases.py in a process of its own, with a copy of the package
 first on ``sys.path``: the two assets' calls (``charts``, then ``site`` with the charts folder,
 as ``assets/site_assets.py`` makes them) on a store, once as a rebuild over a previous site
 and once as a full build into an empty folder.
