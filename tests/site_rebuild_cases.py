@@ -27,6 +27,7 @@ import ast
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -147,27 +148,52 @@ def copy_code(target: Path) -> Path:
     return target / "cultivar_assets"
 
 
-def run_builds(code: Path, store: Path, work: Path, home: Path, web_cache: Path,
+class Worker:
+    """``site_rebuild_worker.py`` in a process of its own, which forks a child per job (its
+    stderr in ``log``)."""
+
+    def __init__(self, log: Path):
+        self.log = log
+        env = {**os.environ}
+        env.pop("PYTHONPATH", None)  # the job's copy goes first on the child's path
+        with open(log, "w", encoding="utf-8") as err:
+            self.process = subprocess.Popen([sys.executable, str(WORKER)], env=env, text=True,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=err)
+
+    def run(self, job: dict, timeout: float = 300) -> int:
+        """The child's exit status for ``job``."""
+        self.process.stdin.write(json.dumps(job) + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if ready else ""
+        assert line, (f"the rebuild worker gave no answer in {timeout} s (exit status "
+                      f"{self.process.poll()}): {self.log.read_text('utf-8')[-3000:]}")
+        return int(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def run_builds(worker: Worker, code: Path, store: Path, work: Path, home: Path, web_cache: Path,
                previous: Path | None, bytecode: bool = False) -> tuple[Path, Path, list[str]]:
-    """The worker over the code at ``code`` with ``home`` as ``$CULTIVAR_HOME``: (the rebuilt
-    site, the full build, the templates they loaded). ``bytecode``: the imports write it."""
+    """The worker's builds over the code at ``code`` with ``home`` as ``$CULTIVAR_HOME``: (the
+    rebuilt site, the full build, the templates they loaded). ``bytecode``: the imports write
+    it."""
     work.mkdir(parents=True)
-    job = {"package": str(code / "cultivar_assets"), "store": str(store),
-           "charts": str(work / "charts"), "web_cache": str(web_cache),
-           "previous": None if previous is None else str(previous),
-           "rebuilt": str(work / "rebuilt"), "full": str(work / "full")}
-    (work / "job.json").write_text(json.dumps(job), "utf-8")
-    env = {**os.environ, "PYTHONPATH": str(code), "CULTIVAR_HOME": str(home)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if not bytecode:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-    done = subprocess.run([sys.executable, str(WORKER), str(work / "job.json")], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return work / "rebuilt", work / "full", json.loads(done.stdout.strip().splitlines()[-1])
+    job = {"package": str(code / "cultivar_assets"), "path": str(code), "home": str(home),
+           "bytecode": bytecode, "store": str(store), "charts": str(work / "charts"),
+           "web_cache": str(web_cache), "previous": None if previous is None else str(previous),
+           "rebuilt": str(work / "rebuilt"), "full": str(work / "full"),
+           "result": str(work / "result.json")}
+    status = worker.run(job)
+    result = json.loads((work / "result.json").read_text("utf-8"))
+    assert status == 0, result.get("error", f"exit status {status}")[-3000:]
+    return work / "rebuilt", work / "full", result["templates"]
 
 
-def base_state(root: Path) -> dict:
+def base_state(root: Path, worker: Worker) -> dict:
     """A store (two models, a recorded failure), the unchanged code's site (the previous build
     of every case) and full build, under ``root``."""
     (root / "store").mkdir()
@@ -179,10 +205,10 @@ def base_state(root: Path) -> dict:
     code = root / "code"
     copy_code(code)
     home, web_cache = root / "home", root / "web"
-    previous, full, templates = run_builds(code, store.path, root / "base", home, web_cache,
-                                           None, bytecode=True)
+    previous, full, templates = run_builds(worker, code, store.path, root / "base", home,
+                                           web_cache, None, bytecode=True)
     assert files(previous) == files(full)
-    return {"root": root, "code": code, "store": store.path, "home": home,
+    return {"worker": worker, "root": root, "code": code, "store": store.path, "home": home,
             "web_cache": web_cache, "previous": previous, "full": files(full),
             "templates": templates}
 
@@ -213,8 +239,8 @@ def check_case(state: dict, tmp_path: Path, kind: str, name: str) -> None:
         path.write_text(changed_module(name, path.read_text("utf-8")), "utf-8")
         for compiled in (path.parent / PYCACHE).glob(f"{path.stem}.*.pyc"):
             compiled.unlink()
-    rebuilt, full, _ = run_builds(code, state["store"], tmp_path / "builds", state["home"],
-                                  state["web_cache"], state["previous"])
+    rebuilt, full, _ = run_builds(state["worker"], code, state["store"], tmp_path / "builds",
+                                  state["home"], state["web_cache"], state["previous"])
     full_files = files(full)
     made, before = without_row_keys(full_files), without_row_keys(state["full"])
     if kind == "static" and f"static/{name}" not in state["full"]:

@@ -12,7 +12,10 @@ pytestmark = pytest.mark.slow  # ~30 cases of two builds each, in processes of t
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory):
-    return cases.base_state(tmp_path_factory.mktemp("stale"))
+    root = tmp_path_factory.mktemp("stale")
+    worker = cases.Worker(root / "worker.log")
+    yield cases.base_state(root, worker)
+    worker.close()
 
 
 def test_every_module_is_changed_or_not_run():
