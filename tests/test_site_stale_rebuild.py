@@ -1,223 +1,28 @@
-"""A site rebuild is never stale: after a change to any template, any module of
-``cultivar_assets/site/`` or any static file the site copies, the site the assets rebuild over
-the previous one (``charts``, then ``site`` with the charts folder: the path Dagster and the
-runner take) equals, file by file, a full build of the same state.
-
-The package, ``site/`` and ``sql/`` are copied into a folder of their own; each case changes one
-file of that copy so that the pages' output changes (a marker inside every block and macro of a
-template, a marker appended to a static file, a change to a constant or a return value of a
-module, :data:`MODULE_CHANGES`) and runs both builds in a process of its own
-(``site_rebuild_worker.py``) with the copy first on its path. The real files are never edited.
-A change that leaves the full build as it was proves nothing, so every case also checks that
-its change reaches the output — except where it cannot, which the case checks instead: the
-modules this path does not run (:data:`NOT_RUN`: every function made to raise, the builds
-succeed), the templates the builds do not load (the annotation tools', found by recording what
-the Jinja loader is asked for) and the static files the site does not copy (the tools').
-"""
+"""A site rebuild is never stale: share 0 of the cases of ``tests/site_rebuild_cases.py`` (see
+there); the other share is in ``test_site_stale_rebuild_2.py``, a file of its own so
+that xdist's workers (whole files each) run the two side by side."""
 
 from __future__ import annotations
 
-import ast
-import json
-import os
-import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from site_helpers import hostile_store
-from test_site_incremental import files
+import site_rebuild_cases as cases
 
-import cultivar_assets
-from cultivar_assets.paths import resource_dir
-from cultivar_assets.store.database import Step
-
-pytestmark = pytest.mark.slow  # ~55 cases of two builds each, in processes of their own
-
-PACKAGE = Path(cultivar_assets.__file__).resolve().parent
-SITE_PACKAGE = PACKAGE / "site"
-TEMPLATES = resource_dir("site") / "templates"
-STATIC = resource_dir("site") / "static"
-WORKER = Path(__file__).with_name("site_rebuild_worker.py")
-MARKER = "stale-check-marker"
-
-# One change per module of cultivar_assets/site/ that reaches the built site: (text of the
-# module, exactly once; what replaces it).
-MODULE_CHANGES: dict[str, tuple[str, str]] = {
-    "build.py": ("payload = shards.hyp_payload(model_id, sets, by_key)",
-                 "payload = {**shards.hyp_payload(model_id, sets, by_key), 'check': 1}"),
-    "charts.py": ("MARK_OPACITY = 0.85", "MARK_OPACITY = 0.8"),
-    "compare_stats.py": ('return {"v": version, "model": model_id, "blocks": blocks}',
-                         'return {"v": version, "model": model_id, "blocks": blocks, "c": 1}'),
-    "diff.py": ("    return spans\n", "    return [*spans, Span('~', False)]\n"),
-    "downloads.py": ('"compression_level": 6', '"compression_level": 5'),
-    "failures.py": ('summary = f"latest run failed{step}', 'summary = f"latest run failed!{step}'),
-    "fonts.py": ("(free; ", "(free of charge; "),
-    "incremental.py": ('write = csv_text if path.endswith(".csv") else json_text',
-                       'write = csv_text if path.endswith(".csv") else '
-                       '(lambda rows, columns: json_text(rows, columns) + "\\n")'),
-    "model_card.py": ('return f"{engine} ({version})"', 'return f"{engine} [{version}]"'),
-    "pages.py": ('''return Markup(f'<td class="num" data-value="{_exact(value)}">{_shown(''',
-                 '''return Markup(f'<td class="num n" data-value="{_exact(value)}">{_shown('''),
-    "query_engine.py": ('"the Query page was left out: site.query_page is off"',
-                        '"the Query page was left out: site.query_page is off (!)"'),
-    "shards.py": ("GZIP_LEVEL = 4", "GZIP_LEVEL = 5"),
-    "site_data.py": ("present_locales=sorted(instances)",
-                     "present_locales=sorted(instances, reverse=True)"),
-    "site_pages.py": ('"flores": "FLORES {}"', '"flores": "FLORES: {}"'),
-    "vl_cache.py": ("lambda: vl_convert.vegalite_to_svg(spec))",
-                    "lambda: vl_convert.vegalite_to_svg(spec) + '\\n')"),
-}
-# Modules whose code the assets' path does not run (imported or not): every function of the
-# copy raises, the builds still succeed and write what they wrote before.
-NOT_RUN = {
-    "child_job.py": "the SVG worker's child process (the site asset passes the charts folder)",
-    "svg_worker.py": "the SVG worker (the site asset passes the charts folder)",
-    "config.py": "the site's settings (the asset passes the folders they name)",
-    "tool_files.py": "the annotation tools' files",
-    "tool_pages.py": "the annotation tools' pages",
-}
-
-
-def without_row_keys(site: dict[str, bytes]) -> dict[str, bytes]:
-    """A site's files with the keys of the locale pages' ∆ rows blanked: they hash the code and
-    the templates, so any change of either changes them."""
-    return {path: re.sub(rb'<tr data-row="[0-9a-f]+">', b'<tr data-row="">', data)
-            for path, data in site.items()}
-
-
-def site_modules() -> list[str]:
-    return sorted(path.name for path in SITE_PACKAGE.glob("*.py"))
-
-
-def static_files() -> list[str]:
-    return sorted(p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*") if p.is_file())
-
-
-CASES = ([("template", path.name) for path in sorted(TEMPLATES.glob("*.j2"))]
-         + [("module", name) for name in site_modules() if name != "__init__.py"]
-         + [("static", name) for name in static_files()])
-
-
-def changed_template(text: str) -> str:
-    """A marker inside every block and macro (a child template's text outside its blocks is
-    never rendered, an imported template's only through its macros) and at the end."""
-    return re.sub(r"(\{%-?\s*end(?:block|macro)\b)", MARKER + r"\1", text) + MARKER + "\n"
-
-
-def changed_static(name: str, data: bytes) -> bytes:
-    if name.endswith((".js", ".css")):
-        return data + f"\n/* {MARKER} */\n".encode()
-    if name.endswith((".svg", ".html")):
-        return data + f"\n<!-- {MARKER} -->\n".encode()
-    return data + f"\n{MARKER}\n".encode()
-
-
-def raising(source: str, name: str) -> str:
-    """``source`` with every function and method raising as its first statement."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            node.body.insert(0, ast.parse(
-                f"raise AssertionError('{name}: {node.name} ran')").body[0])
-    return ast.unparse(tree)
-
-
-def changed_module(name: str, source: str) -> str:
-    if name in NOT_RUN:
-        return raising(source, name)
-    old, new = MODULE_CHANGES[name]
-    assert source.count(old) == 1, f"site/{name}: the change's text occurs {source.count(old)} " \
-                                   f"times, not once: {old!r}"
-    return source.replace(old, new)
-
-
-def copy_code(target: Path) -> Path:
-    """The package, site/ and sql/ under ``target`` in a checkout's layout; the package."""
-    ignore = shutil.ignore_patterns("__pycache__", "node_modules")
-    shutil.copytree(PACKAGE, target / "cultivar_assets", ignore=ignore)
-    shutil.copytree(resource_dir("site"), target / "site", ignore=ignore)
-    shutil.copytree(resource_dir("sql"), target / "sql", ignore=ignore)
-    return target / "cultivar_assets"
-
-
-def run_builds(code: Path, store: Path, work: Path, web_cache: Path,
-               previous: Path | None) -> tuple[Path, Path, list[str]]:
-    """The worker over the code at ``code``: (the rebuilt site, the full build, the templates
-    they loaded)."""
-    work.mkdir(parents=True)
-    job = {"package": str(code / "cultivar_assets"), "store": str(store),
-           "charts": str(work / "charts"), "web_cache": str(web_cache),
-           "previous": None if previous is None else str(previous),
-           "rebuilt": str(work / "rebuilt"), "full": str(work / "full")}
-    (work / "job.json").write_text(json.dumps(job), "utf-8")
-    env = {**os.environ, "PYTHONPATH": str(code), "CULTIVAR_HOME": str(work / "home"),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run([sys.executable, str(WORKER), str(work / "job.json")], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return work / "rebuilt", work / "full", json.loads(done.stdout.strip().splitlines()[-1])
+pytestmark = pytest.mark.slow  # ~30 cases of two builds each: ~45 s, both files ~90 s of CPU
 
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory):
-    """A store (two models, a recorded failure), the unchanged code's site (the previous build
-    of every case) and full build."""
     root = tmp_path_factory.mktemp("stale")
-    (root / "store").mkdir()
-    store = hostile_store(root / "store")
-    store.write([Step("record_run_failure", {
-        "run_id": "run-1", "job": "evaluate_model", "model_id": "copy-source-baseline",
-        "step": "translations", "error": "RuntimeError: out of memory",
-        "failed_at": "2999-01-01 12:00:00"})])
-    code = root / "code"
-    copy_code(code)
-    web_cache = root / "web"
-    previous, full, templates = run_builds(code, store.path, root / "base", web_cache, None)
-    assert files(previous) == files(full)
-    return {"root": root, "code": code, "store": store.path, "web_cache": web_cache,
-            "previous": previous, "full": files(full), "templates": templates}
+    worker = cases.Worker(root / "worker.log")
+    yield cases.base_state(root, worker)
+    worker.close()
 
 
 def test_every_module_is_changed_or_not_run():
-    modules = set(site_modules()) - {"__init__.py"}
-    assert set(MODULE_CHANGES) | set(NOT_RUN) == modules, "give each site module a change"
-    assert not set(MODULE_CHANGES) & set(NOT_RUN)
-    # the package's own module holds no code that could change a page
-    init = ast.parse((SITE_PACKAGE / "__init__.py").read_text("utf-8"))
-    assert [type(node) for node in init.body] in ([], [ast.Expr])
+    cases.check_module_list()
 
 
-@pytest.mark.parametrize(("kind", "name"), CASES, ids=[f"{k}:{n}" for k, n in CASES])
+@pytest.mark.parametrize(("kind", "name"), cases.share(0),
+                         ids=[f"{k}:{n}" for k, n in cases.share(0)])
 def test_a_rebuild_after_a_change_equals_a_full_build(state, tmp_path, kind, name):
-    code = tmp_path / "code"
-    shutil.copytree(state["code"], code)
-    if kind == "template":
-        path = code / "site" / "templates" / name
-        path.write_text(changed_template(path.read_text("utf-8")), "utf-8")
-    elif kind == "static":
-        path = code / "site" / "static" / name
-        path.write_bytes(changed_static(name, path.read_bytes()))
-    else:
-        path = code / "cultivar_assets" / "site" / name
-        path.write_text(changed_module(name, path.read_text("utf-8")), "utf-8")
-    rebuilt, full, _ = run_builds(code, state["store"], tmp_path / "builds",
-                                  state["web_cache"], state["previous"])
-    full_files = files(full)
-    made, before = without_row_keys(full_files), without_row_keys(state["full"])
-    if kind == "static" and f"static/{name}" not in state["full"]:
-        assert made == before, f"site/static/{name} is not copied, yet its change reached the site"
-    elif kind == "template" and name not in state["templates"]:  # the tools' templates
-        assert made == before, f"{name} is not loaded, yet its change reached the site"
-    elif kind == "module" and name in NOT_RUN:
-        assert made == before  # and none of its functions ran: each would have raised
-    else:
-        changed = [p for p in made.keys() | before.keys() if made.get(p) != before.get(p)]
-        assert changed, f"the change to {name} did not reach the built site; change it otherwise"
-    rebuilt_files = files(rebuilt)
-    stale = sorted(p for p in rebuilt_files.keys() | full_files.keys()
-                   if rebuilt_files.get(p) != full_files.get(p))
-    assert not stale, (f"after a change to {name}, the rebuild differs from a full build in "
-                       f"{len(stale)} files: {stale[:8]}")
+    cases.check_case(state, tmp_path, kind, name)

@@ -31,3 +31,44 @@ def test_svg_is_rendered_once_per_spec(monkeypatch, isolated_home):
     assert len(calls) == 2
     files = list((vl_cache.cache_dir() / "svg").glob("*.svg"))
     assert len(files) == 2 and vl_cache.cache_dir().is_relative_to(isolated_home)
+
+
+def changed_copy(folder, old: str, new: str):
+    """``vl_cache`` loaded from a copy of its source under ``folder`` with ``old`` replaced."""
+    import importlib.util
+    from pathlib import Path
+
+    source = Path(vl_cache.__file__).read_text("utf-8")
+    assert source.count(old) == 1, f"vl_cache.py: {old!r} occurs {source.count(old)} times"
+    path = folder / "vl_cache_changed.py"
+    path.write_text(source.replace(old, new), "utf-8")
+    spec = importlib.util.spec_from_file_location("vl_cache_changed", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_change_to_the_conversion_code_is_not_served_from_the_cache(isolated_home, tmp_path):
+    first = vl_cache.vegalite_to_svg(SPEC)
+    changed = changed_copy(tmp_path, "lambda: vl_convert.vegalite_to_svg(spec))",
+                           "lambda: vl_convert.vegalite_to_svg(spec) + '<!-- changed -->')")
+    assert changed.cache_dir() == vl_cache.cache_dir()  # the same folder: only the key differs
+    assert changed.vegalite_to_svg(SPEC) == first + "<!-- changed -->"
+    assert vl_cache.vegalite_to_svg(SPEC) == first
+
+
+def test_the_key_holds_vl_converts_version_and_the_fonts(isolated_home, monkeypatch, tmp_path):
+    first = vl_cache.producer()
+    monkeypatch.setattr(vl_cache, "vl_convert_version", lambda: "0.0.0-other")
+    vl_cache.producer.cache_clear()
+    assert vl_cache.producer() != first
+    monkeypatch.undo()
+    vl_cache.producer.cache_clear()
+    fonts = tmp_path / "fonts"
+    fonts.mkdir()
+    monkeypatch.setattr(vl_cache, "FONT_DIRS", (*vl_cache.FONT_DIRS, str(fonts)))
+    assert vl_cache.producer() == first  # an empty folder adds no font
+    (fonts / "Extra.ttf").write_bytes(b"\0" * 16)
+    vl_cache.producer.cache_clear()
+    assert vl_cache.producer() != first
+    vl_cache.producer.cache_clear()
