@@ -27,10 +27,10 @@ def test_the_per_model_checks_are_partitioned_and_the_scores_check_blocks():
 def test_a_failing_blocking_check_stops_the_leaderboard_in_the_same_run(tmp_path, monkeypatch):
     settings = copy_baseline_settings(tmp_path)
     resources = resources_from_settings(settings)
-    real = model_assets.score_model
+    real = model_assets.compute_scores
 
-    def leaves_one_test_set_out(db, model_id, config):
-        result = real(db, model_id, config)
+    def leaves_one_test_set_out(*args, **kwargs):
+        result = real(*args, **kwargs)
         first = min(test_set for test_set, _ in result.scores)
         return dataclasses.replace(result, scores={
             key: value for key, value in result.scores.items() if key[0] != first})
@@ -40,7 +40,7 @@ def test_a_failing_blocking_check_stops_the_leaderboard_in_the_same_run(tmp_path
         for selection, partition in ((["test_sets"], None), (["translations"], MODEL)):
             assert dg.materialize(ASSETS, selection=selection, partition_key=partition,
                                   instance=instance, resources=resources).success
-        monkeypatch.setattr(model_assets, "score_model", leaves_one_test_set_out)
+        monkeypatch.setattr(model_assets, "compute_scores", leaves_one_test_set_out)
         result = dg.materialize(ASSETS, selection=["scores", "leaderboard"], partition_key=MODEL,
                                 instance=instance, resources=resources, raise_on_error=False)
         assert instance.get_latest_materialization_event(dg.AssetKey("leaderboard")) is None

@@ -126,17 +126,19 @@ def observe_jobs(assets) -> list:
     """The jobs that observe the observable source assets among ``assets``: one job per
     partitions definition (Dagster runs one partitions definition per job; a partitioned
     source's observation returns every partition's data version at once): ``observe_sources``
-    (unpartitioned), ``observe_sources_models`` (per model), ``observe_sources_<n>`` (others,
-    numbered in order)."""
+    (unpartitioned), ``observe_sources_<partitions>`` (a dynamic partitions definition's name:
+    ``observe_sources_models``; otherwise the group's asset keys: ``observe_sources_annotation_
+    files``)."""
     groups: dict[object, list] = {}
     for asset in assets:
         if asset.is_observable and not getattr(asset, "is_materializable", False):
             keys = asset.keys if hasattr(asset, "keys") else [asset.key]
             groups.setdefault(asset.partitions_def, []).extend(keys)
     jobs = []
-    for number, (partitions, keys) in enumerate(groups.items()):
-        suffix = ("" if partitions is None else
-                  f"_{getattr(partitions, 'name', None) or number}")
+    for partitions, keys in groups.items():
+        name = getattr(partitions, "name", None) or "_".join(
+            sorted(key.to_python_identifier() for key in keys))
+        suffix = "" if partitions is None else f"_{name}"
         jobs.append(dg.define_asset_job(
             f"observe_sources{suffix}", selection=dg.AssetSelection.assets(
                 *sorted(keys, key=lambda key: key.to_user_string()))))

@@ -40,6 +40,7 @@ from cultivar_assets.versions import inputs
 GROUP = "sources"
 # observable source assets are "beta" in Dagster 1.13; the warning says nothing to our users
 warnings.filterwarnings("ignore", message=".*observable_source_asset.*", category=dg.BetaWarning)
+warnings.filterwarnings("ignore", message=".*DataVersionsByPartition.*", category=dg.BetaWarning)
 
 
 def _settings(context) -> Settings:
