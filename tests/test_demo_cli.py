@@ -95,23 +95,28 @@ def test_demo_runs_twice_and_the_second_run_materialises_nothing(isolated_home):
         with duckdb.connect(str(database), read_only=True) as con:
             return con.execute("SELECT * FROM raw.model_runs ORDER BY ALL").fetchall()
 
-    def runs() -> list[tuple[str, str]]:
+    def runs(observing: bool = False) -> list[tuple[str, str]]:
+        """The instance's runs that materialised (or, ``observing``, that observed sources)."""
         import dagster as dg
 
         with dg.DagsterInstance.from_config(str(isolated_home / "dagster")) as instance:
-            return [(run.job_name, run.run_id) for run in instance.get_runs()]
+            return [(run.job_name, run.run_id) for run in instance.get_runs()
+                    if run.job_name.startswith("observe_sources") == observing]
 
-    before, first_runs = stored(), runs()
+    before, first_runs, first_observations = stored(), runs(), runs(observing=True)
     # the CLI's runs are the definitions' named jobs, never __ephemeral_asset_job__
     assert {job for job, _ in first_runs} == {"build_benchmark", "build_dataset",
                                               "evaluate_model", "refresh_results"}
+    assert {job for job, _ in first_observations} == {  # one per partitions definition
+        "observe_sources", "observe_sources_models", "observe_sources_annotation_files"}
     second = run_cli("demo", env=env)  # nothing changed: Dagster reports every asset fresh
     assert second.returncode == 0, second.stderr[-3000:]
     said = second.stdout[-4000:]
     assert "Fresh in Dagster, nothing materialised: 8 of 8 stages" in second.stdout, said
-    assert second.stdout.count(": fresh, skipped") == 1 + 6 * 3 + 2 + 3 * 2 + 8, said
+    assert second.stdout.count(": fresh, skipped") == 1 + 6 * 3 + 2 + 3 * 2 + 9, said
     assert "materialising" not in second.stdout
-    assert runs() == first_runs  # no run was started
+    assert runs() == first_runs  # the sources observed again, no materialising run started
+    assert len(runs(observing=True)) == 2 * len(first_observations)
     assert stored() == before  # nothing was run again: no run record changed
     with duckdb.connect(str(database), read_only=True) as con:
         rows = con.execute("SELECT count(*) FROM translations").fetchone()[0]

@@ -100,8 +100,6 @@ def test_four_partitions_at_once_on_four_machines_then_one_loader(tmp_path, monk
     for home, run in zip(homes, runs, strict=True):
         assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*.duckdb*")) == []
         assert not (home / "db").exists()
-        notes = [m for m in run["messages"] if "no step is recorded" in m]
-        assert notes and all("did not exist when the asset started" in m for m in notes), notes
         assert not any("waiting" in m.lower() for m in run["messages"])
     assert sorted(p.name for p in (shared / "models").iterdir()) == MODELS
 
