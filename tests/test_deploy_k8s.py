@@ -8,6 +8,7 @@ says what that leaves unchecked."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -59,6 +60,11 @@ def _validate_k8s(manifest: dict) -> None:
 
 
 KUBERNETES_KEY_FIELDS = frozenset({"key"})
+# A pod template's ``checksum/<name>`` annotation holds the SHA-256 (64 hex digits) that the chart
+# computes of a rendered config (deployment-daemon.yaml: ``include … | sha256sum``), so that a
+# changed config rolls the pods: a digest of config, not a credential.
+CHECKSUM_ANNOTATION = re.compile(r"checksum/[A-Za-z0-9._-]+")
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 def plaintext_secrets(tree: Any, path: str = "") -> list[str]:
@@ -66,7 +72,8 @@ def plaintext_secrets(tree: Any, path: str = "") -> list[str]:
     environment variable whose name is a secret's (``*_TOKEN``, ``*_KEY``, …) with a literal
     ``value`` (not ``valueFrom`` a Secret), a key naming a password or token with a value (the
     project's :func:`misplaced_secrets`, camelCase keys included), or any string that looks like
-    a key or token (:func:`looks_like_secret`) or is one of :data:`FAKE`."""
+    a key or token (:func:`looks_like_secret`) or is one of :data:`FAKE`. The SHA-256 digest
+    under a ``checksum/<name>`` annotation is not a secret (:data:`CHECKSUM_ANNOTATION`)."""
     problems: list[str] = []
     if isinstance(tree, dict):
         name = tree.get("name")
@@ -81,6 +88,9 @@ def plaintext_secrets(tree: Any, path: str = "") -> list[str]:
             if (isinstance(value, str) and value and key not in KUBERNETES_KEY_FIELDS
                     and misplaced_secrets({snake: value})):
                 problems.append(f"{here}: a secret's key with a value")
+            if (isinstance(value, str) and CHECKSUM_ANNOTATION.fullmatch(str(key))
+                    and SHA256_HEX.fullmatch(value)):
+                continue
             problems.extend(plaintext_secrets(value, here))
     elif isinstance(tree, list):
         for index, value in enumerate(tree):
@@ -156,6 +166,12 @@ def test_values_hold_no_secret(values):
     assert plaintext_secrets({"data": {"OPENAI_API_KEY": FAKE["OPENAI_API_KEY"]}})
     assert not plaintext_secrets({"env": [{"name": "HF_TOKEN", "valueFrom": {
         "secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}]})
+    # a config's SHA-256 under a checksum/ annotation passes; anything else there, or the same
+    # digest under another key, does not
+    digest = hashlib.sha256(b"dagster.yaml").hexdigest()
+    assert not plaintext_secrets({"annotations": {"checksum/dagster-instance": digest}})
+    assert plaintext_secrets({"annotations": {"checksum/dagster-instance": FAKE["HF_TOKEN"]}})
+    assert plaintext_secrets({"annotations": {"example.com/build": digest}})
 
 
 def test_chart_instance_config_is_valid_and_matches_dagster_yaml(values):
