@@ -28,9 +28,10 @@
   folder after new test sets; the push only where :func:`push_configured`.
 
 Every run of a model carries its model's run tags (:mod:`cultivar_assets.assets.run_tags`):
-``cultivar/model``, ``cultivar/gpus`` (tensor parallel size for GPU engines, 0 otherwise) and, for
-GPU runs, ``cultivar/gpu-run`` (the GPU queue's tag) and a ``dagster-k8s/config`` tag that asks
-Kubernetes for that many ``nvidia.com/gpu`` (see ``cultivar_assets/deploy``). The sensor's and
+``cultivar/model``, ``cultivar/gpus`` (tensor parallel size for GPU engines, 0 otherwise), a
+``dagster-k8s/config`` tag (the volumes of a model's run on Kubernetes: the storage root, not the
+database's volume; for GPU runs also that many ``nvidia.com/gpu``) and, for GPU runs,
+``cultivar/gpu-run`` (the GPU queue's tag; see ``cultivar_assets/deploy``). The sensor's and
 the schedule's run requests carry them; ``evaluate_model`` derives them per partition; and
 :class:`ModelRunCoordinator`, the instance's run coordinator on Kubernetes, gives them to every
 other submitted run of a model (a partition of the model assets materialised from the UI, an
@@ -109,9 +110,10 @@ def model_run_tags(run: DagsterRun, workspace: Any) -> dict[str, str]:
 class ModelRunCoordinator(QueuedRunCoordinator):
     """Dagster's ``QueuedRunCoordinator`` (same config) that adds to every submitted run of a
     model the run tags of its model that the run lacks (:func:`model_run_tags`) before queueing
-    it: its GPUs (``dagster-k8s/config``) and the GPU queue's tag (``cultivar/gpu-run``), whatever
-    launched the run. Every run launched from the UI, a backfill, a sensor or a schedule is
-    submitted through the instance's run coordinator (``cultivar_assets/deploy/k8s``)."""
+    it: its GPUs and volumes (``dagster-k8s/config``) and the GPU queue's tag
+    (``cultivar/gpu-run``), whatever launched the run. Every run launched from the UI, a
+    backfill, a sensor or a schedule is submitted through the instance's run coordinator
+    (``cultivar_assets/deploy/k8s``)."""
 
     def submit_run(self, context: SubmitRunContext) -> DagsterRun:
         run = context.dagster_run

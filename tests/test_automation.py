@@ -152,7 +152,9 @@ def test_gpu_tags_follow_tensor_parallelism(tmp_path):
     assert limits == {"nvidia.com/gpu": "2"}
     assert run_tags(registry.get("small"))["cultivar/gpus"] == "1"
     copy = run_tags(registry.get("copy-source-baseline"))
-    assert copy["cultivar/gpus"] == "0" and "dagster-k8s/config" not in copy
+    assert copy["cultivar/gpus"] == "0" and "cultivar/gpu-run" not in copy
+    # its Kubernetes config gives it the volumes of a model's run, and no GPU
+    assert "resources" not in json.loads(copy["dagster-k8s/config"])["container_config"]
 
 
 def test_nightly_schedule_reruns_models_changed_since_their_run(tmp_path):

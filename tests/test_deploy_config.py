@@ -73,7 +73,9 @@ def test_cpu_demo_and_remote_models_ask_for_no_gpu():
     for spec in demo:  # the demo's systems run on the CPU (device: cpu, or the copy baseline)
         tags = run_tags(spec)
         assert tags["cultivar/gpus"] == "0"
-        assert "cultivar/gpu-run" not in tags and "dagster-k8s/config" not in tags
+        assert "cultivar/gpu-run" not in tags
+        # a model's run has its volumes on Kubernetes (assets/run_tags.py), and no GPU
+        assert "resources" not in json.loads(tags["dagster-k8s/config"])["container_config"]
     remote = ModelSpec(id="served", hf_id="org/m", type="LLM", family="X", engine="openai",
                        prompt_style="chat-instruction")
     assert run_tags(remote)["cultivar/gpus"] == "0"  # the server has the GPUs, not this run

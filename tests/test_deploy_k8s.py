@@ -204,20 +204,40 @@ def test_chart_instance_config_is_valid_and_matches_dagster_yaml(values):
     assert plaintext_secrets(shipped) == []
 
 
+def _objects() -> list[dict[str, Any]]:
+    return list(yaml.safe_load_all((K8S / "objects.yaml").read_text(encoding="utf-8")))
+
+
+def _env() -> dict[str, str]:
+    """The ConfigMap cultivar-env: the environment of every pod."""
+    [env] = [o["data"] for o in _objects() if o["kind"] == "ConfigMap"]
+    return env
+
+
+def _claim_access_modes() -> dict[str, list[str]]:
+    return {o["metadata"]["name"]: o["spec"]["accessModes"]
+            for o in _objects() if o["kind"] == "PersistentVolumeClaim"}
+
+
 def test_user_deployment_and_objects_validate(values, deployment):
     """The pod of the code server, as the chart's deployment-user.yaml lays out what our values
     give it, and every object of objects.yaml, against the Kubernetes schemas."""
-    objects = list(yaml.safe_load_all((K8S / "objects.yaml").read_text(encoding="utf-8")))
+    objects = _objects()
     assert {(o["kind"], o["metadata"]["name"]) for o in objects} == {
-        ("ConfigMap", "cultivar-env"), ("PersistentVolumeClaim", "cultivar-home")}
+        ("ConfigMap", "cultivar-env"), ("PersistentVolumeClaim", "cultivar-home"),
+        ("PersistentVolumeClaim", "cultivar-storage"),
+        ("PersistentVolumeClaim", "cultivar-weights")}
     for manifest in objects:
         _validate_k8s(manifest)
     assert plaintext_secrets(objects) == []
-    env = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
+    # the database's volume is mounted by one node; the storage root and the weights by any
+    assert _claim_access_modes() == {"cultivar-home": ["ReadWriteOnce"],
+                                     "cultivar-storage": ["ReadWriteMany"],
+                                     "cultivar-weights": ["ReadWriteMany"]}
+    env = _env()
     mounts = {m["name"]: m["mountPath"] for m in deployment["volumeMounts"]}
     assert env["CULTIVAR_HOME"] == mounts["cultivar-home"]
     assert Path(env["CULTIVAR_CONFIG"]).parent == Path(mounts["cultivar-settings"])
-    assert env["HF_HOME"].startswith(env["CULTIVAR_HOME"] + "/")
 
     container = {
         "name": "dagster",
@@ -239,6 +259,86 @@ def test_user_deployment_and_objects_validate(values, deployment):
     with pytest.raises(kubernetes_validate.ValidationError):  # the validation is strict
         _validate_k8s({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
                        "data": {"A": "b"}, "dta": {}})
+
+
+def _snake(model, items: list[dict]) -> dict[str, dict]:
+    """Volumes or mounts by name, as dagster-k8s's snake_case dicts (camelCase keys of the
+    chart's values converted)."""
+    return {item["name"]: k8s_snake_case_dict(model, item) for item in items}
+
+
+def test_both_kinds_of_run_read_one_storage_root_and_one_database(values):
+    """deploy/k8s/cultivar.yaml (the settings every pod reads) against the volumes of a model's
+    run (model-run.yaml, its run tag) and of every other run (the launcher's): the storage root
+    is the shared claim's mount in both; the database lies on cultivar-home, which only the
+    other runs mount; CULTIVAR_HOME is mounted in both (the database's volume, or an emptyDir
+    in a model's run) and holds neither the storage root nor HF_HOME, which is on the weights'
+    shared claim in both; every claim a model's run mounts is ReadWriteMany; the settings and
+    /dev/shm volumes are the launcher's."""
+    from kubernetes.client import V1Volume, V1VolumeMount
+
+    from cultivar_assets.assets.run_tags import model_run_volumes
+    from cultivar_assets.settings import load_settings
+
+    settings = load_settings(K8S / "cultivar.yaml")
+    env = _env()
+    access = _claim_access_modes()
+    launcher = helm_chart.run_launcher_config(values, RELEASE, NAMESPACE)["config"]
+    model = model_run_volumes()
+    layouts = {"model run": (_snake(V1Volume, model["volumes"]),
+                             _snake(V1VolumeMount, model["volume_mounts"])),
+               "other run": (_snake(V1Volume, launcher["volumes"]),
+                             _snake(V1VolumeMount, launcher["volume_mounts"]))}
+    home, storage, hf_home = (Path(env["CULTIVAR_HOME"]), Path(settings.storage_root),
+                              Path(env["HF_HOME"]))
+    for kind, (volumes, mounts) in layouts.items():
+        assert set(volumes) == set(mounts), kind
+
+        def claim_at(path: Path, volumes=volumes, mounts=mounts) -> str | None:
+            """The claim (or None: another kind of volume) mounted at ``path`` or above it."""
+            [name] = [name for name, mount in mounts.items()
+                      if path == Path(mount["mount_path"])
+                      or Path(mount["mount_path"]) in path.parents]
+            return (volumes[name].get("persistent_volume_claim") or {}).get("claim_name")
+
+        claims = {claim_at(Path(mount["mount_path"])) for mount in mounts.values()} - {None}
+        assert claims <= set(access), kind  # every claim is one objects.yaml makes
+        assert claim_at(storage) == "cultivar-storage", kind
+        assert claim_at(hf_home) == "cultivar-weights", kind
+        assert storage != home and home not in storage.parents, kind
+        assert home not in hf_home.parents, kind
+        # the settings and /dev/shm as the launcher gives them
+        for name in ("cultivar-settings", "dshm"):
+            assert volumes[name] == layouts["other run"][0][name], (kind, name)
+            assert mounts[name] == layouts["other run"][1][name], (kind, name)
+        if kind == "model run":
+            [at_home] = [n for n, m in mounts.items() if Path(m["mount_path"]) == home]
+            assert volumes[at_home] == {"name": "model-home", "empty_dir": {}}
+            assert "cultivar-home" not in claims
+            assert all(access[claim] == ["ReadWriteMany"] for claim in claims), claims
+        else:
+            assert claim_at(home) == "cultivar-home"
+            assert claim_at(settings.database_path) == "cultivar-home"
+            assert access["cultivar-home"] == ["ReadWriteOnce"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("volumes: []\n", r"holds \['volumes'\], not the two lists"),
+    ("volume_mounts: [{name: a, mount_path: /a}]\nvolumes: [{empty_dir: {}}]\n",
+     r"volumes is not a list of entries with a name"),
+    ("volume_mounts: [{name: a, mount_path: /a}]\nvolumes: [{name: b, empty_dir: {}}]\n",
+     r"volume_mounts mount \['a'\], which volumes does not list"),
+    ("volume_mounts: []\nvolumes: [{name: b, empty_dir: {}}, {name: b, empty_dir: {}}]\n",
+     r"volumes names \['b'\] more than once"),
+])
+def test_a_model_run_volumes_file_that_gives_no_volumes_is_refused(tmp_path, text, message):
+    from cultivar_assets.assets.run_tags import ModelRunVolumesError, model_run_volumes
+
+    path = tmp_path / "model-run.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ModelRunVolumesError, match=message) as raised:
+        model_run_volumes(path)
+    assert str(path) in str(raised.value)
 
 
 # --- the real chart, rendered by the real helm --------------------------------------------------
@@ -292,7 +392,8 @@ def test_the_real_chart_renders_our_values_without_duplicates(values, deployment
     code_server = by_name["Deployment", f"cultivar-dagster-{deployment['name']}"]
     [container] = code_server["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in container.get("env", [])}
-    assert json.loads(env["DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT"]) == (
+    context = env.get("DAGSTER_CLI_API_GRPC_CONTAINER_CONTEXT")  # None: not passed to runs
+    assert (json.loads(context) if context is not None else None) == (
         helm_chart.user_deployment_container_context(values, deployment, RELEASE, NAMESPACE))
 
 
@@ -320,8 +421,9 @@ def _kubeconfig(tmp_path: Path) -> Path:
 
 
 def code_origin(values: dict, deployment: dict, job_name: str) -> JobPythonOrigin:
-    """The code origin of a run of ``job_name``: the chart's user deployment (its image and
-    container context) serving the project's definitions."""
+    """The code origin of a run of ``job_name``: the chart's user deployment (its image and,
+    where ``includeConfigInLaunchedRuns`` is on, its container context) serving the project's
+    definitions."""
     return JobPythonOrigin(job_name, RepositoryPythonOrigin(
         executable_path="/opt/cultivar/venv/bin/python",
         code_pointer=ModuleCodePointer("cultivar_assets.definitions", "defs", None),
@@ -363,6 +465,38 @@ def launched_job(values: dict, deployment: dict, model_id: str, tmp_path: Path,
         return job_of_run(instance, run, values, tmp_path, **launcher_overrides), tags
 
 
+# What a pod mounts where: {volume name: (mount path, what the volume is)}, the volume as
+# "claim <name>", "emptyDir" or "configMap <name>"; dshm (a memory emptyDir) as "emptyDir".
+MODEL_RUN_LAYOUT = {"model-home": ("/data/cultivar", "emptyDir"),
+                    "cultivar-storage": ("/data/storage", "claim cultivar-storage"),
+                    "cultivar-weights": ("/data/weights", "claim cultivar-weights"),
+                    "cultivar-settings": ("/etc/cultivar", "configMap cultivar-settings"),
+                    "dshm": ("/dev/shm", "emptyDir")}
+DATABASE_RUN_LAYOUT = {**{name: entry for name, entry in MODEL_RUN_LAYOUT.items()
+                          if name != "model-home"},
+                       "cultivar-home": ("/data/cultivar", "claim cultivar-home")}
+
+
+def pod_layout(job: dict) -> dict[str, tuple[str, str]]:
+    """``job``'s volumes as {name: (mount path, what it is)} (:data:`MODEL_RUN_LAYOUT`); a
+    volume not mounted, or mounted twice, fails."""
+    pod = job["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    mounts = [(m["name"], m["mountPath"]) for m in container.get("volumeMounts", [])]
+    assert len(mounts) == len(dict(mounts)), mounts
+
+    def kind(volume: dict) -> str:
+        if "persistentVolumeClaim" in volume:
+            return f"claim {volume['persistentVolumeClaim']['claimName']}"
+        if "configMap" in volume:
+            return f"configMap {volume['configMap']['name']}"
+        return next(key for key in volume if key != "name")
+
+    volumes = {v["name"]: kind(v) for v in pod.get("volumes", [])}
+    assert set(volumes) == set(dict(mounts)), (volumes, mounts)
+    return {name: (path, volumes[name]) for name, path in mounts}
+
+
 @pytest.fixture
 def fake_secrets(monkeypatch):
     for name, value in FAKE.items():
@@ -395,19 +529,18 @@ def test_run_job_validates_asks_for_its_gpus_and_holds_no_secret(
     env_from = container["envFrom"]
     assert {ref["secretRef"]["name"] for ref in env_from if "secretRef" in ref} == SECRETS
     config_maps = {ref["configMapRef"]["name"] for ref in env_from if "configMapRef" in ref}
-    assert {"cultivar-env", "cultivar-dagster-cultivar-user-env"} <= config_maps
-    # the launcher's and the code location's lists are merged: each entry once (the API
-    # server refuses two volumes of one name, which the schema does not see)
+    # the launcher's (the code server's config is not passed on: includeConfigInLaunchedRuns)
+    assert config_maps == {"cultivar-env"}
+    # each entry once (the API server refuses two volumes of one name, which the schema does
+    # not see)
     names = [v["name"] for v in pod["volumes"]]
     assert len(names) == len(set(names)) and len(env_from) == len(
         {json.dumps(ref, sort_keys=True) for ref in env_from})
+    # a model's run, GPUs or not: the storage root, the weights, a home of its own; no database
+    assert pod_layout(job) == MODEL_RUN_LAYOUT
     volumes = {v["name"]: v for v in pod["volumes"]}
-    assert volumes["cultivar-home"]["persistentVolumeClaim"]["claimName"] == "cultivar-home"
     assert volumes["cultivar-settings"]["configMap"]["name"] == "cultivar-settings"
     assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
-    assert {m["name"]: m["mountPath"] for m in container["volumeMounts"]} == {
-        "cultivar-home": "/data/cultivar", "cultivar-settings": "/etc/cultivar",
-        "dshm": "/dev/shm"}
     [password] = [e for e in container["env"] if e["name"] == "DAGSTER_PG_PASSWORD"]
     assert password["valueFrom"]["secretKeyRef"] == {"name": "dagster-postgresql-secret",
                                                      "key": "postgresql-password"}
@@ -419,8 +552,8 @@ def test_run_job_validates_asks_for_its_gpus_and_holds_no_secret(
     # the run's tags (stored by Dagster, shown in its UI) say which model and how many GPUs
     assert set(tags) <= {"cultivar/model", "cultivar/gpus", "cultivar/gpu-run",
                          "cultivar/reason", "dagster-k8s/config"}
-    if gpus:
-        assert set(json.loads(tags["dagster-k8s/config"])) == {"container_config"}
+    assert set(json.loads(tags["dagster-k8s/config"])) == {
+        "merge_behavior", "container_config", "pod_spec_config"}
     assert not any(secret in json.dumps(tags) for secret in FAKE.values())
     assert not any(secret in json.dumps(job) for secret in FAKE.values())
 
@@ -506,7 +639,11 @@ def test_every_launch_of_a_models_run_gets_its_gpus_and_queue_tag(values, deploy
                 run = submitted(job_name, tags, assets)
                 assert run.tags.get("cultivar/gpu-run") == "true", how
                 assert run.tags["cultivar/gpus"] == "2", how
-                assert asks_for_gpus(job_of_run(instance, run, values, tmp_path)), how
+                job = job_of_run(instance, run, values, tmp_path)
+                assert asks_for_gpus(job), how
+                _validate_k8s(job)
+                # the storage root and a home of its own, not the database's volume
+                assert pod_layout(job) == MODEL_RUN_LAYOUT, how
 
             # executed in process: `dg launch --job evaluate_model --partition …` and `dagster
             # job execute` take the job's partition tags (dagster/_cli/job.py); `cultivar run`
@@ -519,16 +656,28 @@ def test_every_launch_of_a_models_run_gets_its_gpus_and_queue_tag(values, deploy
                 run = create_run_for_test(
                     instance, job_name="evaluate_model", tags=tags,
                     job_code_origin=code_origin(values, deployment, "evaluate_model"))
-                assert asks_for_gpus(job_of_run(instance, run, values, tmp_path)), how
+                job = job_of_run(instance, run, values, tmp_path)
+                assert asks_for_gpus(job), how
+                assert pod_layout(job) == MODEL_RUN_LAYOUT, how
 
             # no GPU for the copy baseline; nothing added to another job's partitions
             baseline = submitted(IMPLICIT_ASSET_JOB_NAME,
                                  {PARTITION_NAME_TAG: "copy-source-baseline"}, model_assets)
             assert baseline.tags["cultivar/gpus"] == "0"
             assert "cultivar/gpu-run" not in baseline.tags
-            assert not asks_for_gpus(job_of_run(instance, baseline, values, tmp_path))
-            other = submitted("build_benchmark", {PARTITION_NAME_TAG: "de_DE"})
-            assert not any(key.startswith("cultivar/") for key in other.tags)
+            job = job_of_run(instance, baseline, values, tmp_path)
+            assert not asks_for_gpus(job)
+            assert pod_layout(job) == MODEL_RUN_LAYOUT  # no GPU, no database either
+            # the runs that write the database: its volume and the storage root
+            for job_name, tags in (("build_benchmark", {PARTITION_NAME_TAG: "de_DE"}),
+                                   ("refresh_results", {}), ("build_dataset", {}),
+                                   ("publish_dataset", {})):
+                other = submitted(job_name, tags)
+                assert not any(key.startswith("cultivar/") or key.startswith("dagster-k8s/")
+                               for key in other.tags), job_name
+                job = job_of_run(instance, other, values, tmp_path)
+                _validate_k8s(job)
+                assert pod_layout(job) == DATABASE_RUN_LAYOUT, job_name
             # a model partition the registry no longer holds is refused, loudly
             with pytest.raises(ModelRunTagsError, match=r"'gone'.*unknown model 'gone'"):
                 submitted(IMPLICIT_ASSET_JOB_NAME, {PARTITION_NAME_TAG: "gone"}, model_assets)
