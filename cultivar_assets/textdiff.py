@@ -31,8 +31,8 @@ of first appearance), without line mode, without a time limit (``Diff_Timeout = 
 machine-dependent cut-off) and without the optional semantic cleanups afterwards. The JavaScript
 side runs Google's JavaScript port (vendored, ``site/static/vendor/diff-match-patch/``, with its
 licence); the Python side runs its C++ port (PyPI ``fast-diff-match-patch``, the STL port of
-Google's C++ code), which implements the same algorithm line by line and is some 70 times faster
-than the pure-Python port (PyPI ``diff-match-patch``), so both sides find the same alignment.
+Google's C++ code), which implements the same algorithm line by line, so both sides find the
+same alignment.
 ``tests/test_annotation_edits.py`` checks the C++ port against the pure-Python port and against
 the JavaScript on the same cases. Tokens outside the equal parts are *changed*
 (:func:`token_flags`).

@@ -2,7 +2,7 @@
 ``fsspec`` location, :class:`upath.UPath`), so that a model's partition needs no database file:
 
 - ``<root>/test_sets.json``: the loaded test sets and instances with the dataset fingerprint
-  (written by the asset ``test_sets``, read by every model's partitions);
+  (the asset ``test_sets``);
 - ``<root>/models/<model_id>/translations.json``: the model's registry entry row, its run record
   and its translations (raw and cleaned outputs), as ``raw.models``, ``raw.model_runs`` and
   ``raw.translations`` hold them;
