@@ -1,5 +1,6 @@
 """The documentation holds together: a short README, every relative link and anchor resolves,
-docs/index.md lists every page, and the README's picture is there and small."""
+docs/index.md lists every page, the README's picture is there and small, its Layout table names
+every package, SQL file and script, and every figure of docs/performance.md names its command."""
 
 from __future__ import annotations
 
@@ -124,3 +125,26 @@ def test_the_performance_check_finds_a_figure_without_a_command():
     page = ("# P\n\n## Measured\n\n`python benchmarks/x.py` (2026-12-01): 3.2 s.\n\n"
             "## Unmeasured\n\nThe build takes 4.5 s.\n")
     assert _sections_without_their_command(page) == ["Unmeasured"]
+
+
+def _layout_row(readme: str, path: str) -> str:
+    """The cell of the README's Layout table whose first column is ``path``."""
+    rows = [line for line in readme.splitlines() if line.startswith(f"| `{path}`")]
+    assert len(rows) == 1, f"README.md: {len(rows)} Layout rows for {path}"
+    return rows[0]
+
+
+def _unnamed(cell: str, names: list[str]) -> list[str]:
+    return [name for name in names if f"`{name}`" not in cell]
+
+
+def test_the_readme_layout_names_every_package_sql_file_and_script():
+    readme = doc_text("README")
+    package = REPO_ROOT / "cultivar_assets"
+    subpackages = sorted(p.name for p in package.iterdir() if (p / "__init__.py").is_file())
+    assert [p for p in subpackages if f"| `cultivar_assets/{p}/`" not in readme] == []
+    named_sql = sorted(p.stem for p in (REPO_ROOT / "sql").glob("*.sql")
+                       if p.name not in ("schema.sql", "views.sql"))
+    assert _unnamed(_layout_row(readme, "sql/"), named_sql) == []
+    scripts = sorted(p.name for p in (REPO_ROOT / "scripts").glob("*.py"))
+    assert _unnamed(_layout_row(readme, "scripts/"), scripts) == []
