@@ -148,3 +148,41 @@ def test_the_readme_layout_names_every_package_sql_file_and_script():
     assert _unnamed(_layout_row(readme, "sql/"), named_sql) == []
     scripts = sorted(p.name for p in (REPO_ROOT / "scripts").glob("*.py"))
     assert _unnamed(_layout_row(readme, "scripts/"), scripts) == []
+
+
+_TRACKER_REFERENCE = re.compile(r"\bissue #?\d", re.IGNORECASE)
+_SOURCE_SUFFIXES = {".py", ".md", ".sql", ".css", ".js", ".html", ".j2", ".yaml", ".yml", ".toml",
+                    ".sh", ".txt"}
+
+
+def _tracker_references(root: Path) -> list[str]:
+    """``path:line`` of every "issue N" in the text files under ``root`` (a tracker the
+    repository does not hold), hidden folders left out."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if (path.suffix not in _SOURCE_SUFFIXES or not path.is_file()
+                or any(part.startswith(".") for part in relative.parts[:-1])):
+            continue
+        for number, line in enumerate(path.read_text("utf-8", errors="replace").splitlines(), 1):
+            if _TRACKER_REFERENCE.search(line):
+                found.append(f"{relative.as_posix()}:{number}")
+    return found
+
+
+def test_no_file_refers_to_an_issue_by_number():
+    found = []
+    for name in ("cultivar_assets", "tests", "docs", "sql", "site", "scripts", "benchmarks"):
+        found += [f"{name}/{where}" for where in _tracker_references(REPO_ROOT / name)]
+    for name in ("README.md", "ARCHITECTURE.md", "pyproject.toml", ".ci/run"):
+        text = (REPO_ROOT / name).read_text("utf-8")
+        found += [f"{name}:{n}" for n, line in enumerate(text.splitlines(), 1)
+                  if _TRACKER_REFERENCE.search(line)]
+    assert found == []
+
+
+def test_the_issue_check_finds_a_reference(tmp_path):
+    word = "issue"  # not written next to a number here, or this file would hold one
+    (tmp_path / "a.py").write_text(f'"""Refused ({word} 37)."""\n# see {word.title()} #8\nx = 1\n')
+    (tmp_path / "b.bin").write_text(f"{word} 9\n")
+    assert _tracker_references(tmp_path) == ["a.py:1", "a.py:2"]

@@ -1,4 +1,4 @@
-"""Inputs that would hang or exhaust memory are refused before they are walked or read (issue 37).
+"""Inputs that would hang or exhaust memory are refused before they are walked or read.
 
 - A YAML alias bomb (a few hundred bytes whose nested aliases stand for hundreds of millions of
   values) in a settings file (inside a section, as ``models:``, across top-level keys) or in
