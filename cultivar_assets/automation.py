@@ -45,7 +45,7 @@ from cultivar_assets.settings import (
     AutomationConfig,
 )
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, StoreError
+from cultivar_assets.store.database import StoreError, WriteBlock
 
 MODEL_JOB = "evaluate_model"
 
@@ -352,7 +352,7 @@ def build_run_failure_sensor(config: AutomationConfig | None = None) -> dg.Senso
     )
     def run_failure_recorder(context: dg.RunFailureSensorContext, store: StoreResource):
         record = failure_record(context)
-        store.store().write([Step("record_run_failure", record)])  # the site's failed_models
+        store.store().write([WriteBlock("record_run_failure", record)])  # the site's failed_models
         if record["model_id"]:  # what the site shows: it follows (a run of no model would loop)
             context.instance.report_runless_asset_event(dg.AssetMaterialization(
                 asset_key=run_failures.key, description=f"a run of {record['model_id']} failed",

@@ -2,8 +2,8 @@
 
 DuckDB allows one writing process per file, and a reader cannot open a file that another
 process is writing. So :meth:`Store.write` opens the file (retrying with backoff for up to
-``lock_timeout`` seconds while DuckDB answers with its lock error), applies its steps (each a
-:class:`Step`: a named block of ``writes.sql``) in one transaction, all or none, appends its
+``lock_timeout`` seconds while DuckDB answers with its lock error), applies its blocks (each a
+:class:`WriteBlock`: a named block of ``writes.sql``) in one transaction, all or none, appends its
 write generation and :func:`writer_id` to ``raw.write_log`` in the same transaction, and closes
 the file. Files are written in the storage format :data:`STORAGE_VERSION`, which the standalone
 ``duckdb`` CLI 1.5.x reads.
@@ -187,7 +187,7 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 @dataclass
-class Step:
+class WriteBlock:
     """One named block of ``writes.sql`` with its parameters and optional staging rows."""
 
     name: str
@@ -323,8 +323,8 @@ class Store:
         finally:
             con.close()
 
-    def write(self, steps: Sequence[Step]) -> int:
-        """Run ``steps`` in one transaction: all of them take effect, or none; returns the
+    def write(self, blocks: Sequence[WriteBlock]) -> int:
+        """Run ``blocks`` in one transaction: all of them take effect, or none; returns the
         file's new write generation, logged with :func:`writer_id` (module docstring). When the
         write fails, the error raised is its first one (DuckDB's rollback after a failed commit
         only adds "no transaction is active"); a full disk raises
@@ -336,17 +336,17 @@ class Store:
                 generation = state[0][0] if state else 0
                 _execute(con, "log_write", {"generation": generation + 1, "writer": writer_id(),
                                             "kept": WRITE_LOG_KEPT})
-                for step in steps:
-                    if step.rows is not None:
-                        table = step.rows if isinstance(step.rows, pa.Table) else (
-                            pa.Table.from_pylist(list(step.rows)))
+                for block in blocks:
+                    if block.rows is not None:
+                        table = block.rows if isinstance(block.rows, pa.Table) else (
+                            pa.Table.from_pylist(list(block.rows)))
                         if table.num_rows == 0:
                             continue  # an insert of nothing
                         con.register("staging", table)
-                        _execute(con, step.name, step.params)  # on error: rollback, then close
+                        _execute(con, block.name, block.params)  # on error: rollback, then close
                         con.unregister("staging")
                     else:
-                        _execute(con, step.name, step.params)
+                        _execute(con, block.name, block.params)
                 con.commit()
             except BaseException as error:
                 _roll_back(con, error)
