@@ -1,10 +1,7 @@
 """Tokens and token diffs: the one definition for the site, the annotation tools and Table 1.
 
-Used by the Python side (the site's highlights, ``site/diff.py``; the error tool's; Table 1's edit
-counts, ``construction/annotation/text_edits.py``) and mirrored line by line in the browser
-(``site/static/textdiff.js``, loaded by the segment browser and the post-editing tool), so a
-highlight or a count is the same wherever it is computed. Tests run both on the same cases
-(``tests/test_annotation_edits.py``, ``tests/test_site_js.py``).
+Mirrored line by line in the browser (``site/static/textdiff.js``), so a highlight or an edit
+count is the same wherever it is computed (``tests/test_site_js.py`` runs both on the same cases).
 
 **Tokenisation** (ours; the paper says "string" without defining it). Text is read as a sequence
 of Unicode code points; *whitespace* is the Unicode ``White_Space`` property, listed explicitly in
