@@ -186,3 +186,34 @@ def test_the_issue_check_finds_a_reference(tmp_path):
     (tmp_path / "a.py").write_text(f'"""Refused ({word} 37)."""\n# see {word.title()} #8\nx = 1\n')
     (tmp_path / "b.bin").write_text(f"{word} 9\n")
     assert _tracker_references(tmp_path) == ["a.py:1", "a.py:2"]
+
+
+def _collected(test_file: str) -> int:
+    """How many tests pytest collects in ``test_file`` with every marker."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "",
+                           "-p", "no:cacheprovider", test_file], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    found = re.search(r"^(\d+) tests? collected", done.stdout, re.MULTILINE)
+    assert found, done.stdout[-2000:] + done.stderr[-2000:]
+    return int(found.group(1))
+
+
+def _claimed(title: str) -> int:
+    """The number docs/reliability.md states in its bullet ``**<title>: N**``."""
+    found = re.search(rf"\*\*{re.escape(title)}: (\d+)\*\*", doc_text("reliability"))
+    assert found, f"docs/reliability.md has no **{title}: N**"
+    return int(found.group(1))
+
+
+def test_the_counts_reliability_md_states_are_the_suites():
+    import hostile_strings
+
+    assert _claimed("Hostile strings") == len(hostile_strings.ALL)
+    groups = re.search(r"`tests/hostile_strings.py`, (\d+) groups", doc_text("reliability"))
+    assert groups and int(groups.group(1)) == len(hostile_strings.GROUPS)
+    assert _claimed("Inputs that would hang or exhaust memory") == _collected(
+        "tests/test_input_files.py")
+    assert _claimed("Disk-full cases") == _collected("tests/test_disk_full.py")
