@@ -1,41 +1,21 @@
-"""Keeping the leaderboard current: a registry sensor, a nightly schedule, automation conditions.
+"""Keeping the leaderboard current: a registry sensor, a nightly schedule, a run-failure sensor,
+the automation sensor and the run coordinator that gives a model's runs their tags.
 
 - ``model_registry_sensor`` (after Dagster's ``assets_dynamic_partitions`` release sensor): its
-  cursor holds, per selected registry entry, its fingerprint and the entry itself (as the registry
-  file gives it, secrets redacted). On its first tick it registers the models as partitions,
-  remembers them and runs only the models that the database holds no run of
-  (``raw.model_runs``: registered while the sensor was off, never evaluated; reason
-  ``not evaluated yet``), not the evaluated ones (no flood of runs); afterwards a new entry
-  becomes a partition and gets one run, a changed entry (revision, weights, engine options,
-  prompt template: anything in the fingerprint) gets one run, an unchanged registry gets none.
-  A database that cannot be read fails the first tick (the error is the tick's; the next tick
-  tries again). A run says why in its tags:
-  ``cultivar/reason`` and ``cultivar/changed`` (each changed field, ``old → new``). It ticks every
-  ``automation.registry_sensor_interval_seconds`` (settings; default 300 s).
-- ``run_failure_recorder`` (a run-failure sensor, on by default) records every failed run (model,
-  first failed step, the error's first line, run id) in the database (views ``run_failures`` and
-  ``failed_models``), reports a materialisation of ``run_failures`` for a model's run (so that the
-  site follows) and, where configured, POSTs it as JSON to ``automation.failure_webhook``
-  and appends it as a JSON line to ``automation.failure_log``. A webhook or file that fails is
-  logged; the record in the database is kept.
-- ``nightly_reevaluation`` re-checks the registry against what the database says each model was
-  last run with (``model_runs.model_fingerprint``) and re-runs the models that changed.
-- The results follow by themselves (``cultivar_automation``, the automation-condition sensor,
-  on by default, ticking every ``automation.automation_sensor_interval_seconds``, default 60 s):
-  once new scores have landed, the leaderboard, the error analysis, the charts and the site,
-  once per batch of model runs (:mod:`cultivar_assets.assets.conditions`); the site also after
-  a model's run failed (the failure sensor reports the asset ``run_failures``); the dataset
-  folder after new test sets; the push only where :func:`push_configured`.
+  cursor holds, per selected registry entry, its fingerprint and the entry (secrets redacted);
+  its first tick runs only the models the database holds no run of, later ticks a new or
+  changed entry once, with the reason and the changed fields in the run's tags.
+- ``nightly_reevaluation``: the models whose fingerprint differs from their stored run's.
+- ``run_failure_recorder``: every failed run in the database (``run_failures``), and where
+  configured to a webhook and a JSON-lines file.
+- ``cultivar_automation``: the automation-condition sensor of
+  :mod:`cultivar_assets.assets.conditions`.
+- :class:`ModelRunCoordinator`: every other submitted run of a model gets its model's run tags
+  (:mod:`cultivar_assets.assets.run_tags`: GPUs, queue tag, a model run's volumes) before it
+  is queued.
 
-Every run of a model carries its model's run tags (:mod:`cultivar_assets.assets.run_tags`):
-``cultivar/model``, ``cultivar/gpus`` (tensor parallel size for GPU engines, 0 otherwise), a
-``dagster-k8s/config`` tag (the volumes of a model's run on Kubernetes: the storage root, not the
-database's volume; for GPU runs also that many ``nvidia.com/gpu``) and, for GPU runs,
-``cultivar/gpu-run`` (the GPU queue's tag; see ``cultivar_assets/deploy``). The sensor's and
-the schedule's run requests carry them; ``evaluate_model`` derives them per partition; and
-:class:`ModelRunCoordinator`, the instance's run coordinator on Kubernetes, gives them to every
-other submitted run of a model (a partition of the model assets materialised from the UI, an
-asset backfill) before it is queued.
+What each does and its settings: docs/evaluating-models.md ("New models, kept current") and
+docs/kubernetes.md.
 """
 
 import json
@@ -66,7 +46,7 @@ from cultivar_assets.settings import (
     AutomationConfig,
 )
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, StoreError
+from cultivar_assets.store.database import StoreError, WriteBlock
 
 MODEL_JOB = "evaluate_model"
 
@@ -374,7 +354,7 @@ def build_run_failure_sensor(config: AutomationConfig | None = None) -> dg.Senso
     )
     def run_failure_recorder(context: dg.RunFailureSensorContext, store: StoreResource):
         record = failure_record(context)
-        store.store().write([Step("record_run_failure", record)])  # the site's failed_models
+        store.store().write([WriteBlock("record_run_failure", record)])  # the site's failed_models
         if record["model_id"]:  # what the site shows: it follows (a run of no model would loop)
             context.instance.report_runless_asset_event(dg.AssetMaterialization(
                 asset_key=run_failures.key, description=f"a run of {record['model_id']} failed",

@@ -1,38 +1,13 @@
 """Project settings: one YAML file shared by the ``cultivar`` CLI and the Dagster definitions.
 
 The file is ``$CULTIVAR_CONFIG`` if set, else ``cultivar.yaml`` in the current directory if it
-exists; without one, the embedded default is the demo (bundled demo data, the demo model suite,
-BLEU with the 13a tokenizer, explicitly, because the flores200 SentencePiece model of spBLEU is not
-bundled). A settings file without a ``metrics`` section gets the paper's metrics (spBLEU, chrF).
-Example for a real evaluation (docs/configuration.md)::
-
-    data: {kind: hub, flores: hub}
-    metrics: {bleu_tokenize: flores200}
-    models: ["suite:paper"]
-
-The ``construction`` section configures building Cultivar (:mod:`cultivar_assets.construction`):
-its ``source`` benchmark, the ``selection``, the ``localisation`` (LLM drafts), the
-``annotation`` folders (tool pages, returned files) and the built ``dataset`` folder. Without the
-section, the demo's (its original sentences, every candidate selected, the weak demo localiser,
-the shipped demo annotation files); with it, each part it leaves out takes that part's own
-defaults (the paper's: FLORES dev, 200 sentences, gpt-5.5 through the OpenAI API)::
-
-    construction:
-      source: {kind: flores, path: ../shared/data/flores200, split: dev}
-      selection: {n: 200, corrections_file: corrections.yaml}
-      localisation: {locales: [deu_Latn_Switzerland], price_input_per_million: 1.25,
-                     price_output_per_million: 10}
-      annotation: {folder: returned/}
-
-The data kind ``built`` evaluates the project's own build (``construction.dataset.folder``
-unless ``data.cultivar_path`` names another); its database is ``demo.duckdb`` when the build's
-source benchmark is the demo's, ``cultivar-built.duckdb`` otherwise. The embedded default
-(``cultivar demo``) is this closed loop on the demo data.
-
-The ``error_analysis`` section configures the error analysis of §5 (Table 5): the sample, the
-folder of returned files and the outlier model (:mod:`cultivar_assets.error_analysis.config`;
-without it the paper's three Chinese locales, no files yet). The demo uses its own sample and
-the bundled demo files.
+exists (:func:`settings_file`); without one, the embedded default is the demo
+(:func:`demo_settings`: the bundled demo data built by the project's own construction, the demo
+model suite, BLEU with the 13a tokenizer, explicitly, because the flores200 SentencePiece model
+of spBLEU is not bundled). A settings file without a ``metrics`` section gets the paper's
+metrics (spBLEU, chrF). The sections (``data``, ``metrics``, ``models``, ``construction``,
+``error_analysis``, ``automation``, ``storage``, ...) and their defaults:
+docs/configuration.md; ``construction``: docs/building-a-benchmark.md.
 """
 
 from __future__ import annotations

@@ -172,29 +172,31 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, 
     return md_table(cells, [md_text(header) for _, header in columns])
 
 
-LEADERBOARD_COLUMNS = (
-    ("model_id", "model"),
-    ("type", "type"),
-    ("delta_bleu", "∆BLEU"),
-    ("delta_chrf", "∆chrF"),
-    ("flores_bleu", "FLORES BLEU"),
-    ("flores_chrf", "FLORES chrF"),
-    ("cultivar_bleu", "Cultivar BLEU"),
-    ("cultivar_chrf", "Cultivar chrF"),
-    ("false_positive_rate", "FP rate"),
-    ("false_negative_rate", "FN rate"),
-)
+QUANTITY_HEADERS = {"delta": "∆{}", "flores": "FLORES {}", "cultivar": "Cultivar {}"}
+"""A wide view's quantities of a metric, in column order: the column ``<quantity>_<key>`` of a
+metric whose key is ``<key>`` and label ``<label>`` has the header ``header.format(label)``."""
 
 
-INTERVAL_COLUMNS = ("delta_bleu", "delta_chrf", "flores_bleu", "flores_chrf", "cultivar_bleu",
-                    "cultivar_chrf", "false_positive_rate", "false_negative_rate")
+def metric_columns(metrics: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(column, header) of ``metrics`` ((key, label) each) in a wide view: every metric's ∆,
+    then every metric's FLORES score, then every metric's Cultivar score."""
+    return [(f"{quantity}_{key}", header.format(label))
+            for quantity, header in QUANTITY_HEADERS.items() for key, label in metrics]
 
 
-def with_intervals(row: dict[str, Any]) -> dict[str, Any]:
-    """``row`` with each of :data:`INTERVAL_COLUMNS` that has ``_low``/``_high`` columns written
-    as ``value [low, high]`` (``*``: a ∆ whose interval excludes 0)."""
+def leaderboard_columns(metrics: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(column, header) of the leaderboard view (paper, Table 3) for the paper's ``metrics``
+    ((key, label) each, as :func:`metric_columns`): model, type, the metrics, the word-recall
+    rates."""
+    return [("model_id", "model"), ("type", "type"), *metric_columns(metrics),
+            ("false_positive_rate", "FP rate"), ("false_negative_rate", "FN rate")]
+
+
+def with_intervals(row: dict[str, Any], columns: Sequence[str]) -> dict[str, Any]:
+    """``row`` with each of ``columns`` that has ``_low``/``_high`` columns written as
+    ``value [low, high]`` (``*``: a ∆ whose interval excludes 0)."""
     out = dict(row)
-    for column in INTERVAL_COLUMNS:
+    for column in columns:
         if f"{column}_low" in row:
             out[column] = format_interval(row.get(column), row.get(f"{column}_low"),
                                           row.get(f"{column}_high"), column,
@@ -202,22 +204,31 @@ def with_intervals(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def leaderboard_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """The leaderboard (paper, Table 3) as Markdown, with the signatures it was scored with.
+def signature_text(row: dict[str, Any], key: str, heading: str) -> str:
+    """``<heading>: <signature>`` of the metric ``key`` in a leaderboard ``row``, with the sha256
+    of its SentencePiece model when the row holds one (``<key>_tokenizer_sha256``)."""
+    spm = row.get(f"{key}_tokenizer_sha256")
+    return (f"{heading}: {row[f'{key}_signature']}"
+            + (f" (SentencePiece model sha256 {spm})" if spm else ""))
 
-    Rows with interval columns show ``value [low, high]`` and, when present, the ∆BLEU rank
-    interval and the contamination rules that fired."""
-    columns = list(LEADERBOARD_COLUMNS)
-    if rows and "rank_delta_bleu_label" in rows[0]:
-        columns.insert(1, ("rank_delta_bleu_label", "rank (∆BLEU)"))
+
+def leaderboard_markdown(rows: Sequence[dict[str, Any]], metrics: Sequence[tuple[str, str]],
+                         ranked_by: str) -> str:
+    """The leaderboard (paper, Table 3) as Markdown, with the signatures it was scored with:
+    the columns of :func:`leaderboard_columns` for the paper's ``metrics`` ((key, label) each).
+
+    Rows with interval columns show ``value [low, high]`` and, when present, the rank interval
+    by the ∆ of the metric ``ranked_by`` (a key of ``metrics``) and the contamination rules
+    that fired."""
+    columns = leaderboard_columns(metrics)
+    rank = f"rank_delta_{ranked_by}_label"
+    if rows and rank in rows[0]:
+        columns.insert(1, (rank, f"rank ({dict(metric_columns(metrics))[f'delta_{ranked_by}']})"))
     if rows and "flags" in rows[0]:
         columns.append(("flags", "flags"))
-    shown = [{**with_intervals(r), "flags": ", ".join(r.get("flags") or []) or MISSING}
-             for r in rows]
+    shown = [{**with_intervals(r, [key for key, _ in columns]),
+              "flags": ", ".join(r.get("flags") or []) or MISSING} for r in rows]
     table = markdown_table(shown, columns)
-    signatures = sorted({
-        f"BLEU: {r['bleu_signature']}"
-        + (f" (SentencePiece model sha256 {r['bleu_tokenizer_sha256']})"
-           if r.get("bleu_tokenizer_sha256") else "")
-        + f"; chrF: {r['chrf_signature']}" for r in rows})
+    signatures = sorted({"; ".join(signature_text(r, key, label) for key, label in metrics)
+                         for r in rows})
     return table + "\n\n" + "\n".join(f"Signatures: {md_text(s)}" for s in signatures)

@@ -1,10 +1,7 @@
 """Tokens and token diffs: the one definition for the site, the annotation tools and Table 1.
 
-Used by the Python side (the site's highlights, ``site/diff.py``; the error tool's; Table 1's edit
-counts, ``construction/annotation/text_edits.py``) and mirrored line by line in the browser
-(``site/static/textdiff.js``, loaded by the segment browser and the post-editing tool), so a
-highlight or a count is the same wherever it is computed. Tests run both on the same cases
-(``tests/test_annotation_edits.py``, ``tests/test_site_js.py``).
+Mirrored line by line in the browser (``site/static/textdiff.js``), so a highlight or an edit
+count is the same wherever it is computed (``tests/test_site_js.py`` runs both on the same cases).
 
 **Tokenisation** (ours; the paper says "string" without defining it). Text is read as a sequence
 of Unicode code points; *whitespace* is the Unicode ``White_Space`` property, listed explicitly in
@@ -31,8 +28,8 @@ of first appearance), without line mode, without a time limit (``Diff_Timeout = 
 machine-dependent cut-off) and without the optional semantic cleanups afterwards. The JavaScript
 side runs Google's JavaScript port (vendored, ``site/static/vendor/diff-match-patch/``, with its
 licence); the Python side runs its C++ port (PyPI ``fast-diff-match-patch``, the STL port of
-Google's C++ code), which implements the same algorithm line by line and is some 70 times faster
-than the pure-Python port (PyPI ``diff-match-patch``), so both sides find the same alignment.
+Google's C++ code), which implements the same algorithm line by line, so both sides find the
+same alignment.
 ``tests/test_annotation_edits.py`` checks the C++ port against the pure-Python port and against
 the JavaScript on the same cases. Tokens outside the equal parts are *changed*
 (:func:`token_flags`).

@@ -38,7 +38,7 @@ from test_site_incremental import files
 
 import cultivar_assets
 from cultivar_assets.paths import resource_dir
-from cultivar_assets.store.database import Step
+from cultivar_assets.store.database import WriteBlock
 
 PACKAGE = Path(cultivar_assets.__file__).resolve().parent
 SITE_PACKAGE = PACKAGE / "site"
@@ -198,7 +198,7 @@ def base_state(root: Path, worker: Worker) -> dict:
     of every case) and full build, under ``root``."""
     (root / "store").mkdir()
     store = hostile_store(root / "store")
-    store.write([Step("record_run_failure", {
+    store.write([WriteBlock("record_run_failure", {
         "run_id": "run-1", "job": "evaluate_model", "model_id": "copy-source-baseline",
         "step": "translations", "error": "RuntimeError: out of memory",
         "failed_at": "2999-01-01 12:00:00"})])

@@ -36,7 +36,7 @@ from cultivar_assets.metrics.segment_stats import (
     stats_from_sorted_table,
     stats_from_table,
 )
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 from cultivar_assets.store.records import write_dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -113,11 +113,11 @@ def store(tmp_path_factory) -> Store:
         loc: [Instance(loc, int(i), f"s {i}", f"r {i}", f"o {i}", f"or {i}") for i in ids]
         for loc in LOCALES}))
     tables = _tables(fingerprint)
-    store.write([Step("insert_models", rows=[
+    store.write([WriteBlock("insert_models", rows=[
         {"model_id": f"model-{m:02d}", "hf_id": None, "revision": None, "weights": "hub",
          "type": "LLM", "family": "Synthetic", "params_total_b": None, "params_active_b": None,
          "engine": "none", "prompt_style": "none", "engine_options": "{}"}
-        for m in range(N_MODELS)])] + [Step(f"insert_{name}", rows=table)
+        for m in range(N_MODELS)])] + [WriteBlock(f"insert_{name}", rows=table)
                                        for name, table in tables.items()])
     return store
 

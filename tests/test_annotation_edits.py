@@ -102,7 +102,7 @@ def test_mode_follows_the_locales_script():
 WORDS = ["Berlin", "München", "Anna", "die", "der", "FC", "9:30", "Uhr", ",", ".", "(", ")",
          "नरेंद्र", "मोदी", "ने", "दिल्ली", "北京", "大学", "的", "山田", "さん", "😀",
          "Straße", "km²", "don't", "«", "»", "–", "2025"]
-# issue 16: tab and line feed (allowed in a final text), a lone surrogate, a joiner, a mark
+# tab and line feed (allowed in a final text), a lone surrogate, a joiner, a mark
 ODD_WORDS = ["a\tb", "x\ny", "\ud800", "می\u200cخواهم", "e\u0301", "\u00a0", "\u3000"]
 
 

@@ -159,7 +159,7 @@ BAD_FILES = [
      "is not an ISO 8601 timestamp", 11),
     ("no annotator label", lambda g: mutate(g, lambda d: d["task"].update(annotator="")),
      "task.annotator: is empty", None),
-    # issue 16 §4: what used to pass validation and fail (or be stored) later
+    # files that validation refuses up front, not at a later step
     ("a lone surrogate (a JSON escape)", lambda g: json.dumps(mutate(
         g, set_item(3, "final.source", "Ein Satz \ud800 mit Rest."))).encode(),
      "instance 3, items[3].final.source: holds a lone surrogate, U+D800, at character 10", 3),

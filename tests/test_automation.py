@@ -104,7 +104,7 @@ def test_sensor_runs_only_new_or_changed_models(tmp_path, registry):
 
 
 def test_the_first_tick_runs_what_is_registered_and_not_evaluated(tmp_path):
-    """Issue 35: a model added while the sensor was off gets its run when the sensor starts;
+    """A model added while the sensor was off gets its run when the sensor starts;
     an evaluated one does not (no flood of runs)."""
     registry = write_models_file(tmp_path / "models.yaml", [
         {**COPY_ENTRY, "suites": ["watched"]},

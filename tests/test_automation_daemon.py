@@ -1,6 +1,6 @@
 """With the real Dagster daemon running, new registry entries end on the site's leaderboard page
 without a manual launch: the registry sensor runs the new models, then the automation sensor
-recomputes the results and rebuilds the site once for the batch (issue 18 §2).
+recomputes the results and rebuilds the site once for the batch.
 
 Slow: a first `cultivar run` (two copy baselines on the demo data), then `dagster-daemon run`
 on the project's definitions with a settings file (`CULTIVAR_CONFIG`) whose sensors tick fast.

@@ -201,7 +201,7 @@ def test_empty_hypotheses_are_counted_and_flagged(demo_run, tmp_path, monkeypatc
     assert stored == check.metadata["empty"].value
 
 
-# --- the bad-input table (issue 8): each names the file and the problem; nothing is written ---
+# --- the bad-input table: each names the file and the problem; nothing is written -------------
 
 def _break_row(folder, locale: str, line: int, change) -> str:
     """Apply ``change`` to row ``line`` (1-based) of a demo locale file; return the file path."""
@@ -498,7 +498,7 @@ def test_query_page_on_says_how_to_write_a_mode(tmp_path):
                        "query_page: 'auto')")
 
 
-# --- malformed inputs (issue 37): each refused in one or two lines, nothing changed ----------
+# --- malformed inputs: each refused in one or two lines, nothing changed ---------------------
 
 
 def _cli(argv: list[str], capfd) -> tuple[int, str]:

@@ -1,5 +1,5 @@
-"""The card and the site's dataset page say what this build did, from its own records (issue 16
-§1): the localiser and the annotator labels that ran, none of the paper's claims about its own
+"""The card and the site's dataset page say what this build did, from its own records:
+the localiser and the annotator labels that ran, none of the paper's claims about its own
 method, each Table 1 once under one title; the demo's played-back localiser is named."""
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def test_a_build_from_a_parallel_file_names_the_file_not_flores():
 
 
 def test_no_published_page_names_a_path_of_the_build_machine(openai_build, tmp_path):
-    """The footer says where the data came from without the build's folder (part 2 of issue 35):
+    """The footer says where the data came from without the build's folder:
     no page or script of the site names the folder the dataset was built in or the machine's
     home."""
     root, store = openai_build

@@ -1,4 +1,4 @@
-"""A build is evaluated against its own originals (issue 16 §3): the manifest records the source
+"""A build is evaluated against its own originals: the manifest records the source
 benchmark's identity; the data kind `built` pairs the localised instances with the build's own
 originals by default, and refuses an originals source that is not the build's (another kind,
 split, or other sentences of the same ids) with one message naming both."""

@@ -56,7 +56,7 @@ def test_markdown_is_a_table(database, capsys):
     assert lines[3].endswith("| NULL | 2 |")
 
 
-# --- read-only (issue 37): `cultivar query` ran COPY … TO and wrote a file ------------------
+# --- read-only: `cultivar query` runs no COPY … TO and writes no file -----------------------
 
 WRITING = {
     "copy to": "COPY (SELECT * FROM t) TO '{out}/copied.csv'",

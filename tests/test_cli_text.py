@@ -1,4 +1,4 @@
-"""What the command line says (issue 35 §4): every option and argument has help text, the top
+"""What the command line says: every option and argument has help text, the top
 level shows no reStructuredText, `demo` takes no settings file, the demo names a folder of the
 user's own for handed-in files, `models add` for a baseline without weights, counts and model
 selections in words, parameter counts below 0.01 B."""
@@ -107,7 +107,7 @@ def test_parameter_counts_keep_their_first_digits(value, text):
 
 
 def test_notes_from_inputs_are_printed_escaped_and_never_as_markup(capsys):
-    """Issue 37: a data note naming a file whose name holds an escape sequence, a bidi override
+    """A data note naming a file whose name holds an escape sequence, a bidi override
     or rich markup is printed as text: the escapes escaped, the markup as written."""
     from cultivar_assets.cli.pipeline_run import _print_missing
 

@@ -1,4 +1,4 @@
-"""Two pipeline runs on one database, interleaved (issue 17 §2): run A (settings v2) pauses right
+"""Two pipeline runs on one database, interleaved: run A (settings v2) pauses right
 after writing its translations, run B (settings v3) runs to the end meanwhile, then A goes on.
 A run prints only what it computed or verified: a write by another process during a run stops
 it before it prints results. Real runs in real processes (tests/concurrent_pipeline.py: Dagster

@@ -1,4 +1,4 @@
-"""The local Dagster instance (issue 37 §3): set up by one process at a time, a set-up that a
+"""The local Dagster instance: set up by one process at a time, a set-up that a
 killed process left half done completed by the next start, and runs of the same settings taking
 turns (cultivar_assets/runner/instance.py)."""
 

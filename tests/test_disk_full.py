@@ -19,7 +19,7 @@ from test_store_database import raw_tables
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.files import DiskFullError, keep_file_copy, read_manifest, replace_folder
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 from cultivar_assets.store.records import write_dataset
 
 
@@ -39,7 +39,7 @@ def test_a_database_write_on_a_full_disk_keeps_its_first_error_and_the_old_rows(
                  "segment_id": i, "source": "s" * 2000, "reference": "r" * 2000}
                 for i in range(3000)]
         with pytest.raises(DiskFullError) as info:
-            store.write([Step("insert_segments", rows=rows)])
+            store.write([WriteBlock("insert_segments", rows=rows)])
         message = _one_line(info.value)
         assert message.startswith(f"out of disk space writing {store.path}")
         assert "free on its filesystem" in message and "Nothing was lost" in message

@@ -1,5 +1,6 @@
 """The documentation holds together: a short README, every relative link and anchor resolves,
-docs/index.md lists every page, and the README's picture is there and small."""
+docs/index.md lists every page, the README's picture is there and small, its Layout table names
+every package, SQL file and script, and every figure of docs/performance.md names its command."""
 
 from __future__ import annotations
 
@@ -124,3 +125,95 @@ def test_the_performance_check_finds_a_figure_without_a_command():
     page = ("# P\n\n## Measured\n\n`python benchmarks/x.py` (2026-12-01): 3.2 s.\n\n"
             "## Unmeasured\n\nThe build takes 4.5 s.\n")
     assert _sections_without_their_command(page) == ["Unmeasured"]
+
+
+def _layout_row(readme: str, path: str) -> str:
+    """The cell of the README's Layout table whose first column is ``path``."""
+    rows = [line for line in readme.splitlines() if line.startswith(f"| `{path}`")]
+    assert len(rows) == 1, f"README.md: {len(rows)} Layout rows for {path}"
+    return rows[0]
+
+
+def _unnamed(cell: str, names: list[str]) -> list[str]:
+    return [name for name in names if f"`{name}`" not in cell]
+
+
+def test_the_readme_layout_names_every_package_sql_file_and_script():
+    readme = doc_text("README")
+    package = REPO_ROOT / "cultivar_assets"
+    subpackages = sorted(p.name for p in package.iterdir() if (p / "__init__.py").is_file())
+    assert [p for p in subpackages if f"| `cultivar_assets/{p}/`" not in readme] == []
+    named_sql = sorted(p.stem for p in (REPO_ROOT / "sql").glob("*.sql")
+                       if p.name not in ("schema.sql", "views.sql"))
+    assert _unnamed(_layout_row(readme, "sql/"), named_sql) == []
+    scripts = sorted(p.name for p in (REPO_ROOT / "scripts").glob("*.py"))
+    assert _unnamed(_layout_row(readme, "scripts/"), scripts) == []
+
+
+_TRACKER_REFERENCE = re.compile(r"\bissue #?\d", re.IGNORECASE)
+_SOURCE_SUFFIXES = {".py", ".md", ".sql", ".css", ".js", ".html", ".j2", ".yaml", ".yml", ".toml",
+                    ".sh", ".txt"}
+
+
+def _tracker_references(root: Path) -> list[str]:
+    """``path:line`` of every "issue N" in the text files under ``root`` (a tracker the
+    repository does not hold), hidden folders left out."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if (path.suffix not in _SOURCE_SUFFIXES or not path.is_file()
+                or any(part.startswith(".") for part in relative.parts[:-1])):
+            continue
+        for number, line in enumerate(path.read_text("utf-8", errors="replace").splitlines(), 1):
+            if _TRACKER_REFERENCE.search(line):
+                found.append(f"{relative.as_posix()}:{number}")
+    return found
+
+
+def test_no_file_refers_to_an_issue_by_number():
+    found = []
+    for name in ("cultivar_assets", "tests", "docs", "sql", "site", "scripts", "benchmarks"):
+        found += [f"{name}/{where}" for where in _tracker_references(REPO_ROOT / name)]
+    for name in ("README.md", "ARCHITECTURE.md", "pyproject.toml", ".ci/run"):
+        text = (REPO_ROOT / name).read_text("utf-8")
+        found += [f"{name}:{n}" for n, line in enumerate(text.splitlines(), 1)
+                  if _TRACKER_REFERENCE.search(line)]
+    assert found == []
+
+
+def test_the_issue_check_finds_a_reference(tmp_path):
+    word = "issue"  # not written next to a number here, or this file would hold one
+    (tmp_path / "a.py").write_text(f'"""Refused ({word} 37)."""\n# see {word.title()} #8\nx = 1\n')
+    (tmp_path / "b.bin").write_text(f"{word} 9\n")
+    assert _tracker_references(tmp_path) == ["a.py:1", "a.py:2"]
+
+
+def _collected(test_file: str) -> int:
+    """How many tests pytest collects in ``test_file`` with every marker."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "",
+                           "-p", "no:cacheprovider", test_file], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    found = re.search(r"^(\d+) tests? collected", done.stdout, re.MULTILINE)
+    assert found, done.stdout[-2000:] + done.stderr[-2000:]
+    return int(found.group(1))
+
+
+def _claimed(title: str) -> int:
+    """The number docs/reliability.md states in its bullet ``**<title>: N**``."""
+    found = re.search(rf"\*\*{re.escape(title)}: (\d+)\*\*", doc_text("reliability"))
+    assert found, f"docs/reliability.md has no **{title}: N**"
+    return int(found.group(1))
+
+
+def test_the_counts_reliability_md_states_are_the_suites():
+    import hostile_strings
+
+    assert _claimed("Hostile strings") == len(hostile_strings.ALL)
+    groups = re.search(r"`tests/hostile_strings.py`, (\d+) groups", doc_text("reliability"))
+    assert groups and int(groups.group(1)) == len(hostile_strings.GROUPS)
+    assert _claimed("Inputs that would hang or exhaust memory") == _collected(
+        "tests/test_input_files.py")
+    assert _claimed("Disk-full cases") == _collected("tests/test_disk_full.py")

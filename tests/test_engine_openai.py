@@ -76,7 +76,7 @@ def test_chat_requests_return_the_server_text_in_order(server):
 
 
 def test_each_answer_is_reported_as_it_arrives(server):
-    """Issue 35: progress moves per answered request, not once when the batch returns."""
+    """Progress moves per answered request, not once when the batch returns."""
     engine = make_engine(server.url, max_concurrency=3)
     texts = [f"satz {i}" for i in range(7)]
     reported: list[int] = []

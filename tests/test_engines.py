@@ -255,7 +255,7 @@ def _copy_spec(tmp_path):
 
 
 def test_progress_moves_per_request_the_engine_reports_within_one_batch(tmp_path, monkeypatch):
-    """Issue 35: the bar and the progress callback advance as the engine reports requests
+    """The bar and the progress callback advance as the engine reports requests
     finished (one by one here), not once at the end of the batch."""
     from cultivar_assets.engines.copy_source import CopySourceEngine
 

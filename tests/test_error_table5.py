@@ -18,7 +18,7 @@ import pytest
 
 from cultivar_assets.data.locales import all_locales, get_locale
 from cultivar_assets.error_analysis.table import read_table5
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 
 OUTLIER = "Seed-X-PPO-7B"
 NOW = datetime(2026, 1, 1)
@@ -52,24 +52,24 @@ def paper_store(path, outlier: str | None) -> Store:
     store = Store(path)
     locales = sorted({r["locale"] for r in table})
     store.write([
-        Step("insert_locales", rows=[{"locale": loc.key, **{
+        WriteBlock("insert_locales", rows=[{"locale": loc.key, **{
             k: getattr(loc, k) for k in ("language", "script", "location", "location_short",
                                          "flores_plus_code", "flores200_code", "language_name",
                                          "official_or_de_facto")}} for loc in all_locales()]),
-        Step("insert_model_locale_deltas", rows=[{
+        WriteBlock("insert_model_locale_deltas", rows=[{
             "model_id": r["model_id"], "locale": r["locale"],
             "language": get_locale(r["locale"]).source_language} for r in table]),
-        Step("insert_metric_values", rows=[{  # the FLORES side is not part of Table 5
+        WriteBlock("insert_metric_values", rows=[{  # the FLORES side is not part of Table 5
             "level": "model_locale", "model_id": r["model_id"], "locale": r["locale"],
             "metric": "bleu", "quantity": "cultivar", "value": r["bleu"]} for r in table]),
-        Step("insert_error_files", rows=[{
+        WriteBlock("insert_error_files", rows=[{
             "locale": loc, "task_id": f"{loc}-errors-000000000000", "annotator": "paper",
             "tool_version": "-", "schema_version": 1, "saved_at": NOW, "file_name": "-",
             "file_sha256": None, "is_demo": False, "n_items": 1, "n_translation_changed": 0,
             "ingested_at": NOW} for loc in locales]),
-        Step("insert_error_annotations", rows=[r for cell in table
+        WriteBlock("insert_error_annotations", rows=[r for cell in table
                                                for r in annotation_rows(cell)]),
-        Step("insert_error_analysis_settings", rows=[{
+        WriteBlock("insert_error_analysis_settings", rows=[{
             "outlier_model": outlier, "seed": "-", "n_instances": None, "locales": locales,
             "models": None, "blind": False, "annotations_dir": None, "n_files": 3,
             "ingested_at": NOW}]),

@@ -1,4 +1,4 @@
-"""The wired statistics (issue 11): instance-paired ∆, the paper's averages with their n,
+"""The wired statistics: instance-paired ∆, the paper's averages with their n,
 bootstrap intervals, rank intervals and contamination flags, through the store and its views.
 
 Six systems made from the demo references (tests/statistics_helpers.py), one locale with two

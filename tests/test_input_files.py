@@ -1,4 +1,4 @@
-"""Inputs that would hang or exhaust memory are refused before they are walked or read (issue 37).
+"""Inputs that would hang or exhaust memory are refused before they are walked or read.
 
 - A YAML alias bomb (a few hundred bytes whose nested aliases stand for hundreds of millions of
   values) in a settings file (inside a section, as ``models:``, across top-level keys) or in
@@ -9,8 +9,8 @@
   manifest and outputs, annotation and error-annotation files, lm-eval samples, recorded
   answers).
 - Folders are read only for the files they are documented to hold: lm-eval's output folder for
-  its samples files (in it, or in a folder directly inside it); the error-annotation folder for
-  its ``*.errors.json`` (``tests/test_step_reuse.py``).
+  its samples files (in it, or in a folder directly inside it); the error-annotation folder's
+  digest for its ``*.errors.json``; a folder's digest reads no FIFO, device or link to one.
 
 Each reader runs in a child process with a time limit and a memory limit, so that a reader that
 hangs or grows fails the test instead of stopping the suite.
@@ -303,3 +303,33 @@ def test_lm_eval_samples_are_looked_for_only_where_lm_eval_writes_them(tmp_path)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text("")
     assert samples_files(tmp_path) == [tmp_path / "model" / name, tmp_path / name]
+
+
+def test_a_folders_digest_reads_no_fifo_or_device_and_the_error_folder_only_its_files(tmp_path):
+    """The source assets' digests (``versions/inputs.py``) of a folder holding a FIFO and a link
+    to /dev/zero finish, and change with its regular file; the error-annotation folder's digest
+    changes with its ``*.errors.json`` only."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a")
+    os.mkfifo(folder / "fifo")
+    (folder / "zero-link").symlink_to("/dev/zero")
+    errors = tmp_path / "errors"
+    errors.mkdir()
+    (errors / "t.errors.json").write_text("{}")
+    (errors / "notes.txt").write_text("n")
+    os.mkfifo(errors / "pipe")
+    code = f"""
+        from pathlib import Path
+        from cultivar_assets.error_analysis.file import find_error_files
+        from cultivar_assets.versions.inputs import content_digest, files_digest
+        errors = Path({str(errors)!r})
+        print(content_digest({str(folder)!r}), files_digest(errors, find_error_files(errors)))
+    """
+    digests = run_child(code, tmp_path).split()
+    (errors / "notes.txt").write_text("other notes")
+    assert run_child(code, tmp_path).split() == digests
+    (folder / "a.txt").write_text("b")
+    (errors / "t.errors.json").write_text("[]")
+    changed = run_child(code, tmp_path).split()
+    assert changed[0] != digests[0] and changed[1] != digests[1]

@@ -238,8 +238,8 @@ def test_imported_samples_are_the_logged_generations(tmp_path, test_sets):
 
 def test_a_results_file_that_cannot_be_read_is_an_error_not_passed_over(tmp_path, test_sets,
                                                                        capsys):
-    """Issue 37: a results file that is there but is not JSON stopped nothing: the submission
-    was written without the run's lm-eval version. It is refused, naming the file."""
+    """A results file that is there but is not JSON is refused, naming the file (a submission
+    written without the run's lm-eval version otherwise)."""
     folder = write_samples(tmp_path / "results", test_sets)
     results = next(folder.rglob("results_*.json"))
     results.write_text("{not json", "utf-8")

@@ -1,4 +1,4 @@
-"""Drafts that say what they are, and survive (issue 16 §6): the localiser is described by the
+"""Drafts that say what they are, and survive: the localiser is described by the
 engine and model that ran; drafts that are no localisation are flagged, counted and reported when
 kept; drafts are stored beside their tool page and never replaced, once a tool page or an
 annotation file was made from them, unless asked."""

@@ -1,4 +1,4 @@
-"""Runs that no process is left to finish (issue 18 §4): found and recorded as failed, never
+"""Runs that no process is left to finish: found and recorded as failed, never
 left "started"; runs whose processes are alive, and queued runs, are left as they are. Also the
 process checks under it: a PID used again, a zombie, a group of zombies."""
 

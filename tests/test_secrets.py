@@ -204,7 +204,7 @@ def test_the_search_finds_a_secret_in_every_container(tmp_path):
 
 # (name, how a server echoes the secret): each is redacted so that no form of the secret that
 # tests/secret_search.py looks for remains (raw, base64 forms, percent-encoding, 12-character
-# windows). Those marked * were missed before issue 17 (the others are kept as regressions).
+# windows).
 ECHOES = {
     "raw": lambda k: k,
     "Bearer header": lambda k: f"Authorization: Bearer {k}",
@@ -267,7 +267,7 @@ def _chat(text: str) -> GenerationRequest:
 
 def test_a_key_that_straddles_the_cut_of_a_status_message_is_redacted(monkeypatch):
     """openai_engine cuts a server's message to 200 characters: the key is redacted first, so a
-    key that straddles the cut leaves none of its characters (before issue 17: its first 20)."""
+    key that straddles the cut leaves none of its characters."""
     key = "sk-" + random_secrets.token_hex(20)
     fast_client(monkeypatch, KEY_ENV, key)
     prefix = "Incorrect API key provided: "

@@ -39,7 +39,7 @@ def hf_token() -> str:
 
 
 def lower_case_key() -> str:
-    """A key of 38 random lower-case characters of which two are digits (issue 37)."""
+    """A key of 38 random lower-case characters of which two are digits."""
     chars = [random_secrets.choice(string.ascii_lowercase) for _ in range(36)]
     for digit in (random_secrets.choice(string.digits) for _ in range(2)):
         chars.insert(random_secrets.randbelow(len(chars) + 1), digit)
@@ -104,7 +104,7 @@ def _cli_run(config: Path, capfd) -> tuple[int, str]:
 @pytest.mark.parametrize("where", ["api_key_env", "base_url"])
 def test_a_key_in_the_models_file_is_refused_before_anything_runs(where, homes, tmp_path,
                                                                   server, monkeypatch, capfd):
-    """Before issue 17 the run succeeded against the local server and the key was stored in
+    """Refused, not run against the local server: the key would be stored in
     raw.models.engine_options, the model page, models.parquet and the downloadable database."""
     key = openai_key()
     fast_client(monkeypatch, "OPENAI_API_KEY", "unused-" + random_secrets.token_hex(4))
@@ -121,7 +121,7 @@ def test_a_key_in_the_models_file_is_refused_before_anything_runs(where, homes, 
     assert_secret_nowhere(key, printed, *homes)
 
 
-# (engine options of the served entry, given the key): issue 37 found each stored in
+# (engine options of the served entry, given the key): each would be stored in
 # raw.models.engine_options, models.parquet, the downloadable database and the model page
 KEY_PLACES = {
     "extra_body api-key": lambda key: {"extra_body": {"api-key": key}},
@@ -189,8 +189,7 @@ def test_engine_options_are_stored_after_redaction(tmp_path):
 
 
 def test_a_token_in_token_env_is_refused_before_anything_runs(homes, tmp_path, capfd):
-    """Before issue 17 the push became a dry run without a word, and the token was in Dagster's
-    run config and event log."""
+    """Refused, not a silent dry run with the token in Dagster's run config and event log."""
     token = hf_token()
     config = _write(tmp_path / "cultivar.yaml", {
         "models": ["copy-source-baseline"], "metrics": {"bleu_tokenize": "13a"},
@@ -296,7 +295,7 @@ def test_openai_base_url_from_the_environment_keeps_its_credentials_in_memory(se
 
 
 def test_a_registered_secret_in_a_submission_manifest_is_refused_without_its_value(tmp_path):
-    """Issue 37: a manifest's fields are stored with the run's record (``produced`` becomes its
+    """A manifest's fields are stored with the run's record (``produced`` becomes its
     engine version): a registered secret under any of them is refused, named by field only."""
     from cultivar_assets.engines.submission import SubmissionError, read_submission
 

@@ -223,7 +223,7 @@ def test_a_mention_is_a_numeral_when_its_text_holds_one():
     assert outcome.candidate
     labels_only = SelectionConfig(n=None, rules=["numeral_share"], numeral_mentions="label")
     [by_label] = select([marked], labels_only).instances
-    assert by_label.rules[0].value == pytest.approx(2 / 3)  # the reading before issue 16
+    assert by_label.rules[0].value == pytest.approx(2 / 3)  # the labels-only reading
     assert by_label.excluded_by == ("numeral_share",)
 
 

@@ -95,7 +95,7 @@ def test_selection_over_flores_devtest_a_second_source(tmp_path):
 def test_the_instances_of_the_papers_figure_1_are_candidates(tmp_path):
     """The paper's Figure 1 shows FLORES dev 0, 2, 3 and 5 in Cultivar (as deu_Latn_Germany_<id>):
     the default selection keeps each of them as a candidate, with the counts of sentences with
-    ≥ 1 and ≥ 2 entities unchanged (issue 16 §2; the readings tried:
+    ≥ 1 and ≥ 2 entities unchanged (the readings tried:
     construction/selection/rules.py)."""
     source = SourceBenchmarkConfig(kind="flores", path=str(shared_flores_dir()))
     build = build_selection(source, SelectionConfig(review_dir=str(tmp_path / "review")),

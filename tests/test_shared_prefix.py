@@ -187,7 +187,7 @@ def test_unknown_decoding_and_fingerprints(tmp_path, tiny_model_dir):
 
 
 def test_rows_are_reported_as_they_finish(tmp_path, tiny_model_dir):
-    """Issue 35: progress within one batch moves per finished row, not once per batch."""
+    """Progress within one batch moves per finished row, not once per batch."""
     style = get_prompt_style("base-fewshot")
     requests = [style.request(source, lang, 3 + 3 * i) for i, (lang, source) in
                 enumerate(SOURCES)]  # rows finish one after another
@@ -199,7 +199,7 @@ def test_rows_are_reported_as_they_finish(tmp_path, tiny_model_dir):
 
 
 def test_generate_reports_rows_as_they_end_within_a_batch(tmp_path, tiny_model_dir):
-    """Issue 35: with ``decoding: generate`` too, progress moves as rows end (at a stop string
+    """With ``decoding: generate`` too, progress moves as rows end (at a stop string
     here), not once per batch; the outputs are generate's own."""
     from dataclasses import replace
 

@@ -272,7 +272,7 @@ def test_real_data_sites_do_not_show_flores_text(site_dir, tmp_path):
     assert "cultivar.duckdb" not in (out / "index.html").read_text()
 
 
-# ---- the leaderboard at many models (issue 20 §1) -------------------------------------------
+# ---- the leaderboard at many models ----------------------------------------------------------
 
 # two long names alike but for their end (a truncated name would make them the same)
 TWINS = ["google/gemma-3-270m-fewshot-instruct-q4", "google/gemma-3-270m-fewshot-instruct-q8"]
@@ -455,7 +455,7 @@ def test_narrow_screen_scrolls_the_table_not_the_page(browser, wide_site):
         assert page.locator("#leaderboard details.separable .popover").first.is_visible()
 
 
-# ---- the leaderboard for readers at 390, 1440 and 1920 px (issue 35 §2) ----------------------
+# ---- the leaderboard for readers at 390, 1440 and 1920 px -------------------------------------
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
 WIDTHS = {390: PHONE, 1440: {"viewport": {"width": 1440, "height": 900}},
@@ -562,7 +562,7 @@ def test_long_board_more_button_downloads_and_lists_do_not_overlap(browser, long
         assert box["areaTop"] - 1 <= box["top"] and box["bottom"] <= box["areaBottom"] + 1, box
 
 
-# ---- segments and compare follow the hash (issue 20 §2) --------------------------------------
+# ---- segments and compare follow the hash ----------------------------------------------------
 
 def first_instance(page) -> str:
     return page.locator("article.instance h2").first.inner_text()

@@ -14,15 +14,15 @@ from site_helpers import HOSTILE_MODEL, NEEDS_CHROMIUM, hostile_store, serve, wa
 
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.site_data import board_rows
-from cultivar_assets.store.database import Step
+from cultivar_assets.store.database import WriteBlock
 
 ERROR = 'RuntimeError: CUDA out of memory <script>alert("e")</script>'
 NOW = datetime(2999, 1, 1, 12, 30, 5)  # newer than any finished run
 LONG_AGO = datetime(2000, 1, 1)  # older than every stored run: not the latest
 
 
-def _failure(run_id: str, model_id: str, step: str | None, failed_at: datetime) -> Step:
-    return Step("record_run_failure", {"run_id": run_id, "job": "evaluate_model",
+def _failure(run_id: str, model_id: str, step: str | None, failed_at: datetime) -> WriteBlock:
+    return WriteBlock("record_run_failure", {"run_id": run_id, "job": "evaluate_model",
                                        "model_id": model_id, "step": step, "error": ERROR,
                                        "failed_at": failed_at})
 

@@ -135,7 +135,7 @@ def test_every_page_family_ships_and_links_the_one_font_sheet(tmp_path):
         assert template.index("static/fonts.css") < template.index("static/style.css"), name
 
 
-# ---- the site tells a reader too (issue 35 §2) -----------------------------------------------
+# ---- the site tells a reader too -------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):

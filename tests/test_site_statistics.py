@@ -1,4 +1,4 @@
-"""The site shows the statistics of issue 11: intervals, rank intervals, flags (evaluated and
+"""The site shows the statistics: intervals, rank intervals, flags (evaluated and
 reported, with the rules that could not be applied), averages with n, and Table 5."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stopping is clean, whoever started it (issue 18 §4): `cultivar ui` with a run in progress,
+"""Stopping is clean, whoever started it: `cultivar ui` with a run in progress,
 `cultivar serve` and an interrupted `cultivar run`, each stopped with SIGTERM or SIGINT, started
 as from a terminal (signals at their defaults) or from a script (``nohup cmd &``: SIGINT and
 SIGHUP ignored). Every process is gone within seconds and no run is left "started" in the run

@@ -1,4 +1,4 @@
-"""Issue 33 part 2: four model partitions started at the same moment as separate processes, each
+"""Four model partitions started at the same moment as separate processes, each
 with its own CULTIVAR_HOME and Dagster home, standing for four machines that share only the
 storage root; then the loading asset ``model_results`` on the machine that holds the database.
 The database equals a serial run's (volatile columns aside, tests/database_state.py), and no

@@ -13,7 +13,7 @@ from doc_helpers import doc_text
 from cultivar_assets.data.sources import DataConfig, load_benchmark
 from cultivar_assets.data.testsets import BenchmarkData, Instance, MissingItem
 from cultivar_assets.sqlfiles import SQLFileError, named_statements
-from cultivar_assets.store.database import Step, Store, StoreError
+from cultivar_assets.store.database import Store, StoreError, WriteBlock
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_dataset
 
 
@@ -151,10 +151,10 @@ def test_dataset_fingerprint_of_an_empty_store(store):
 @pytest.mark.parametrize(
     "failing_step",
     [
-        pytest.param(Step("insert_locales", rows=[{"locale": "xx_Latn_Nowhere"}]),
+        pytest.param(WriteBlock("insert_locales", rows=[{"locale": "xx_Latn_Nowhere"}]),
                      id="missing-not-null-column"),
-        pytest.param(Step("no_such_statement"), id="unknown-step-name"),
-        pytest.param(Step("insert_segments", rows=[
+        pytest.param(WriteBlock("no_such_statement"), id="unknown-step-name"),
+        pytest.param(WriteBlock("insert_segments", rows=[
             {"test_set": "t", "kind": "flores", "language": "deu_Latn", "locale": None,
              "segment_id": 1, "source": "s", "reference": "r"}] * 2), id="duplicate-key"),
     ],
@@ -164,13 +164,13 @@ def test_a_failing_last_step_leaves_every_table_unchanged(store, demo, failing_s
     before = raw_tables(store.path)
     assert before["segments"] and before["locales"]
     steps = [
-        Step("replace_dataset"),  # deletes the dataset ...
-        Step("insert_locales", rows=[{"locale": "xx_Latn_Nowhere", "language": "xx",
+        WriteBlock("replace_dataset"),  # deletes the dataset ...
+        WriteBlock("insert_locales", rows=[{"locale": "xx_Latn_Nowhere", "language": "xx",
                                       "script": "Latn", "location": "Nowhere",
                                       "location_short": "NW", "flores_plus_code": "xx_Latn",
                                       "flores200_code": None, "language_name": "X",
                                       "official_or_de_facto": True}]),  # ... inserts a row ...
-        Step("delete_model_translations", {"model_id": "m"}),
+        WriteBlock("delete_model_translations", {"model_id": "m"}),
         failing_step,  # ... and fails
     ]
     with pytest.raises((duckdb.Error, SQLFileError)):
@@ -181,12 +181,12 @@ def test_a_failing_last_step_leaves_every_table_unchanged(store, demo, failing_s
 
 def test_a_failing_step_reports_its_own_error(store):
     with pytest.raises(duckdb.Error, match="NOT NULL"):
-        store.write([Step("insert_locales", rows=[{"locale": "xx_Latn_Nowhere"}])])
+        store.write([WriteBlock("insert_locales", rows=[{"locale": "xx_Latn_Nowhere"}])])
 
 
 def test_unknown_step_name_is_an_error_naming_it(store):
     with pytest.raises(SQLFileError, match="no SQL statement named 'no_such_statement'"):
-        store.write([Step("no_such_statement")])
+        store.write([WriteBlock("no_such_statement")])
 
 
 def test_every_named_statement_is_unique_and_present():

@@ -9,7 +9,7 @@ from cultivar_assets.assets.safety import redacting
 from cultivar_assets.evaluation import aggregate
 from cultivar_assets.evaluation.contamination import write_reported_flags
 from cultivar_assets.metrics.flags import RuleResult
-from cultivar_assets.metrics.registry import column_key, table_label
+from cultivar_assets.metrics.registry import BLEU, column_key, paper_metric_labels, table_label
 from cultivar_assets.models import load_models
 from cultivar_assets.paths import replicates_cache_dir
 from cultivar_assets.resources import EngineResource, MetricsResource, StoreResource
@@ -70,7 +70,7 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
         "models": len(result.models),
         "locales": len(result.locales),
         "leaderboard": dg.MetadataValue.md(
-            leaderboard_markdown(result.leaderboard)
+            leaderboard_markdown(result.leaderboard, paper_metric_labels(), column_key(BLEU))
             + f"\n\nIntervals: {settings['confidence']:.0%} paired bootstrap over instances, "
               f"{settings['n_replicates']} replicates, seed {settings['seed']}; * the interval "
               f"excludes 0. {settings['rank_rule']}"),

@@ -3,22 +3,12 @@
 for now (:mod:`cultivar_assets.versions.inputs`); an asset that depends on it is stale in
 Dagster's eyes once that version differs from the one its last materialisation read.
 
-- ``settings/<section>``: one per settings section an asset reads (``settings/metrics``,
-  ``settings/construction_localisation``, …: :data:`~cultivar_assets.versions.inputs.
-  SETTINGS_SECTIONS`);
-- ``model_entries`` and ``model_files`` (partitioned by model, the registered partitions): a
-  model's registry entry; its recorded answers, local weights folder (listed) or submitted
-  outputs;
-- ``annotation_files`` (partitioned by locale): a locale's own returned annotation files;
-- ``localiser_files``: the localisation prompts file and the localiser's recorded answers or
-  weights folder; ``source_benchmark_files``; ``selection_files`` (corrections and selection
-  file); ``data_files`` (a local FLORES release, local Cultivar data; a Hub dataset read at no
-  pinned revision by the time of the observation: ``test_sets`` is stale after every
-  observation, what is below it only when the test sets changed); ``spm_model`` (the
-  flores200 SentencePiece model, when the BLEU tokenizer needs it); ``error_annotation_files``;
-  ``model_registry`` (the whole registry file, which ``reported_results`` reads);
-  ``query_page_engine`` (whether the site gets its Query page).
-
+The sources: ``settings/<section>``, one per settings section an asset reads
+(:data:`~cultivar_assets.versions.inputs.SETTINGS_SECTIONS`); ``model_entries`` and
+``model_files`` (partitioned by model); ``annotation_files`` (partitioned by locale);
+``localiser_files``, ``source_benchmark_files``, ``selection_files``, ``data_files``,
+``spm_model``, ``error_annotation_files``, ``model_registry`` and ``query_page_engine``. What
+each stands for and which assets read it: docs/pipeline.md ("Code and data versions").
 :data:`SOURCE_DEPS` says which asset reads which; :func:`cultivar_assets.assets.versioned.
 versioned` adds them to the assets' deps. Every source reads the settings from the resources
 (:func:`~cultivar_assets.resources.settings_from_resources`).

@@ -15,15 +15,16 @@ def _with_other_metrics(rows: list[dict], values: list[dict]
     """The leaderboard ``rows`` with the columns of the metrics beyond BLEU and chrF (``values``:
     rows of ``leaderboard_metrics`` at level ``model``: model_id, metric, label, quantity,
     value, signature): the rows with ``<quantity>_<key>`` values, the (key, header) columns to
-    add after ``tables.LEADERBOARD_COLUMNS`` (∆, FLORES, Cultivar of each metric, in the stored
-    order) and one "<label>: <signature>" line per metric."""
+    add after the paper's (:func:`cultivar_assets.tables.leaderboard_columns`; ∆, FLORES,
+    Cultivar of each metric, in the stored order) and one "<label>: <signature>" line per
+    metric."""
     from cultivar_assets.metrics.registry import column_key
+    from cultivar_assets.tables import QUANTITY_HEADERS as headers
 
     by_model: dict[str, dict] = {}
     columns: dict[str, str] = {}
     signatures: dict[str, str] = {}
-    headers = {"delta": "∆{}", "flores": "FLORES {}", "cultivar": "Cultivar {}"}
-    for quantity in headers:  # ∆ columns first, as for BLEU and chrF
+    for quantity in headers:  # ∆ columns first, as for the paper's metrics
         for v in values:
             if v["quantity"] != quantity:
                 continue
@@ -40,10 +41,12 @@ def _print_leaderboard(rows: list[dict], other_metrics: list[dict] = ()) -> None
     metric (``other_metrics``: the ``leaderboard_other_metrics`` rows), with the signatures."""
     from rich.table import Table
 
-    from cultivar_assets.tables import LEADERBOARD_COLUMNS, format_value
+    from cultivar_assets.metrics.registry import paper_metric_labels
+    from cultivar_assets.tables import format_value, leaderboard_columns, signature_text
 
+    paper = paper_metric_labels()
     rows, extra, extra_signatures = _with_other_metrics(rows, list(other_metrics))
-    columns = [*LEADERBOARD_COLUMNS, *extra]
+    columns = [*leaderboard_columns(paper), *extra]
     table = Table(title="Cultivar leaderboard (sorted by ∆BLEU, as in the paper's Table 3)")
     for key, header in columns:
         table.add_column(header, justify="left" if key in ("model_id", "type") else "right")
@@ -51,10 +54,9 @@ def _print_leaderboard(rows: list[dict], other_metrics: list[dict] = ()) -> None
         table.add_row(*(format_value(row.get(key), key) for key, _ in columns))
     console = _console()
     console.print(table)
-    for bleu, chrf, spm in sorted({(r["bleu_signature"], r["chrf_signature"],
-                                    r["bleu_tokenizer_sha256"]) for r in rows}, key=repr):
-        model = f" (SentencePiece model sha256 {spm})" if spm else ""
-        console.print(f"BLEU signature: {bleu}{model}\nchrF signature: {chrf}")
+    for lines in sorted({tuple(signature_text(r, key, f"{label} signature")
+                               for key, label in paper) for r in rows}):
+        console.print("\n".join(lines))
     for line in extra_signatures:
         console.print(f"{line.split(': ', 1)[0]} signature: {line.split(': ', 1)[1]}")
 

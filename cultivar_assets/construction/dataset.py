@@ -31,7 +31,7 @@ from cultivar_assets.construction.selection.store import read_selection_run
 from cultivar_assets.data.sources import BUILT_KIND
 from cultivar_assets.engines.replay import recording_path
 from cultivar_assets.files import file_sha256, replace_folder
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 
 PROVENANCE_COLUMNS = ("action", "flagged", "draft_hash", "prompt_hash", "task_id", "annotator")
 
@@ -241,10 +241,10 @@ def build_dataset(store: Store, folder: Path, locales: Sequence[str]) -> BuiltDa
         "columns": ["id", "locale", "source_original", "english_original", "source_localised",
                     "english_localised", *PROVENANCE_COLUMNS]})
     store.write([
-        Step("replace_dataset_build"),
-        Step("insert_dataset_build", rows=[build]),
-        Step("insert_built_instances", rows=instances),
-        Step("insert_built_table1", {"locales": list(rows)}),
+        WriteBlock("replace_dataset_build"),
+        WriteBlock("insert_dataset_build", rows=[build]),
+        WriteBlock("insert_built_instances", rows=instances),
+        WriteBlock("insert_built_table1", {"locales": list(rows)}),
     ])
     table1 = [r for r in store.query("annotation_summary") if r["locale"] in rows]
     return BuiltDataset(folder, fingerprint, is_demo, selection["source_description"],

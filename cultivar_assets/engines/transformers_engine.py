@@ -8,8 +8,8 @@ new tokens; cleaning happens later and keeps the raw text.
 
 Option ``decoding``: ``generate`` (the default: ``model.generate``, greedy) or ``shared-prefix``
 (``shared_prefix.py``: the batch's common prompt prefix is computed once and finished rows leave
-the batch; the same greedy rule, several times faster for few-shot prompts on a CPU). The option
-is part of the model's fingerprint, so the two never share cached translations.
+the batch; the same greedy rule; its CPU time beside ``generate``'s: docs/performance.md). The
+option is part of the model's fingerprint, so the two never share cached translations.
 """
 
 from __future__ import annotations

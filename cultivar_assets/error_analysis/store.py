@@ -34,7 +34,7 @@ from cultivar_assets.error_analysis.file import (
 )
 from cultivar_assets.error_analysis.sample import ErrorSample
 from cultivar_assets.site.tool_files import Problem
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 
 
 class ErrorIngestError(ValueError):
@@ -106,10 +106,10 @@ def write_error_analysis(store: Store, files: Sequence[ErrorFile],
                  "blind": config.blind, "annotations_dir": config.annotations_dir,
                  "n_files": len(files), "ingested_at": now}]
     store.write([
-        Step("replace_error_analysis"),
-        Step("insert_error_files", rows=headers),
-        Step("insert_error_annotations", rows=[r for f in files for r in annotation_rows(f)]),
-        Step("insert_error_analysis_settings", rows=settings),
+        WriteBlock("replace_error_analysis"),
+        WriteBlock("insert_error_files", rows=headers),
+        WriteBlock("insert_error_annotations", rows=[r for f in files for r in annotation_rows(f)]),
+        WriteBlock("insert_error_analysis_settings", rows=settings),
     ])
 
 

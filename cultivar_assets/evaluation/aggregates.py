@@ -49,7 +49,7 @@ from cultivar_assets.metrics.segment_stats import (
     stats_from_sorted_table,
 )
 from cultivar_assets.metrics.word_recall import rates_from_sums
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 from cultivar_assets.store.records import dataset_fingerprint
 
 RESAMPLING = ("paired bootstrap over instance ids: one resample of the pooled ids per replicate, "
@@ -277,18 +277,18 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
         "computed_at": datetime.now(UTC).replace(tzinfo=None),
     }
     store.write([
-        Step("delete_aggregates"),
-        Step("insert_model_locale_deltas", rows=tables.pairs),
-        Step("insert_locale_word_recall", rows=recall_table),
-        Step("insert_model_summary", rows=tables.models),
-        Step("insert_locale_summary", rows=tables.locales),
-        Step("insert_metric_values", rows=tables.values),
-        Step("insert_statistics_metrics", rows=metric_rows),
-        Step("insert_rank_agreement", rows=tables.agreement),
-        Step("insert_table_averages", rows=tables.averages),
-        Step("insert_leaderboard_ranks", rows=tables.ranks),
-        Step("insert_contamination_flags", rows=tables.flags),
-        Step("insert_statistics_settings", rows=[settings]),
+        WriteBlock("delete_aggregates"),
+        WriteBlock("insert_model_locale_deltas", rows=tables.pairs),
+        WriteBlock("insert_locale_word_recall", rows=recall_table),
+        WriteBlock("insert_model_summary", rows=tables.models),
+        WriteBlock("insert_locale_summary", rows=tables.locales),
+        WriteBlock("insert_metric_values", rows=tables.values),
+        WriteBlock("insert_statistics_metrics", rows=metric_rows),
+        WriteBlock("insert_rank_agreement", rows=tables.agreement),
+        WriteBlock("insert_table_averages", rows=tables.averages),
+        WriteBlock("insert_leaderboard_ranks", rows=tables.ranks),
+        WriteBlock("insert_contamination_flags", rows=tables.flags),
+        WriteBlock("insert_statistics_settings", rows=[settings]),
     ])
     return Aggregates(model_ids, locales, signatures, store.query("leaderboard"),
                       result.locale_rows(), tables.agreement, tables, settings)

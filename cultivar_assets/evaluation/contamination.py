@@ -23,7 +23,7 @@ from cultivar_assets.metrics.flags import (
 )
 from cultivar_assets.metrics.registry import table_label
 from cultivar_assets.specs import ModelSpec
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 
 
 def reported_flags(specs: Sequence[ModelSpec], config: FlagConfig | None = None
@@ -39,5 +39,6 @@ def write_reported_flags(store: Store, specs: Sequence[ModelSpec],
     """Replace the stored outcomes of the rules on the reported figures; returns them."""
     results = reported_flags(specs, config)
     rows = [{"source": "reported", **row} for row in flag_rows(results)]
-    store.write([Step("delete_reported_flags"), Step("insert_contamination_flags", rows=rows)])
+    store.write([WriteBlock("delete_reported_flags"),
+                 WriteBlock("insert_contamination_flags", rows=rows)])
     return results

@@ -20,9 +20,7 @@ locales:
   per-locale Table 2 values it is 0.964/0.874 (BLEU) and 0.973/0.895 (chrF): a different quantity.
 
 The store's ``rank_agreement`` view holds the per-locale rows and both averages
-(:mod:`cultivar_assets.evaluation.statistics`, on instance-paired scores). An earlier average,
-``locale_averaged_scores`` (per-model means over the locales shared by all models, each
-language's FLORES score counted once per locale), was neither of these and is gone.
+(:mod:`cultivar_assets.evaluation.statistics`, on instance-paired scores).
 """
 
 from __future__ import annotations

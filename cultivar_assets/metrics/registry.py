@@ -360,6 +360,12 @@ def score_functions(metrics: Iterable[str]) -> dict[str, Callable[[np.ndarray], 
 TABLE_LABELS = {BLEU: "BLEU"}
 
 
+def paper_metric_labels() -> list[tuple[str, str]]:
+    """(column key, table label) of each of :data:`PAPER_METRICS`, in order: the metrics of the
+    wide views' columns (:func:`cultivar_assets.tables.leaderboard_columns`)."""
+    return [(column_key(name), table_label(name)) for name in PAPER_METRICS]
+
+
 def table_label(name: str) -> str:
     """A metric's name in table headers: :data:`TABLE_LABELS`, else its entry's label, else the
     name itself (not registered)."""

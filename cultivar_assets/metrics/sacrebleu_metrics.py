@@ -12,15 +12,11 @@ The metric objects are built by the entries of :mod:`cultivar_assets.metrics.reg
 also holds chrF++ and TER) from the settings
 (:class:`cultivar_assets.metrics.metric_config.MetricConfig`).
 
-The flores200 SentencePiece model is never downloaded here: it is looked for where sacreBLEU
-caches it (``$SACREBLEU/models/flores200sacrebleuspm``, ``$SACREBLEU`` defaulting to
-``~/.sacrebleu``) or at ``spm_model_path``. When it is absent, building the metric stops with a
-message saying where to put it, unless the configuration selects another BLEU tokenizer
-explicitly; the signature then names that tokenizer. Signatures are stored exactly as sacreBLEU
-formats them; for SentencePiece tokenizers the sha256 of the model file actually used is stored
-beside the signature (``tokenizer_sha256``, a column of its own in ``scores`` and the
-leaderboard), and scores whose signature *or* tokenizer hash differ are never aggregated
-together, so scores from a stand-in model never pass for spBLEU (sacreBLEU itself checks no hash).
+The flores200 SentencePiece model is never downloaded: it is looked for where sacreBLEU caches
+it or at ``spm_model_path`` (:func:`spm_model_location`); without it, building the metric stops
+unless the configuration selects another BLEU tokenizer explicitly. Beside a SentencePiece
+signature the sha256 of the model file used is stored (``tokenizer_sha256``), and scores whose
+signature or tokenizer hash differ are never aggregated together (docs/metrics.md).
 """
 
 from __future__ import annotations

@@ -1,37 +1,17 @@
-"""Running the whole pipeline in one process: the asset graph materialised in a local Dagster
-instance (``cultivar demo`` and ``cultivar run``), exactly what Dagster reports as stale or
+"""Running the whole pipeline in one process (``cultivar demo``, ``cultivar run``): the asset
+graph materialised in a local Dagster instance, exactly what Dagster reports as stale or
 missing -- the set that the UI's "Materialize changed and missing" selects.
 
-The run registers the selected models as the ``models`` partitions, observes the definitions'
-observable source assets (job ``observe_sources``), then goes through the stages of the
-settings' pipeline in order (:mod:`cultivar_assets.runner.stages`: the selection; when the data
-is the project's own build, each configured locale's drafts, tool page and ingest -- the
-localiser's model loaded once for all of them, every locale tried, the problems listed at once
--- and the dataset; the test sets; each model's translations and scores, one run per model with
-its run tags; assets added with ``PIPELINE.with_assets``; the results). For each stage (and
-partition) it asks Dagster which of its assets are stale or missing
-(:func:`cultivar_assets.assets.staleness.stale_assets`), says why, and materialises them with
-the stage's named job (``execute_in_process`` with the asset selection, the partition and the
-run tags); then it asks again, since a rerun whose data version changed makes its downstream
-stale while one with an unchanged data version leaves it fresh, until nothing of the stage is
-left to run. Each asset that Dagster reports fresh is skipped, and the run says so
-("translations [copy-source-baseline]: fresh, skipped"). Every run it starts carries the tag
-``cultivar/entry: cli``.
-
-The Dagster instance lives in ``$CULTIVAR_HOME/dagster`` (unless ``DAGSTER_HOME`` is set), so
-``cultivar ui`` shows these runs afterwards; it is set up, or a set-up that a killed process left
-half done is completed, under a file lock before the run uses it
-(:mod:`cultivar_assets.runner.instance`). A run of the same settings as a run in progress on
-the same database waits for it ("waiting for the run started at … (pid N) …"), then runs
-(materialising what that run left stale). A run prints only what it computed or verified: it
-notes the database's write generation before its first stage and reads the leaderboard with
-the writers since (``raw.write_log``); a write by another process in between stops it with
-:class:`ConcurrentWriteError` instead of printing results that are not only its own.
-
-SIGINT and SIGTERM stop the pipeline (:func:`cultivar_assets.processes.interruptions`): a signal
-received while a Dagster run executes is taken by Dagster, which fails that run in the run
-storage ("Execution was interrupted"); the runner then stops with :class:`StageInterrupted`
-instead of going on, and says which run and with what status it was left.
+:func:`run_pipeline` registers the selected models as ``models`` partitions, observes the
+observable source assets (job ``observe_sources``), then, stage by stage
+(:mod:`cultivar_assets.runner.stages`) and partition by partition, materialises the assets that
+:func:`cultivar_assets.assets.staleness.stale_assets` reports with the stage's named job, asking
+again until none is left; every run it starts carries ``cultivar/entry: cli``. A write by
+another process during the run (``raw.write_log``) stops it with :class:`ConcurrentWriteError`
+before it prints results; a signal that interrupts a Dagster run stops it with
+:class:`StageInterrupted`. The instance and the turns of runs of the same settings:
+:mod:`cultivar_assets.runner.instance`. What a run prints and why: docs/pipeline.md; the write
+log and the turns: docs/writers-and-disk-full.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """vl-convert's SVG renderings, cached on disk (the Vega bundle: ``site.build.vega_bundle``).
 
-An SVG is a function of its spec and of what draws it, and slow enough to dominate a rebuild
-of an unchanged site (~0.3–0.5 s each on a 2-core machine). They are kept under
+An SVG is a function of its spec and of what draws it; drawing one is the slowest part of a
+rebuild of an unchanged site. They are kept under
 ``$CULTIVAR_HOME/cache/vl-convert/<version>/svg/<key>.svg``. The key is the sha256 of the
 spec's canonical JSON (sorted keys, no whitespace) together with :func:`producer`: vl-convert's
 version, the sha256 of this module's source (the code that makes the SVG) and the font files

@@ -1,32 +1,19 @@
 """The DuckDB database file: schema, public views and named statements from ``sql/*.sql``.
 
 DuckDB allows one writing process per file, and a reader cannot open a file that another
-process is writing. So every step opens the file (retrying, with backoff, up to ``lock_timeout``
-seconds for as long as DuckDB answers with its lock error -- also when the holder was a short
-read-only connection that is gone again by the time one could ask who held it), does its work in
-one transaction and closes it: ``Store.write`` either applies all of its steps or none (a failed
-write leaves the database as it was, and the error raised is the write's own -- on a full disk,
-:class:`cultivar_assets.files.DiskFullError` naming the file). Files are written in a storage
-format that DuckDB 1.5 can also read (``storage_compatibility_version``), so the standalone
-``duckdb`` CLI 1.5.x opens them.
+process is writing. So :meth:`Store.write` opens the file (retrying with backoff for up to
+``lock_timeout`` seconds while DuckDB answers with its lock error), applies its blocks (each a
+:class:`WriteBlock`: a named block of ``writes.sql``) in one transaction, all or none, appends its
+write generation and :func:`writer_id` to ``raw.write_log`` in the same transaction, and closes
+the file. Files are written in the storage format :data:`STORAGE_VERSION`, which the standalone
+``duckdb`` CLI 1.5.x reads.
 
-Every file has a *schema version* (:mod:`cultivar_assets.store.migrations`). A write connection
-sets the file up only when it was not already set up with this release's scripts:
-``raw.schema_state`` keeps the sha256 of ``schema.sql`` and ``views.sql``, so an unchanged file
-costs one small query per connection instead of re-creating every view (a pipeline run opens
-the file dozens of times). Setting up, in one transaction: a new file gets ``schema.sql``; a file
-of an older version gets the migrations since its version, and its tables must then equal a new
-file's; then ``views.sql`` and the digest. A migration that fails, or a layout that still
-differs, leaves the file as it was and raises :class:`StoreError` saying how to rebuild it; a
-file of a *newer* version than this release's is refused, never downgraded. A read-only
-connection reads the version too (one small query): a newer one is refused, an older one is
-migrated first (through a write connection), so every read sees this release's layout.
-
-Every write also appends its *write generation* to ``raw.write_log`` in its own transaction: a
-counter and the writer that made it (:func:`writer_id`: host, process id and a token of the
-process). A pipeline run reads the generation before its first write and, with its results, the
-writers since: a write by another process in between means the results it would print are not
-only its own (:mod:`cultivar_assets.runner.pipeline`).
+Every file has a schema version (:mod:`cultivar_assets.store.migrations`). A write connection
+sets the file up in one transaction unless ``raw.schema_state`` already holds the sha256 of
+``schema.sql`` and the rendered ``views.sql`` (:func:`views_script`): ``schema.sql`` for a new
+file, the migrations since its version for an older one. A file of a newer version is refused;
+a read-only connection has an older file migrated first. Several writers and a full disk:
+docs/writers-and-disk-full.md; versions and migrations: docs/database-migrations.md.
 """
 
 from __future__ import annotations
@@ -200,7 +187,7 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 @dataclass
-class Step:
+class WriteBlock:
     """One named block of ``writes.sql`` with its parameters and optional staging rows."""
 
     name: str
@@ -336,8 +323,8 @@ class Store:
         finally:
             con.close()
 
-    def write(self, steps: Sequence[Step]) -> int:
-        """Run ``steps`` in one transaction: all of them take effect, or none; returns the
+    def write(self, blocks: Sequence[WriteBlock]) -> int:
+        """Run ``blocks`` in one transaction: all of them take effect, or none; returns the
         file's new write generation, logged with :func:`writer_id` (module docstring). When the
         write fails, the error raised is its first one (DuckDB's rollback after a failed commit
         only adds "no transaction is active"); a full disk raises
@@ -349,17 +336,17 @@ class Store:
                 generation = state[0][0] if state else 0
                 _execute(con, "log_write", {"generation": generation + 1, "writer": writer_id(),
                                             "kept": WRITE_LOG_KEPT})
-                for step in steps:
-                    if step.rows is not None:
-                        table = step.rows if isinstance(step.rows, pa.Table) else (
-                            pa.Table.from_pylist(list(step.rows)))
+                for block in blocks:
+                    if block.rows is not None:
+                        table = block.rows if isinstance(block.rows, pa.Table) else (
+                            pa.Table.from_pylist(list(block.rows)))
                         if table.num_rows == 0:
                             continue  # an insert of nothing
                         con.register("staging", table)
-                        _execute(con, step.name, step.params)  # on error: rollback, then close
+                        _execute(con, block.name, block.params)  # on error: rollback, then close
                         con.unregister("staging")
                     else:
-                        _execute(con, step.name, step.params)
+                        _execute(con, block.name, block.params)
                 con.commit()
             except BaseException as error:
                 _roll_back(con, error)

@@ -1,14 +1,11 @@
 """The models' outputs as files under the storage root (``storage.root``: a local folder or any
 ``fsspec`` location, :class:`upath.UPath`), so that a model's partition needs no database file:
 
-- ``<root>/test_sets.json``: the loaded test sets and instances with the dataset fingerprint
-  (written by the asset ``test_sets``, read by every model's partitions);
-- ``<root>/models/<model_id>/translations.json``: the model's registry entry row, its run record
-  and its translations (raw and cleaned outputs), as ``raw.models``, ``raw.model_runs`` and
-  ``raw.translations`` hold them;
-- ``<root>/models/<model_id>/scores.json``: its score rows (with signatures), per-segment
-  statistics, per-segment scores and word-recall counts, as ``raw.scores``,
-  ``raw.segment_stats``, ``raw.segment_scores`` and ``raw.word_recall`` hold them.
+- ``<root>/test_sets.json``: the loaded test sets and instances with the dataset fingerprint;
+- ``<root>/models/<model_id>/translations.json``: the rows of ``raw.models``, ``raw.model_runs``
+  and ``raw.translations`` of the model (entry, run record, raw and cleaned outputs);
+- ``<root>/models/<model_id>/scores.json``: its rows of ``raw.scores`` (with signatures),
+  ``raw.segment_stats``, ``raw.segment_scores`` and ``raw.word_recall``.
 
 Each file is one JSON document ``{"format", "kind", "digest", "content", "run"}``: ``content``
 holds the rows, ``run`` the values that depend on when or how fast the run went (the run

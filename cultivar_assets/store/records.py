@@ -12,7 +12,7 @@ from cultivar_assets.data.locales import all_locales
 from cultivar_assets.data.testsets import BenchmarkData, Segment, TestSet
 from cultivar_assets.secrets import redact
 from cultivar_assets.specs import REPORTED_SOURCE, ModelSpec
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 from cultivar_assets.store.model_files import (
     Document,
     ModelFilesError,
@@ -60,12 +60,12 @@ def write_dataset(store: Store, data: BenchmarkData) -> str:
                 "notes": list(data.notes), "loaded_at": datetime.now(UTC).replace(tzinfo=None),
                 "kind": data.kind, "build_provenance": provenance}]
     store.write([
-        Step("replace_dataset"),
-        Step("insert_locales", rows=locales),
-        Step("insert_dataset", rows=dataset),
-        Step("insert_instances", rows=instances),
-        Step("insert_segments", rows=segments),
-        Step("insert_missing", rows=[asdict(m) for m in data.missing]),
+        WriteBlock("replace_dataset"),
+        WriteBlock("insert_locales", rows=locales),
+        WriteBlock("insert_dataset", rows=dataset),
+        WriteBlock("insert_instances", rows=instances),
+        WriteBlock("insert_segments", rows=segments),
+        WriteBlock("insert_missing", rows=[asdict(m) for m in data.missing]),
     ])
     return fingerprint
 
@@ -127,36 +127,36 @@ def translation_rows(run: TranslationRun, dataset_fingerprint: str
     return model_row, run_row, translations
 
 
-def _translations_steps(model_id: str, model_row: dict, run_row: dict,
-                        translations: list[dict]) -> list[Step]:
+def _translations_blocks(model_id: str, model_row: dict, run_row: dict,
+                        translations: list[dict]) -> list[WriteBlock]:
     return [
-        Step("delete_model_translations", {"model_id": model_id}),
-        Step("insert_models", rows=[model_row]),
-        Step("insert_model_runs", rows=[run_row]),
-        Step("insert_translations", rows=translations),
+        WriteBlock("delete_model_translations", {"model_id": model_id}),
+        WriteBlock("insert_models", rows=[model_row]),
+        WriteBlock("insert_model_runs", rows=[run_row]),
+        WriteBlock("insert_translations", rows=translations),
     ]
 
 
-def _scores_steps(model_id: str, rows: ScoreRows) -> list[Step]:
+def _scores_blocks(model_id: str, rows: ScoreRows) -> list[WriteBlock]:
     return [
-        Step("delete_model_scores", {"model_id": model_id}),
-        Step("insert_scores", rows=rows.scores),
-        Step("insert_segment_stats", rows=rows.segment_stats),
-        Step("insert_segment_scores", rows=rows.segment_scores),
-        Step("insert_word_recall", rows=rows.word_recall),
+        WriteBlock("delete_model_scores", {"model_id": model_id}),
+        WriteBlock("insert_scores", rows=rows.scores),
+        WriteBlock("insert_segment_stats", rows=rows.segment_stats),
+        WriteBlock("insert_segment_scores", rows=rows.segment_scores),
+        WriteBlock("insert_word_recall", rows=rows.word_recall),
     ]
 
 
 def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: str) -> None:
     """Replace a model's translations, its run record and its registry entry
     (:func:`translation_rows`)."""
-    store.write(_translations_steps(run.model.id, *translation_rows(run, dataset_fingerprint)))
+    store.write(_translations_blocks(run.model.id, *translation_rows(run, dataset_fingerprint)))
 
 
 def write_model_scores(store: Store, model_id: str, rows: ScoreRows) -> None:
     """Replace a model's score rows, per-segment statistics and scores, and word-recall counts
     (one transaction)."""
-    store.write(_scores_steps(model_id, rows))
+    store.write(_scores_blocks(model_id, rows))
 
 
 # --- the storage root's files (store/model_files.py) -------------------------------------------
@@ -272,11 +272,11 @@ def load_model_outputs(store: Store, outputs: ModelOutputs) -> None:
     translations = [{**r, "cleaning_rules": list(r["cleaning_rules"])}
                     for r in content["translations"]]
     store.write([
-        *_translations_steps(outputs.model_id, content["model"],
+        *_translations_blocks(outputs.model_id, content["model"],
                              run_record(outputs.translations), translations),
-        *_scores_steps(outputs.model_id, outputs.score_rows()),
-        Step("delete_model_files", {"model_id": outputs.model_id}),
-        Step("insert_model_files", rows=[record]),
+        *_scores_blocks(outputs.model_id, outputs.score_rows()),
+        WriteBlock("delete_model_files", {"model_id": outputs.model_id}),
+        WriteBlock("insert_model_files", rows=[record]),
     ])
 
 
@@ -288,7 +288,8 @@ def write_reported_results(store: Store, specs: list[ModelSpec]) -> int:
          **spec.reported.model_dump(), "source": REPORTED_SOURCE}
         for spec in specs if spec.reported is not None
     ]
-    store.write([Step("delete_reported_results"), Step("insert_reported_results", rows=rows)])
+    store.write([WriteBlock("delete_reported_results"),
+                 WriteBlock("insert_reported_results", rows=rows)])
     return len(rows)
 
 
@@ -299,7 +300,7 @@ def remove_model_rows(store: Store, model_id: str) -> dict[str, int]:
     counts = {row["table_name"]: row["n"]
               for row in store.query("model_stored_rows", model_id=model_id) if row["n"]}
     if counts:
-        store.write([Step("delete_model_rows", {"model_id": model_id})])
+        store.write([WriteBlock("delete_model_rows", {"model_id": model_id})])
     return counts
 
 

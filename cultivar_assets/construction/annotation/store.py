@@ -17,7 +17,7 @@ from cultivar_assets.construction.annotation.file import (
     read_annotation_file,
 )
 from cultivar_assets.construction.annotation.task import AnnotationTask
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 
 
 def annotation_rows(file: AnnotationFile) -> list[dict[str, Any]]:
@@ -36,8 +36,8 @@ def annotation_rows(file: AnnotationFile) -> list[dict[str, Any]]:
     ]
 
 
-def annotation_steps(file: AnnotationFile) -> list[Step]:
-    """The steps that replace the stored annotations of ``file.locale`` with ``file``'s."""
+def annotation_blocks(file: AnnotationFile) -> list[WriteBlock]:
+    """The write blocks that replace the stored annotations of ``file.locale`` with ``file``'s."""
     header = {"locale": file.locale, "task_id": file.task_id, "drafts_hash": file.drafts_hash,
               "annotator": file.annotator, "tool_version": file.tool_version,
               "schema_version": file.schema_version, "saved_at": file.saved_at,
@@ -45,9 +45,9 @@ def annotation_steps(file: AnnotationFile) -> list[Step]:
               "n_items": len(file.annotations),
               "ingested_at": datetime.now(UTC).replace(tzinfo=None)}
     return [
-        Step("delete_locale_annotations", {"locale": file.locale}),
-        Step("insert_annotation_files", rows=[header]),
-        Step("insert_annotations", rows=annotation_rows(file)),
+        WriteBlock("delete_locale_annotations", {"locale": file.locale}),
+        WriteBlock("insert_annotation_files", rows=[header]),
+        WriteBlock("insert_annotations", rows=annotation_rows(file)),
     ]
 
 
@@ -57,7 +57,7 @@ def write_annotations(store: Store, file: AnnotationFile) -> int:
     Only a validated :class:`AnnotationFile` reaches here, so a file with any problem changes
     nothing (``read_annotation_file`` raised before); the delete and inserts are one transaction.
     """
-    store.write(annotation_steps(file))
+    store.write(annotation_blocks(file))
     return len(file.annotations)
 
 
@@ -67,7 +67,7 @@ def write_annotation_files(store: Store, files: list[AnnotationFile]) -> None:
     twice = sorted({loc for loc in locales if locales.count(loc) > 1})
     if twice:
         raise ValueError(f"more than one file for {', '.join(twice)}: hand in one per locale")
-    store.write([step for file in files for step in annotation_steps(file)])
+    store.write([block for file in files for block in annotation_blocks(file)])
 
 
 def ingest_annotation_file(

@@ -23,7 +23,7 @@ from cultivar_assets.construction.localisation.drafts import (
 )
 from cultivar_assets.construction.localisation.localiser import LocalisationRun
 from cultivar_assets.secrets import redact
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 
 DRAFT_SCHEMA = pa.schema([
     ("locale", pa.string()), ("instance_id", pa.int32()), ("source_original", pa.string()),
@@ -83,13 +83,13 @@ def draft_rows(run: LocalisationRun, locale: str) -> pa.Table:
 def write_localisation(store: Store, run: LocalisationRun, selection_fingerprint: str,
                        is_demo: bool) -> None:
     """Replace the drafts of every locale of ``run`` (one transaction)."""
-    steps = []
+    blocks = []
     runs = {row["locale"]: row for row in run_rows(run, selection_fingerprint, is_demo)}
     for locale in run.locales:
-        steps += [Step("delete_locale_drafts", {"locale": locale}),
-                  Step("insert_localisation_run", rows=[runs[locale]]),
-                  Step("insert_localised_drafts", rows=draft_rows(run, locale))]
-    store.write(steps)
+        blocks += [WriteBlock("delete_locale_drafts", {"locale": locale}),
+                  WriteBlock("insert_localisation_run", rows=[runs[locale]]),
+                  WriteBlock("insert_localised_drafts", rows=draft_rows(run, locale))]
+    store.write(blocks)
 
 
 def read_drafts(store: Store, locale: str) -> list[Draft]:

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from cultivar_assets.construction.selection.choice import SelectionResult
 from cultivar_assets.data.source_benchmark import SourceBenchmark
-from cultivar_assets.store.database import Step, Store
+from cultivar_assets.store.database import Store, WriteBlock
 
 _LIST = pa.list_(pa.string())
 INSTANCE_SCHEMA = pa.schema([
@@ -80,12 +80,12 @@ def write_selection(store: Store, result: SelectionResult, benchmark: SourceBenc
     }
     table = pa.Table.from_pylist
     store.write([
-        Step("replace_selection"),
-        Step("insert_selection_run", rows=[run]),
-        Step("insert_selection_instances", rows=table(instances, schema=INSTANCE_SCHEMA)),
-        Step("insert_selection_entities", rows=table(entities, schema=ENTITY_SCHEMA)),
-        Step("insert_selection_rule_outcomes", rows=table(rules, schema=RULE_SCHEMA)),
-        Step("insert_selection_sources", rows=sources),
+        WriteBlock("replace_selection"),
+        WriteBlock("insert_selection_run", rows=[run]),
+        WriteBlock("insert_selection_instances", rows=table(instances, schema=INSTANCE_SCHEMA)),
+        WriteBlock("insert_selection_entities", rows=table(entities, schema=ENTITY_SCHEMA)),
+        WriteBlock("insert_selection_rule_outcomes", rows=table(rules, schema=RULE_SCHEMA)),
+        WriteBlock("insert_selection_sources", rows=sources),
     ])
     return fingerprint
 
