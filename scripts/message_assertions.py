@@ -53,7 +53,8 @@ class Check:
 
 def literal_text(node: ast.AST, regex: bool) -> str | None:
     """The constant text of a string literal or f-string (fields as ``{}``); ``None`` for any
-    other expression. ``regex``: drop the backslash of each escaped character."""
+    other expression. ``regex``: character classes (``\\b``, ``\\d``, ...) as ``{}``, and the
+    backslash of each escaped character dropped."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         text = node.value
     elif isinstance(node, ast.JoinedStr):
@@ -61,7 +62,9 @@ def literal_text(node: ast.AST, regex: bool) -> str | None:
                        for part in node.values)
     else:
         return None
-    return re.sub(r"\\(.)", r"\1", text) if regex else text
+    if not regex:
+        return text
+    return re.sub(r"\\(.)", r"\1", re.sub(r"\\[bBdDsSwWAZ]", "{}", text))
 
 
 def is_prose(text: str | None) -> bool:
