@@ -15,7 +15,8 @@ backslashes of regular-expression escapes removed. It is prose when it holds two
 letters separated by one space (``PROSE``). A check whose line, or the line before it, holds the
 comment ``# wording is the interface`` is listed as kept.
 
-Usage: ``python scripts/message_assertions.py [--list] [TESTS_DIR]``. Prints
+Usage: ``python scripts/message_assertions.py [--list] [--words N] [TESTS_DIR]`` (``--words``:
+the words in a row that make prose, 2 unless given). Prints
 ``message assertions N`` (``kept N``, ``files N``); ``--list`` adds one line per check:
 ``path:line kind [kept] 'text'``.
 """
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PROSE = re.compile(r"[A-Za-z]+ [A-Za-z]+")
+PROSE = re.compile(r"[A-Za-z]+ [A-Za-z]+")  # ``--words 3``: three words in a row
 MESSAGE_NAMES = re.compile(
     r"str\(|err|out|message|msg|said|print|error|problem|reason|notice|note|log|warn|exc|"
     r"value|failure|refus|complain|raised|why|text|status|shown", re.IGNORECASE)
@@ -161,8 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tests_dir", nargs="?", type=Path, default=REPO_ROOT / "tests")
     parser.add_argument("--list", action="store_true", help="one line per check")
+    parser.add_argument("--words", type=int, default=2, help="words in a row that make prose")
     args = parser.parse_args(argv)
     tests_dir = args.tests_dir.resolve()
+    if args.words < 1:
+        raise SystemExit(f"--words {args.words}: give 1 or more")
+    global PROSE
+    PROSE = re.compile(" ".join(["[A-Za-z]+"] * args.words))
     if not tests_dir.is_dir():
         raise SystemExit(f"no tests directory at {tests_dir}")
     checks = [check for path in sorted(tests_dir.rglob("*.py")) for check in file_checks(path)]

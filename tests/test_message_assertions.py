@@ -51,5 +51,8 @@ def test_the_totals_and_a_missing_folder(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert "tests/test_one.py:16 == kept 'the usage line'" in out
     assert out[-3:] == ["message assertions 5", "kept 1", "files 1"]
+    # three words in a row: "is not UTF", "the usage line", "no such file"
+    assert main(["--words", "3", str(tmp_path / "tests")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "message assertions 3"
     with pytest.raises(SystemExit, match=f"no tests directory at {tmp_path / 'none'}"):
         main([str(tmp_path / "none")])
