@@ -12,8 +12,8 @@ Read with ``ast`` from every Python file under ``tests/``. A check is one of:
 
 The literal's text is its constant parts (the fields of an f-string break it), with the
 backslashes of regular-expression escapes removed. It is prose when it holds two words of
-letters separated by one space (``PROSE``). A check whose line, or the line before it, holds the
-comment ``# wording is the interface`` is listed as kept.
+letters separated by one space (``PROSE``). A check whose statement (from the line before it to
+the check's line) holds the comment ``# wording is the interface`` is listed as kept.
 
 Usage: ``python scripts/message_assertions.py [--list] [--words N] [TESTS_DIR]`` (``--words``:
 the words in a row that make prose, 2 unless given). Prints
@@ -151,9 +151,17 @@ def file_checks(path: Path) -> list[Check]:
     tree = ast.parse(source, filename=str(path))
     found = {(line, kind, text) for node in ast.walk(tree)
              for line, kind, text in checks_in(node, source)}
+    starts: dict[int, int] = {}  # line -> first line of the innermost statement holding it
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                starts[line] = max(starts.get(line, 0), node.lineno)
 
     def kept(line: int) -> bool:
-        return any(KEPT in lines[index] for index in (line - 1, line - 2) if index >= 0)
+        """The comment on the check's line, on a line of its statement before it, or on the
+        line before that statement."""
+        first = starts.get(line, line) - 1
+        return any(KEPT in lines[index] for index in range(first - 1, line) if index >= 0)
 
     return [Check(path, line, kind, text, kept(line)) for line, kind, text in sorted(found)]
 
