@@ -194,4 +194,4 @@ def test_the_assets_build_and_evaluate_the_dataset(store, tmp_path, built, capsy
                  str(tmp_path / "ds2")]) == 0
     out = capsys.readouterr().out
     assert "spa_Latn_Spain: 12 instances (10 kept, 1 edited, 1 reverted)" in out
-    assert "Table 1, computed from the annotation files (DEMO annotation files)" in out
+    assert "Table 1" in out and "(DEMO annotation files)" in out

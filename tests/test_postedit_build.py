@@ -216,7 +216,7 @@ def test_the_assets_build_the_tool_and_ingest_from_the_folder(setup, tmp_path):
 
         result = materialise(settings, instance, ["annotations"], locale)
         assert not result.success
-        assert f"no annotation file for {locale}" in failure(result)
+        assert str(folder) in failure(result) and f"{locale}-<" in failure(result)
         assert "cultivar build ingest FILE" in failure(result)
 
         task = stored_task(store, locale)
