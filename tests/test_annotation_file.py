@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -253,7 +254,7 @@ def test_a_bad_file_changes_nothing_and_a_corrected_one_replaces_the_rows(tmp_pa
     assert store.query("locale_annotations", locale=task.locale) == before
     # over configured limits
     small = IngestLimits(max_file_bytes=1_000, max_text_chars=10)
-    with pytest.raises(AnnotationFileError, match="more than the limit of 1,000 bytes"):
+    with pytest.raises(AnnotationFileError, match=r"bad\.json.*\b1,000 bytes\b"):
         ingest_annotation_file(store, write(tmp_path, good, "bad.json"), task, limits=small)
     assert store.query("locale_annotations", locale=task.locale) == before
 
@@ -275,7 +276,7 @@ def test_find_annotation_file_by_locale(tmp_path, task, good):
     write(tmp_path, good, "deu_Latn_Switzerland-abc.annotations.json")
     assert find_annotation_file(tmp_path, task.locale).name == f"{task.task_id}.annotations.json"
     write(tmp_path, good, "deu_Latn_Germany-copy.json")
-    with pytest.raises(AnnotationFileError, match="2 files for deu_Latn_Germany"):
+    with pytest.raises(AnnotationFileError, match=r"\b2\b.*deu_Latn_Germany\b"):
         find_annotation_file(tmp_path, task.locale)
     with pytest.raises(FileNotFoundError):
         find_annotation_file(tmp_path / "nowhere", task.locale)
@@ -283,11 +284,11 @@ def test_find_annotation_file_by_locale(tmp_path, task, good):
 
 def test_task_needs_one_locale_and_unique_ids():
     drafts = demo_drafts()
-    with pytest.raises(ValueError, match="one locale"):
+    with pytest.raises(ValueError, match=r"\[.*'spa_Latn_Spain'\]"):
         AnnotationTask.from_drafts(drafts + demo_drafts("spa_Latn_Spain"))
-    with pytest.raises(ValueError, match="more than once"):
+    with pytest.raises(ValueError, match=rf"^{drafts[0].locale}: .*\[{drafts[0].instance_id}\]"):
         AnnotationTask.from_drafts(drafts + drafts[:1])
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match=r"\bdraft\b"):
         AnnotationTask.from_drafts([])
 
 
@@ -302,7 +303,7 @@ def test_a_deeply_nested_file_is_refused_in_one_line(tmp_path, task, depth):
 
 
 def test_a_directory_given_as_the_file_is_named_as_one(tmp_path, task):
-    with pytest.raises(AnnotationFileError, match="is a directory, not a file"):
+    with pytest.raises(AnnotationFileError, match=rf"{re.escape(str(tmp_path))}.*directory"):
         read_annotation_file(tmp_path, task)  # it said "no such file"
 
 
@@ -341,8 +342,8 @@ def test_tab_and_line_feed_are_text_in_the_six_texts_only(tmp_path, task, good):
     carriage = mutate(good, set_item(0, "final.source", first.source_draft + "\r"))
     assert "U+000D" in str(problems_of(write(tmp_path, carriage), task))
     tabbed = mutate(good, set_item(0, "draft.prompt_hash", "\t" + first.prompt_hash))
-    assert "instance 0, items[0].draft.prompt_hash: holds the control character U+0009" in str(
-        problems_of(write(tmp_path, tabbed), task))
+    said = str(problems_of(write(tmp_path, tabbed), task))
+    assert "instance 0, items[0].draft.prompt_hash: " in said and "U+0009" in said
 
 
 def test_the_limits_come_from_the_settings():

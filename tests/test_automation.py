@@ -232,7 +232,7 @@ def test_a_cursor_of_another_shape_is_refused_naming_the_entry(tmp_path, registr
     with dg.instance_for_test() as instance:
         current = json.loads(_tick(instance, defs, None).cursor)
         fingerprints_only = {model_id: value["fingerprint"] for model_id, value in current.items()}
-        with pytest.raises(Exception, match=r"cursor: the entry of 'alpha' is '[0-9a-f]+', not"):
+        with pytest.raises(Exception, match=r"cursor: .*'alpha'.*'[0-9a-f]+'"):
             _tick(instance, defs, json.dumps(fingerprints_only))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def _local_copy_of_demo(tmp_path):
 
 def test_unknown_locale_is_rejected_with_a_suggestion():
     with pytest.raises(ValidationError,
-                       match=r"unknown locale 'deu_Latn_Germny'.*deu_Latn_Germany"):
+                       match=r"'deu_Latn_Germny'.*'deu_Latn_Germany'"):
         DataConfig(locales=["deu_Latn_Germny"])
 
 
@@ -142,7 +143,8 @@ def test_missing_language_fails_when_configured_to(demo_run, tmp_path):
                       on_missing="fail")
     result = materialise(instance, settings.model_copy(update={"data": data}), ["test_sets"])
     assert not result.success
-    assert "no FLORES file for hin_Deva" in failure_message(result)
+    message = failure_message(result)
+    assert "hin_Deva" in message and str(flores) in message
     assert snapshot(settings.database_path) == before
 
 
@@ -153,8 +155,7 @@ def test_mismatched_hypothesis_count_fails_and_keeps_scores(demo_run):
         con.execute("DELETE FROM raw.translations WHERE model_id = 'copy-source-baseline' "
                     "AND test_set = 'cultivar_hin_Deva_US' AND segment_id = 3")
     before = snapshot(settings.database_path)
-    with pytest.raises(HypothesisCountError, match="11 stored hypotheses for the 12 segments of "
-                                                   "cultivar_hin_Deva_US"):
+    with pytest.raises(HypothesisCountError, match=r"\b11\b.*\b12\b.*cultivar_hin_Deva_US"):
         score_model(store, "copy-source-baseline", MetricConfig(bleu_tokenize="13a"))
     assert snapshot(settings.database_path) == before
 
@@ -164,7 +165,7 @@ def test_unknown_model_partition_names_the_registry(demo_run):
     instance.add_dynamic_partitions("models", ["no-such-model"])
     result = materialise(instance, settings, ["translations"], "no-such-model")
     assert not result.success
-    assert "unknown model 'no-such-model'" in failure_message(result)
+    assert "'no-such-model'" in failure_message(result)
 
 
 class EmptyEveryThirdEngine(Engine):
@@ -257,7 +258,7 @@ def test_an_id_outside_flores_names_the_cultivar_file_that_holds_it(demo_run, tm
     result = materialise(instance, bad, ["test_sets"])
     assert not result.success
     message = failure_message(result)
-    assert f"{path}:3: id 40" in message and "outside the 20 sentences of FLORES" in message
+    assert f"{path}:3: id 40" in message and re.search(r"\b20\b.*FLORES", message)
     assert snapshot(settings.database_path) == before
 
 
@@ -271,7 +272,7 @@ def test_a_file_for_an_unknown_locale_is_reported(demo_run, tmp_path, on_missing
     if on_missing == "fail":
         assert not result.success
         assert "deu_Latn_Austria.jsonl" in failure_message(result)
-        assert "name no locale of the registry" in failure_message(result)
+        assert "locales.csv" in failure_message(result)  # the registry of locales
     else:
         assert result.success
         notes = result.asset_materializations_for_node("test_sets")[0].metadata["notes"]
@@ -285,7 +286,7 @@ def test_a_very_long_model_id_is_refused_where_ids_are_validated(tmp_path):
     from cultivar_assets.models import ModelRegistryError, load_models
 
     models = write_models_file(tmp_path / "models.yaml", [{**COPY_ENTRY, "id": "m" * 250}])
-    with pytest.raises(ModelRegistryError, match="at most 96 characters") as info:
+    with pytest.raises(ModelRegistryError, match=r"\b96\b") as info:
         load_models(models)
     assert str(models) in str(info.value)
 
@@ -298,7 +299,8 @@ def test_a_damaged_translation_cache_is_named(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "copy-source-baseline.sqlite").write_bytes(b"garbage" * 1000)
-    with pytest.raises(TranslationCacheError, match=r"copy-source-baseline\.sqlite cannot be used"):
+    named = re.escape(str(cache / "copy-source-baseline.sqlite"))
+    with pytest.raises(TranslationCacheError, match=named):
         translate(load_models().get("copy-source-baseline"),
                   load_benchmark(DataConfig()).test_sets(), cache_dir=cache,
                   show_progress_bar=False)
@@ -316,7 +318,7 @@ def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(tmp_path, cap
                       "models: [copy-source-baseline]\nmetrics: {bleu_tokenize: 13a}\n")
     assert main(["--config", str(config), "run", "--database", str(tmp_path / "x.duckdb")]) == 1
     out, err = capfd.readouterr()
-    assert f"{path}:2: has a negative id -1" in err
+    assert f"{path}:2: " in err and "-1" in err
     assert "Traceback" not in out + err and "dagster._core" not in out + err
     assert len((out + err).strip().split("\n")) <= 8  # progress lines, then the one error
 
@@ -359,8 +361,9 @@ def _settings_error(path) -> str:
 def test_a_settings_file_that_is_not_utf8_is_named(tmp_path):
     path = tmp_path / "cultivar.yaml"
     path.write_bytes("models: [caf\u00e9]\n".encode("latin-1"))
-    assert _settings_error(path) == (f"settings file {path} is not UTF-8: byte 0xe9 at offset 12 "
-                                     "(save it as UTF-8)")
+    message = _settings_error(path)
+    assert str(path) in message and "0xe9" in message and "offset 12" in message
+    assert "\n" not in message
 
 
 def test_a_models_file_that_is_not_utf8_is_named(tmp_path):
@@ -368,7 +371,7 @@ def test_a_models_file_that_is_not_utf8_is_named(tmp_path):
 
     path = tmp_path / "models.yaml"
     path.write_bytes("models:\n  - id: caf\u00e9\n".encode("latin-1"))
-    with pytest.raises(ModelRegistryError, match=rf"model registry {path} is not UTF-8: byte 0xe9"):
+    with pytest.raises(ModelRegistryError, match=rf"{re.escape(str(path))}.*0xe9"):
         load_models(path)
 
 
@@ -378,8 +381,7 @@ def test_a_duplicate_key_in_the_settings_is_refused(tmp_path):
     path.write_text("models: [copy-source-baseline]\nmetrics: {bleu_tokenize: 13a}\n"
                     "models: [suite:demo]\n", "utf-8")
     message = _settings_error(path)
-    assert message.startswith(f"settings file {path}: key 'models' is written twice (lines 1 "
-                              "and 3)")
+    assert str(path) in message and re.search(r"'models'.*\b1\b.*\b3\b", message)
     assert "\n" not in message
 
 
@@ -388,7 +390,7 @@ def test_a_duplicate_key_in_the_model_registry_is_refused(tmp_path):
 
     path = tmp_path / "models.yaml"
     path.write_text("models:\n  - id: a\n    type: baseline\n    type: LLM\n", "utf-8")
-    with pytest.raises(ModelRegistryError, match=r"key 'type' is written twice \(lines 3 and 4\)"):
+    with pytest.raises(ModelRegistryError, match=r"'type'.*\b3\b.*\b4\b"):
         load_models(path)
 
 
@@ -397,11 +399,13 @@ def test_an_empty_settings_file_is_refused(tmp_path):
     spBLEU model."""
     path = tmp_path / "cultivar.yaml"
     path.write_text("# nothing yet\n", "utf-8")
-    assert "is empty" in _settings_error(path)
+    message = _settings_error(path)
+    assert str(path) in message and "empty" in message
 
 
 def test_a_directory_given_as_the_settings_file_is_named(tmp_path):
-    assert _settings_error(tmp_path) == f"settings file {tmp_path} is a directory, not a file"
+    message = _settings_error(tmp_path)
+    assert str(tmp_path) in message and "directory" in message and "\n" not in message
 
 
 def test_a_yaml_syntax_error_is_one_line(tmp_path):
@@ -415,7 +419,7 @@ def test_a_validation_error_is_one_line_naming_the_key_without_the_value(tmp_pat
     path = tmp_path / "cultivar.yaml"
     path.write_text("data: {kind: hubb}\nmodels: [copy-source-baseline]\n", "utf-8")
     message = _settings_error(path)
-    assert message.startswith(f"invalid settings in {path}: data.kind: Input should be ")
+    assert str(path) in message and "data.kind: " in message
     assert "\n" not in message and "hubb" not in message and "pydantic" not in message
 
 
@@ -430,8 +434,9 @@ def test_two_validation_errors_take_a_line_each(tmp_path):
 def test_a_local_source_without_its_path_is_refused_when_the_settings_are_read(tmp_path):
     path = tmp_path / "cultivar.yaml"
     path.write_text("data: {kind: local}\n", "utf-8")
-    assert _settings_error(path) == (f"invalid settings in {path}: data: data source 'local' "
-                                     "needs cultivar_path (a dataset directory)")
+    message = _settings_error(path)
+    assert all(fact in message for fact in (str(path), "'local'", "cultivar_path"))
+    assert "\n" not in message
 
 
 @pytest.mark.parametrize(("settings", "inside", "folder", "kind", "where"), [
@@ -452,9 +457,7 @@ def test_a_path_inside_an_output_folder_is_refused(tmp_path, monkeypatch, settin
     path = tmp_path / "cultivar.yaml"
     path.write_text(settings.replace("HOME", str(home)), "utf-8")
     message = _settings_error(path)
-    assert message.startswith(f"invalid settings in {path}: {inside} (")
-    assert f") {where} the output folder {folder} (" in message
-    assert f"): an {kind} there could be deleted or overwritten" in message
+    assert all(fact in message for fact in (str(path), f"{inside} (", f"{folder} (", kind))
     assert "\n" not in message and not home.exists()  # nothing was written
 
 
@@ -475,7 +478,7 @@ def test_an_unknown_model_names_the_registry_file(tmp_path):
     from cultivar_assets.models import load_models, select_models
 
     path = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
-    with pytest.raises(ValueError, match=rf"unknown model 'x' in {path}"):
+    with pytest.raises(ValueError, match=rf"'x'.*{re.escape(str(path))}"):
         select_models(load_models(path), ["x"])
 
 
@@ -493,9 +496,9 @@ def test_query_page_on_says_how_to_write_a_mode(tmp_path):
     path = tmp_path / "cultivar.yaml"
     path.write_text("site: {query_page: on}\n", "utf-8")
     message = _settings_error(path)
-    assert message == (f"invalid settings in {path}: site.query_page: is a boolean (YAML reads on, "
-                       "yes and true so): write one of auto, cached, required, off (quoted, e.g. "
-                       "query_page: 'auto')")
+    assert all(fact in message for fact in (str(path), "site.query_page", "boolean",
+                                            "auto, cached, required, off", "query_page: 'auto'"))
+    assert "\n" not in message
 
 
 # --- malformed inputs: each refused in one or two lines, nothing changed ---------------------
@@ -513,8 +516,9 @@ def test_an_empty_model_selection_is_refused(tmp_path):
     """`models: []` ran no model and published a site without one."""
     path = tmp_path / "cultivar.yaml"
     path.write_text("models: []\n", "utf-8")
-    assert _settings_error(path) == (f"invalid settings in {path}: models: is empty: name at "
-                                     "least one model id or suite:<name> (default: suite:demo)")
+    message = _settings_error(path)
+    assert all(fact in message for fact in (str(path), "models", "suite:<name>", "suite:demo"))
+    assert "\n" not in message
 
 
 @pytest.mark.parametrize("written", ["''", "'  '"])
@@ -523,8 +527,7 @@ def test_an_empty_database_path_in_the_settings_is_refused(tmp_path, written):
     path = tmp_path / "cultivar.yaml"
     path.write_text(f"database: {written}\n", "utf-8")
     message = _settings_error(path)
-    assert message.startswith(f"invalid settings in {path}: database: ") and "names no file" in (
-        message) and "\n" not in message
+    assert str(path) in message and "database" in message and "\n" not in message
 
 
 def _commands_with_database(parser, prefix=()) -> list[tuple[str, ...]]:
@@ -554,11 +557,12 @@ def test_an_empty_database_option_is_refused_by_every_command_that_takes_it(capf
     for words in commands:  # the options _settings reads, as each command's parser gives them
         args = argparse.Namespace(command=words[0], config=None, database="",
                                   live_localiser=False)
-        with pytest.raises(ValueError, match=r"^--database '' names no file: give a DuckDB "):
+        with pytest.raises(ValueError, match=r"^--database ''"):
             _settings(args)
     code, err = _cli(["leaderboard", "--database", ""], capfd)
-    assert code == 1 and err.startswith("cultivar leaderboard: error: --database '' names no "
-                                        "file") and err.count("\n") == 1
+    # wording is the interface: the command's error prefix (cli/common.py: print_error)
+    assert code == 1 and err.startswith("cultivar leaderboard: error: ") and err.count("\n") == 1
+    assert "--database ''" in err
 
 
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "-3"])
@@ -616,7 +620,7 @@ def test_models_add_of_a_relative_path_changes_nothing(tmp_path, capfd):
     code, err = _cli(["models", "add", "../../x", "--type", "LLM", "--engine", "transformers",
                       "--family", "F", "--file", str(path)], capfd)
     assert code == 1 and path.read_bytes() == before
-    assert "entry 2 (x): hf_id: has an empty, '.' or '..' part" in err
+    assert "entry 2 (x): hf_id: " in err and str(path) in err
     assert len(err.strip().split("\n")) == 2
 
 
@@ -626,12 +630,11 @@ def test_significance_needs_at_least_one_resample(tmp_path, capfd, samples):
     from cultivar_assets.evaluation.paired_tests import PairedTestError, paired_tests
 
     database = tmp_path / "none.duckdb"
-    with pytest.raises(PairedTestError, match=rf"^{samples} resamples or trials: expected a whole "
-                       "number of at least 1"):
+    with pytest.raises(PairedTestError, match=rf"^{samples} .*\b1\b"):
         paired_tests(Store(database), ["a", "b"], n_samples=samples)
     code, err = _cli(["significance", "a", "b", "--samples", str(samples), "--database",
                       str(database)], capfd)
-    assert code == 1 and err.count("\n") == 1 and "at least 1" in err
+    assert code == 1 and err.count("\n") == 1 and re.search(rf"{samples} .*\b1\b", err)
     assert not database.exists()
 
 
@@ -682,9 +685,9 @@ def test_a_directory_named_like_an_error_file_is_refused(tmp_path):
     (tmp_path / "deu_Latn_Germany-1.errors.json").mkdir()
     with pytest.raises(ErrorFileError) as caught:
         find_error_files(tmp_path)
-    assert str(caught.value.problems[0]) == (
-        f"{tmp_path / 'deu_Latn_Germany-1.errors.json'}: (file): is a directory, not a file: each "
-        "*.errors.json here is read as an error-annotation file; move or rename it")
+    problem = str(caught.value.problems[0])
+    assert problem.startswith(f"{tmp_path / 'deu_Latn_Germany-1.errors.json'}: (file): ")
+    assert "directory" in problem and "*.errors.json" in problem and "\n" not in problem
 
 
 def test_a_directory_named_like_an_annotation_file_is_refused(tmp_path):
@@ -694,7 +697,8 @@ def test_a_directory_named_like_an_annotation_file_is_refused(tmp_path):
     )
 
     (tmp_path / "deu_Latn_Germany-1.annotations.json").mkdir()
-    with pytest.raises(AnnotationFileError, match="is a directory, not a file"):
+    named = re.escape(str(tmp_path / "deu_Latn_Germany-1.annotations.json"))
+    with pytest.raises(AnnotationFileError, match=rf"{named}.*directory"):
         find_annotation_file(tmp_path, "deu_Latn_Germany")
 
 
@@ -713,7 +717,8 @@ def test_a_utf16_outputs_file_is_one_problem(tmp_path, encoding):
     with pytest.raises(SubmissionError) as caught:
         read_submission(folder)
     [problem] = caught.value.problems
-    assert problem.startswith(f"{outputs}: is UTF-") and "save it as UTF-8" in problem
+    assert problem.startswith(f"{outputs}: ") and encoding.upper()[:6] in problem
+    assert "UTF-8" in problem
     assert "\n" not in str(caught.value)
 
 
@@ -732,8 +737,9 @@ def test_score_with_a_directory_as_its_database_registers_nothing(tmp_path, capf
     code, err = _cli(["--config", str(config), "score", str(folder), "--database",
                       str(tmp_path)], capfd)
     assert code == 1 and registry.read_bytes() == before
-    assert err == (f"cultivar score: error: database {tmp_path} is a directory, not a DuckDB "
-                   "file; give a file's path\n")
+    # wording is the interface: the command's error prefix (cli/common.py: print_error)
+    assert err.startswith("cultivar score: error: ") and err.count("\n") == 1
+    assert str(tmp_path) in err and "directory" in err
 
 
 HOSTILE = "a\x1b[2J\x1b]0;owned\x07\u202eb\u2066c\rd\x9be"
@@ -780,6 +786,5 @@ def test_a_localiser_model_that_is_a_relative_path_is_refused_with_the_settings(
     as a pydantic traceback when localisation starts."""
     path = tmp_path / "cultivar.yaml"
     path.write_text("construction: {localisation: {model: ../weights}}\n", "utf-8")
-    assert _settings_error(path).startswith(
-        f"invalid settings in {path}: construction.localisation.model: has an empty, '.' or '..' "
-        "part")
+    message = _settings_error(path)
+    assert str(path) in message and "construction.localisation.model: " in message

@@ -142,8 +142,7 @@ def test_another_hub_revision_is_not_the_builds_source():
 
     built = {"kind": "flores", "split": "dev", "origin": "hub", "repo": "o/f", "revision": "v2"}
     check_originals_source(built, {**built}, "ds")
-    with pytest.raises(DataError, match=r"made from FLORES dev from the Hub \(o/f@v2\), but the "
-                       r"configured originals are FLORES dev from the Hub \(o/f@v4\)"):
+    with pytest.raises(DataError, match=r"\(o/f@v2\).*\(o/f@v4\)"):
         check_originals_source(built, {**built, "revision": "v4"}, "ds")
 
 

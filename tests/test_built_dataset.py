@@ -5,6 +5,7 @@ provenance, the data kind `built` evaluates it, the Hub folder and the card take
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import duckdb
@@ -135,8 +136,7 @@ def test_other_data_gets_no_provenance_and_no_computed_table(store, tmp_path):
 def test_missing_or_stale_annotations_stop_the_build_and_write_nothing(store, tmp_path):
     hand_in(store, tmp_path, LOCALES[0])
     folder = tmp_path / "dataset"
-    with pytest.raises(ConstructionError, match="dataset: no annotations of hin_Deva_India are "
-                       "ingested; post-edit its drafts"):
+    with pytest.raises(ConstructionError, match=r"dataset: .*\bhin_Deva_India\b"):
         build_dataset(store, folder, LOCALES)
     assert not folder.exists() and store.query("dataset_build_row") == []
 
@@ -144,20 +144,19 @@ def test_missing_or_stale_annotations_stop_the_build_and_write_nothing(store, tm
     with store.connect() as con:  # the locale is localised again: other drafts
         con.execute("UPDATE raw.localisation_runs SET drafts_hash = 'x', task_id = "
                     "'hin_Deva_India-000000000000' WHERE locale = 'hin_Deva_India'")
-    with pytest.raises(ConstructionError, match=r"the annotations of hin_Deva_India \(task "
-                       r"hin_Deva_India-\w{12}, file hin_Deva_India.json\) were made against "
-                       r"other drafts than the current ones"):
+    with pytest.raises(ConstructionError, match=r"hin_Deva_India \(task "
+                       r"hin_Deva_India-\w{12}, file hin_Deva_India\.json\).*\bdrafts\b"):
         build_dataset(store, folder, LOCALES)
     assert not folder.exists() and store.query("dataset_build_row") == []
 
 
 def test_the_data_kind_built_says_how_to_build_it(tmp_path):
-    with pytest.raises(DataError, match=r"no built Cultivar dataset in .*nothing \(the folder "
-                       r"does not exist\): materialise cultivar_dataset \(job build_benchmark\)"):
+    with pytest.raises(DataError, match=rf"{re.escape(str(tmp_path / 'nothing'))}\b.*"
+                       r"cultivar_dataset \(job build_benchmark\)"):
         load_benchmark(DataConfig(kind="built", cultivar_path=str(tmp_path / "nothing")))
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "deu_Latn_Germany.jsonl").write_text("{}\n", "utf-8")
-    with pytest.raises(DataError, match="is not a Cultivar dataset built by this project"):
+    with pytest.raises(DataError, match=re.escape(str(tmp_path / "other"))):
         load_benchmark(DataConfig(kind="built", cultivar_path=str(tmp_path / "other")))
 
 
@@ -195,4 +194,4 @@ def test_the_assets_build_and_evaluate_the_dataset(store, tmp_path, built, capsy
                  str(tmp_path / "ds2")]) == 0
     out = capsys.readouterr().out
     assert "spa_Latn_Spain: 12 instances (10 kept, 1 edited, 1 reverted)" in out
-    assert "Table 1, computed from the annotation files (DEMO annotation files)" in out
+    assert "Table 1" in out and "(DEMO annotation files)" in out

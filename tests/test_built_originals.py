@@ -90,8 +90,8 @@ def test_a_build_from_a_parallel_file_is_refused_other_originals(tmp_path):
         load_benchmark(DataConfig(kind="built", cultivar_path=str(folder), flores="local",
                                   flores_path=str(flores)))
     message = str(error.value)
-    assert f"was made from the parallel file {path.resolve()}" in message
-    assert f"the configured originals are FLORES dev in {flores.resolve()}" in message
+    built, configured = (re.escape(str(p.resolve())) for p in (path, flores))
+    assert re.search(rf"{built}\b.*\bFLORES dev in {configured}", message)
     assert message.count("\n") == 0
 
 
@@ -108,9 +108,9 @@ def test_a_build_is_refused_originals_that_differ_from_its_own(tmp_path):
     changed = {**columns, "eng_Latn": {**columns["eng_Latn"], 5: "Another sentence entirely."}}
     other = flores_like(tmp_path / "other", changed)
     with pytest.raises(DataError, match=(
-            rf"the built dataset in .*dataset was made from FLORES dev in {release.resolve()}, "
-            rf"but the configured originals \(FLORES dev in {other.resolve()}\) differ from "
-            r"the build's own for 2 instance\(s\) \(hin_Deva_India 5, spa_Latn_Spain 5\)")):
+            rf"dataset\b.*FLORES dev in {re.escape(str(release.resolve()))}\b.*"
+            rf"FLORES dev in {re.escape(str(other.resolve()))}\b.*\b2\b.*"
+            r"\(hin_Deva_India 5, spa_Latn_Spain 5\)")):
         load_benchmark(DataConfig(kind="built", cultivar_path=str(folder), flores="local",
                                   flores_path=str(other)))
 
@@ -135,8 +135,8 @@ def test_a_devtest_build_is_evaluated_against_devtest(tmp_path):
     assert all(pairs[("spa_Latn_Spain", i)] == (spanish[i], english[i])
                for key, i in pairs if key == "spa_Latn_Spain")
     with pytest.raises(DataError, match=(
-            rf"was made from FLORES devtest in {root.resolve()}, but the configured originals "
-            rf"are FLORES dev in {root.resolve()}")):
+            rf"FLORES devtest in {re.escape(str(root.resolve()))}\b.*"
+            rf"FLORES dev in {re.escape(str(root.resolve()))}")):
         load_benchmark(DataConfig(kind="built", cultivar_path=str(folder), flores="local",
                                   flores_path=str(root)))
     configured = load_benchmark(DataConfig(kind="built", cultivar_path=str(folder),

@@ -79,7 +79,7 @@ def test_a_statement_that_is_not_a_reading_one_is_refused_before_it_runs(databas
     before = database.read_bytes()
     assert main(["query", sql, "--database", str(database)]) == 1
     err = capsys.readouterr().err
-    assert "the query is read-only; only reading statements run" in err
+    assert "read-only" in err
     assert err.count("\n") == 1
     assert list(out.iterdir()) == [] and database.read_bytes() == before
 

@@ -76,6 +76,7 @@ def test_a_run_interleaved_with_another_prints_no_results(tmp_path, isolated_hom
 
     # B wrote during A's run: A says so, shows no results, exits 1
     assert code == 1, said_a[-3000:]
+    # wording is the interface: docs/writers-and-disk-full.md quotes this line
     assert "another process wrote to the database" in said_a
     assert "Family v" not in said_a.split("error:")[0]  # no leaderboard was printed
 
@@ -114,6 +115,7 @@ def test_a_run_paused_after_its_model_run_shows_no_results_of_another_run(tmp_pa
     (pause / "release").touch()
     code, said_a = _finish(a)
     assert code == 1, said_a[-3000:]
+    # wording is the interface: docs/writers-and-disk-full.md quotes this line
     assert "another process wrote to the database" in said_a, said_a
     assert "Family v" not in said_a.split("error:")[0]  # no leaderboard was printed
 

@@ -122,8 +122,9 @@ def test_a_run_of_the_same_settings_waits_its_turn_and_says_for_whom(tmp_path):
     while not said and time.monotonic() < deadline:
         time.sleep(0.02)
     assert order == ["first"]  # the second waits
+    # wording is the interface: docs/writers-and-disk-full.md quotes this line
     assert len(said) == 1 and said[0].startswith("waiting for the run started at ")
-    assert f"(pid {os.getpid()}) with the same settings" in said[0]
+    assert f"(pid {os.getpid()}) with the same settings" in said[0]  # wording is the interface
     release.set()
     one.join(30)
     two.join(30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from data_helpers import (
@@ -139,7 +140,8 @@ def test_missing_mapped_column_names_the_dataset_column(tmp_path):
 
 def test_unknown_locale_in_config_raises_with_suggestion():
     # UnknownEntryError (a KeyError), or pydantic's ValidationError wrapping it (a ValueError)
-    with pytest.raises((UnknownEntryError, ValueError), match="did you mean 'deu_Latn_Germany'"):
+    with pytest.raises((UnknownEntryError, ValueError),
+                       match=r"'deu_Latn_Germny'.*'deu_Latn_Germany'"):
         DataConfig(kind="local", cultivar_path="x", locales=["deu_Latn_Germny"])
 
 
@@ -155,7 +157,7 @@ def test_row_locale_disagreeing_with_file_raises(tmp_path):
     with pytest.raises(DataError) as info:
         load_benchmark(local(tmp_path, locales=[DE]))
     message = str(info.value)
-    assert f"{path}:2: has locale 'deu_Latn_Switzerland'" in message
+    assert f"{path}:2: " in message
     assert repr(CH) in message and repr(DE) in message
 
 
@@ -212,7 +214,7 @@ def test_parquet_rows_are_named_by_row_number(tmp_path):
     rows = cultivar_rows(DE, [0, 1])
     rows[1]["source_localised"] = "  "
     path = write_parquet(tmp_path / f"{DE}.parquet", rows)
-    with pytest.raises(DataError, match=rf"{path.name} row 2: has a blank 'source_localised'"):
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))} row 2: .*'source_localised'"):
         read_locale(DE, [path])
 
 
@@ -221,14 +223,15 @@ def test_duplicate_ids_across_shards_name_both_places(tmp_path):
     second = write_parquet(tmp_path / "data" / DE / "b.parquet", cultivar_rows(DE, [1]))
     with pytest.raises(DataError) as info:
         load_benchmark(local(tmp_path, locales=[DE]))
-    assert f"{second} row 1: repeats id 1 (first at {first} row 2)" in str(info.value)
+    message = str(info.value)
+    assert f"{second} row 1: " in message and f"{first} row 2" in message and "id 1" in message
 
 
 def test_invalid_json_line_names_file_and_line(tmp_path):
     path = tmp_path / f"{DE}.jsonl"
     good = [json.dumps(r) for r in cultivar_rows(DE, [0, 1])]
     path.write_text(good[0] + "\n" + good[1] + "\n" + '{"id": 2, "source_localised": \n', "utf-8")
-    with pytest.raises(DataError, match="not valid JSON") as info:
+    with pytest.raises(DataError, match="JSON") as info:
         load_benchmark(local(tmp_path, locales=[DE]))
     assert f"{path}:3:" in str(info.value)
 
@@ -243,7 +246,7 @@ def test_json_line_that_is_not_an_object_raises_data_error(tmp_path):
 def test_garbage_parquet_raises_data_error(tmp_path):
     path = tmp_path / f"{DE}.parquet"
     path.write_bytes(b"this is not a parquet file at all\x00\x01\x02")
-    with pytest.raises(DataError, match="cannot read") as info:
+    with pytest.raises(DataError) as info:
         load_benchmark(local(tmp_path, locales=[DE]))
     assert str(path) in str(info.value)
 
@@ -251,21 +254,21 @@ def test_garbage_parquet_raises_data_error(tmp_path):
 def test_truncated_parquet_raises_data_error(tmp_path):
     path = write_parquet(tmp_path / f"{DE}.parquet", cultivar_rows(DE, [0, 1, 2]))
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    with pytest.raises(DataError, match="cannot read"):
+    with pytest.raises(DataError, match=re.escape(str(path))):
         read_locale(DE, [path])
 
 
 def test_jsonl_that_is_not_utf8_raises_data_error(tmp_path):
     path = tmp_path / f"{DE}.jsonl"
     path.write_bytes(b'{"id": 0, "source_localised": "\xff\xfe"}\n')
-    with pytest.raises(DataError, match="not UTF-8 text") as info:
+    with pytest.raises(DataError, match="UTF-8") as info:
         read_locale(DE, [path])
     assert str(path) in str(info.value)
 
 
 def test_directory_named_like_a_parquet_file_is_not_data(tmp_path):
     (tmp_path / f"{DE}.parquet").mkdir()
-    with pytest.raises(DataError, match="no locale files"):
+    with pytest.raises(DataError, match=re.escape(str(tmp_path))):
         load_benchmark(local(tmp_path, locales=[DE]))
 
 
@@ -281,18 +284,18 @@ def test_directory_named_like_a_parquet_file_beside_real_data_is_reported_missin
 
 def test_empty_file_raises(tmp_path):
     (tmp_path / f"{DE}.jsonl").write_text("\n", "utf-8")
-    with pytest.raises(DataError, match="no rows"):
+    with pytest.raises(DataError, match=re.escape(str(tmp_path / f"{DE}.jsonl"))):
         load_benchmark(local(tmp_path, locales=[DE]))
 
 
 def test_missing_directory_raises(tmp_path):
-    with pytest.raises(DataError, match="does not exist"):
+    with pytest.raises(DataError, match=re.escape(str(tmp_path / "nowhere"))):
         load_benchmark(local(tmp_path / "nowhere"))
 
 
 def test_local_kind_needs_a_path():
     """Said when the settings are read (it was said only when the test sets were loaded)."""
-    with pytest.raises(ValidationError, match="data source 'local' needs cultivar_path"):
+    with pytest.raises(ValidationError, match=r"'local'.*cultivar_path"):
         DataConfig(kind="local")
 
 
@@ -313,7 +316,7 @@ def test_on_missing_skip_records_a_missing_item(tmp_path):
 
 def test_on_missing_fail_raises(tmp_path):
     write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0, 1]))
-    with pytest.raises(DataError, match=f"missing data: cultivar_{ES}"):
+    with pytest.raises(DataError, match=f"cultivar_{ES}"):
         load_benchmark(local(tmp_path, locales=[DE, ES], on_missing="fail"))
 
 
@@ -328,7 +331,7 @@ def test_all_27_locales_expected_by_default(tmp_path):
 
 def test_none_of_the_expected_locales_present_raises(tmp_path):
     write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0]))
-    with pytest.raises(DataError, match="none of the expected locales"):
+    with pytest.raises(DataError, match=re.escape(str(tmp_path))):
         load_benchmark(local(tmp_path, locales=[ES]))
 
 
@@ -356,7 +359,7 @@ def test_without_original_columns_flores_dataset_raises(tmp_path):
 
 def test_flores_local_needs_a_path(tmp_path):
     write_jsonl(tmp_path / f"{DE}.jsonl", cultivar_rows(DE, [0], originals=False))
-    with pytest.raises(ValidationError, match="flores='local' needs flores_path"):
+    with pytest.raises(ValidationError, match=r"flores='local'.*flores_path"):
         local(tmp_path, locales=[DE], flores="local")
 
 
@@ -376,5 +379,5 @@ def test_originals_that_differ_between_locales_of_a_language_raise(tmp_path):
     rows = cultivar_rows(CH, [1])
     rows[0]["source_original"] = "a different original"
     write_jsonl(tmp_path / f"{CH}.jsonl", rows)
-    with pytest.raises(DataError, match="instance 1: the original deu_Latn source"):
+    with pytest.raises(DataError, match=r"instance 1: .*deu_Latn"):
         load_benchmark(local(tmp_path, locales=[DE, CH]))

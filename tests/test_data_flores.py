@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -32,12 +34,12 @@ def test_file_codes():
     assert file_codes("cmn_Hans") == ["cmn_Hans", "zho_Hans"]
     assert file_codes("fil_Latn") == ["fil_Latn", "tgl_Latn"]
     assert file_codes("gom_Deva") == ["gom_Deva"]
-    with pytest.raises(DataError, match="unknown source language 'fra_Latn'"):
+    with pytest.raises(DataError, match="'fra_Latn'"):
         file_codes("fra_Latn")
 
 
 def test_local_flores_directory_must_exist(tmp_path):
-    with pytest.raises(DataError, match="does not exist"):
+    with pytest.raises(DataError, match=re.escape(str(tmp_path / "missing"))):
         LocalFlores(tmp_path / "missing")
 
 
@@ -110,8 +112,9 @@ def test_misaligned_line_counts_raise(tmp_path):
     with pytest.raises(DataError) as info:
         read_originals(LocalFlores(root), ["deu_Latn"], [0])
     # both files named, with their counts (the message named neither file)
-    assert (f"FLORES deu_Latn ({root / 'dev' / 'deu_Latn.dev'}) has 4 lines but English "
-            f"({root / 'dev' / 'eng_Latn.dev'}) has 5") in str(info.value)
+    german, english = (re.escape(str(root / "dev" / name)) for name in ("deu_Latn.dev",
+                                                                         "eng_Latn.dev"))
+    assert re.search(rf"{german}\D*\b4\b.*{english}\D*\b5\b", str(info.value))
 
 
 def test_empty_lines_name_the_file(tmp_path):
@@ -121,7 +124,7 @@ def test_empty_lines_name_the_file(tmp_path):
     lines = path.read_text("utf-8").split("\n")
     lines[2] = ""
     path.write_text("\n".join(lines), "utf-8")
-    with pytest.raises(DataError, match=rf"{path} has empty lines at instance ids \[2\]"):
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}.*\[2\]"):
         read_originals(LocalFlores(root), ["deu_Latn"], [0, 2])
 
 
@@ -130,13 +133,14 @@ def test_a_directory_where_a_flores_file_belongs_is_named(tmp_path):
     with every ∆ of German shown as '–')."""
     root = make_flores_dir(tmp_path, {"eng_Latn": fake_english(5)})
     (root / "dev" / "deu_Latn.dev").mkdir()
-    with pytest.raises(DataError, match=r"deu_Latn.dev is a directory, not a FLORES file"):
+    named = re.escape(str(root / "dev" / "deu_Latn.dev"))
+    with pytest.raises(DataError, match=rf"{named}.*directory"):
         read_originals(LocalFlores(root), ["deu_Latn"], [0])
 
 
 def test_missing_english_raises(tmp_path):
     root = make_flores_dir(tmp_path, {"deu_Latn": fake_source("de", 5)})
-    with pytest.raises(DataError, match="no English FLORES file") as info:
+    with pytest.raises(DataError, match=rf"English.*{re.escape(str(root))}") as info:
         read_originals(LocalFlores(root), ["deu_Latn"], [0])
     assert "eng_Latn" in str(info.value)
 
@@ -172,11 +176,11 @@ def test_unicode_line_separators_do_not_split_lines(tmp_path):
 def test_ids_out_of_range_and_empty_english_lines_raise(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": ["e0", "", "e2"], "deu_Latn": ["d0", "d1", "d2"]})
     reader = LocalFlores(root)
-    with pytest.raises(DataError, match=r"instance ids \[3\] are outside the 3 lines"):
+    with pytest.raises(DataError, match=r"\[3\].*\b3\b"):
         read_originals(reader, ["deu_Latn"], [0, 3])
-    with pytest.raises(DataError, match=r"instance ids \[-1\]"):
+    with pytest.raises(DataError, match=r"\[-1\]"):
         read_originals(reader, ["deu_Latn"], [-1])
-    with pytest.raises(DataError, match=r"empty lines at instance ids \[1\]"):
+    with pytest.raises(DataError, match=r"empty.*\[1\]"):
         read_originals(reader, ["deu_Latn"], [1])
 
 
@@ -192,7 +196,7 @@ def test_null_text_in_parquet_is_not_the_string_none(tmp_path):
     dev.mkdir()
     pq.write_table(pa.table({"id": [0, 1], "text": ["e0", "e1"]}), dev / "eng_Latn.parquet")
     pq.write_table(pa.table({"id": [0, 1], "text": [None, "d1"]}), dev / "deu_Latn.parquet")
-    with pytest.raises(DataError, match=r"deu_Latn.parquet: id 0 has no text"):
+    with pytest.raises(DataError, match=r"deu_Latn\.parquet: id 0\b.*\btext\b"):
         read_originals(LocalFlores(tmp_path), ["deu_Latn"], [0, 1])
 
 
@@ -265,7 +269,7 @@ def test_real_flores_renamed_languages_come_from_flores200_files(real_flores):
 
 
 def test_real_flores_id_out_of_range(real_flores):
-    with pytest.raises(DataError, match=r"\[997\] are outside the 997 lines"):
+    with pytest.raises(DataError, match=r"\[997\].*\b997\b"):
         read_originals(real_flores, ["deu_Latn"], [0, 997])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from importlib import resources
 
 import pytest
@@ -112,8 +113,7 @@ def test_unknown_locale_suggests_close_matches():
     with pytest.raises(UnknownEntryError) as info:
         get_locale("deu_Latn_Germny")
     message = str(info.value)
-    assert "unknown locale 'deu_Latn_Germny'" in message
-    assert "did you mean 'deu_Latn_Germany'" in message
+    assert re.search(r"'deu_Latn_Germny'.*'deu_Latn_Germany'", message)  # the key, a suggestion
     assert isinstance(info.value, KeyError)  # callers may catch it as a KeyError
 
 

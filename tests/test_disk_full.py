@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -42,7 +43,9 @@ def test_a_database_write_on_a_full_disk_keeps_its_first_error_and_the_old_rows(
             store.write([WriteBlock("insert_segments", rows=rows)])
         message = _one_line(info.value)
         assert message.startswith(f"out of disk space writing {store.path}")
-        assert "free on its filesystem" in message and "Nothing was lost" in message
+        assert re.search(r"\d [kMG]B free\b", message)
+        # wording is the interface: docs/writers-and-disk-full.md (what is kept)
+        assert "Nothing was lost" in message
         assert "cannot rollback" not in message  # the rollback's error is not the one shown
         assert "No space left on device" in str(info.value.__cause__)  # DuckDB's own first error
         filler.unlink()  # space again: the database is as it was, and writable
@@ -64,7 +67,8 @@ def test_the_translation_cache_on_a_full_disk_keeps_what_it_held(tmp_path):
         message = _one_line(info.value)
         assert message.startswith(f"out of disk space writing {disk / 'model.sqlite'}")
         needed = sum(len(k) + len(v) for k, v in batch)  # the batch's keys and outputs (ASCII)
-        assert f"at least {needed / 1e3:.1f} kB needed" in message
+        assert f"{needed / 1e3:.1f} kB" in message
+        # wording is the interface: docs/writers-and-disk-full.md (what is kept)
         assert "the translation cache keeps every output it held before" in message
         assert "delete" not in message
         cache.close()
@@ -85,6 +89,7 @@ def test_the_localisation_cache_on_a_full_disk_says_so_and_never_advises_deletin
             cache_info(localiser, disk)  # opens (creates) the localiser's cache
     message = _one_line(info.value)
     assert message.startswith(f"out of disk space writing {disk / localiser.spec.id}.sqlite")
+    # wording is the interface: docs/writers-and-disk-full.md (what is kept)
     assert "the localisation cache was not opened" in message
     assert "translation cache" not in message and "delete" not in message
 
@@ -102,14 +107,16 @@ def test_an_output_folder_on_a_full_disk_keeps_the_previous_build(tmp_path):
             replace_folder(target, big)
         message = _one_line(info.value)
         assert message.startswith(f"out of disk space writing {target} (")
-        assert "kB free on its filesystem" in message and f"the previous {target} (" in message
+        assert re.search(r"\d kB free\b", message)
+        # wording is the interface: docs/writers-and-disk-full.md (what is kept)
+        assert f"the previous {target} (" in message
         assert "is unchanged, and the partial build was removed" in message
         assert (target / "index.html").read_text() == "old build"
         assert sorted(p.name for p in disk.iterdir()) == ["site"]  # no partial build left
 
         source = tmp_path / "model.duckdb"
         source.write_bytes(os.urandom(3_000_000))
-        with pytest.raises(DiskFullError, match=r"at least 3\.0 MB needed.*was not created"):
+        with pytest.raises(DiskFullError, match=r"\b3\.0 MB\b.*was not created"):
             keep_file_copy(source, disk / "downloads", "cultivar.duckdb")
         assert list((disk / "downloads").iterdir()) == []
 
@@ -125,6 +132,7 @@ def test_a_full_disk_in_any_file_of_a_folder_build_is_reported_with_the_file(tmp
 
     with pytest.raises(DiskFullError) as info:
         replace_folder(target, failing)
+    # wording is the interface: docs/writers-and-disk-full.md (what is kept)
     assert "b.svg" in str(info.value) and "Nothing was lost" in str(info.value)
     assert read_manifest(target) == {"kind": "charts"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["charts"]
@@ -153,6 +161,7 @@ def test_dagsters_storage_on_a_full_disk_is_one_line_from_the_cli(tmp_path, monk
         message = cli._disk_full_message(info.value)
     assert message is not None and "\n" not in message
     assert message.startswith(f"out of disk space writing {home}")
+    # wording is the interface: docs/writers-and-disk-full.md (what is kept)
     assert "Dagster's run and event storage there keeps every run and event" in message
 
 
@@ -201,8 +210,8 @@ def test_log_messages_dagster_could_not_store_are_one_note_when_the_command_ends
         sys.stderr.write(text)
     err = capsys.readouterr().err
     assert errors.dropped == 2 and "payload" not in err
-    assert err.startswith("cultivar run: note: Dagster could not store 2 log message(s) in its "
-                          "event log under ") and err.count("\n") == 1
+    assert err.startswith("cultivar run: note: ") and err.count("\n") == 1
+    assert re.search(r"\b2 log message\(s\)", err) and "Dagster" in err
 
 
 def test_other_errors_are_not_called_a_full_disk(tmp_path):
@@ -219,6 +228,7 @@ def test_any_other_full_disk_is_named_as_such_not_as_dagsters(tmp_path):
     error.__cause__ = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "x.js"))
     message = cli._disk_full_message(error)
     assert message.startswith(f"out of disk space writing {tmp_path / 'x.js'} (")
+    # wording is the interface: docs/writers-and-disk-full.md (what is kept)
     assert "Dagster" not in message and "Nothing already stored was lost" in message
 
 
@@ -249,7 +259,7 @@ def test_the_vega_bundle_on_a_full_disk_is_named_and_leaves_no_partial_file(tmp_
         [folder] = cache.iterdir()
         message = _one_line(info.value)
         assert message.startswith(f"out of disk space writing {folder / 'vega-bundle.js'} (")
-        assert "kB free on its filesystem; at least 3.0 MB needed" in message
+        assert re.search(r"\d kB free\b", message) and "3.0 MB" in message
         assert cli._disk_full_message(RuntimeError("site")) is None
         assert cli._disk_full_message(info.value) == message
         assert list(folder.iterdir()) == []  # no partial file left

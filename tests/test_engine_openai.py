@@ -127,7 +127,9 @@ def test_permanent_server_error_is_a_failure_not_a_text(server):
         [chat("a"), chat("BROKEN"), chat("b")])
     assert outputs[0] == "EN: a" and outputs[2] == "EN: b"
     assert isinstance(outputs[1], GenerationFailure)
-    assert outputs[1].reason.startswith("HTTP 500 after 2 retries: Internal server error")
+    reason = outputs[1].reason
+    assert reason.startswith("HTTP 500 ") and "2 retries" in reason
+    assert "Internal server error" in reason  # the server's own text
     assert server.seen("BROKEN") == 3
 
 
@@ -191,18 +193,18 @@ def test_unreachable_server_is_a_load_error(server):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with pytest.raises(EngineLoadError, match=r"cannot reach 127\.0\.0\.1"):
+    with pytest.raises(EngineLoadError, match=rf"127\.0\.0\.1:{port}\b"):
         make_engine(f"http://127.0.0.1:{port}/v1", max_retries=1).generate([chat("a")])
     # a server that goes away mid-run ends the run too, instead of retrying every segment
     engine = make_engine(server.url, max_retries=1)
     assert engine.generate([chat("a")]) == ["EN: a"]
     server.stop()
-    with pytest.raises(EngineLoadError, match="cannot reach"):
+    with pytest.raises(EngineLoadError, match=r"127\.0\.0\.1:\d+"):
         engine.generate([chat("b"), chat("c")])
 
 
 def test_configuration(server, monkeypatch):
-    with pytest.raises(EngineLoadError, match="base_url or \\$OPENAI_BASE_URL"):
+    with pytest.raises(EngineLoadError, match=r"base_url\b.*\$OPENAI_BASE_URL"):
         make_engine(None)
     with pytest.raises(EngineLoadError, match="max_concurrency"):
         make_engine(server.url, max_concurrency=0)
@@ -284,9 +286,8 @@ def test_the_same_refusal_on_the_first_requests_stops_after_three():
     count in vLLM's message; three are sent, and the error names the setting."""
     server = FakeOpenAIServer(context=20).start()
     try:
-        with pytest.raises(EngineLoadError, match=r"the first 3 request\(s\) were all refused "
-                           r"the same way \(HTTP 400: This model's maximum context length is 20 "
-                           r"tokens.*Lower max_new_tokens \(each request asks for 32 new"):
+        with pytest.raises(EngineLoadError, match=r"\b3\b.*HTTP 400: This model's maximum context "
+                           r"length is 20 tokens.*\bmax_new_tokens\b.*\b32\b"):
             make_engine(server.url).generate([chat(f"s{i} " * i) for i in range(6)])
         assert len(server.requests) == 3
     finally:

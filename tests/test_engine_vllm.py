@@ -106,7 +106,7 @@ def test_module_imports_without_vllm_and_declares_its_prompt_kinds(tmp_path):
         import vllm  # noqa: F401
     except ImportError:
         spec = ModelSpec.model_validate(_entry("tiny", tmp_path, "base-fewshot"))
-        with pytest.raises(EngineLoadError, match="needs vllm"):
+        with pytest.raises(EngineLoadError, match=r"\bvllm\b"):
             VLLMEngine(spec, EngineSettings())
 
 
@@ -137,7 +137,7 @@ def test_stop_strings_cut_like_the_transformers_engine(vllm_run):
 def test_chat_style_without_a_chat_template_fails(vllm_run):
     error = vllm_run["results"]["base_model"]["calls"][1]["error"]
     assert error["type"] == "EngineLoadError"
-    assert "tiny-base" in error["message"] and "no chat template" in error["message"]
+    assert "tiny-base" in error["message"] and "template" in error["message"]
 
 
 @needs_vllm
@@ -159,7 +159,7 @@ def test_info_and_batch_size(vllm_run):
 def test_missing_weights_fail_with_a_clear_message(vllm_run):
     error = vllm_run["results"]["missing"]["error"]
     assert error["type"] == "EngineLoadError"
-    assert "cannot load ghost" in error["message"]
+    assert "ghost" in error["message"]
 
 
 # What the engine gives vllm.LLM, checked against the installed vLLM's EngineArgs, and the chat
@@ -241,10 +241,9 @@ def test_engine_options_go_to_vllm_checked_against_its_engine_args(options_and_m
     assert all("dtype" not in options and "chat_template_kwargs" not in options
                for options in passed.values())
     assert passed["wanted"] == WANTED
-    assert "\n" not in refused["typo"] and (
-        f"{MINISTRAL[0]}: engine_options ['max_num_seqz'] are neither options of the vllm "
-        "engine nor fields of vLLM 0.") in refused["typo"]
-    assert "['revision'] come from the registry entry" in refused["entry"]
+    assert "\n" not in refused["typo"] and "vLLM 0." in refused["typo"]
+    assert f"{MINISTRAL[0]}: engine_options ['max_num_seqz']" in refused["typo"]
+    assert "['revision']" in refused["entry"] and "registry" in refused["entry"]
 
 
 @needs_vllm

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -78,7 +79,7 @@ def test_chat_style_needs_a_chat_template(tmp_path, tiny_model_dir):
     models = write_models_file(tmp_path / "m.yaml",
                                [tiny_entry("base-as-chat", tiny_model_dir, "chat-instruction")])
     engine = TransformersEngine(_spec(models, "base-as-chat"), EngineSettings())
-    with pytest.raises(EngineLoadError, match="no chat template"):
+    with pytest.raises(EngineLoadError, match=r"base-as-chat\b.*\btemplate\b"):
         engine.generate(_requests("chat-instruction"))
 
 
@@ -97,7 +98,8 @@ def test_missing_weights_fail_with_a_clear_message(tmp_path):
 
     models = write_models_file(tmp_path / "m.yaml",
                                [tiny_entry("ghost", tmp_path / "nowhere", "base-fewshot")])
-    with pytest.raises(EngineLoadError, match="cannot load ghost"):
+    nowhere = re.escape(str(tmp_path / "nowhere"))
+    with pytest.raises(EngineLoadError, match=rf"\bghost\b.*{nowhere}"):
         TransformersEngine(_spec(models, "ghost"), EngineSettings())
 
 
@@ -114,8 +116,7 @@ def test_engine_start_up_refuses_a_missing_package_and_resolves_weights_late(tmp
     engine = TransformersEngine.__new__(TransformersEngine)
     engine.spec, engine.settings = spec, EngineSettings()
     with pytest.raises(EngineLoadError,
-                       match=r"^the transformers engine needs json and no_such_package_xyz: "
-                             r"pip it$"):
+                       match=r"\btransformers\b.*\bjson\b.*\bno_such_package_xyz: pip it$"):
         torch_support.start_engine(engine, ("json", "no_such_package_xyz"), ": pip it")
     calls = []
     monkeypatch.setattr(torch_support, "resolve_weights",
@@ -132,9 +133,10 @@ def test_loading_wraps_loader_errors_and_passes_engine_load_errors():
     from cultivar_assets.engines.torch_support import Weights, loading
 
     weights = Weights("/models/x", None)
-    with (pytest.raises(EngineLoadError, match=r"^cannot load m from /models/x via y: gone$"),
+    with (pytest.raises(EngineLoadError, match=r"\bm\b.*/models/x via y: gone$"),
           loading("m", weights, (OSError,), via=" via y")):
         raise OSError("gone")
+    # wording is the interface: the error raised below passes through unchanged
     with (pytest.raises(EngineLoadError, match=r"^unknown dtype 'q'$"),
           loading("m", weights, (RuntimeError,))):
         raise EngineLoadError("unknown dtype 'q'")  # a RuntimeError, not re-wrapped
@@ -168,7 +170,7 @@ def test_prompt_styles_render_language_names_and_hash_their_definition():
     assert len(hashes) == 4
     assert language_name("cmn_Hans") == "Mandarin Chinese"
     assert language_name("eng_Latn") == "English"
-    with pytest.raises(PromptError, match="no language name for 'fra_Latn'"):
+    with pytest.raises(PromptError, match="'fra_Latn'"):
         get_prompt_style("base-fewshot").request("Bonjour", "fra_Latn", 8)
 
 
@@ -283,6 +285,6 @@ def test_an_engine_reporting_more_requests_than_its_batch_fails(tmp_path, monkey
         return outputs
 
     monkeypatch.setattr(CopySourceEngine, "generate_reporting", twice)
-    with pytest.raises(RuntimeError, match="reported 4 requests finished of a batch of 3"):
+    with pytest.raises(RuntimeError, match=r"\b4\b.*\bbatch\b.*\b3\b"):
         translate(_copy_spec(tmp_path), _test_sets(), EngineSettings(batch_size=16),
                   cache_dir=tmp_path / "cache", show_progress_bar=False)

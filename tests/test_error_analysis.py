@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections import Counter
 
 import duckdb
@@ -115,11 +116,11 @@ def test_the_wrong_file_is_refused_at_once(sample):
     other = error_document(sample.tasks[1])
     other["task"]["locale"] = sample.tasks[0].locale
     [problem] = problems(other, sample)
-    assert problem.startswith("task.task_id: the file is for task deu_Latn_Germany-errors-")
+    assert problem.startswith("task.task_id: ") and "deu_Latn_Germany-errors-" in problem
     stranger = error_document(sample.tasks[0])
     stranger["task"]["locale"] = "jpn_Jpan_Japan"
     [problem] = problems(stranger, sample)
-    assert "the sample has no task for jpn_Jpan_Japan" in problem
+    assert "jpn_Jpan_Japan" in problem
 
 
 def test_every_problem_of_a_file_is_reported(sample):
@@ -226,7 +227,7 @@ def test_bad_files_are_reported_one_message_each_and_nothing_is_written(store, s
     with pytest.raises(ErrorIngestError) as caught:
         ingest_error_files(db, sample, sample_config(bad))
     message = str(caught.value)
-    assert message.startswith("2 of 3 error-annotation files cannot be used; nothing was written")
+    assert message.startswith("2 of 3 ")
     assert len(caught.value.errors) == 2
     assert germany.task_id in message and "not marked done" in message
     assert swiss.task_id in message and "ends early" in message
@@ -236,7 +237,8 @@ def test_bad_files_are_reported_one_message_each_and_nothing_is_written(store, s
     twice = tmp_path / "twice"
     write_document(twice, error_document(china))
     write_document(twice, error_document(china), name="copy.errors.json")
-    with pytest.raises(ErrorIngestError, match="a second file for cmn_Hans_China"):
+    with pytest.raises(ErrorIngestError, match=r"copy\.errors\.json: \(folder\): "
+                       r".*cmn_Hans_China\b.*cmn_Hans_China-errors-"):
         ingest_error_files(db, sample, sample_config(twice))
 
 
@@ -257,10 +259,11 @@ def test_files_of_other_systems_are_left_out_with_a_notice(store, sample, tmp_pa
     assert [f.locale for f in ingested.files] == ["cmn_Hans_China"]
     assert len(ingested.left_out) == 2
     for notice, task in zip(ingested.left_out, sample.tasks[1:], strict=True):
-        assert notice == (f"{folder / (task.task_id + '.errors.json')}: left out: it annotates "
-                          f"{', '.join(sorted(SAMPLE_MODELS))}; the sample's {task.locale} task "
-                          f"has {', '.join(sorted(SAMPLE_MODELS[:2]))} (every leaderboard "
-                          "model, or error_analysis.models)")
+        annotated, systems = (re.escape(", ".join(sorted(models)))
+                              for models in (SAMPLE_MODELS, SAMPLE_MODELS[:2]))
+        assert notice.startswith(f"{folder / (task.task_id + '.errors.json')}: ")
+        assert re.search(rf"{annotated}\b.*{task.locale}\b.*{systems}\b", notice)
+        assert "error_analysis.models" in notice and "\n" not in notice
     table5, _ = read_table5(db)
     assert {(r["model_id"], r["locale"]) for r in table5} == {
         (m, "cmn_Hans_China") for m in SAMPLE_MODELS[:2]}
@@ -268,7 +271,7 @@ def test_files_of_other_systems_are_left_out_with_a_notice(store, sample, tmp_pa
     other_seed = build_error_sample(store, sample_config(seed="another seed"))
     wrong = tmp_path / "wrong"  # the same systems, another sample: still the wrong file
     write_document(wrong, error_document(other_seed.tasks[0]))
-    with pytest.raises(ErrorIngestError, match="it was made for another sample"):
+    with pytest.raises(ErrorIngestError, match=rf"{re.escape(str(wrong))}.*\bsample\b"):
         ingest_error_files(db, sample, sample_config(wrong))
 
 

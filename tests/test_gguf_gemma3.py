@@ -157,11 +157,11 @@ def test_conversion_equals_transformers_gguf_loading(tiny_gguf, tmp_path):
 def test_unknown_tensors_and_files_are_refused(tmp_path):
     assert hf_tensor_name("blk.3.attn_q.weight") == "model.layers.3.self_attn.q_proj.weight"
     assert hf_tensor_name("token_embd.weight") == "model.embed_tokens.weight"
-    with pytest.raises(GgufError, match=r"unknown Gemma 3 tensor 'blk\.0\.attn_qkv\.weight'"):
+    with pytest.raises(GgufError, match=r"'blk\.0\.attn_qkv\.weight'"):
         hf_tensor_name("blk.0.attn_qkv.weight")
     not_gguf = tmp_path / "x.gguf"
     not_gguf.write_bytes(b"NOPE" + bytes(40))
-    with pytest.raises(GgufError, match="not a GGUF file"):
+    with pytest.raises(GgufError, match=r"x\.gguf\b.*\bGGUF\b"):
         read_gguf(not_gguf)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -170,9 +171,9 @@ def test_no_install_without_the_wheels_says_what_is_missing(tmp_path):
     work = tmp_path / "work"
     done = _run(["--no-install", "--dry-run", "--work", str(work)], _lent_env(machine, empty))
     assert done.returncode == 1
-    assert f"{sys.executable} cannot import cultivar_assets.specs (No module named 'pydantic' " \
-        "(not on the lent machine)); on a machine without a package registry, carry the " \
-        "missing packages as wheels: bash benchmarks/gpu_wheels.sh" in done.stderr
+    assert all(fact in done.stderr for fact in (
+        f"{sys.executable} ", "cultivar_assets.specs", "'pydantic'",
+        "bash benchmarks/gpu_wheels.sh"))
     assert not work.exists()  # stopped before building anything
     assert "| measurement" not in done.stdout
 
@@ -182,13 +183,13 @@ def test_no_install_refuses_a_missing_or_mismatched_wheel_folder(tmp_path):
     env = {**_lent_env(machine, tmp_path / "absent"), "CULTIVAR_GPU_NO_INSTALL": "1"}
     done = _run(["--dry-run"], env)  # the variable stands for --no-install
     assert done.returncode == 1
-    assert f"CULTIVAR_GPU_WHEELS={tmp_path / 'absent'} is not a folder" in done.stderr
+    assert f"CULTIVAR_GPU_WHEELS={tmp_path / 'absent'} " in done.stderr and "folder" in done.stderr
     (wheels / ".python-version").write_text("3.1\n", encoding="utf-8")  # as gpu_wheels.sh writes
     done = _run(["--no-install", "--dry-run"], _lent_env(machine, wheels))
     running = f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert done.returncode == 1
-    assert (f"the wheel folder {wheels} was prepared for Python 3.1; {sys.executable} is Python "
-            f"{running}") in done.stderr
+    assert re.search(rf"{re.escape(str(wheels))}\D*\b3\.1\b.*{re.escape(sys.executable)}\D*"
+                     rf"\b{re.escape(running)}\b", done.stderr)
 
 
 def test_a_process_that_imported_dagster_duckdb_or_spacy_is_named():

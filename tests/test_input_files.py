@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -93,7 +94,7 @@ def test_a_yaml_alias_bomb_is_refused_before_it_is_walked(case, tmp_path):
         """, tmp_path)
     assert printed.startswith(str(path) if kind == "settings" else f"model registry {path}") \
         or str(path) in printed.splitlines()[0], printed
-    assert "aliases (*name) would repeat" in printed and "over the limit of 10000" in printed
+    assert "aliases" in printed and "10000" in printed
     assert len(printed.splitlines()) == 1, printed
 
 
@@ -107,8 +108,8 @@ def test_a_yaml_alias_that_holds_itself_is_refused(tmp_path):
         except SettingsError as error:
             print(error)
         """, tmp_path)
-    assert printed == f"settings file {path}: line 1: an alias refers to a node that holds it " \
-                      "(a cycle)", printed
+    assert printed.startswith(f"settings file {path}: line 1: "), printed
+    assert "alias" in printed and len(printed.splitlines()) == 1, printed
 
 
 def test_a_few_aliases_are_still_read(tmp_path):
@@ -283,9 +284,12 @@ def test_read_input_file_checks_the_size_before_reading_and_reads_no_more(tmp_pa
     path.write_bytes(b"x" * 1001)
     with pytest.raises(ConfigFileError) as info:
         read_input_file(path, "settings file", 1000)
-    assert str(info.value) == f"settings file {path} is 1001 bytes, over the limit of 1000 bytes"
+    message = str(info.value)
+    assert message.startswith(f"settings file {path} ") and "\n" not in message
+    assert "1001 bytes" in message and "1000 bytes" in message
     assert read_input_file(path, "settings file", 1001) == b"x" * 1001
-    with pytest.raises(ConfigFileError, match=f"settings file {tmp_path} is a directory"):
+    named = re.escape(str(tmp_path))
+    with pytest.raises(ConfigFileError, match=rf"^settings file {named} .*directory"):
         read_input_file(tmp_path, "settings file", 1000)
 
 

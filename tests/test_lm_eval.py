@@ -248,7 +248,8 @@ def test_a_results_file_that_cannot_be_read_is_an_error_not_passed_over(tmp_path
     manifest.write_text(yaml.safe_dump(MANIFEST), "utf-8")
     assert main(["import", "lm-eval", str(folder), str(out), "--manifest", str(manifest)]) == 1
     assert not out.exists()
-    assert f"{results}: not a JSON results file" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{results}: " in err and "JSON" in err
 
 
 def _problems(folder: Path, filter_name: str | None = None) -> list[str]:
@@ -273,14 +274,13 @@ def test_samples_that_are_not_a_submission_are_refused_with_file_and_line(tmp_pa
         json.dumps(first) + "\n", "utf-8")
     (model / f"samples_cultivar_xxx_Latn_Nowhere_{DATE}.jsonl").write_text("", "utf-8")
     problems = _problems(folder)
-    assert f"{path}:2: not a JSON object of lm-eval's samples" in problems[0]
-    assert f"{path}:3: doc has no id (not a document of cultivar export lm-eval's tasks)" in (
-        problems)
-    assert f"{path}:4: filtered_resps must hold one generation (lm-eval's --log_samples, " \
-           "repeats 1)" in problems
-    assert f"{path}:5: hypothesis must be a string" in problems
-    assert f"{path}:{len(lines)}: duplicate cultivar_deu_Latn_Germany id 0 (first on line 1)" in (
-        problems)
+    assert problems[0].startswith(f"{path}:2: ") and "JSON" in problems[0]
+    assert any(p.startswith(f"{path}:3: doc ") and " id " in p for p in problems)
+    assert any(p.startswith(f"{path}:4: filtered_resps ") and "--log_samples" in p
+               for p in problems)
+    assert any(p.startswith(f"{path}:5: hypothesis ") and "string" in p for p in problems)
+    assert any(p.startswith(f"{path}:{len(lines)}: ") and "cultivar_deu_Latn_Germany id 0" in p
+               and "line 1" in p for p in problems)
     assert any("a second samples file of cultivar_deu_Latn_Germany" in p for p in problems)
     assert any("the task 'cultivar_xxx_Latn_Nowhere' is no Cultivar test set's" in p
                for p in problems)
@@ -306,11 +306,11 @@ def test_an_import_with_problems_writes_nothing(tmp_path, test_sets, capsys):
     manifest.write_text(yaml.safe_dump({**MANIFEST, "type": "NMT"}), "utf-8")
     out = tmp_path / "submission"
     assert main(["import", "lm-eval", str(empty), str(out), "--manifest", str(manifest)]) == 1
-    assert "no samples of Cultivar's tasks" in capsys.readouterr().err
+    assert str(empty) in capsys.readouterr().err
     folder = write_samples(tmp_path / "results", test_sets)
     assert main(["import", "lm-eval", str(folder), str(out), "--manifest", str(manifest)]) == 1
     err = capsys.readouterr().err
-    assert "type 'NMT' is not one of the registry's types" in err and "Nothing was written" in err
+    assert "'NMT'" in err and "Nothing was written" in err
     assert not out.exists()
 
 
@@ -358,10 +358,10 @@ def test_a_limited_run_imports_with_score_but_is_not_scored(tmp_path, homes, tes
                  "--manifest", str(manifest), "--score"]) == 1
     err = capsys.readouterr().err
     assert f"{out} is written but not scored" in err
-    assert "deu_Latn_Germany: 10 missing id(s)" in err
+    assert "deu_Latn_Germany: 10 " in err
     submission = read_submission(out)
     assert len(submission.hypotheses) == 2 * len(test_sets)
-    with pytest.raises(SubmissionError, match="missing id"):
+    with pytest.raises(SubmissionError, match=r"deu_Latn_Germany: 10\b"):
         read_submission(out, test_sets)
     assert not (tmp_path / "results.duckdb").exists()  # nothing scored
     assert not (homes[0] / "submitted-models.yaml").exists()  # nor registered

@@ -106,7 +106,7 @@ def test_the_asset_fails_clearly_before_a_selection(tmp_path, server):
     assert not result.success
     event = next(e for e in result.all_events if e.is_step_failure)
     message = str(event.step_failure_data.error)
-    assert "holds no selection" in message and "materialise selected_instances first" in message
+    assert "selection" in message and "selected_instances" in message
 
 
 def write_settings(tmp_path, server, **localisation) -> str:
@@ -124,8 +124,8 @@ def localisation_rows(database) -> int:
 def test_cli_build_localise(tmp_path, server, capsys):
     config = write_settings(tmp_path, server, locales=["spa_Latn_Spain", "cmn_Hans_China"])
     assert main(["--config", config, "build", "localise"]) == 1
-    assert "materialise selected_instances first (cultivar build select)" in (
-        capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert "selected_instances" in err and "cultivar build select" in err
     assert main(["--config", config, "build", "select"]) == 0
     assert main(["--config", config, "build", "localise"]) == 0
     out = capsys.readouterr().out
@@ -135,7 +135,7 @@ def test_cli_build_localise(tmp_path, server, capsys):
 
     assert main(["--config", config, "build", "localise", "--locale", "deu_Latn_Austria"]) == 1
     error = capsys.readouterr().err
-    assert "unknown locale 'deu_Latn_Austria'" in error and "deu_Latn_Germany" in error
+    assert "'deu_Latn_Austria'" in error and "deu_Latn_Germany" in error
     assert localisation_rows(tmp_path / "build.duckdb") == 24
 
 
@@ -149,9 +149,8 @@ def test_a_prompt_template_missing_a_placeholder_writes_nothing(tmp_path, server
     capsys.readouterr()
     assert main(["--config", config, "build", "localise", "--locale", "spa_Latn_Spain"]) == 1
     error = capsys.readouterr().err
-    assert f"{prompts}: bad localisation prompt templates:" in error
-    assert "template 'mine': the system and user texts lack the placeholders {src_location}" in (
-        error)
+    assert f"{prompts}: " in error
+    assert "template 'mine': " in error and "{src_location}" in error
     assert localisation_rows(tmp_path / "build.duckdb") == 0 and not server.requests
 
 
@@ -164,8 +163,7 @@ def test_a_locale_whose_language_the_source_lacks(tmp_path, server):
     construction: ConstructionConfig = settings.construction
     main_args = ["--config", write_settings(tmp_path, server), "build", "select"]
     assert main(main_args) == 0
-    with pytest.raises(ConstructionError, match=r"localisation of jpn_Jpan_Japan: the source "
-                       r"benchmark has no jpn_Jpan sentence for 12 selected instance\(s\)"):
+    with pytest.raises(ConstructionError, match=r"jpn_Jpan_Japan\b.*\bjpn_Jpan\b.*\b12\b"):
         build_localisation(construction.localisation, Store(settings.database),
                            ["jpn_Jpan_Japan"], show_bar=False)
     assert localisation_rows(tmp_path / "build.duckdb") == 0

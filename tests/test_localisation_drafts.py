@@ -99,7 +99,7 @@ def test_a_served_model_with_the_few_shot_template_is_stored_and_printed_as_itse
         localiser, engine, model = con.execute(
             "SELECT localiser, engine, model FROM localisation_summary").fetchone()
     assert (localiser, engine, model) == ("my-localiser-1 (openai)", "openai", "my-localiser-1")
-    assert f"by {localiser} (prompt cultivar-paper-fewshot" in out
+    assert f"by {localiser} (" in out and "cultivar-paper-fewshot" in out
     assert "demo" not in localiser and "weak" not in out
 
 
@@ -125,8 +125,7 @@ def test_a_template_with_a_label_is_refused():
         "kind": "chat", "label": "a very good localiser",
         "system": "Localise this {src_name}-{tgt_name} pair to {src_location}.",
         "user": "{src_name}: {src_text}\n{tgt_name}: {tgt_text}"}}})
-    with pytest.raises(ConstructionError, match="template 'mine': label: a template carries no "
-                       "label"):
+    with pytest.raises(ConstructionError, match=r"template 'mine': label: "):
         parse_prompts(text, "mine.yaml")
 
 
@@ -198,16 +197,18 @@ def test_kept_flagged_pairs_are_named_at_ingest_and_counted_by_the_dataset(
     assert main(["--config", str(config), "build", "ingest", str(path)]) == 0
     out = capsys.readouterr().out
     first, second = (d.instance_id for d in task.drafts[:2])
-    assert (f"warning: {HINDI}: 2 pair(s) kept unchanged although their draft was flagged: "
-            f"{HINDI}_{first} (source_not_in_script, source_equals_english), {HINDI}_{second} "
-            "(source_not_in_script, source_equals_english).") in out
+    warning = next(line for line in out.splitlines() if line.startswith(f"warning: {HINDI}: "))
+    assert warning.startswith(f"warning: {HINDI}: 2 ")
+    assert all(f"{HINDI}_{i} (source_not_in_script, source_equals_english)" in warning
+               for i in (first, second))
     assert kept_flagged(store, HINDI) == {first: ("source_not_in_script",
                                                   "source_equals_english"),
                                           second: ("source_not_in_script",
                                                    "source_equals_english")}
     assert main(["--config", str(config), "build", "dataset"]) == 0
-    assert f"{HINDI}: 12 instances (2 kept, 0 edited, 10 reverted); 2 flagged draft(s) kept " \
-           "unchanged" in capsys.readouterr().out
+    [line] = [line for line in capsys.readouterr().out.splitlines()
+              if line.startswith(f"{HINDI}: 12 ")]
+    assert all(count in line for count in ("2 kept", "0 edited", "10 reverted", "2 flagged"))
 
 
 # -- 3. drafts are stored beside their tool page and kept ---------------------------------------
@@ -225,8 +226,8 @@ def test_the_drafts_file_beside_the_tool_page_holds_the_drafts_and_their_hashes(
     assert {r["task_id"] for r in rows} == {task_id(drafts[0].locale, drafts)}
     rows[3]["english_draft"] = "Changed by hand."
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
-    with pytest.raises(ValueError, match=rf"{DRAFTS_FILE}, line 4: the draft deu_Latn_Germany_"
-                       rf"{rows[3]['instance_id']} does not match its draft_hash"):
+    with pytest.raises(ValueError, match=rf"{DRAFTS_FILE}, line 4: .*deu_Latn_Germany_"
+                       rf"{rows[3]['instance_id']}\b.*draft_hash"):
         read_drafts_file(path)
 
 
@@ -250,11 +251,10 @@ def test_drafts_with_a_tool_page_are_kept_until_redraft(tmp_path, server):
     assert stored_task(store, HINDI).task_id == before[HINDI]
     assert stored_task(store, "deu_Latn_Germany").task_id != before["deu_Latn_Germany"]
     tool = construction.annotation.tools_path() / HINDI / "index.html"
-    assert said[0] == (f"{HINDI}: kept its drafts (task {before[HINDI]}), not localised again: "
-                       f"the tool page {tool} was made from them. To replace them: cultivar "
-                       f"build localise --redraft --locale {HINDI} (Dagster: materialise "
-                       "localised_drafts with run config redraft: true); the tool page and "
-                       "annotation files made from the old drafts then no longer match.")
+    assert said[0].startswith(f"{HINDI}: ") and "\n" not in said[0]
+    assert all(fact in said[0] for fact in (
+        before[HINDI], str(tool), f"cultivar build localise --redraft --locale {HINDI}",
+        "redraft: true"))
     third = build_localisation(fresh, store, [HINDI], show_bar=False,
                                annotation=construction.annotation, redraft=True)
     assert third.kept == {} and stored_task(store, HINDI).task_id != before[HINDI]
@@ -274,8 +274,7 @@ def test_drafts_an_annotation_file_was_made_from_are_kept(tmp_path, server, caps
     assert main(["--config", str(config), "build", "localise", "--cache-dir",
                  str(tmp_path / "new")]) == 0
     out = capsys.readouterr().out
-    assert f"the ingested annotation file {path.name} was made from them" in out
-    assert "kept, not localised again" in out and stored_task(store, HINDI) == task
+    assert path.name in out and "kept" in out and stored_task(store, HINDI) == task
     assert len(server.requests) == 12
     assert main(["--config", str(config), "build", "localise", "--cache-dir",
                  str(tmp_path / "new"), "--redraft"]) == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 
 import pytest
 from localisation_helpers import demo_pairs, localising_answer, swap
@@ -129,11 +130,11 @@ def test_a_request_that_keeps_failing_writes_nothing_and_resumes(server, tmp_pat
     broken = demo_pairs(n=4)[3].source.split()[1]
     server.always(broken, "500")
     cfg = config(server, locales=[LOCALE])
-    with pytest.raises(LocalisationFailuresError, match=r"1 localisation request\(s\) failed: "
-                       r"deu_Latn_Switzerland_3 \(HTTP 500 after 2 retries: Internal server "
-                       r"error.\)"):
+    with pytest.raises(LocalisationFailuresError,
+                       match=r"^1 .*deu_Latn_Switzerland_3 \(HTTP 500\b.*\b2\b.*Internal server "
+                       r"error\."):
         build_localisation(cfg, store, cache_dir=tmp_path / "cache", show_bar=False)
-    with pytest.raises(LookupError, match="holds no drafts for deu_Latn_Switzerland"):
+    with pytest.raises(LookupError, match=rf"{re.escape(str(store.path))}.*deu_Latn_Switzerland"):
         read_drafts(store, LOCALE)
     assert server.seen(broken) == 3  # the first try and the client's two retries
     n = len(server.requests)
@@ -202,12 +203,10 @@ def test_identical_refusals_stop_the_run_and_name_the_setting(tmp_path):
     message = str(caught.value)
     assert message.startswith("localisation stopped: ")
     assert "maximum context length is 2048 tokens" in message
-    assert "Lower max_new_tokens (each request asks for 4096 new tokens)" in message
-    assert "(vLLM: --max-model-len). None of the 12 requests is answered (nothing is cached); 3 " \
-        "failed, 9 got no answer" in message
+    assert "max_new_tokens" in message and "4096" in message
+    assert re.search(r"--max-model-len\b.*\b12\b.*\b3\b.*\b9\b", message)
     assert "other answers are cached" not in message
-    assert "This run spent 0 + 0 tokens (prompt + completion); estimated cost 0.0000 USD." \
-        in message
+    assert "0 + 0 tokens" in message and "0.0000 USD" in message
     record = failure_record(caught.value)
     assert record["n_failures"] == 3 and record["stopped"] == caught.value.stopped
     assert [f["instance_id"] for f in record["failures"]] == [p.instance_id
@@ -230,9 +229,8 @@ def test_refusals_that_differ_are_not_a_configuration_error(server, tmp_path):
     pairs = demo_pairs()
     server.script(unique_word(pairs, 0), "400")
     server.script(unique_word(pairs, 1), "422")
-    with pytest.raises(LocalisationFailuresError, match=r"2 localisation request\(s\) failed: "
-                       r".*10 of 12 requests are answered and cached \(10 in this run, 0 by "
-                       r"earlier runs\); 2 failed\.") as caught:
+    with pytest.raises(LocalisationFailuresError,
+                       match=r"^2 .*\b10 of 12 .*\(10 .*, 0 .*\); 2 ") as caught:
         localise({LOCALE: pairs}, config(server), cache_dir=tmp_path, show_bar=False)
     assert caught.value.stopped is None and len(server.requests) == 12
 
@@ -249,10 +247,9 @@ def test_a_failed_run_reports_spend_cache_and_every_failure(server, tmp_path):
         localise({LOCALE: pairs}, cfg, cache_dir=tmp_path, show_bar=False)
     error = caught.value
     message = str(error)
-    assert message.startswith("7 localisation request(s) failed: ")
+    assert message.startswith("7 ")
     assert message.count("(HTTP 500 after 2 retries") == 5 and " and 2 more." in message
-    assert "5 of 12 requests are answered and cached (3 in this run, 2 by earlier runs); 7 " \
-        "failed. This run spent " in message
+    assert re.search(r"\b5 of 12 .*\(3 .*, 2 .*\); 7 ", message)
     null = next(f for f in error.failures if f.reason.startswith("no content"))
     assert null.prompt_tokens > 100 and null.completion_tokens == 0  # the server's usage
     answered = [r for r in server.requests[2:] if not any(m in r.text for m in broken)]
@@ -260,10 +257,9 @@ def test_a_failed_run_reports_spend_cache_and_every_failure(server, tmp_path):
                  for r in answered) + null.prompt_tokens
     assert error.spend.prompt_tokens == prompt and error.spend.failed_prompt_tokens == \
         null.prompt_tokens
-    assert (f"This run spent {prompt} + {error.spend.completion_tokens} tokens (prompt + "
-            f"completion; {null.prompt_tokens} + 0 of them in answers that could not be used); "
-            f"estimated cost {(prompt * 2.0 + error.spend.completion_tokens * 8.0) / 1e6:.4f} "
-            "USD.") in message
+    cost = (prompt * 2.0 + error.spend.completion_tokens * 8.0) / 1e6
+    assert f"{prompt} + {error.spend.completion_tokens} tokens" in message
+    assert f"{null.prompt_tokens} + 0 " in message and f"{cost:.4f} USD" in message
     record = failure_record(error)
     assert len(record["failures"]) == 7  # the complete list, not the message's five
     assert {f["instance_id"] for f in record["failures"]} == {p.instance_id for p in pairs[5:]}
@@ -277,15 +273,15 @@ def test_a_200_that_is_not_json_is_named_and_redacted(server, tmp_path):
     with pytest.raises(LocalisationFailuresError) as caught:
         localise({LOCALE: pairs}, config(server), cache_dir=tmp_path, show_bar=False)
     (failure,) = caught.value.failures
-    assert failure.reason.startswith("the server answered 200 with a body that is not JSON: "
-                                     "'{\"error\": \"upstream closed\", \"auth\": \"")
+    assert "200" in failure.reason and "JSON" in failure.reason
+    assert "'{\"error\": \"upstream closed\", \"auth\": \"" in failure.reason
     assert KEY not in str(caught.value) and KEY not in failure.reason
     assert KEY not in caught.value.failures_file.read_text("utf-8")
 
     # a base_url that answers every request with a web page: stopped after the probe
     server.always("", "html")
     with pytest.raises(LocalisationFailuresError,
-                       match=r"Check engine_options\.base_url") as caught:
+                       match=r"engine_options\.base_url") as caught:
         localise({"deu_Latn_Germany": pairs}, config(server), cache_dir=tmp_path / "b",
                  show_bar=False)
     assert caught.value.stopped and len(caught.value.failures) == 3

@@ -3,6 +3,8 @@ the few-shot version for base models, and bad templates refused with the file an
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -44,9 +46,11 @@ def test_names_come_from_the_locale_registry():
         "src_name": "Mandarin Chinese", "tgt_name": "English", "src_location": "Singapore",
         "src_text": "s", "tgt_text": "e", "language": "cmn_Hans"}
     us = get_prompt("cultivar-paper").request(prompt_values("hin_Deva_US", "स", "e"), 8)
+    # wording is the interface: the paper's prompt, as the model reads it
     assert us.messages[0][1].startswith("I will provide a pair of Hindi-English parallel")
+    # wording is the interface: the paper's prompt, as the model reads it
     assert "to localize both sentences to US by" in us.messages[0][1]
-    with pytest.raises(ValueError, match="unknown locale 'deu_Latn_Austria'"):
+    with pytest.raises(ValueError, match="'deu_Latn_Austria'"):
         prompt_values("deu_Latn_Austria", "s", "e")
 
 
@@ -57,6 +61,7 @@ def test_retry_turns_carry_the_answer_and_the_reason():
     roles = [role for role, _ in request.messages]
     assert roles == ["system", "user", "assistant", "user"]
     assert request.messages[2][1] == "Claro: Hola."
+    # wording is the interface: the retry turn the model reads
     assert request.messages[3][1] == (
         "Your answer could not be read (no line starts with 'Spanish:'). Output only the two "
         "localised sentences, in exactly this format and nothing else:\nSpanish: ...\n"
@@ -69,8 +74,11 @@ def test_the_few_shot_version_for_base_models():
     values = prompt_values("deu_Latn_Switzerland", "Ein Satz.", "A sentence.")
     text = prompt.request(values, 128).prompt
     assert text.startswith(PAPER_SYSTEM + "\n\nFrench: Mardi, la maire de Lyon")
+    # wording is the interface: docs/building-a-benchmark.md (the few-shot prompt)
     assert "\nLocalised to Canada:\nFrench: Mardi, la mairesse de Québec" in text
+    # wording is the interface: docs/building-a-benchmark.md (the few-shot prompt)
     assert "\nLocalised to Brazil:\nPortuguese: O festival de jazz de Salvador" in text
+    # wording is the interface: docs/building-a-benchmark.md (the few-shot prompt)
     assert text.endswith("\n\nGerman: Ein Satz.\nEnglish: A sentence.\nLocalised to "
                          "Switzerland:\nGerman:")
     assert prompt.answer_prefix(values) == "German:"
@@ -118,22 +126,19 @@ def test_a_bad_template_is_refused_with_the_file_and_the_name(tmp_path, change, 
     path = _write(tmp_path, {"bad": {**PAPER, **change}})
     with pytest.raises(ConstructionError) as error:
         prompt_registry(path)
-    assert str(error.value).startswith(f"{path}: bad localisation prompt templates:")
+    assert str(error.value).startswith(f"{path}: ")
     assert message in str(error.value)
 
 
 def test_prompts_files_that_cannot_be_used(tmp_path):
-    with pytest.raises(ConstructionError, match=r"localisation prompts file .*nope\.yaml does not "
-                       r"exist"):
+    with pytest.raises(ConstructionError, match=re.escape(str(tmp_path / "nope.yaml"))):
         prompt_registry(tmp_path / "nope.yaml")
     clash = _write(tmp_path, {"cultivar-paper": dict(PAPER)})
-    with pytest.raises(ConstructionError, match=r"template 'cultivar-paper' is already defined "
-                       r"in localisation_prompts\.yaml"):
+    with pytest.raises(ConstructionError, match=r"'cultivar-paper'.*localisation_prompts\.yaml"):
         prompt_registry(clash)
     empty = tmp_path / "empty.yaml"
     empty.write_text("styles: {}\n", "utf-8")
-    with pytest.raises(ConstructionError, match="expected a top-level 'templates' mapping"):
+    with pytest.raises(ConstructionError, match=rf"{re.escape(str(empty))}.*'templates'"):
         prompt_registry(empty)
-    with pytest.raises(ValueError, match="unknown localisation prompt template 'cultivar-papr'; "
-                       "did you mean 'cultivar-paper'"):
+    with pytest.raises(ValueError, match=r"'cultivar-papr'.*'cultivar-paper'"):
         get_prompt("cultivar-papr")

@@ -124,7 +124,7 @@ def test_bleus_label_follows_its_signatures_tokenizer():
     assert score_label("bleu", thirteen.replace("tok:13a", "tok:intl")) == "BLEU"
     ter = build_metric("ter", MetricConfig()).signature
     assert score_label("ter", ter) == "TER"
-    with pytest.raises(ValueError, match="names no tokenizer"):
+    with pytest.raises(ValueError, match=r"nrefs:1\|case:mixed"):
         score_label("bleu", "nrefs:1|case:mixed")
 
 
@@ -164,7 +164,7 @@ def test_default_scorer_is_the_papers_bleu_and_chrf():
 def test_spbleu_entry_never_downloads(tmp_path, monkeypatch):
     """flores200 with no model file fails loudly; with a (stand-in) model its hash comes along."""
     monkeypatch.setenv("SACREBLEU", str(tmp_path / "home"))
-    with pytest.raises(MetricUnavailableError, match="cannot be downloaded here"):
+    with pytest.raises(MetricUnavailableError, match=r"flores200"):
         build_metric("bleu", MetricConfig())
     model = train_tiny_spm(tmp_path / "spm")
     built = build_metric("bleu", MetricConfig(spm_model_path=str(model)))
@@ -215,7 +215,7 @@ def test_segment_score_metric_through_an_entry_point(installed):
     assert result.segments.tolist() == [0.5, 1.0, 1.0, 0.5]
     assert result.score == 0.75  # the mean of the segment scores
     assert (result.signature, result.tokenizer_sha256) == ("length-ratio|v:1", None)
-    with pytest.raises(ValueError, match="not of per-segment statistics"):
+    with pytest.raises(ValueError, match=r"'length-ratio'"):
         build_statistics(CONFIG, ("bleu", "length-ratio"))
     # the scorer and the bootstrap take it: its scores resampled as statistics [score, 1]
     [scored] = Scorer(CONFIG, ["length-ratio"]).score_test_set("t", refs, {"s": hyps})
@@ -231,17 +231,17 @@ def test_segment_score_metric_through_an_entry_point(installed):
     assert 0.5 <= flores.low[0] <= 0.75 <= flores.high[0] <= 1.0
     with pytest.raises(StatsError, match="not finite"):
         SegmentStats.of_scores([0], [float("nan")])
-    with pytest.raises(ValueError, match="2 hypotheses for 1 references"):
+    with pytest.raises(ValueError, match=r"\b2 hypotheses\b.*\b1 references\b"):
         score_corpus("length-ratio", ["a"], ["a", "b"])
 
 
 def test_a_taken_metric_name_is_refused(installed):
     installed("rogue-metrics", {"ter": "length_ratio_metric:METRIC"})
-    with pytest.raises(ValueError, match="'ter' declared by rogue-metrics's entry point"):
+    with pytest.raises(ValueError, match=r"'ter'.*\brogue-metrics\b"):
         metric_registry()
 
 
 def test_an_entry_must_carry_its_registered_name(installed):
     installed("misnamed-metrics", {"renamed": "length_ratio_metric:MISNAMED"})
-    with pytest.raises(ValueError, match="registered as 'renamed' calls itself 'other'"):
+    with pytest.raises(ValueError, match=r"'renamed'.*'other'"):
         get_metric("renamed")

@@ -160,9 +160,9 @@ def test_files_are_written_whole_and_any_fsspec_location_works(tmp_path):
     assert read_document(remote, "kind").content == content
     with pytest.raises(ModelFilesError, match=r"memory://.*/y\.json: missing"):
         read_document(UPath("memory://cultivar-test/root/y.json"), "kind")
-    with pytest.raises(ModelFilesError, match=r"x\.json: not a other file"):
+    with pytest.raises(ModelFilesError, match=r"x\.json: .*\bother\b"):
         read_document(remote, "other")
-    with pytest.raises(ModelFilesError, match=r"test_sets\.json: missing; materialise test_sets"):
+    with pytest.raises(ModelFilesError, match=r"test_sets\.json: missing\b.*\btest_sets\b"):
         read_test_sets_file(str(tmp_path / "empty-root"))
 
 

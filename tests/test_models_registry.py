@@ -94,11 +94,13 @@ def test_every_problem_of_a_bad_registry_is_reported(tmp_path):
     with pytest.raises(ModelRegistryError) as info:
         load_models(path)
     message = str(info.value)
-    assert "entry 1 (a): unknown engine 'warp-drive'" in message
+    lines = [line.strip() for line in message.split("\n")]
+    assert any(line.startswith("entry 1 (a): ") and "'warp-drive'" in line for line in lines)
     assert "entry 2 (b): type" in message
-    assert "entry 3 (c): engine 'seq2seq' takes source prompts, not 'chat'" in message
-    assert "entry 4 (d): unknown prompt style 'nope'" in message
-    assert "entry 5 (a): colour: Extra inputs are not permitted" in message
+    assert any(line.startswith("entry 3 (c): ") and "'seq2seq'" in line and "'chat'" in line
+               for line in lines)
+    assert any(line.startswith("entry 4 (d): ") and "'nope'" in line for line in lines)
+    assert "entry 5 (a): colour: " in message
 
 
 def test_models_add_appends_a_validated_entry_and_keeps_comments(tmp_path, capsys):
@@ -119,14 +121,16 @@ def test_models_add_appends_a_validated_entry_and_keeps_comments(tmp_path, capsy
     assert spec.params_total_b == 4 and spec.params_active_b is None  # not given: unknown
     assert len(select_models(load_models(path), ["suite:paper"])) == 33
     said = capsys.readouterr().out
-    assert "active parameters: not given, stored as unknown" in said
-    assert "prompt style: chat-instruction (the default for engine vllm" in said
+    assert "active parameters: " in said and "unknown" in said
+    assert "prompt style: chat-instruction (" in said and "vllm" in said
     # the demo settings' sensor watches suite:demo and another registry file
+    # wording is the interface: docs/evaluating-models.md (whether the sensor runs the entry)
     assert "will not see this entry" in said and "will run it" not in said
 
     assert main(["models", "add", "x/y", "--type", "MT", "--engine", "seq2seq", "--family", "F",
                  "--id", "qwen-extra", "--file", str(path)]) == 1
-    assert "duplicate id 'qwen-extra'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'qwen-extra'" in err and str(path) in err
     assert path.read_text() == after  # a refused entry changes nothing
 
 
@@ -192,11 +196,12 @@ def test_models_add_says_whether_the_sensor_will_run_the_model(tmp_path, capsys,
                  "--params-active", "1"]) == 0
     said = capsys.readouterr().out
     # no Dagster instance has run here: the sensor is off, and the interval is said
-    assert ("the registry sensor is off: switch it on in `cultivar ui` (Automation) to run it "
-            "(it ticks every 300 s") in said and "active parameters" not in said
+    assert all(fact in said for fact in ("sensor", "off", "`cultivar ui`", "300 s"))
+    assert "active parameters" not in said
     assert main(["models", "add", "org/outside", "--type", "MT", "--engine", "seq2seq",
                  "--family", "F"]) == 0
     said = capsys.readouterr().out
+    # wording is the interface: docs/evaluating-models.md (whether the sensor runs the entry)
     assert "watches suite:paper, which does not include outside: it will not run it" in said
     assert {"in-suite", "outside"} <= set(load_models(path).names())
 
@@ -209,7 +214,7 @@ def test_the_sensor_interval_is_a_setting_that_models_add_names(tmp_path, capsys
                       "automation: {registry_sensor_interval_seconds: 120}\n")
     assert main(["models", "add", "org/in-suite", "--type", "MT", "--engine", "seq2seq",
                  "--family", "F", "--suite", "paper", "--config", str(config)]) == 0
-    assert "(it ticks every 120 s" in capsys.readouterr().out
+    assert "120 s" in capsys.readouterr().out
 
 
 def test_the_next_tick_is_the_last_one_plus_the_interval():
@@ -217,7 +222,8 @@ def test_the_next_tick_is_the_last_one_plus_the_interval():
 
     last = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
     note = tick_note(True, last, 300, now=last + 100)
-    assert note.startswith("is on: its next tick is due at 08:05:00 UTC (in 200 s)")
-    assert "due at 08:06:40 UTC (in 0 s)" in tick_note(True, last, 300, now=last + 400)
-    assert tick_note(True, None, 60, now=last).startswith("is on and will run it on its first")
-    assert tick_note(False, last, 60, now=last).startswith("is off: switch it on")
+    assert note.startswith("is on: ") and "08:05:00 UTC" in note and "(in 200 s)" in note
+    assert "08:06:40 UTC (in 0 s)" in tick_note(True, last, 300, now=last + 400)
+    first = tick_note(True, None, 60, now=last)
+    assert first.startswith("is on") and "first" in first and "UTC" not in first
+    assert tick_note(False, last, 60, now=last).startswith("is off")

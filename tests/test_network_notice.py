@@ -28,9 +28,9 @@ def fake_npm(tmp_path, monkeypatch):
 
 def test_the_notice_says_what_from_where_how_much_and_where_kept(tmp_path, fake_npm):
     notice = will_fetch("auto", tmp_path / "web")
-    assert notice is not None and notice.startswith("reaching the network: npm ci fetches "
-                                                    "@duckdb/duckdb-wasm ")
-    assert "from http://127.0.0.1:9/" in notice and "about 49 MB" in notice
+    assert notice is not None and "network" in notice
+    assert "npm ci" in notice and "@duckdb/duckdb-wasm " in notice
+    assert "http://127.0.0.1:9/" in notice and "49 MB" in notice
     assert str(engine_folder(tmp_path / "web")) in notice
     assert "query_page: cached" in notice
 
@@ -47,7 +47,7 @@ def test_without_npm_nothing_is_announced(tmp_path, monkeypatch):
 
 def test_the_fetch_says_it_before_npm_runs(tmp_path, fake_npm):
     said: list[str] = []
-    with pytest.raises(QueryEngineError, match="npm ci failed"):
+    with pytest.raises(QueryEngineError, match=r"\bnpm ci\b"):
         fetch_query_engine(tmp_path / "web", said.append)
-    assert len(said) == 1 and said[0].startswith("reaching the network")
+    assert len(said) == 1 and "network" in said[0] and "npm ci" in said[0]
     assert not os.path.exists(engine_folder(tmp_path / "web"))

@@ -227,9 +227,9 @@ def test_files_for_another_task_or_other_drafts_are_refused(tool, tasks, tmp_pat
     spanish = tmp_path / "spanish.json"
     spanish.write_text(json.dumps(annotation_document(other_task)), "utf-8")
     error, _ = load_and_read(t, spanish)
-    assert error == (f"Refused spanish.json: it belongs to task {other_task.task_id} (locale "
-                     f"spa_Latn_Spain), not to this task {tasks['de'].task_id} (locale "
-                     "deu_Latn_Germany). Nothing was loaded.")
+    assert "spanish.json" in error and "\n" not in error
+    assert re.search(rf"{other_task.task_id} \(locale spa_Latn_Spain\).*"
+                     rf"{tasks['de'].task_id} \(locale deu_Latn_Germany\)", error)
     assert t.values() == before
 
     drafts = list(tasks["de"].drafts)
@@ -237,13 +237,13 @@ def test_files_for_another_task_or_other_drafts_are_refused(tool, tasks, tmp_pat
     stale = tmp_path / "stale.json"
     stale.write_text(json.dumps(annotation_document(AnnotationTask.from_drafts(drafts))), "utf-8")
     error, _ = load_and_read(t, stale)
-    assert "made against other drafts of deu_Latn_Germany" in error
+    assert "deu_Latn_Germany" in error and "drafts" in error
     assert t.values() == before
 
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(annotation_document(tasks["de"]))[:-30], "utf-8")
     error, _ = load_and_read(t, broken)
-    assert error.startswith("Refused broken.json: it is not valid JSON")
+    assert "broken.json" in error and "JSON" in error
     assert t.values() == before
     t.open()
     assert t.values() == before  # nothing refused reached the autosave either

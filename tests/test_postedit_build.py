@@ -87,13 +87,14 @@ def test_cli_tools_ingest_and_re_ingest(setup, tmp_path, capsys):
     out = capsys.readouterr().out
     page = tmp_path / "tools" / "deu_Latn_Switzerland" / "index.html"
     assert f"deu_Latn_Switzerland: {page}" in out
-    assert "Hand in an edited file: cultivar build ingest FILE" in out
+    assert "cultivar build ingest FILE" in out  # the command that hands a file in
     task = stored_task(store, LOCALES[0])
     first = write(tmp_path / "first.json", edited_document(task))
     assert main(["--config", config, "build", "ingest", first]) == 0
     out = capsys.readouterr().out
-    assert ("deu_Latn_Switzerland: ingested first.json (12 instances: 10 kept, 1 reverted, "
-            "1 edited") in out
+    [line] = [line for line in out.splitlines() if line.startswith("deu_Latn_Switzerland: ")
+              and "first.json" in line]
+    assert all(count in line for count in ("(12 ", "10 kept", "1 reverted", "1 edited"))
     kept = tmp_path / "returned" / f"{task.task_id}.annotations.json"
     assert kept.read_bytes() == (tmp_path / "first.json").read_bytes()
     (row,) = store.query("annotation_summary")
@@ -175,6 +176,7 @@ def test_ten_kinds_of_bad_file_each_give_one_message_and_change_nothing(setup, t
     for name, (path, phrase) in files.items():
         assert main(["--config", config, "build", "ingest", path]) == 1, name
         error = capsys.readouterr().err
+        # wording is the interface: the command's error prefix (cli/common.py: print_error)
         assert error.startswith(f"cultivar build: error: {path}: "), (name, error)
         assert "nothing was read from this file" in error, name
         assert phrase in error, (name, error)
@@ -214,7 +216,7 @@ def test_the_assets_build_the_tool_and_ingest_from_the_folder(setup, tmp_path):
 
         result = materialise(settings, instance, ["annotations"], locale)
         assert not result.success
-        assert f"no annotation file for {locale}" in failure(result)
+        assert str(folder) in failure(result) and f"{locale}-<" in failure(result)
         assert "cultivar build ingest FILE" in failure(result)
 
         task = stored_task(store, locale)
@@ -254,7 +256,7 @@ def test_drafts_that_drifted_from_the_shipped_demo_files_say_what_to_do(setup, t
     with pytest.raises(DemoDriftError) as error:
         ingest_folder_locale(store, folder, locale)
     message = str(error.value)
-    assert "2 of 12 drafts differ: ids 2, 5" in message
+    assert "2 of 12" in message and "ids 2, 5" in message
     assert "python scripts/regenerate_demo_annotations.py" in message
     assert snapshot(store) == {t: [] for t in TABLES}
 
@@ -265,9 +267,11 @@ def test_another_locales_file_in_the_folder_is_refused(setup, tmp_path):
     folder.mkdir()
     chinese = annotation_document(stored_task(store, LOCALES[1]))
     write(folder / f"{LOCALES[0]}-0123456789ab.annotations.json", chinese)
-    with pytest.raises(Exception, match="it is another locale's file"):
+    with pytest.raises(Exception,
+                       match=rf"{LOCALES[0]}-0123456789ab\.annotations\.json.*{LOCALES[1]}"):
         ingest_folder_locale(store, folder, LOCALES[0])
     write(folder / f"{LOCALES[0]}-ba9876543210.annotations.json", chinese)
-    with pytest.raises(Exception, match=r"2 files for deu_Latn_Switzerland: .*; keep one"):
+    with pytest.raises(Exception,
+                       match=r"\b2\b.*deu_Latn_Switzerland: .*0123456789ab.*ba9876543210"):
         ingest_folder_locale(store, folder, LOCALES[0])
     assert snapshot(store) == {t: [] for t in TABLES}

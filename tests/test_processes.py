@@ -97,7 +97,7 @@ def test_ui_refuses_a_settings_file_it_cannot_read(tmp_path, capsys):
     assert main(["ui", "--config", str(broken), "--port", str(free_port())]) == 1
     assert f"settings file {broken}: line " in capsys.readouterr().err
     assert main(["--config", str(tmp_path / "absent.yaml"), "ui"]) == 1
-    assert "absent.yaml does not exist" in capsys.readouterr().err
+    assert str(tmp_path / "absent.yaml") in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -63,7 +63,7 @@ def test_folder_and_dry_run(tmp_path, isolated_home):
 
     push = metadata(result, "hf_dataset_push")
     assert push["pushed"] is False
-    assert "no repo_id configured" in push["reason"] and "HF_TOKEN" in push["reason"]
+    assert "repo_id" in push["reason"] and "HF_TOKEN" in push["reason"]
     assert push["token_env"] == "HF_TOKEN"
     assert push["files"] == folder["files"]
     assert push["commit_url"] == ""
@@ -109,7 +109,7 @@ def test_push_through_dagster_never_records_the_token(tmp_path, isolated_home, m
     assert "/api/repos/create" in caplog.text  # huggingface_hub's and httpx's debug logs
     assert TOKEN not in caplog.text
     out, err = capfd.readouterr()
-    assert f"pushed 29 files to {REPO}" in err  # Dagster's console log
+    assert "29 files" in err and REPO in err  # Dagster's console log
     assert TOKEN not in out + err
 
 

@@ -7,6 +7,7 @@ are decoded from the commit payloads and compared byte for byte with the folder.
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 import yaml
@@ -188,7 +189,7 @@ def test_a_token_without_write_access_fails_without_showing_it(hub, demo_data, t
     hub.write_tokens = {"some-other-token"}
     cfg = config(tmp_path)
     folder = build_dataset_folder(demo_data, cfg)
-    with pytest.raises(PublishError, match=r"refused the push to .* \(HTTP 403\)") as info:
+    with pytest.raises(PublishError, match=rf"{re.escape(REPO)}\b.*\(HTTP 403\)") as info:
         push_dataset(folder.path, cfg, is_demo=True, token=TOKEN)
     assert hub.url in str(info.value)  # the endpoint is named ...
     assert TOKEN not in str(info.value) and TOKEN not in repr(info.value)  # ... never the token
@@ -204,7 +205,7 @@ def test_an_unreachable_endpoint_is_named(hub, demo_data, tmp_path):
         port = probe.getsockname()[1]
     cfg = config(tmp_path).model_copy(update={"endpoint": f"http://127.0.0.1:{port}"})
     folder = build_dataset_folder(demo_data, cfg)
-    with pytest.raises(PublishError, match=rf"cannot reach the Hub at http://127.0.0.1:{port}"):
+    with pytest.raises(PublishError, match=rf"http://127\.0\.0\.1:{port}\b"):
         push_dataset(folder.path, cfg, is_demo=True, token=TOKEN)
 
 
@@ -218,14 +219,14 @@ def test_an_endpoint_answering_other_json_is_named_with_what_it_lacked(hub, demo
         push_dataset(folder.path, cfg, is_demo=True, token=TOKEN)
     message = str(info.value)
     assert "\n" not in message
-    assert message.startswith(f"the Hub at {hub.url} gave an answer that is not the Hub API's "
-                              f"while pushing {REPO}")
+    assert hub.url in message and REPO in message and "Hub API" in message
     assert "KeyError: 'url'" in message and "publish.endpoint" in message
     assert TOKEN not in message and hub.commits == []
 
 
 def test_push_needs_a_built_folder(tmp_path):
-    with pytest.raises(PublishError, match="materialise hf_dataset_folder first"):
+    with pytest.raises(PublishError, match=rf"{re.escape(str(tmp_path / 'nothing'))}.*"
+                       r"\bhf_dataset_folder\b"):
         push_dataset(tmp_path / "nothing", config(tmp_path), is_demo=True, token=TOKEN)
 
 
@@ -235,6 +236,7 @@ def test_a_folder_built_from_other_data_is_not_pushed(tmp_path, hub):
     write_dataset(store, load_benchmark(DataConfig()))
     cfg = config(tmp_path)
     folder = build_dataset_folder(read_publish_data(store), cfg)
-    with pytest.raises(PublishError, match="built from other data"):
+    with pytest.raises(PublishError, match=rf"{re.escape(str(folder.path))}\b.*manifest.*"
+                       r"\bhf_dataset_folder\b"):
         push_dataset(folder.path, cfg, is_demo=False, token=TOKEN, fingerprint="0" * 64)
     assert not [r for r in hub.requests if r.method == "POST"]

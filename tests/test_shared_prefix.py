@@ -175,7 +175,7 @@ def test_generation_settings_it_cannot_honour_are_refused(tmp_path, tiny_model_d
 def test_unknown_decoding_and_fingerprints(tmp_path, tiny_model_dir):
     from cultivar_assets.engines.fingerprint import run_fingerprint
 
-    with pytest.raises(EngineLoadError, match="unknown decoding 'beam'"):
+    with pytest.raises(EngineLoadError, match="'beam'"):
         _engine(tmp_path, tiny_model_dir, "base-fewshot", "beam")
     fingerprints = set()
     for decoding in ("generate", "shared-prefix"):

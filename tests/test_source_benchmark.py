@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -57,7 +58,7 @@ def test_missing_languages_are_reported_or_fail(tmp_path):
     bench = load_source_benchmark(flores_config(root, languages=["deu_Latn", "gom_Deva"]))
     assert bench.languages == ("deu_Latn",)
     assert "gom_Deva is not part of FLORES-200" in bench.missing["gom_Deva"]
-    with pytest.raises(DataError, match="missing source languages: no FLORES file for gom_Deva"):
+    with pytest.raises(DataError, match=rf"gom_Deva.*{re.escape(str(root))}"):
         load_source_benchmark(flores_config(root, languages=["deu_Latn", "gom_Deva"],
                                             on_missing="fail"))
 
@@ -76,15 +77,14 @@ def test_devtest_split(tmp_path):
     assert bench.name == "flores-devtest"
     assert (bench.instances[2].english, bench.instances[2].sources["deu_Latn"]) == ("t2", "u2")
     assert bench.instances[2].topic == "c"
-    with pytest.raises(DataError, match="no English FLORES file"):
+    with pytest.raises(DataError, match=rf"English.*{re.escape(str(root))}"):
         load_source_benchmark(flores_config(root, split="dev"))  # no dev/ in this release
 
 
 def test_metadata_is_required_unless_switched_off(tmp_path):
     root = fake_release(tmp_path)
     (root / "metadata_dev.tsv").unlink()
-    with pytest.raises(DataError, match=r"no FLORES metadata \(domain, topic\) .*metadata_dev\.tsv"
-                                        ".*set metadata: false"):
+    with pytest.raises(DataError, match=r"metadata_dev\.tsv.*metadata: false"):
         load_source_benchmark(flores_config(root))
     bench = load_source_benchmark(flores_config(root, metadata=False, languages=["deu_Latn"]))
     assert {(i.domain, i.topic) for i in bench.instances} == {(None, None)}
@@ -94,35 +94,35 @@ def test_metadata_is_required_unless_switched_off(tmp_path):
 def test_metadata_of_another_length_is_an_error(tmp_path):
     root = fake_release(tmp_path, n=4)
     write_metadata(root, ["a", "b", "c"])
-    with pytest.raises(DataError, match=r"metadata_dev\.tsv has 3 rows but .*eng_Latn\.dev has 4"):
+    with pytest.raises(DataError, match=r"metadata_dev\.tsv.*\b3\b.*eng_Latn\.dev.*\b4\b"):
         load_source_benchmark(flores_config(root))
 
 
 def test_empty_english_side_and_empty_sentences_are_errors(tmp_path):
     root = make_flores_dir(tmp_path / "a", {"eng_Latn": []})
-    with pytest.raises(DataError, match=r"eng_Latn\.dev: the English side is empty"):
+    with pytest.raises(DataError, match=r"eng_Latn\.dev: .*empty"):
         load_source_benchmark(flores_config(root, metadata=False))
     root = make_flores_dir(tmp_path / "b", {"eng_Latn": ["e0", " ", "e2"],
                                             "deu_Latn": ["d0", "d1", "d2"]})
-    with pytest.raises(DataError, match=r"eng_Latn.dev: empty English sentence at ids \[1\]"):
+    with pytest.raises(DataError, match=r"eng_Latn\.dev: .*\[1\]"):
         load_source_benchmark(flores_config(root, metadata=False))
     root = make_flores_dir(tmp_path / "c", {"eng_Latn": ["e0", "e1"], "deu_Latn": ["d0", ""]})
-    with pytest.raises(DataError, match=r"deu_Latn.dev: empty deu_Latn sentence at ids \[1\]"):
+    with pytest.raises(DataError, match=r"deu_Latn\.dev: .*\[1\]"):
         load_source_benchmark(flores_config(root, metadata=False, languages=["deu_Latn"]))
 
 
 def test_misaligned_files_are_an_error(tmp_path):
     root = make_flores_dir(tmp_path, {"eng_Latn": ["e0", "e1"], "deu_Latn": ["d0"]})
-    with pytest.raises(DataError, match=r"deu_Latn\.dev has 1 lines but .*eng_Latn\.dev has 2"):
+    with pytest.raises(DataError, match=r"deu_Latn\.dev.*\b1\b.*eng_Latn\.dev.*\b2\b"):
         load_source_benchmark(flores_config(root, metadata=False, languages=["deu_Latn"]))
 
 
 def test_configuration_errors():
-    with pytest.raises(ValidationError, match="unknown source language 'fra_Latn'"):
+    with pytest.raises(ValidationError, match="'fra_Latn'"):
         SourceBenchmarkConfig(kind="flores", languages=["fra_Latn"])
-    with pytest.raises(DataError, match="needs path"):
+    with pytest.raises(DataError, match=r"'flores'.*\bpath\b"):
         load_source_benchmark(SourceBenchmarkConfig(kind="flores"))
-    with pytest.raises(DataError, match="needs a pinned revision"):
+    with pytest.raises(DataError, match=r"'flores'.*\brevision\b"):
         load_source_benchmark(SourceBenchmarkConfig(kind="flores", flores="hub"))
 
 
@@ -132,7 +132,7 @@ def test_configuration_errors():
 def test_flores_line_index_is_the_flores_plus_id():
     assert [flores_line_index(i, "f") for i in (0, 1, 996)] == [0, 1, 996]
     for bad in (-1, True, "3", 2.0, None):
-        with pytest.raises(DataError, match="is not a non-negative integer"):
+        with pytest.raises(DataError, match=rf"^file\.jsonl: .*{re.escape(repr(bad))}"):
             flores_line_index(bad, "file.jsonl")
 
 
@@ -249,17 +249,17 @@ def test_bad_parallel_files_name_the_file_and_the_item(tmp_path, rows, message):
 
 
 def test_parallel_file_format_and_existence(tmp_path):
-    with pytest.raises(DataError, match="does not exist"):
+    with pytest.raises(DataError, match=re.escape(str(tmp_path / "x.tsv"))):
         load_source_benchmark(SourceBenchmarkConfig(kind="files", path=str(tmp_path / "x.tsv")))
     (tmp_path / "x.csv").write_text("id,eng_Latn\n0,e\n", "utf-8")
-    with pytest.raises(DataError, match=r"unknown format '.csv'"):
+    with pytest.raises(DataError, match=r"'\.csv'"):
         load_source_benchmark(SourceBenchmarkConfig(kind="files", path=str(tmp_path / "x.csv")))
 
 
 def test_tsv_row_with_too_few_fields_is_an_error(tmp_path):
     path = tmp_path / "b.tsv"
     path.write_text("id\teng_Latn\tdeu_Latn\n0\tOslo won.\n", "utf-8")
-    with pytest.raises(DataError, match=r"b.tsv:2: the row does not have one value per header"):
+    with pytest.raises(DataError, match=re.escape(f"{path}:2: ")):
         load_source_benchmark(SourceBenchmarkConfig(kind="files", path=str(path)))
 
 
@@ -278,5 +278,5 @@ def test_demo_source_is_the_demo_originals():
     assert [i.sources["deu_Latn"] for i in bench.instances] == [
         de[i].source_original for i in range(12)]
     assert {(i.domain, i.topic) for i in bench.instances} == {(None, None)}
-    with pytest.raises(DataError, match="missing source languages: the demo data has no pol_Latn"):
+    with pytest.raises(DataError, match="pol_Latn"):
         load_source_benchmark(SourceBenchmarkConfig(languages=["pol_Latn"], on_missing="fail"))

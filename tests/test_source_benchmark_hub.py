@@ -92,28 +92,27 @@ def test_devtest_from_the_hub(hub, tmp_path):
 
 def test_the_layout_can_be_pinned(hub, tmp_path):
     repo = hub.add_repo(REPO, v4_files())
-    with pytest.raises(DataError, match=r"no English FLORES file found .*dev/eng_Latn\.parquet"):
+    with pytest.raises(DataError, match=r"\bdev/eng_Latn\.parquet\b"):
         load_source_benchmark(hub_config(tmp_path, repo.sha, hub_layout="parquet"))
     check_joined_on_id(load_source_benchmark(hub_config(tmp_path, repo.sha, hub_layout="jsonl")))
 
 
 def test_a_layout_that_is_neither_is_a_clear_error(hub, tmp_path):
     repo = hub.add_repo(REPO, {"dev/eng_Latn.dev": b"e0\ne1\n", "dev/deu_Latn.dev": b"d0\nd1\n"})
-    with pytest.raises(DataError, match=r"FLORES\+ layout not recognised: expected "
-                                        r"dev/<code>\.parquet \(v2\.x\) or dev/<code>\.jsonl "
-                                        r"\(v4\.x\); dev/ holds dev/deu_Latn\.dev, "
-                                        r"dev/eng_Latn\.dev") as info:
+    with pytest.raises(DataError, match=r"dev/<code>\.parquet \(v2\.x\).*"
+                                        r"dev/<code>\.jsonl \(v4\.x\).*"
+                                        r"dev/deu_Latn\.dev, dev/eng_Latn\.dev") as info:
         load_source_benchmark(hub_config(tmp_path, repo.sha))
     assert f"{REPO}@{repo.sha}" in str(info.value)
     other = hub.add_repo(REPO, {"data/eng_Latn/dev.parquet": b"x"})
-    with pytest.raises(DataError, match=r"layout not recognised.*dev/ holds nothing"):
+    with pytest.raises(DataError, match=r"\(v4\.x\).*\bnothing\b"):
         load_source_benchmark(hub_config(tmp_path, other.sha))
 
 
 def test_a_file_with_other_columns_is_a_clear_error(hub, tmp_path):
     repo = hub.add_repo(REPO, {"dev/eng_Latn.jsonl": b'{"sentence_id": 0, "sentence": "e"}\n'})
-    with pytest.raises(DataError, match=r"eng_Latn\.jsonl.*not a FLORES\+ file: no 'id', 'text' "
-                                        r"column \(columns: sentence, sentence_id\)"):
+    with pytest.raises(DataError, match=r"eng_Latn\.jsonl.*'id', 'text'.*"
+                                        r"\(columns: sentence, sentence_id\)"):
         load_source_benchmark(hub_config(tmp_path, repo.sha))
 
 

@@ -21,7 +21,7 @@ def test_a_section_digest_leaves_cache_folders_out_and_refuses_unknown_sections(
     assert inputs.section_digest(moved, "engine") == base
     changed = settings.model_copy(update={"engine": EngineSettings(max_new_tokens=7)})
     assert inputs.section_digest(changed, "engine") != base
-    with pytest.raises(KeyError, match="'engines' is not a settings section"):
+    with pytest.raises(KeyError, match="'engines'"):
         inputs.section_digest(settings, "engines")
 
 

@@ -125,6 +125,7 @@ def test_ui_stopped_with_a_run_in_progress_leaves_no_run_started(tmp_path, how):
         earlier_failure = instance.all_logs(left_id, of_type=dg.DagsterEventType.RUN_FAILURE)
     assert run.status == dg.DagsterRunStatus.FAILURE
     assert len(failures) == 1
+    # wording is the interface: docs/pipeline.md quotes both (Dagster's and cultivar ui's)
     assert ("Execution was interrupted" in failures[0].message
             or "stopped with cultivar ui (SIGTERM)" in failures[0].message)
     assert earlier.status == dg.DagsterRunStatus.FAILURE
@@ -205,11 +206,10 @@ def test_an_interrupted_cultivar_run_stops_and_fails_its_dagster_run(tmp_path, h
     assert run.returncode == 128 + signum, said[-3000:]
     assert seconds < BOUND, f"{seconds:.1f} s"
     name = signal.Signals(signum).name
-    assert f"cultivar run: interrupted ({name}) during the stage model served; its Dagster run " \
-           in said, said[-3000:]
+    assert f"cultivar run: interrupted ({name})" in said and "model served" in said, said[-3000:]
     with dg.DagsterInstance.from_config(str(tmp_path / "home" / "dagster")) as instance:
         runs = instance.get_runs()
     model_runs = [r for r in runs if r.tags.get("cultivar/model") == "served"]
     assert [r.status for r in model_runs] == [dg.DagsterRunStatus.FAILURE]
-    assert f"its Dagster run {model_runs[0].run_id} is recorded as FAILURE" in said
+    assert f"{model_runs[0].run_id} is recorded as FAILURE" in said
     assert not [r for r in runs if not r.is_finished]

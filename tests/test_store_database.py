@@ -141,7 +141,7 @@ def test_rewriting_with_other_data_replaces_the_dataset(store, demo):
 
 def test_dataset_fingerprint_of_an_empty_store(store):
     store.write([])  # creates the schema, writes nothing
-    with pytest.raises(LookupError, match="holds no dataset"):
+    with pytest.raises(LookupError, match=rf"{re.escape(str(store.path))}.*\bdataset\b"):
         dataset_fingerprint(store)
 
 
@@ -185,7 +185,7 @@ def test_a_failing_step_reports_its_own_error(store):
 
 
 def test_unknown_step_name_is_an_error_naming_it(store):
-    with pytest.raises(SQLFileError, match="no SQL statement named 'no_such_statement'"):
+    with pytest.raises(SQLFileError, match="'no_such_statement'"):
         store.write([WriteBlock("no_such_statement")])
 
 
@@ -203,21 +203,21 @@ def test_every_named_statement_is_unique_and_present():
 
 @pytest.mark.parametrize("name", ["raw.duckdb", "RAW.duckdb", "main.duckdb", "system.db"])
 def test_file_named_like_a_schema_is_refused(tmp_path, name):
-    with pytest.raises(StoreError, match="clashes with a schema name"):
+    with pytest.raises(StoreError, match=re.escape(repr(name))):
         Store(tmp_path / name)
     assert not (tmp_path / name).exists()
 
 
 def test_query_on_a_missing_file_raises_and_creates_nothing(tmp_path):
     store = Store(tmp_path / "sub" / "absent.duckdb")
-    with pytest.raises(StoreError, match="does not exist yet"):
+    with pytest.raises(StoreError, match=re.escape(str(tmp_path / "sub" / "absent.duckdb"))):
         store.query("leaderboard")
     assert not (tmp_path / "sub").exists()
 
 
 def test_unknown_query_name_is_an_error_naming_it(store):
     store.write([])
-    with pytest.raises(SQLFileError, match="no SQL statement named 'nope'"):
+    with pytest.raises(SQLFileError, match="'nope'"):
         store.query("nope")
 
 
@@ -390,7 +390,7 @@ def test_a_held_file_times_out_naming_the_process(tmp_path, demo):
     write_dataset(store, demo)
     holder = _hold(store.path, 10)
     try:
-        with pytest.raises(StoreError, match=rf"process {holder.pid} holds its lock"):
+        with pytest.raises(StoreError, match=rf"\b{holder.pid}\b.*\block\b"):
             store.query("dataset")
     finally:
         holder.kill()
@@ -461,7 +461,7 @@ def test_the_timeout_says_how_long_it_really_waited(tmp_path, demo):
 def test_a_damaged_file_is_reported_without_the_lock_hint(tmp_path):
     path = tmp_path / "garbage.duckdb"
     path.write_bytes(b"not a database" * 500)
-    with pytest.raises(StoreError, match="not a valid DuckDB database file") as info:
+    with pytest.raises(StoreError, match="DuckDB") as info:
         Store(path).write([])
     assert "lock" not in str(info.value) and "another run" not in str(info.value)
     assert str(path) in str(info.value)
@@ -496,7 +496,7 @@ def test_scores_stay_valid_for_the_same_translations_and_go_stale_for_new_ones(t
     write_translations(store, changed, fingerprint)
     assert count(store.path, "raw.scores") == n_scores  # kept, but stale:
     assert count(store.path, "scores") == 0 and count(store.path, "segment_stats") == 0
-    with pytest.raises(AggregationError, match="computed from earlier translations"):
+    with pytest.raises(AggregationError, match=r"copy-source-baseline\b.*translations.*\bscores\b"):
         aggregate(store)
     score_model(store, run.model.id, MetricConfig(bleu_tokenize="13a"))
     assert count(store.path, "scores") == n_scores

@@ -242,9 +242,8 @@ def test_a_file_of_a_newer_version_is_refused_and_left_as_it_was(tmp_path):
         with pytest.raises(StoreError) as info, Store(path).connect(read_only=read_only):
             pass
         said = str(info.value)
-        assert f"has schema version {SCHEMA_VERSION + 1}, newer than the version " \
-               f"{SCHEMA_VERSION} of this release" in said
-        assert str(path) in said and "does not downgrade" in said and "cultivar run" in said
+        assert re.search(rf"\b{SCHEMA_VERSION + 1}\b.*\b{SCHEMA_VERSION}\b", said)
+        assert str(path) in said and "newer" in said and "cultivar run" in said
     assert (columns(path), versions(path)) == before
 
 
@@ -257,9 +256,9 @@ def test_a_file_whose_tables_differ_is_not_migrated_and_says_how_to_rebuild(tmp_
     with pytest.raises(StoreError) as info:
         Store(path).query("leaderboard")
     said = str(info.value)
-    assert f"cannot bring the database {path} from schema version 0 to {SCHEMA_VERSION}" in said
-    assert "raw.models.license is INTEGER, expected VARCHAR" in said
-    assert "left as it was" in said and "cultivar run" in said and f"delete {path}" in said
+    assert re.search(rf"{re.escape(str(path))}\D*\b0\b\D*\b{SCHEMA_VERSION}\b", said)
+    assert all(fact in said for fact in ("raw.models.license", "INTEGER", "VARCHAR"))
+    assert "cultivar run" in said and f"delete {path}" in said
     assert (columns(path), state(path)) == before  # rolled back: no version, no new table
     with duckdb.connect(str(path), read_only=True) as con:
         assert migrations.stored_version(con) == 0
@@ -271,9 +270,8 @@ def test_a_migration_that_fails_is_named_and_changes_nothing(tmp_path):
         con.execute("DROP TABLE raw.models")
         con.execute("CREATE VIEW raw.models AS SELECT 'm' AS model_id")
     before = columns(path)
-    with pytest.raises(StoreError, match=r"from schema version 0 to \d+: migration "
-                                         r"0001_version_the_schema\.sql failed: .*view.*"
-                                         r"left as it was"):
+    with pytest.raises(StoreError, match=rf"\b0\b\D*\b{SCHEMA_VERSION}\b.*"
+                                         r"0001_version_the_schema\.sql.*view"):
         Store(path).write([])
     assert columns(path) == before
 
@@ -289,9 +287,8 @@ def test_a_file_at_this_version_whose_tables_differ_is_refused(tmp_path, monkeyp
     with duckdb.connect(str(path)) as con:
         con.execute("ALTER TABLE raw.models DROP COLUMN license")
     monkeypatch.setattr(database, "_schema_digest", lambda: "schema.sql edited")
-    with pytest.raises(StoreError, match=rf"from schema version {SCHEMA_VERSION} to "
-                                         rf"{SCHEMA_VERSION}: after its migrations: .*raw\.models "
-                                         r"lacks column\(s\) license"):
+    with pytest.raises(StoreError, match=rf"\b{SCHEMA_VERSION}\b.*raw\.models\b.*"
+                                         r"\blicense\b"):
         Store(path).write([])
 
 

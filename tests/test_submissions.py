@@ -97,10 +97,12 @@ def test_missing_duplicate_and_extra_ids_and_test_sets_are_each_reported(tmp_pat
         "(first on line 1)"]
     rows.pop(-3)  # without the duplicate: the coverage problems, all at once
     problems = _problems(write_submission(tmp_path / "s", rows), test_sets)
-    assert problems[0].startswith(f"{outputs}:{len(rows) - 1}: extra test set "
-                                  "'cultivar_fra_Latn_France'")
-    assert f"{outputs}: {first['test_set']}: 1 missing id(s): {first['id']}" in problems
-    assert f"{outputs}:{len(rows)}: {second['test_set']} has no id 9999 (extra id)" in problems
+    assert problems[0].startswith(f"{outputs}:{len(rows) - 1}: ")
+    assert "'cultivar_fra_Latn_France'" in problems[0]
+    assert any(p.startswith(f"{outputs}: {first['test_set']}: 1 ") and "missing" in p
+               and p.endswith(f": {first['id']}") for p in problems)
+    assert any(p.startswith(f"{outputs}:{len(rows)}: {second['test_set']} ") and "9999" in p
+               for p in problems)
     assert len(problems) == 3
 
 
@@ -116,10 +118,12 @@ def test_encoding_problems_are_reported_with_their_lines(tmp_path, test_sets):
     outputs = folder / "outputs.jsonl"
     n = len(rows)
     problems = caught.value.problems
-    assert problems[0] == f"{outputs}:{n + 1}: not UTF-8 (byte 46 of the line)"
-    assert problems[1] == f"{outputs}:{n + 2}: hypothesis holds a lone surrogate (not UTF-8 text)"
-    assert problems[2] == f"{outputs}:{n + 3}: hypothesis holds a NUL character"
-    assert problems[3].startswith(f"{outputs}:{n + 4}: not a JSON object")
+    assert problems[0].startswith(f"{outputs}:{n + 1}: ") and "UTF-8" in problems[0]
+    assert "byte 46" in problems[0]
+    assert problems[1].startswith(f"{outputs}:{n + 2}: hypothesis ")
+    assert "surrogate" in problems[1]
+    assert problems[2].startswith(f"{outputs}:{n + 3}: hypothesis ") and "NUL" in problems[2]
+    assert problems[3].startswith(f"{outputs}:{n + 4}: ") and "JSON" in problems[3]
     assert len(problems) == 4
 
 
@@ -220,9 +224,9 @@ def test_the_fingerprint_is_the_submissions_content_hash(tmp_path, test_sets):
 
 def test_path_goes_with_the_outputs_engine_only():
     base = {"id": "x", "type": "LLM", "family": "F", "prompt_style": "source"}
-    with pytest.raises(ModelRegistryError, match="engine 'outputs' needs it"):
+    with pytest.raises(ModelRegistryError, match=r"\bpath\b.*'outputs'"):
         parse_models([{**base, "engine": "outputs"}], "test")
-    with pytest.raises(ModelRegistryError, match=r"path .* goes with engine 'outputs'"):
+    with pytest.raises(ModelRegistryError, match=r"\bpath\b.*'outputs'"):
         parse_models([{**base, "engine": "copy-source", "path": "/x"}], "test")
 
 
@@ -285,7 +289,7 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes
     before = _tree(tmp_path)
     assert main(["--config", str(config), "score", str(bad)]) == 1
     err = capsys.readouterr().err
-    assert "type 'NMT' is not one of the registry's types" in err
+    assert "'NMT'" in err and "type" in err
     assert f"{bad / 'outputs.jsonl'}:{len(rows)}: duplicate" in err
     assert f"{bad / 'outputs.jsonl'}: {rows[0]['test_set']}: 1 missing id(s)" in err
     assert "Nothing was written." in err
@@ -294,13 +298,13 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes
     # an id the registry gives another model, a manifest that no longer matches its entry
     taken = write_submission(tmp_path / "taken", rows, {**MANIFEST, "id": "copy-source-baseline"})
     assert main(["--config", str(config), "score", str(taken)]) == 1
-    assert "the id 'copy-source-baseline' is already the registry's entry of another model" in (
-        capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert "'copy-source-baseline'" in err and "registry" in err
     write_submission(folder, rows, {**MANIFEST, "type": "MT"})
     before = _tree(tmp_path)
     assert main(["--config", str(config), "score", str(folder)]) == 1
-    assert "the entry 'copied-sources' differs from the submission's manifest in type" in (
-        capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert "'copied-sources'" in err and "manifest" in err and "type" in err
     assert _tree(tmp_path) == before
 
 
@@ -378,7 +382,7 @@ def test_scoring_against_a_dataset_not_yet_built_says_how_to_build_it(tmp_path, 
     home_before = _tree(homes[0])
     assert main(["--config", str(config), "score", str(folder)]) == 1
     err = capsys.readouterr().err
-    assert f"no built Cultivar dataset in {missing} (the folder does not exist)" in err
+    assert str(missing) in err
     assert "cultivar build dataset" in err
     assert _tree(tmp_path) == before
     assert _tree(homes[0]) == home_before

@@ -445,7 +445,7 @@ def test_a_real_refusal_stops_the_run_after_the_probe(served):
     message, before, after = served["too_long"]
     assert "HTTP 400" in message
     assert "max_tokens=5000 cannot be greater than max_model_len=4096" in message
-    assert "Lower max_new_tokens" in message  # the setting the refusal points at
+    assert "max_new_tokens" in message  # the setting the refusal points at
     # a 400 is not retried: the probe's three requests were sent, and nothing else
     assert delta(after, before, "http /v1/chat/completions 4xx") == 3
     assert delta(after, before, "vllm:request_success_total") == 0
