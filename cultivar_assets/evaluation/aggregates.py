@@ -10,9 +10,12 @@ one transaction with the rows of :mod:`cultivar_assets.evaluation.statistics` (d
 The bootstrap streams over the models in blocks of :data:`BLOCK_MODELS`, in model order: a
 block's per-segment statistics and word-recall counts are read, each model's replicates computed
 (``bootstrap.model_replicates``) and combined with the others' (``bootstrap.combine``) before the
-next block is read; every result equals one bootstrap over all models at once. Given a
-``replicates_dir``, each model's replicates are kept there and reused while what they were
-computed from is unchanged (:func:`_replicates_key`).
+next block is read; every result equals one bootstrap over all models at once. :data:`WORKERS`
+blocks are read and computed at once, in threads, BLAS at one thread per product (the same
+arithmetic). Given a ``replicates_dir``, each model's replicates are kept there and reused while
+what they were computed from is unchanged (:func:`_replicates_key`), and so are the ranks'
+states (:data:`RANK_STATES_FILE`, ``metrics.ranks.ranked``): the ranks of models whose values
+are unchanged are updated for the models added, changed or removed.
 """
 
 from __future__ import annotations

@@ -29,6 +29,14 @@ difference has the same sign), over chunks of replicates; a pair whose two count
 after some chunks is not separable, whatever the rest hold (counts only grow).
 A model pair with no replicate defined on both sides is not separable (its interval is
 undefined).
+
+Kept from one computation to the next (:class:`RankState`, :func:`ranked`): every model's
+values, per row how many models are better than it, and the separable pairs. A model whose
+values are the same to the bit keeps its pairs (a pair's test depends on its two models alone),
+and its count of better models in each row changes by ``−[x_r > x_i]`` for each model ``r``
+removed (or changed) and ``+[x_a > x_i]`` for each model ``a`` added (or changed); the added
+models' counts and pairs are computed against every model. The same integers and pairs as a
+computation from nothing.
 """
 
 from __future__ import annotations
