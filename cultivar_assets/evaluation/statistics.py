@@ -38,6 +38,7 @@ carries its n.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -152,21 +153,30 @@ def _agreement_rows(result: BootstrapResult) -> list[dict]:
     return rows
 
 
+RANK_WORKERS = 2  # ranked columns computed at once, in threads (NumPy outside Python's lock)
+
+
 def _rank_rows(result: BootstrapResult, previous: Mapping[str, RankState],
                states: dict[str, RankState]) -> list[dict]:
     """The ranks' rows; ``previous``: quantity -> the state its ranks were last computed with
     (only what changed since is computed, :func:`~cultivar_assets.metrics.ranks.ranked`);
-    each quantity's new state is put in ``states``."""
-    rows = []
-    for column, (name, higher_is_better) in ranked_columns(result.metrics).items():
-        if name not in result.quantities:
-            continue
-        ranks, states[name] = ranked(result[name], higher_is_better=higher_is_better,
-                                     previous=previous.get(name))
-        rows += [{"model_id": r.key, "quantity": column, "higher_is_better": higher_is_better,
-                  "value": r.value, "rank": r.rank, "rank_low": r.rank_low,
-                  "rank_high": r.rank_high, "not_separable_from": list(r.not_separable_from),
-                  "n_models": len(ranks)} for r in ranks]
+    each quantity's new state is put in ``states``. :data:`RANK_WORKERS` columns are ranked at
+    once (each column's computation is its own)."""
+    columns = [(column, name, higher_is_better)
+               for column, (name, higher_is_better) in ranked_columns(result.metrics).items()
+               if name in result.quantities]
+    with ThreadPoolExecutor(max_workers=RANK_WORKERS) as workers:
+        computed = [workers.submit(ranked, result[name], higher_is_better=higher_is_better,
+                                   previous=previous.get(name))
+                    for _, name, higher_is_better in columns]
+        rows = []
+        for (column, name, higher_is_better), future in zip(columns, computed, strict=True):
+            ranks, states[name] = future.result()
+            rows += [{"model_id": r.key, "quantity": column,
+                      "higher_is_better": higher_is_better, "value": r.value, "rank": r.rank,
+                      "rank_low": r.rank_low, "rank_high": r.rank_high,
+                      "not_separable_from": list(r.not_separable_from),
+                      "n_models": len(ranks)} for r in ranks]
     return rows
 
 
