@@ -132,10 +132,10 @@ def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str
     return found_by_metric
 
 
-def _check_statistics(store: Store, rows: list[dict]) -> None:
-    """Every scored test set must have its statistics, with one row per scored segment."""
-    counts = {(r["metric"], r["model_id"], r["test_set"]): r["n"]
-              for r in store.query("segment_counts")}
+def _check_statistics(segment_counts: list[dict], rows: list[dict]) -> None:
+    """Every scored test set must have its statistics, with one row per scored segment
+    (``segment_counts``: the rows of the query of that name)."""
+    counts = {(r["metric"], r["model_id"], r["test_set"]): r["n"] for r in segment_counts}
     lacking = sorted({r["model_id"] for r in rows
                       if counts.get((r["metric"], r["model_id"], r["test_set"]))
                       != r["n_segments"]})
@@ -216,15 +216,17 @@ def _rank_states_key(bootstrap: BootstrapConfig, metrics: Sequence[str]) -> str:
 
 def _model_parts(store: Store, rows: list[dict], model_ids: list[str], locales: list[str],
                  metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
-                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool):
+                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool,
+                 statistics_digests: list[dict]):
     """Every model's :class:`ModelReplicates` in model order: loaded from ``replicates_dir``
-    where kept under the same key, else computed :data:`BLOCK_MODELS` models at a time (and
-    kept there). :data:`WORKERS` blocks are read and computed at once, in threads (DuckDB's
-    reads and NumPy's array operations run outside Python's lock; :func:`aggregate` holds
-    BLAS at one thread per call): each block's arithmetic is the same as alone."""
+    where kept under the same key (``statistics_digests``: the rows of the query of that
+    name), else computed :data:`BLOCK_MODELS` models at a time (and kept there).
+    :data:`WORKERS` blocks are read and computed at once, in threads (DuckDB's reads and
+    NumPy's array operations run outside Python's lock; :func:`aggregate` holds BLAS at one
+    thread per call): each block's arithmetic is the same as alone."""
     keys: dict[str, str] = {}
     if replicates_dir is not None:
-        digests = {r["model_id"]: r["digest"] for r in store.query("statistics_digests")}
+        digests = {r["model_id"]: r["digest"] for r in statistics_digests}
         rows_of: dict[str, list[dict]] = {}
         for r in rows:
             rows_of.setdefault(r["model_id"], []).append(r)
@@ -266,15 +268,22 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     signatures = {metric: signature for metric, (signature, _) in consistent.items()}
     model_ids = sorted({r["model_id"] for r in rows})
     locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
-    _check_statistics(store, rows)
     metrics = tuple(config.metrics)
     bootstrap = config.bootstrap_config()
     test_sets = sorted({cultivar_test_set_name(loc) for loc in locales}
                        | {flores_test_set_name(get_locale(loc).source_language)
                           for loc in locales})
-    universe = np.asarray([r["segment_id"] for r in store.query(
-        "aggregation_instance_pool", models=model_ids, metrics=list(metrics),
-        test_sets=test_sets, locales=locales)], dtype=np.int64)
+    with ThreadPoolExecutor(max_workers=WORKERS) as reads:  # independent reads, side by side
+        queries = {name: reads.submit(store.query, name, **params) for name, params in (
+            ("segment_counts", {}),
+            ("aggregation_instance_pool", {"models": model_ids, "metrics": list(metrics),
+                                           "test_sets": test_sets, "locales": locales}),
+            ("statistics_digests", {}), ("word_recall_sums", {}))
+            if name != "statistics_digests" or replicates_dir is not None}
+        read = {name: future.result() for name, future in queries.items()}
+    _check_statistics(read["segment_counts"], rows)
+    universe = np.asarray([r["segment_id"] for r in read["aggregation_instance_pool"]],
+                          dtype=np.int64)
     if len(universe) == 0:
         raise AggregationError("no statistics for the scored models and locales")
     weights = bootstrap_weights(len(universe), bootstrap)
@@ -282,13 +291,14 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     # own threads beside them only wait on each other
     with threadpool_limits(limits=1, user_api="blas"):
         parts = _model_parts(store, rows, model_ids, locales, metrics, universe, weights,
-                             bootstrap, replicates_dir, progress)
+                             bootstrap, replicates_dir, progress,
+                             read.get("statistics_digests", []))
         result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
     chosen = set(model_ids)
     recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
         {"model_id": r["model_id"], "locale": r["locale"],
          **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
-        for r in store.query("word_recall_sums") if r["model_id"] in chosen]
+        for r in read["word_recall_sums"] if r["model_id"] in chosen]
     ranks_file = key = None
     if replicates_dir is not None:
         ranks_file = replicates_dir / RANK_STATES_FILE
