@@ -356,3 +356,21 @@ def test_kept_rank_states_of_other_settings_are_not_used(store, tmp_path, monkey
     assert len(full) == 8  # every ranked column
     _, expected = reference_tables(store, config)
     _same(result.tables.ranks, expected.ranks, "ranks")
+
+
+def test_a_missing_statistic_is_refused_naming_the_model(store, tmp_path):
+    """A scored test set with one statistic row fewer than its scored segments is refused
+    (the counts are read beside the other queries), and nothing is written."""
+    copy = tmp_path / "missing.duckdb"
+    copy.write_bytes(store.path.read_bytes())
+    other = Store(copy)
+    with other.connect() as con:
+        con.execute("DELETE FROM raw.segment_stats WHERE model_id = 'model-04' AND metric = "
+                    "'bleu' AND test_set = ? AND segment_id = 1",
+                    [cultivar_test_set_name(LOCALES[1])])
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=20)
+    with pytest.raises(aggregates.AggregationError,
+                       match="per-segment statistics of model-04 are missing or do not match"):
+        aggregates.aggregate(other, config=config, replicates_dir=tmp_path / "kept")
+    assert other.query("leaderboard") == []
+    assert not (tmp_path / "kept").exists()
