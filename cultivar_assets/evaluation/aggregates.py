@@ -281,8 +281,8 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
             ("statistics_digests", {}), ("word_recall_sums", {}))
             if name != "statistics_digests" or replicates_dir is not None}
         read = {name: future.result() for name, future in queries.items()}
-    _check_statistics(read["segment_counts"], rows)
-    universe = np.asarray([r["segment_id"] for r in read["aggregation_instance_pool"]],
+    _check_statistics(read.pop("segment_counts"), rows)
+    universe = np.asarray([r["segment_id"] for r in read.pop("aggregation_instance_pool")],
                           dtype=np.int64)
     if len(universe) == 0:
         raise AggregationError("no statistics for the scored models and locales")
@@ -292,7 +292,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     with threadpool_limits(limits=1, user_api="blas"):
         parts = _model_parts(store, rows, model_ids, locales, metrics, universe, weights,
                              bootstrap, replicates_dir, progress,
-                             read.get("statistics_digests", []))
+                             read.pop("statistics_digests", []))
         result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
     chosen = set(model_ids)
     recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
