@@ -7,9 +7,11 @@ with its own quality), their corpus scores, and word-recall counts. Each aggrega
 child process, which reports its wall seconds, user + system CPU seconds and peak resident memory
 (``resource.getrusage(RUSAGE_SELF)``, the child alone): the aggregation from nothing, the same
 keeping every model's replicates (``aggregate(..., replicates_dir=...)``), then one more model is
-added to the store and the aggregation timed again on the kept replicates (the added model's
-replicates computed, the others' loaded; every cross-model statistic and table recomputed and
-written).
+added to the store and the aggregation timed again on what was kept (the added model's
+replicates computed, the others' loaded; the ranks updated from the kept rank states; every
+other cross-model statistic and table recomputed and written). Each line ends with the load
+average (1 minute) when the child finished: other processes on the machine slow the wall
+seconds, not the CPU seconds.
 
 Not a test: run it by hand and record the figures in docs/performance.md. Targets at 1,000
 models with 1,000 replicates: the whole aggregation ≤ 60 s and ≤ 4 GB peak resident memory.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -183,7 +186,7 @@ def run_child(db: Path, replicates: int, replicates_dir: Path | None = None) -> 
 
 def describe(figures: dict) -> str:
     return (f"{figures['wall_s']} s wall, {figures['cpu_s']} s CPU (user + system), peak "
-            f"{figures['peak_mb']} MB resident")
+            f"{figures['peak_mb']} MB resident, load {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:

@@ -309,3 +309,69 @@ def test_stats_from_sorted_table_equals_stats_from_table_and_refuses_what_it_doe
             ([*rows[1:], first], "not sorted")):
         with pytest.raises(StatsError, match=message):
             stats_from_sorted_table(_stats_table(changed))
+
+
+def test_one_model_added_to_kept_replicates_and_ranks_equals_a_full_aggregation(
+        store, tmp_path, monkeypatch):
+    """Aggregate every model but one (between the others in model order), then all: only the
+    added model's replicates are computed, every rank is updated from the kept rank states (no
+    full separability matrix), and every table equals the reference's full aggregation."""
+    from cultivar_assets.metrics import ranks
+
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=100)
+    kept = tmp_path / "replicates"
+    models = [f"model-{m:02d}" for m in range(N_MODELS)]
+    aggregates.aggregate(store, [m for m in models if m != "model-13"], config=config,
+                         replicates_dir=kept)
+    assert (kept / aggregates.RANK_STATES_FILE).exists()
+    computed: list[list[str]] = []
+    full: list[int] = []
+    real_replicates, real_separable = aggregates.model_replicates, ranks.separable
+    monkeypatch.setattr(aggregates, "model_replicates", lambda stats, block, *a, **k: (
+        computed.append(list(block)) or real_replicates(stats, block, *a, **k)))
+    monkeypatch.setattr(ranks, "separable", lambda r, c: full.append(1) or real_separable(r, c))
+    result = aggregates.aggregate(store, models, config=config, replicates_dir=kept)
+    assert computed == [["model-13"]] and full == []
+    _, expected = reference_tables(store, config)
+    for table in ("pairs", "models", "locales", "values", "agreement", "averages", "ranks",
+                  "flags"):
+        _same(getattr(result.tables, table), getattr(expected, table), table)
+    assert result.tables.rules == expected.rules
+
+
+def test_kept_rank_states_of_other_settings_are_not_used(store, tmp_path, monkeypatch):
+    """Rank states kept with another confidence are not used: the ranks are computed in full
+    and equal the reference's at the new confidence."""
+    from cultivar_assets.metrics import ranks
+
+    kept = tmp_path / "replicates"
+    aggregates.aggregate(store, config=MetricConfig(bleu_tokenize="13a",
+                                                     bootstrap_replicates=100),
+                         replicates_dir=kept)
+    full: list[int] = []
+    real = ranks.separable
+    monkeypatch.setattr(ranks, "separable", lambda r, c: full.append(1) or real(r, c))
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=100, confidence=0.9)
+    result = aggregates.aggregate(store, config=config, replicates_dir=kept)
+    assert len(full) == 8  # every ranked column
+    _, expected = reference_tables(store, config)
+    _same(result.tables.ranks, expected.ranks, "ranks")
+
+
+def test_a_missing_statistic_is_refused_naming_the_model(store, tmp_path):
+    """A scored test set with one statistic row fewer than its scored segments is refused
+    (the counts are read beside the other queries), and nothing is written."""
+    copy = tmp_path / "missing.duckdb"
+    copy.write_bytes(store.path.read_bytes())
+    other = Store(copy)
+    with other.connect() as con:
+        con.execute("DELETE FROM raw.segment_stats WHERE model_id = 'model-04' AND metric = "
+                    "'bleu' AND test_set = ? AND segment_id = 1",
+                    [cultivar_test_set_name(LOCALES[1])])
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=20)
+    before = other.query("leaderboard")
+    with pytest.raises(aggregates.AggregationError,
+                       match="per-segment statistics of model-04 are missing or do not match"):
+        aggregates.aggregate(other, config=config, replicates_dir=tmp_path / "kept")
+    assert other.query("leaderboard") == before
+    assert not (tmp_path / "kept").exists()

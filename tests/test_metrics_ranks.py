@@ -10,6 +10,7 @@ from metrics_helpers import (
     sacrebleu_segment_rows,
 )
 
+from cultivar_assets.metrics import ranks as ranks_module
 from cultivar_assets.metrics.bootstrap import BootstrapConfig, Quantity, paired_bootstrap
 from cultivar_assets.metrics.ranks import RANK_SENTENCE, rank_intervals
 from cultivar_assets.metrics.registry import score_functions
@@ -119,3 +120,97 @@ def test_ranks_and_separability_equal_the_pairwise_definitions_on_many_models():
                     for r in rank_intervals(q, higher_is_better=higher_is_better)]
             assert ours == _pairwise_rank_intervals(q, higher_is_better)
             assert any(r[5] for r in ours) and any(len(r[5]) < n_models - 3 for r in ours)
+
+
+def _changed_quantities(rng):
+    """A quantity of 60 models (ties, undefined replicates, a model undefined everywhere, one
+    without a point estimate), then the same with one model's values changed, one removed, a
+    model without a point estimate gaining one and two added (one between the others, one
+    last)."""
+    n_models, n_replicates = 60, 200
+    keys = [f"m{i:03d}" for i in range(n_models)]
+    skill = rng.normal(20, 3, n_models)
+    replicates = np.round(skill + rng.normal(0, 1.5, (n_replicates, n_models)), 1)
+    replicates[rng.random(replicates.shape) < 0.02] = np.nan
+    replicates[:, 5] = np.nan
+    point = np.round(skill, 1)
+    point[17] = np.nan
+    before = Quantity("model_delta_bleu", tuple(keys), point, replicates,
+                      np.ones(n_models, dtype=np.int64), 0.95)
+    after_keys = [k for k in keys if k != "m030"] + ["m030b", "m999"]
+    columns = {k: (point[i], replicates[:, i]) for i, k in enumerate(keys)}
+    columns["m011"] = (point[11], replicates[:, 11] + 0.1 * (np.arange(n_replicates) % 3))
+    columns["m017"] = (19.0, replicates[:, 17])
+    columns["m030b"] = (point[30], replicates[:, 30])  # ties with a model that is gone
+    columns["m999"] = (21.0, np.round(rng.normal(21, 1.5, n_replicates), 1))
+    after_keys.sort()
+    after = Quantity("model_delta_bleu", tuple(after_keys),
+                     np.asarray([columns[k][0] for k in after_keys]),
+                     np.column_stack([columns[k][1] for k in after_keys]),
+                     np.ones(len(after_keys), dtype=np.int64), 0.95)
+    return before, after
+
+
+def test_ranks_updated_from_a_kept_state_equal_ranks_computed_afresh(monkeypatch):
+    """``ranked`` with the state of an earlier quantity updates only the changed, removed and
+    added models (no full separability matrix is computed) and gives what is computed afresh,
+    state included; a changed model's kept values are never reused."""
+    from cultivar_assets.metrics import ranks
+
+    before, after = _changed_quantities(np.random.default_rng(3))
+    full: list[int] = []
+    real = ranks.separable
+    for higher_is_better in (True, False):
+        _, state = ranks.ranked(before, higher_is_better)
+        fresh, fresh_state = ranks.ranked(after, higher_is_better)
+        calls = len(full)
+        monkeypatch.setattr(ranks, "separable", lambda r, c: full.append(1) or real(r, c))
+        updated, updated_state = ranks.ranked(after, higher_is_better, previous=state)
+        monkeypatch.setattr(ranks, "separable", real)
+        assert len(full) == calls  # updated, not recomputed
+        assert updated == fresh
+        assert updated_state.keys == fresh_state.keys
+        for kind in ("values", "better", "apart"):
+            np.testing.assert_array_equal(getattr(updated_state, kind),
+                                          getattr(fresh_state, kind), strict=True)
+        assert updated == _pairwise_ranks_of(after, higher_is_better)
+
+
+def _pairwise_ranks_of(q, higher_is_better):
+    return [ranks_module.RankInterval(key, value, rank, low, high, tied)
+            for key, value, rank, low, high, tied in _pairwise_rank_intervals(q, higher_is_better)]
+
+
+def test_a_kept_rank_state_of_other_settings_or_many_changes_is_not_used(monkeypatch):
+    """A state of another direction or confidence is ignored, and so is one from which more
+    than a quarter of the models changed: the ranks are computed in full."""
+    from cultivar_assets.metrics import ranks
+
+    before, after = _changed_quantities(np.random.default_rng(4))
+    _, state = ranks.ranked(before, True)
+    full: list[int] = []
+    real = ranks.separable
+    monkeypatch.setattr(ranks, "separable", lambda r, c: full.append(1) or real(r, c))
+    assert ranks.ranked(after, False, previous=state)[0] == _pairwise_ranks_of(after, False)
+    assert ranks.ranked(after, True, 0.9, previous=state)[0] == _pairwise_ranks_of(
+        Quantity(after.name, after.keys, after.point, after.replicates, after.n, 0.9), True)
+    shuffled = Quantity(after.name, after.keys, after.point, after.replicates[:, ::-1],
+                        after.n, 0.95)  # every model's replicates changed
+    assert ranks.ranked(shuffled, True, previous=state)[0] == _pairwise_ranks_of(shuffled, True)
+    assert full == [1, 1, 1]
+
+
+def test_kept_rank_states_are_read_back_only_under_their_key(tmp_path):
+    from cultivar_assets.metrics import ranks
+
+    before, _ = _changed_quantities(np.random.default_rng(5))
+    _, state = ranks.ranked(before, False)
+    path = tmp_path / "kept" / "_ranks.state"
+    ranks.save_rank_states(path, "key-1", {"model_delta_bleu": state})
+    assert ranks.load_rank_states(path, "key-2") == {}
+    assert ranks.load_rank_states(tmp_path / "none", "key-1") == {}
+    back = ranks.load_rank_states(path, "key-1")["model_delta_bleu"]
+    assert (back.keys, back.higher_is_better, back.confidence) == (
+        state.keys, False, 0.95)
+    for kind in ("values", "better", "apart"):
+        np.testing.assert_array_equal(getattr(back, kind), getattr(state, kind), strict=True)

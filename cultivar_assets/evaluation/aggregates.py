@@ -10,9 +10,12 @@ one transaction with the rows of :mod:`cultivar_assets.evaluation.statistics` (d
 The bootstrap streams over the models in blocks of :data:`BLOCK_MODELS`, in model order: a
 block's per-segment statistics and word-recall counts are read, each model's replicates computed
 (``bootstrap.model_replicates``) and combined with the others' (``bootstrap.combine``) before the
-next block is read; every result equals one bootstrap over all models at once. Given a
-``replicates_dir``, each model's replicates are kept there and reused while what they were
-computed from is unchanged (:func:`_replicates_key`).
+next block is read; every result equals one bootstrap over all models at once. :data:`WORKERS`
+blocks are read and computed at once, in threads, BLAS at one thread per product (the same
+arithmetic). Given a ``replicates_dir``, each model's replicates are kept there and reused while
+what they were computed from is unchanged (:func:`_replicates_key`), and so are the ranks'
+states (:data:`RANK_STATES_FILE`, ``metrics.ranks.ranked``): the ranks of models whose values
+are unchanged are updated for the models added, changed or removed.
 """
 
 from __future__ import annotations
@@ -21,17 +24,23 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name, get_locale
-from cultivar_assets.evaluation.statistics import StatisticsTables, statistics_tables
+from cultivar_assets.evaluation.statistics import (
+    StatisticsTables,
+    ranked_columns,
+    statistics_tables,
+)
 from cultivar_assets.metrics.bootstrap import (
     BootstrapConfig,
+    ModelReplicates,
     bootstrap_weights,
     combine,
     load_replicates,
@@ -40,7 +49,7 @@ from cultivar_assets.metrics.bootstrap import (
 )
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.metric_config import MetricConfig
-from cultivar_assets.metrics.ranks import rank_sentence
+from cultivar_assets.metrics.ranks import load_rank_states, rank_sentence, save_rank_states
 from cultivar_assets.metrics.registry import metric_registry, score_functions, score_label
 from cultivar_assets.metrics.segment_stats import (
     RECALL_COLUMNS,
@@ -123,10 +132,10 @@ def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str
     return found_by_metric
 
 
-def _check_statistics(store: Store, rows: list[dict]) -> None:
-    """Every scored test set must have its statistics, with one row per scored segment."""
-    counts = {(r["metric"], r["model_id"], r["test_set"]): r["n"]
-              for r in store.query("segment_counts")}
+def _check_statistics(segment_counts: list[dict], rows: list[dict]) -> None:
+    """Every scored test set must have its statistics, with one row per scored segment
+    (``segment_counts``: the rows of the query of that name)."""
+    counts = {(r["metric"], r["model_id"], r["test_set"]): r["n"] for r in segment_counts}
     lacking = sorted({r["model_id"] for r in rows
                       if counts.get((r["metric"], r["model_id"], r["test_set"]))
                       != r["n_segments"]})
@@ -163,58 +172,80 @@ def _replicates_key(model: str, digest, rows: list[dict], pool: str,
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
+WORKERS = 2  # blocks of models read and computed at once, each in a thread of its own
+
+
+def _block_parts(store: Store, block: list[str], keys: dict[str, str], locales: list[str],
+                 metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
+                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool
+                 ) -> dict[str, ModelReplicates]:
+    """The :class:`ModelReplicates` of the models of ``block``: loaded from ``replicates_dir``
+    where kept under their key, the others' statistics read and their replicates computed (and
+    kept there)."""
+    parts: dict[str, ModelReplicates] = {}
+    if replicates_dir is not None:
+        for model in block:
+            found = load_replicates(replicates_dir / f"{model}.npz", keys[model])
+            if found is not None:
+                parts[model] = found
+    missing = [m for m in block if m not in parts]
+    if missing:
+        stats, recall = _read_block(store, missing, metrics)
+        for part in model_replicates(stats, missing, locales, recall, universe, weights,
+                                     bootstrap.confidence, score_functions=score_functions(stats),
+                                     progress=progress):
+            parts[part.model] = part.compact()
+            if replicates_dir is not None:
+                save_replicates(part, replicates_dir / f"{part.model}.npz", keys[part.model])
+    return parts
+
+
+# in ``replicates_dir``, beside ``<model>.npz``: the ranks' states (metrics.ranks); no model
+# id begins with "_" (specs.MODEL_ID_PATTERN)
+RANK_STATES_FILE = "_ranks.state"
+
+
+def _rank_states_key(bootstrap: BootstrapConfig, metrics: Sequence[str]) -> str:
+    """What kept rank states are labelled with: the bootstrap settings and the ranked columns
+    (quantity, direction). Each state also holds every model's values, compared to the bit
+    with the new ones before anything kept is used (``metrics.ranks.ranked``)."""
+    described = {"bootstrap": bootstrap.model_dump(),
+                 "columns": sorted(ranked_columns(metrics).values())}
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
 def _model_parts(store: Store, rows: list[dict], model_ids: list[str], locales: list[str],
                  metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
-                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool):
+                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool,
+                 statistics_digests: list[dict]):
     """Every model's :class:`ModelReplicates` in model order: loaded from ``replicates_dir``
-    where kept under the same key, else computed :data:`BLOCK_MODELS` models at a time (and
-    kept there)."""
+    where kept under the same key (``statistics_digests``: the rows of the query of that
+    name), else computed :data:`BLOCK_MODELS` models at a time (and kept there).
+    :data:`WORKERS` blocks are read and computed at once, in threads (DuckDB's reads and
+    NumPy's array operations run outside Python's lock; :func:`aggregate` holds BLAS at one
+    thread per call): each block's arithmetic is the same as alone."""
     keys: dict[str, str] = {}
     if replicates_dir is not None:
-        digests = {r["model_id"]: r["digest"] for r in store.query("statistics_digests")}
+        digests = {r["model_id"]: r["digest"] for r in statistics_digests}
         rows_of: dict[str, list[dict]] = {}
         for r in rows:
             rows_of.setdefault(r["model_id"], []).append(r)
         pool = hashlib.sha256(universe.tobytes()).hexdigest()
         keys = {model: _replicates_key(model, digests.get(model), rows_of.get(model, []), pool,
                                        bootstrap, metrics, locales) for model in model_ids}
-    blocks = []
-    for start in range(0, len(model_ids), BLOCK_MODELS):
-        block = model_ids[start:start + BLOCK_MODELS]
-        kept = [m for m in block if replicates_dir is not None
-                and (replicates_dir / f"{m}.npz").exists()]
-        blocks.append((block, kept))
-    # the next block's statistics are read (DuckDB, in a thread) while this one is computed
-    with ThreadPoolExecutor(max_workers=1) as reader:
-        pending = None
-        for i, (block, kept) in enumerate(blocks):
-            loaded = {model: found for model in kept
-                      for found in [load_replicates(replicates_dir / f"{model}.npz",
-                                                    keys[model])]
-                      if found is not None}
-            missing = [m for m in block if m not in loaded]
-            if pending is not None and pending[0] == missing:
-                stats, recall = pending[1].result()
-            elif missing:
-                stats, recall = _read_block(store, missing, metrics)
-            pending = None
-            if i + 1 < len(blocks):  # read ahead: the next block's models without a kept file
-                ahead = [m for m in blocks[i + 1][0] if m not in blocks[i + 1][1]]
-                if ahead:
-                    pending = (ahead, reader.submit(_read_block, store, ahead, metrics))
-            computed = {}
-            if missing:
-                for part in model_replicates(stats, missing, locales, recall, universe, weights,
-                                             bootstrap.confidence,
-                                             score_functions=score_functions(stats),
-                                             progress=progress):
-                    computed[part.model] = part.compact()
-                    if replicates_dir is not None:
-                        save_replicates(part, replicates_dir / f"{part.model}.npz",
-                                        keys[part.model])
-                del stats, recall
+    blocks = [model_ids[start:start + BLOCK_MODELS]
+              for start in range(0, len(model_ids), BLOCK_MODELS)]
+    with ThreadPoolExecutor(max_workers=WORKERS) as workers:
+        pending: dict[int, Future] = {}
+        for i, block in enumerate(blocks):
+            for ahead in range(i, min(i + WORKERS, len(blocks))):  # this block and the next
+                if ahead not in pending:
+                    pending[ahead] = workers.submit(
+                        _block_parts, store, blocks[ahead], keys, locales, metrics, universe,
+                        weights, bootstrap, replicates_dir, progress)
+            parts = pending.pop(i).result()
             for model in block:
-                yield loaded.get(model) or computed[model]
+                yield parts.pop(model)
 
 
 def aggregate(store: Store, models: Sequence[str] | None = None,
@@ -237,27 +268,44 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     signatures = {metric: signature for metric, (signature, _) in consistent.items()}
     model_ids = sorted({r["model_id"] for r in rows})
     locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
-    _check_statistics(store, rows)
     metrics = tuple(config.metrics)
     bootstrap = config.bootstrap_config()
     test_sets = sorted({cultivar_test_set_name(loc) for loc in locales}
                        | {flores_test_set_name(get_locale(loc).source_language)
                           for loc in locales})
-    universe = np.asarray([r["segment_id"] for r in store.query(
-        "aggregation_instance_pool", models=model_ids, metrics=list(metrics),
-        test_sets=test_sets, locales=locales)], dtype=np.int64)
+    with ThreadPoolExecutor(max_workers=WORKERS) as reads:  # independent reads, side by side
+        queries = {name: reads.submit(store.query, name, **params) for name, params in (
+            ("segment_counts", {}),
+            ("aggregation_instance_pool", {"models": model_ids, "metrics": list(metrics),
+                                           "test_sets": test_sets, "locales": locales}),
+            ("statistics_digests", {}), ("word_recall_sums", {}))
+            if name != "statistics_digests" or replicates_dir is not None}
+        read = {name: future.result() for name, future in queries.items()}
+    _check_statistics(read.pop("segment_counts"), rows)
+    universe = np.asarray([r["segment_id"] for r in read.pop("aggregation_instance_pool")],
+                          dtype=np.int64)
     if len(universe) == 0:
         raise AggregationError("no statistics for the scored models and locales")
     weights = bootstrap_weights(len(universe), bootstrap)
-    parts = _model_parts(store, rows, model_ids, locales, metrics, universe, weights, bootstrap,
-                         replicates_dir, progress)
-    result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
+    # one BLAS thread per product: the blocks' threads (WORKERS) use the cores instead; BLAS's
+    # own threads beside them only wait on each other
+    with threadpool_limits(limits=1, user_api="blas"):
+        parts = _model_parts(store, rows, model_ids, locales, metrics, universe, weights,
+                             bootstrap, replicates_dir, progress,
+                             read.pop("statistics_digests", []))
+        result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
     chosen = set(model_ids)
     recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
         {"model_id": r["model_id"], "locale": r["locale"],
          **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
-        for r in store.query("word_recall_sums") if r["model_id"] in chosen]
-    tables = statistics_tables(result, config.flag_config())
+        for r in read["word_recall_sums"] if r["model_id"] in chosen]
+    ranks_file = key = None
+    if replicates_dir is not None:
+        ranks_file = replicates_dir / RANK_STATES_FILE
+        key = _rank_states_key(bootstrap, metrics)
+    with threadpool_limits(limits=1, user_api="blas"):
+        tables = statistics_tables(result, config.flag_config(),
+                                   load_rank_states(ranks_file, key) if ranks_file else None)
     registry = metric_registry()
     metric_rows = [  # raw.statistics_metrics
         {"metric": metric, "position": i, "label": score_label(metric, consistent[metric][0]),
@@ -290,5 +338,7 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
         WriteBlock("insert_contamination_flags", rows=tables.flags),
         WriteBlock("insert_statistics_settings", rows=[settings]),
     ])
+    if ranks_file is not None:
+        save_rank_states(ranks_file, key, tables.rank_states)
     return Aggregates(model_ids, locales, signatures, store.query("leaderboard"),
                       result.locale_rows(), tables.agreement, tables, settings)

@@ -37,8 +37,9 @@ carries its n.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from cultivar_assets.metrics.flags import (
     flag_rows,
 )
 from cultivar_assets.metrics.rank_agreement import agreement_averages
-from cultivar_assets.metrics.ranks import rank_intervals
+from cultivar_assets.metrics.ranks import RankState, ranked
 from cultivar_assets.metrics.registry import METRIC_NAMES, column_key, get_metric, table_label
 
 SIDES = ("flores", "cultivar", "delta")  # the quantities of a metric (∆ = cultivar − flores)
@@ -103,6 +104,8 @@ class StatisticsTables:
     ranks: list[dict]  # raw.leaderboard_ranks
     flags: list[dict]  # raw.contamination_flags (source 'evaluated')
     rules: list[RuleResult]
+    # ranked quantity -> what its ranks were computed from (for the next computation)
+    rank_states: dict[str, RankState] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _column_mean(quantity: Quantity, name: str, paper_table: str, aggregation: str,
@@ -150,16 +153,30 @@ def _agreement_rows(result: BootstrapResult) -> list[dict]:
     return rows
 
 
-def _rank_rows(result: BootstrapResult) -> list[dict]:
-    rows = []
-    for column, (name, higher_is_better) in ranked_columns(result.metrics).items():
-        if name not in result.quantities:
-            continue
-        ranked = rank_intervals(result[name], higher_is_better=higher_is_better)
-        rows += [{"model_id": r.key, "quantity": column, "higher_is_better": higher_is_better,
-                  "value": r.value, "rank": r.rank, "rank_low": r.rank_low,
-                  "rank_high": r.rank_high, "not_separable_from": list(r.not_separable_from),
-                  "n_models": len(ranked)} for r in ranked]
+RANK_WORKERS = 2  # ranked columns computed at once, in threads (NumPy outside Python's lock)
+
+
+def _rank_rows(result: BootstrapResult, previous: Mapping[str, RankState],
+               states: dict[str, RankState]) -> list[dict]:
+    """The ranks' rows; ``previous``: quantity -> the state its ranks were last computed with
+    (only what changed since is computed, :func:`~cultivar_assets.metrics.ranks.ranked`);
+    each quantity's new state is put in ``states``. :data:`RANK_WORKERS` columns are ranked at
+    once (each column's computation is its own)."""
+    columns = [(column, name, higher_is_better)
+               for column, (name, higher_is_better) in ranked_columns(result.metrics).items()
+               if name in result.quantities]
+    with ThreadPoolExecutor(max_workers=RANK_WORKERS) as workers:
+        computed = [workers.submit(ranked, result[name], higher_is_better=higher_is_better,
+                                   previous=previous.get(name))
+                    for _, name, higher_is_better in columns]
+        rows = []
+        for (column, name, higher_is_better), future in zip(columns, computed, strict=True):
+            ranks, states[name] = future.result()
+            rows += [{"model_id": r.key, "quantity": column,
+                      "higher_is_better": higher_is_better, "value": r.value, "rank": r.rank,
+                      "rank_low": r.rank_low, "rank_high": r.rank_high,
+                      "not_separable_from": list(r.not_separable_from),
+                      "n_models": len(ranks)} for r in ranks]
     return rows
 
 
@@ -208,16 +225,20 @@ def long_form(rows: list[dict], level: str, metrics: Sequence[str]
     return narrow, values
 
 
-def statistics_tables(result: BootstrapResult,
-                      flag_config: FlagConfig | None = None) -> StatisticsTables:
-    """The aggregate tables' rows (module docstring)."""
+def statistics_tables(result: BootstrapResult, flag_config: FlagConfig | None = None,
+                      rank_states: Mapping[str, RankState] | None = None) -> StatisticsTables:
+    """The aggregate tables' rows (module docstring). ``rank_states``: the
+    :attr:`StatisticsTables.rank_states` of an earlier computation, from which the ranks of
+    models whose values are unchanged are updated (the same rows as computed afresh)."""
     pairs, pair_values = long_form(result.pair_rows(), "model_locale", result.metrics)
     models, model_values = long_form(result.model_rows(), "model", result.metrics)
     locales, locale_values = long_form(result.locale_rows(), "locale", result.metrics)
     rules = apply_flags(evidence_from_bootstrap(result), flag_config, label=table_label)
     flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]
+    states: dict[str, RankState] = {}
     return StatisticsTables(
         pairs=pairs, models=models, locales=locales,
         values=pair_values + model_values + locale_values,
         agreement=_agreement_rows(result), averages=_average_rows(result),
-        ranks=_rank_rows(result), flags=flags, rules=rules)
+        ranks=_rank_rows(result, rank_states or {}, states), flags=flags, rules=rules,
+        rank_states=states)

@@ -367,7 +367,10 @@ def _weighted_sums(weights: np.ndarray, positions: np.ndarray, matrix: np.ndarra
     of them exactly and float32 BLAS (about twice as fast) is used; otherwise float64 (exact
     below 2**53). Float statistics (segment scores) are always summed in float64.
     """
-    w = weights[:, positions]
+    n = weights.shape[1]
+    # every instance of the pool, in its order (the usual case): the weights as they are
+    w = (weights if len(positions) == n and np.array_equal(positions, np.arange(n))
+         else weights[:, positions])
     if not np.issubdtype(matrix.dtype, np.integer):
         return w.astype(np.float64) @ matrix.astype(np.float64)
     bound = float(w.sum(axis=1).max(initial=0)) * float(matrix.max(initial=0))
@@ -384,14 +387,14 @@ def _block_sums(weights: np.ndarray, positions: np.ndarray, rows: np.ndarray) ->
     if not shared.any():
         return _weighted_sums(weights, positions, rows.reshape(n, n_models * k)).reshape(
             -1, n_models, k)
-    own = rows[:, :, ~shared]
-    matrix = np.concatenate([rows[:, 0, shared], own.reshape(n, -1)], axis=1)
+    n_shared = int(shared.sum())
+    matrix = np.concatenate([rows[:, 0, shared], rows[:, :, ~shared].reshape(n, -1)], axis=1)
     sums = _weighted_sums(weights, positions, matrix)
-    out = np.empty((len(weights), n_models, k))
-    out[:, :, shared] = sums[:, None, :int(shared.sum())]
-    out[:, :, ~shared] = sums[:, int(shared.sum()):].reshape(len(weights), n_models,
-                                                             own.shape[2])
-    return out
+    # the column of ``sums`` that each (model, statistic) takes: a shared one, or its own
+    column = np.empty((n_models, k), dtype=np.int64)
+    column[:, shared] = np.arange(n_shared)
+    column[:, ~shared] = n_shared + np.arange(n_models * (k - n_shared)).reshape(n_models, -1)
+    return np.take(sums, column.ravel(), axis=1).reshape(len(weights), n_models, k)
 
 
 def _mean_columns(values: np.ndarray, columns: Sequence[Sequence[int]]) -> np.ndarray:

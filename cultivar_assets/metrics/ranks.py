@@ -29,12 +29,23 @@ difference has the same sign), over chunks of replicates; a pair whose two count
 after some chunks is not separable, whatever the rest hold (counts only grow).
 A model pair with no replicate defined on both sides is not separable (its interval is
 undefined).
+
+Kept from one computation to the next (:class:`RankState`, :func:`ranked`): every model's
+values, per row how many models are better than it, and the separable pairs. A model whose
+values are the same to the bit keeps its pairs (a pair's test depends on its two models alone),
+and its count of better models in each row changes by ``−[x_r > x_i]`` for each model ``r``
+removed (or changed) and ``+[x_a > x_i]`` for each model ``a`` added (or changed); the added
+models' counts and pairs are computed against every model. The same integers and pairs as a
+computation from nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -82,21 +93,33 @@ def _ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
     return rankdata(-x, method="min", axis=-1).astype(np.int64)
 
 
-def separable(replicates: np.ndarray, confidence: float) -> np.ndarray:
-    """``(M, M)`` bool: True where the percentile interval of ``x_i − x_j`` over the replicates
-    (``replicates``: ``(B, M)``; NaN: undefined) lies entirely above or below 0 (module
-    docstring)."""
+def _columns(replicates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(M, B)`` values (an infinite one made NaN: its differences are not finite) and where
+    they are defined; refuses values whose differences could overflow."""
     columns = np.ascontiguousarray(np.asarray(replicates, dtype=np.float64).T)  # (M, B)
     defined = np.isfinite(columns)
     # a difference with an infinite side is not finite: left out, as an undefined one
     columns = np.where(defined, columns, np.nan)
     if defined.any() and float(np.abs(columns[defined]).max()) >= 1e300:
         raise ValueError("replicates this large could overflow in a difference")
-    both = (defined.astype(np.float64) @ defined.T.astype(np.float64)).astype(np.int64)
-    k, _ = interval_positions(both, confidence)
-    has = defined.any(axis=1)
+    return columns, defined
+
+
+def _ranges(columns: np.ndarray, defined: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per model: whether it has a defined value, and the lowest and highest of them."""
     low = np.where(defined, columns, np.inf).min(axis=1, initial=np.inf)
     high = np.where(defined, columns, -np.inf).max(axis=1, initial=-np.inf)
+    return defined.any(axis=1), low, high
+
+
+def separable(replicates: np.ndarray, confidence: float) -> np.ndarray:
+    """``(M, M)`` bool: True where the percentile interval of ``x_i − x_j`` over the replicates
+    (``replicates``: ``(B, M)``; NaN: undefined) lies entirely above or below 0 (module
+    docstring)."""
+    columns, defined = _columns(replicates)
+    both = (defined.astype(np.float64) @ defined.T.astype(np.float64)).astype(np.int64)
+    k, _ = interval_positions(both, confidence)
+    has, low, high = _ranges(columns, defined)
     # disjoint ranges: every defined difference has one sign, so one count is 0
     apart = (high[:, None] < low[None, :]) | (low[:, None] > high[None, :])
     first, second = np.nonzero(np.triu(has[:, None] & has[None, :] & ~apart, 1))
@@ -105,15 +128,33 @@ def separable(replicates: np.ndarray, confidence: float) -> np.ndarray:
     return (both > 0) & apart
 
 
+def separable_rows(replicates: np.ndarray, rows: np.ndarray, confidence: float) -> np.ndarray:
+    """``(len(rows), M)`` bool: the rows ``rows`` of :func:`separable` (the same values, each
+    pair decided by the same counts), computed for those models alone."""
+    columns, defined = _columns(replicates)
+    rows = np.asarray(rows, dtype=np.int64)
+    both = (defined[rows].astype(np.float64) @ defined.T.astype(np.float64)).astype(np.int64)
+    k, _ = interval_positions(both, confidence)
+    has, low, high = _ranges(columns, defined)
+    apart = (high[rows, None] < low[None, :]) | (low[rows, None] > high[None, :])
+    at, second = np.nonzero(has[rows, None] & has[None, :] & ~apart
+                            & (rows[:, None] != np.arange(len(columns))[None, :]))
+    for r, j, side in _compared_pairs(columns, rows[at], second, k[at, second], at):
+        apart[r, j] = side
+    return (both > 0) & apart
+
+
 CHUNK_REPLICATES = 64  # replicates compared at a time in :func:`_compared_pairs`
 
 
 def _compared_pairs(columns: np.ndarray, first: np.ndarray, second: np.ndarray,
-                    k: np.ndarray):
+                    k: np.ndarray, labels: np.ndarray | None = None):
     """For the model pairs ``(first, second)``, whether ``#{b: x_ib ≤ x_jb} ≤ k`` or
-    ``#{b: x_ib ≥ x_jb} ≤ k`` (both sides defined), yielded as ``(i, j, bool)`` arrays.
-    The counts grow chunk by chunk of replicates; a pair whose two counts both exceed ``k`` is
-    not separable, decided early; the others are counted to the end."""
+    ``#{b: x_ib ≥ x_jb} ≤ k`` (both sides defined), yielded as ``(i, j, bool)`` arrays (``i``
+    from ``labels`` in place of ``first`` when given). The counts grow chunk by chunk of
+    replicates; a pair whose two counts both exceed ``k`` is not separable, decided early; the
+    others are counted to the end (each pair's outcome depends on its own counts alone)."""
+    labels = first if labels is None else labels
     n_replicates = columns.shape[1]
     le = np.zeros(len(first), dtype=np.int64)
     ge = np.zeros(len(first), dtype=np.int64)
@@ -126,11 +167,112 @@ def _compared_pairs(columns: np.ndarray, first: np.ndarray, second: np.ndarray,
             le[pairs] += np.add.reduce((a <= b).view(np.uint8), axis=1, dtype=np.int64)
             ge[pairs] += np.add.reduce((a >= b).view(np.uint8), axis=1, dtype=np.int64)
         decided = (le[live] > k[live]) & (ge[live] > k[live])
-        yield first[live[decided]], second[live[decided]], False
+        yield labels[live[decided]], second[live[decided]], False
         live = live[~decided]
         if not len(live):
             return
-    yield first[live], second[live], (le[live] <= k[live]) | (ge[live] <= k[live])
+    yield labels[live], second[live], (le[live] <= k[live]) | (ge[live] <= k[live])
+
+
+@dataclass(frozen=True, eq=False)
+class RankState:
+    """What one quantity's ranks were computed from and what they came to, for the next
+    computation (:func:`ranked`): the models with a point estimate (``keys``), their values
+    (``values``: ``(B + 1, M)``, the point estimate then the replicates), in each row how many
+    models are better (``better``: the rank − 1) and which pairs are separable (``apart``)."""
+
+    higher_is_better: bool
+    confidence: float
+    keys: tuple[str, ...]
+    values: np.ndarray
+    better: np.ndarray
+    apart: np.ndarray
+
+
+INCREMENTAL_SHARE = 0.25  # above this share of changed models, ranks are computed in full
+
+
+def _better_counts(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """``(R, M)``: per row, how many values are strictly better than each (NaN is worst)."""
+    return _ranks(values, higher_is_better) - 1
+
+
+def _oriented(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """The values with "better" as "larger" and NaN as −∞ (the order :func:`_ranks` uses)."""
+    x = values if higher_is_better else -values
+    return np.where(np.isnan(x), -np.inf, x)
+
+
+def _update(previous: RankState, keys: Sequence[str], values: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(better, apart)`` of ``values`` from ``previous``: the models whose values are the
+    same to the bit keep their separable pairs, and their counts of better models change by the
+    models removed (or changed) and added; the rest is computed for the added (or changed)
+    models alone. None when too many models changed (then everything is computed)."""
+    old_at = {key: i for i, key in enumerate(previous.keys)}
+    new_common = np.asarray([i for i, key in enumerate(keys) if key in old_at], dtype=np.int64)
+    old_common = np.asarray([old_at[keys[i]] for i in new_common], dtype=np.int64)
+    same = (previous.values[:, old_common].view(np.int64)
+            == values[:, new_common].view(np.int64)).all(axis=0)
+    kept_new, kept_old = new_common[same], old_common[same]
+    removed = np.setdiff1d(np.arange(len(previous.keys)), kept_old)
+    added = np.setdiff1d(np.arange(len(keys)), kept_new)
+    if len(removed) + len(added) > INCREMENTAL_SHARE * max(len(keys), 1):
+        return None
+    higher = previous.higher_is_better
+    x = _oriented(values, higher)
+    gone = _oriented(previous.values[:, removed], higher)
+    counts = previous.better[:, kept_old].astype(np.int64)
+    kept_x = x[:, kept_new]
+    for r in range(gone.shape[1]):
+        counts -= gone[:, r:r + 1] > kept_x
+    for a in added:
+        counts += x[:, a:a + 1] > kept_x
+    better = np.empty(values.shape, dtype=np.int64)
+    better[:, kept_new] = counts
+    for a in added:
+        better[:, a] = (x > x[:, a:a + 1]).sum(axis=1)
+    apart = np.zeros((len(keys), len(keys)), dtype=bool)
+    apart[np.ix_(kept_new, kept_new)] = previous.apart[np.ix_(kept_old, kept_old)]
+    if len(added):
+        rows = separable_rows(values[1:], added, previous.confidence)
+        apart[added, :] = rows
+        apart[:, added] = rows.T  # the same values: every pair's test is symmetric
+    return better, apart
+
+
+def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float | None = None,
+           previous: RankState | None = None) -> tuple[list[RankInterval], RankState]:
+    """:func:`rank_intervals` and the :class:`RankState` they come from. With ``previous`` (a
+    state of the same direction and confidence) only what changed is computed: the same
+    results as without it."""
+    confidence = quantity.confidence if confidence is None else confidence
+    keep = [i for i, v in enumerate(quantity.point) if np.isfinite(v)]
+    keys: tuple[str, ...] = tuple(quantity.keys[i] for i in keep)
+    values = np.vstack([quantity.point[keep][None, :], quantity.replicates[:, keep]])
+    updated = None
+    if (previous is not None and previous.higher_is_better == higher_is_better
+            and previous.confidence == confidence and previous.values.shape[0] == len(values)):
+        updated = _update(previous, keys, values)
+    if updated is None:
+        better = _better_counts(values, higher_is_better) if keys else np.empty(
+            values.shape, dtype=np.int64)
+        apart = separable(values[1:], confidence)
+    else:
+        better, apart = updated
+    state = RankState(higher_is_better, confidence, keys, values, better, apart)
+    if not keys:
+        return [], state
+    rank = better[0] + 1
+    low, high = percentile_interval((better[1:] + 1).astype(float), confidence)
+    order = np.array(sorted(range(len(keys)), key=lambda i: (rank[i], keys[i])), dtype=np.int64)
+    ordered_keys = np.array(keys, dtype=object)[order]
+    result = []
+    for i in order:
+        tied = ordered_keys[~apart[i, order] & (order != i)]
+        result.append(RankInterval(keys[i], float(values[0, i]), int(rank[i]), int(low[i]),
+                                   int(high[i]), tuple(tied.tolist())))
+    return result, state
 
 
 def rank_intervals(
@@ -138,22 +280,40 @@ def rank_intervals(
 ) -> list[RankInterval]:
     """Rank, rank interval and non-separable models of every model with a point estimate,
     sorted by rank (module docstring)."""
-    confidence = quantity.confidence if confidence is None else confidence
-    keep = [i for i, v in enumerate(quantity.point) if np.isfinite(v)]
-    keys: Sequence[str] = [quantity.keys[i] for i in keep]
-    point = quantity.point[keep]
-    replicates = quantity.replicates[:, keep]
-    if not keys:
-        return []
-    rank = _ranks(point, higher_is_better)
-    low, high = percentile_interval(_ranks(replicates, higher_is_better).astype(float),
-                                    confidence)
-    apart = separable(replicates, confidence)
-    order = np.array(sorted(range(len(keys)), key=lambda i: (rank[i], keys[i])), dtype=np.int64)
-    ordered_keys = np.array(keys, dtype=object)[order]
-    result = []
-    for i in order:
-        tied = ordered_keys[~apart[i, order] & (order != i)]
-        result.append(RankInterval(keys[i], float(point[i]), int(rank[i]), int(low[i]),
-                                   int(high[i]), tuple(tied.tolist())))
-    return result
+    return ranked(quantity, higher_is_better, confidence)[0]
+
+
+RANK_STATE_FORMAT = 1  # the layout of a kept rank state file (save_rank_states)
+
+
+def save_rank_states(path: Path, key: str, states: Mapping[str, RankState]) -> None:
+    """Keep ``states`` (name -> :class:`RankState`) in ``path`` (``.npz`` without pickles: a
+    JSON description and the arrays), labelled with ``key``; replaced atomically."""
+    meta = {"format": RANK_STATE_FORMAT, "key": key,
+            "states": {name: {"higher_is_better": s.higher_is_better,
+                              "confidence": s.confidence, "keys": list(s.keys)}
+                       for name, s in states.items()}}
+    arrays = {f"{kind}/{name}": getattr(s, kind) for name, s in states.items()
+              for kind in ("values", "better", "apart")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    with partial.open("wb") as out:
+        np.savez(out, meta=np.array(json.dumps(meta)), **arrays)
+    os.replace(partial, path)
+
+
+def load_rank_states(path: Path, key: str) -> dict[str, RankState]:
+    """The states kept in ``path`` by :func:`save_rank_states` under the same ``key``; none
+    (an empty dict) when there is no file or it was kept for something else."""
+    try:
+        stored = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        return {}
+    with stored:
+        meta = json.loads(str(stored["meta"]))
+        if meta.get("format") != RANK_STATE_FORMAT or meta.get("key") != key:
+            return {}
+        return {name: RankState(bool(m["higher_is_better"]), float(m["confidence"]),
+                                tuple(m["keys"]), stored[f"values/{name}"],
+                                stored[f"better/{name}"], stored[f"apart/{name}"])
+                for name, m in meta["states"].items()}
