@@ -65,6 +65,30 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -sizes[item.path.name]))
 
 
+def sqlite_without_fsync(connection, _record) -> None:
+    """``PRAGMA synchronous = OFF`` on an SQLite connection that SQLAlchemy opens (Dagster's run,
+    event-log and schedule storages): SQLite still journals every transaction, so a process that
+    dies mid-write leaves a consistent database; only the ``fsync`` calls, which guard against a
+    crash of the operating system, are left out."""
+    import sqlite3
+
+    if isinstance(connection, sqlite3.Connection):
+        connection.execute("PRAGMA synchronous = OFF")
+
+
+def pytest_configure(config):
+    """Every SQLite connection that SQLAlchemy opens in the test processes goes without
+    ``fsync`` (:func:`sqlite_without_fsync`): Dagster's storages commit thousands of times in a
+    pipeline run, and each synced commit waits on the disk. Processes the tests start (the
+    ``cultivar`` CLI, the Dagster daemon, pipeline runs in subprocesses) keep SQLite's
+    default."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    if not event.contains(Engine, "connect", sqlite_without_fsync):
+        event.listen(Engine, "connect", sqlite_without_fsync)
+
+
 def pytest_collection_finish(session):
     """Move every object alive after collection (the imported modules of torch, Dagster,
     transformers, …) out of the garbage collector's view (``gc.freeze``): each later collection,
