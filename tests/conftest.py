@@ -33,6 +33,60 @@ def pytest_cmdline_main(config):
     option = config.option
     if getattr(option, "numprocesses", None) and getattr(option, "dist", "no") == "no":
         option.dist = "loadfile"
+        option.loadscopereorder = False  # files go out in :data:`LONG_FILES_FIRST`'s order
+
+
+#: The fast suite's longest test files, longest first, from ``pytest -n 2 --durations=0`` (the
+#: sum of each file's setup, call and teardown times; docs/performance.md, "The test suite").
+#: Under ``pytest -n N`` they are handed to the workers before every other file, so that no
+#: worker is left running a long file alone at the end of the run.
+LONG_FILES_FIRST = (
+    "test_pipeline.py", "test_demo_loop.py", "test_secrets.py", "test_engine_vllm.py",
+    "test_submissions.py", "test_site_incremental.py", "test_runner_stale.py",
+    "test_results_automation.py", "test_extension_step.py", "test_significance_cli.py",
+    "test_site_browser.py", "test_gpu_check.py", "test_automation.py", "test_bad_input.py",
+    "test_engine_seq2seq.py", "test_localisation_drafts.py", "test_aggregation_streaming.py",
+    "test_shared_prefix.py", "test_error_tool_browser.py", "test_deploy_k8s.py",
+    "test_site_fonts.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a pytest-xdist worker (``pytest -n N``): the test files in the order the workers get
+    them, :data:`LONG_FILES_FIRST` first, then the others by their number of tests, most first
+    (pytest-xdist's own order); the tests inside a file keep their order. Every worker collects
+    the same order, which ``--dist loadfile`` follows."""
+    if not hasattr(config, "workerinput"):
+        return
+    sizes: dict[str, int] = {}
+    for item in items:
+        sizes[item.path.name] = sizes.get(item.path.name, 0) + 1
+    rank = {name: position for position, name in enumerate(LONG_FILES_FIRST)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -sizes[item.path.name]))
+
+
+def sqlite_without_fsync(connection, _record) -> None:
+    """``PRAGMA synchronous = OFF`` on an SQLite connection that SQLAlchemy opens (Dagster's run,
+    event-log and schedule storages): SQLite still journals every transaction, so a process that
+    dies mid-write leaves a consistent database; only the ``fsync`` calls, which guard against a
+    crash of the operating system, are left out."""
+    import sqlite3
+
+    if isinstance(connection, sqlite3.Connection):
+        connection.execute("PRAGMA synchronous = OFF")
+
+
+def pytest_configure(config):
+    """Every SQLite connection that SQLAlchemy opens in the test processes goes without
+    ``fsync`` (:func:`sqlite_without_fsync`): Dagster's storages commit thousands of times in a
+    pipeline run, and each synced commit waits on the disk. Processes the tests start (the
+    ``cultivar`` CLI, the Dagster daemon, pipeline runs in subprocesses) keep SQLite's
+    default."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    if not event.contains(Engine, "connect", sqlite_without_fsync):
+        event.listen(Engine, "connect", sqlite_without_fsync)
 
 
 def pytest_collection_finish(session):
@@ -169,14 +223,31 @@ COPY_ENTRY = {"id": "copy-source-baseline", "type": "baseline", "family": "Basel
               "engine": "copy-source", "prompt_style": "source"}
 
 
+def tiny_model_entries(tiny_model_dir: Path, tiny_chat_model_dir: Path) -> list[dict]:
+    """Three systems: a tiny base model (few-shot), a tiny chat model, and the copy baseline."""
+    return [tiny_entry("tiny-base", tiny_model_dir, "base-fewshot"),
+            tiny_entry("tiny-chat", tiny_chat_model_dir, "chat-instruction"),
+            COPY_ENTRY]
+
+
 @pytest.fixture
 def tiny_models_file(tmp_path, tiny_model_dir, tiny_chat_model_dir) -> Path:
-    """Three systems: a tiny base model (few-shot), a tiny chat model, and the copy baseline."""
-    return write_models_file(tmp_path / "models.yaml", [
-        tiny_entry("tiny-base", tiny_model_dir, "base-fewshot"),
-        tiny_entry("tiny-chat", tiny_chat_model_dir, "chat-instruction"),
-        COPY_ENTRY,
-    ])
+    """A models file of :func:`tiny_model_entries`' three systems."""
+    return write_models_file(tmp_path / "models.yaml",
+                             tiny_model_entries(tiny_model_dir, tiny_chat_model_dir))
+
+
+def copy_database(database: Path, folder: Path) -> Path:
+    """A copy of ``database`` and its storage root (``<stem>-storage`` beside it, where it
+    exists) in ``folder``: the copied database's path."""
+    import shutil
+
+    copy = folder / database.name
+    shutil.copyfile(database, copy)
+    storage = database.with_name(f"{database.stem}-storage")
+    if storage.is_dir():
+        shutil.copytree(storage, copy.with_name(storage.name))
+    return copy
 
 
 def cpu_count() -> int:

@@ -335,6 +335,7 @@ def test_the_assets_keep_held_drafts_redraft_on_request_and_report_kept_flagged_
 
 
 @pytest.mark.dagster_instances
+@pytest.mark.slow  # two whole runs: the keeping is proven on the assets and the build above
 def test_a_rerun_with_other_localiser_settings_keeps_the_drafts_and_says_so(
         tmp_path, monkeypatch, isolated_home):
     """The runner (`cultivar run`): once tool pages and returned files exist, a change of the

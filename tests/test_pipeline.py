@@ -37,6 +37,35 @@ def settings(tmp_path, tiny_models_file, shared_cache) -> Settings:
                     engine=EngineSettings(cache_dir=str(shared_cache)))
 
 
+@pytest.fixture(scope="module")
+def pipeline_run(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir, shared_cache):
+    """One ``run_pipeline`` of the three systems on the demo data for the module (with a
+    CULTIVAR_HOME of its own): its settings and result. Tests change copies of its database
+    (:func:`pipeline_copy`)."""
+    from conftest import isolate_home, tiny_model_entries, write_models_file
+
+    folder = tmp_path_factory.mktemp("pipeline_run")
+    models = write_models_file(folder / "models.yaml",
+                               tiny_model_entries(tiny_model_dir, tiny_chat_model_dir))
+    settings = Settings(database=str(folder / "results.duckdb"), models_file=str(models),
+                        models=MODELS, metrics=MetricConfig(bleu_tokenize="13a"),
+                        engine=EngineSettings(cache_dir=str(shared_cache)))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_home(monkeypatch, folder / "home")
+        return settings, run_pipeline(settings, say=lambda _: None)
+
+
+@pytest.fixture
+def pipeline_copy(pipeline_run, tmp_path):
+    """:func:`pipeline_run`'s settings naming a copy of its database in ``tmp_path``, and the
+    run's result."""
+    from conftest import copy_database
+
+    settings, result = pipeline_run
+    copy = copy_database(settings.database_path, tmp_path)
+    return settings.model_copy(update={"database": str(copy)}), result
+
+
 def _materialise(instance, settings, selection, partition=None):
     import dagster as dg
 
@@ -112,8 +141,8 @@ def test_assets_materialise_and_rematerialising_replaces_rows(settings):
         assert _count(db, "SELECT count(DISTINCT signature) FROM scores WHERE metric = 'bleu'") == 1
 
 
-def test_views_hold_what_the_pipeline_computed(settings):
-    result = run_pipeline(settings, say=lambda _: None)
+def test_views_hold_what_the_pipeline_computed(pipeline_copy):
+    settings, result = pipeline_copy
     db = settings.database_path
     with duckdb.connect(str(db), read_only=True) as con:
         # the leaderboard's order is by mean pairwise ∆BLEU, recomputed here from the scores view
@@ -148,8 +177,8 @@ def test_views_hold_what_the_pipeline_computed(settings):
                            ).fetchone()[0] == 0
 
 
-def test_leaderboard_refuses_mixed_signatures(settings):
-    run_pipeline(settings, say=lambda _: None)
+def test_leaderboard_refuses_mixed_signatures(pipeline_copy):
+    settings, _ = pipeline_copy
     store = Store(settings.database_path)
     from cultivar_assets.evaluation import score_model
 
@@ -160,12 +189,13 @@ def test_leaderboard_refuses_mixed_signatures(settings):
     assert len(store.query("leaderboard")) == 3
 
 
-def test_leaderboard_refuses_scores_from_different_sentencepiece_models(settings, tmp_path):
+def test_leaderboard_refuses_scores_from_different_sentencepiece_models(pipeline_copy,
+                                                                           tmp_path):
     from metrics_helpers import train_tiny_spm
 
     from cultivar_assets.evaluation import score_model
 
-    run_pipeline(settings, say=lambda _: None)
+    settings, _ = pipeline_copy
     store = Store(settings.database_path)
     model_a = train_tiny_spm(tmp_path / "a", name="a", seed=0)
     model_b = train_tiny_spm(tmp_path / "b", name="b", vocab_size=40, seed=1)
