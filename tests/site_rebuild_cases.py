@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 
 from site_helpers import hostile_store
-from test_site_incremental import files
+from test_site_model_parts import files
 
 import cultivar_assets
 from cultivar_assets.paths import resource_dir
