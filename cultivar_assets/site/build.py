@@ -325,8 +325,9 @@ class _Build:
             if model_id in made_from:
                 folder = Path(self.model_parts[model_id])
                 part = read_model_part(folder, model_id, made_from[model_id])
-                for rel in part["files"]:
-                    self.writer.copy(folder / rel, rel)
+                for rel in part["files"]:  # copied by the writer threads
+                    self.pending.append(self.background.submit(self.writer.copy, folder / rel,
+                                                               rel))
                 self.models[model_id] = {k: part[k] for k in ("slug", "locales", "files")}
                 self.assembled += 1
         made = [m for m in on_board if m not in made_from]

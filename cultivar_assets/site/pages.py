@@ -141,7 +141,7 @@ class PageWriter:
 
     def _target(self, path: str) -> str:
         """``root / path`` (as a string: a build makes ~13,000 of them, and pathlib's objects
-        cost more than the links), its folder made (once per folder)."""
+        cost more than the writes), its folder made (once per folder)."""
         target = os.path.join(self._root, path)
         folder = path.rpartition("/")[0]
         if folder not in self._folders:
