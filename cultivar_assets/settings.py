@@ -184,6 +184,7 @@ def output_folders(settings: Settings) -> dict[str, Path]:
     folders = {
         "site.output_dir": settings.site.site_path(),
         "site.charts_dir": settings.site.charts_path(),
+        "site.model_parts_dir": settings.site.model_parts_path(),
         "site.web_cache_dir": settings.site.web_cache_path(),
         "publish.folder": settings.publish.folder_path,
         "construction.dataset.folder": c.dataset.folder_path(),

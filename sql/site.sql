@@ -24,16 +24,6 @@ SELECT d.*, m.family, m.params_total_b, m.type
 FROM published_model_locale_deltas d JOIN raw.models m USING (model_id)
 ORDER BY model_id, locale;
 
--- Each row of site_model_locale_deltas with row_digest, the md5 of the row as text (its column
--- names and values, -0.0 apart from 0.0): a locale page's "∆ of every model" row is keyed by it
--- (site_pages.py), which costs DuckDB milliseconds where Python's repr of 27,000 rows took a
--- second; the builder runs it on a cursor of its own beside its Python work (at 1,000 models
--- the md5s take 0.2 s).
--- name: site_model_locale_delta_digests
-SELECT model_id, locale, md5(r::VARCHAR) AS row_digest
-FROM (SELECT d.*, m.family, m.params_total_b, m.type
-      FROM published_model_locale_deltas d JOIN raw.models m USING (model_id)) r;
-
 -- name: site_scores
 SELECT model_id, test_set, kind, language, locale, metric, score, signature, tokenizer_sha256,
        n_segments
@@ -112,69 +102,9 @@ SELECT * FROM annotations ORDER BY locale, instance_id;
 SELECT test_set, kind, language, locale, segment_id, source, reference
 FROM raw.segments ORDER BY test_set, segment_id;
 
--- What each model's translations, per-segment statistics and segment scores are, as one string
--- per model (the builder reuses a model's files from the previous build when it is unchanged).
--- The translations are stood for, by our choice, by their count and the run record's
--- translations_fingerprint (raw.model_runs: the sha256 of every row's test set, segment id,
--- hypothesis, raw output and cleaning rules, written with the rows in one transaction,
--- store/records.py write_translations; the scores view trusts it the same way); only a model
--- without one has its rows hashed (site_translation_row_digests): hashing 9.6 million rows
--- took most of this query's second at 1,000 models. The statistics (10,000s of
--- list rows per model) are stood for by their count and the model's raw.scores rows, which
--- the scoring step writes with them and which hold what they are computed from: the metric's
--- signature, the dataset's and the translations' fingerprints. A direct edit of
--- raw.translations or raw.segment_stats that bypasses those writers (and keeps the row
--- counts) is therefore not seen; a build with reuse off renders every file again.
--- name: site_translation_digests
-SELECT t.model_id, t.n_rows, r.translations_fingerprint,
-       coalesce(s.n_stats || ':' || coalesce(c.digest, ''), '') || coalesce(':' || g.digest, '')
-           AS digest
-FROM (SELECT model_id, count(*) AS n_rows FROM raw.translations GROUP BY model_id) AS t
-LEFT JOIN (SELECT model_id, CASE WHEN count(*) = 1 THEN any_value(translations_fingerprint) END
-                      AS translations_fingerprint
-           FROM raw.model_runs GROUP BY model_id) AS r USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) AS n_stats FROM raw.segment_stats GROUP BY model_id) AS s
-    USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || '/' || sum(hash(v::VARCHAR)) AS digest
-           FROM raw.scores v GROUP BY model_id) AS c USING (model_id)
--- segment scores (none unless a segment-score metric is configured: the digest is unchanged)
-LEFT JOIN (SELECT model_id, sum(hash(metric, test_set, segment_id, score))::VARCHAR AS digest
-           FROM raw.segment_scores GROUP BY model_id) AS g USING (model_id)
-ORDER BY t.model_id;
-
--- The translations of the given models (those without a run record's fingerprint, see above)
--- as the sum of their rows' hashes (order-free).
--- name: site_translation_row_digests
-SELECT model_id,
-       sum(hash(test_set, segment_id, hypothesis, raw_output, cleaning_rules))::VARCHAR AS digest
-FROM raw.translations WHERE list_contains($models, model_id)
-GROUP BY model_id ORDER BY model_id;
-
--- What each model's page, compare shard and table downloads are made from besides its
--- leaderboard row: per model, the sum of the hashes of its whole rows in each published table
--- they read (order-free; whole rows as text, so more than the columns shown, with their names,
--- and -0.0 apart from 0.0, which DuckDB's hash of a double or a row does not tell apart: a
--- change anywhere in them renders the page again). published_<table>: the published tables as
--- the builder read them (site_models, site_model_locale_deltas_table, site_scores,
--- site_word_recall, cleaning_counts; registered Arrow, Reader.register), so that the views are
--- not evaluated a second time. The builder renders an unchanged model's page only when this or
--- its leaderboard row changed.
--- name: site_model_page_digests
-SELECT rm.model_id,
-       hash(rm::VARCHAR)::VARCHAR || ':' || coalesce(hash(m::VARCHAR)::VARCHAR, '') AS model,
-       coalesce(d.digest, '') AS deltas, coalesce(s.digest, '') AS scores,
-       coalesce(w.digest, '') AS recall, coalesce(c.digest, '') AS cleaning
-FROM raw.models rm
-LEFT JOIN published_models m USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v::VARCHAR)) AS digest
-           FROM published_model_locale_deltas v GROUP BY model_id) d USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v::VARCHAR)) AS digest
-           FROM published_scores v GROUP BY model_id) s USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v::VARCHAR)) AS digest
-           FROM published_word_recall v GROUP BY model_id) w USING (model_id)
-LEFT JOIN (SELECT model_id, count(*) || ':' || sum(hash(v::VARCHAR)) AS digest
-           FROM published_cleaning_counts v GROUP BY model_id) c USING (model_id)
-ORDER BY rm.model_id;
+-- The models with translations (each has a part of the site: site/model_part.py).
+-- name: site_translated_models
+SELECT DISTINCT model_id FROM raw.translations ORDER BY model_id;
 
 -- Translations of the given models, model by model; raw_output is NULL where it equals the
 -- hypothesis (cleaning changed nothing), which is most rows.

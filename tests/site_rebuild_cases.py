@@ -1,8 +1,10 @@
 """The cases of ``tests/test_site_stale_rebuild*.py`` (each file runs its share of :data:`CASES`,
 so that xdist's workers run them side by side). A site rebuild is never stale: after a change to
 any template, any module of ``cultivar_assets/site/`` or any static file the site copies, the
-site the assets rebuild over the previous one (``charts``, then ``site`` with the charts folder:
-the path Dagster and the runner take) equals, file by file, a full build of the same state.
+site the assets rebuild (``charts``; each model's ``model_site`` part written again only where
+the asset's code version changed, as Dagster's stale status decides, else the previous parts;
+then ``site`` with the charts folder and the parts: the path Dagster and the runner take) equals,
+file by file, a full build of the same state.
 
 The package, ``site/`` and ``sql/`` are copied into a folder of their own; each case changes one
 file of that copy so that the pages' output changes (a marker inside every block and macro of a
@@ -34,7 +36,7 @@ import sys
 from pathlib import Path
 
 from site_helpers import hostile_store
-from test_site_incremental import files
+from test_site_model_parts import files
 
 import cultivar_assets
 from cultivar_assets.paths import resource_dir
@@ -51,8 +53,8 @@ MARKER = "stale-check-marker"
 # One change per module of cultivar_assets/site/ that reaches the built site: (text of the
 # module, exactly once; what replaces it).
 MODULE_CHANGES: dict[str, tuple[str, str]] = {
-    "build.py": ("payload = shards.hyp_payload(model_id, sets, by_key)",
-                 "payload = {**shards.hyp_payload(model_id, sets, by_key), 'check': 1}"),
+    "build.py": ('shards.encode_shard("bootstrap", payload)',
+                 'shards.encode_shard("bootstrap", {**payload, "check": 1})'),
     "charts.py": ("MARK_OPACITY = 0.85", "MARK_OPACITY = 0.8"),
     "compare_stats.py": ('return {"v": version, "model": model_id, "blocks": blocks}',
                          'return {"v": version, "model": model_id, "blocks": blocks, "c": 1}'),
@@ -60,9 +62,8 @@ MODULE_CHANGES: dict[str, tuple[str, str]] = {
     "downloads.py": ('"compression_level": 6', '"compression_level": 5'),
     "failures.py": ('summary = f"latest run failed{step}', 'summary = f"latest run failed!{step}'),
     "fonts.py": ("(free; ", "(free of charge; "),
-    "incremental.py": ('write = csv_text if path.endswith(".csv") else json_text',
-                       'write = csv_text if path.endswith(".csv") else '
-                       '(lambda rows, columns: json_text(rows, columns) + "\\n")'),
+    "model_part.py": ("payload = shards.hyp_payload(model_id, sets, by_key)",
+                      "payload = {**shards.hyp_payload(model_id, sets, by_key), 'check': 1}"),
     "model_card.py": ('return f"{engine} ({version})"', 'return f"{engine} [{version}]"'),
     "pages.py": ('''return Markup(f'<td class="num" data-value="{_exact(value)}">{_shown(''',
                  '''return Markup(f'<td class="num n" data-value="{_exact(value)}">{_shown('''),
@@ -84,13 +85,6 @@ NOT_RUN = {
     "tool_files.py": "the annotation tools' files",
     "tool_pages.py": "the annotation tools' pages",
 }
-
-
-def without_row_keys(site: dict[str, bytes]) -> dict[str, bytes]:
-    """A site's files with the keys of the locale pages' ∆ rows blanked: they hash the code and
-    the templates, so any change of either changes them."""
-    return {path: re.sub(rb'<tr data-row="[0-9a-f]+">', b'<tr data-row="">', data)
-            for path, data in site.items()}
 
 
 def site_modules() -> list[str]:
@@ -177,20 +171,21 @@ class Worker:
 
 
 def run_builds(worker: Worker, code: Path, store: Path, work: Path, home: Path, web_cache: Path,
-               previous: Path | None, bytecode: bool = False) -> tuple[Path, Path, list[str]]:
-    """The worker's builds over the code at ``code`` with ``home`` as ``$CULTIVAR_HOME``: (the
-    rebuilt site, the full build, the templates they loaded). ``bytecode``: the imports write
-    it."""
+               previous: Path | None, bytecode: bool = False) -> tuple[Path, Path, dict]:
+    """The worker's builds over the code at ``code`` with ``home`` as ``$CULTIVAR_HOME``
+    (``previous``: the previous parts' folder): (the rebuilt site, the full build, the worker's
+    result: the templates they loaded, whether the parts were made again; the parts are in
+    ``work / "parts"``). ``bytecode``: the imports write it."""
     work.mkdir(parents=True)
     job = {"package": str(code / "cultivar_assets"), "path": str(code), "home": str(home),
            "bytecode": bytecode, "store": str(store), "charts": str(work / "charts"),
            "web_cache": str(web_cache), "previous": None if previous is None else str(previous),
-           "rebuilt": str(work / "rebuilt"), "full": str(work / "full"),
-           "result": str(work / "result.json")}
+           "parts": str(work / "parts"), "rebuilt": str(work / "rebuilt"),
+           "full": str(work / "full"), "result": str(work / "result.json")}
     status = worker.run(job)
     result = json.loads((work / "result.json").read_text("utf-8"))
     assert status == 0, result.get("error", f"exit status {status}")[-3000:]
-    return work / "rebuilt", work / "full", result["templates"]
+    return work / "rebuilt", work / "full", result
 
 
 def base_state(root: Path, worker: Worker) -> dict:
@@ -205,12 +200,12 @@ def base_state(root: Path, worker: Worker) -> dict:
     code = root / "code"
     copy_code(code)
     home, web_cache = root / "home", root / "web"
-    previous, full, templates = run_builds(worker, code, store.path, root / "base", home,
-                                           web_cache, None, bytecode=True)
-    assert files(previous) == files(full)
+    rebuilt, full, result = run_builds(worker, code, store.path, root / "base", home,
+                                       web_cache, None, bytecode=True)
+    assert files(rebuilt) == files(full)
     return {"worker": worker, "root": root, "code": code, "store": store.path, "home": home,
-            "web_cache": web_cache, "previous": previous, "full": files(full),
-            "templates": templates}
+            "web_cache": web_cache, "previous": root / "base" / "parts", "full": files(full),
+            "templates": result["templates"]}
 
 
 def check_module_list() -> None:
@@ -242,7 +237,7 @@ def check_case(state: dict, tmp_path: Path, kind: str, name: str) -> None:
     rebuilt, full, _ = run_builds(state["worker"], code, state["store"], tmp_path / "builds",
                                   state["home"], state["web_cache"], state["previous"])
     full_files = files(full)
-    made, before = without_row_keys(full_files), without_row_keys(state["full"])
+    made, before = full_files, state["full"]
     if kind == "static" and f"static/{name}" not in state["full"]:
         assert made == before, f"site/static/{name} is not copied, yet its change reached the site"
     elif kind == "template" and name not in state["templates"]:  # the tools' templates

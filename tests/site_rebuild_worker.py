@@ -1,17 +1,22 @@
 """Run by tests/site_rebuild_cases.py: for each job, a process of its own with a copy of the
-package first on ``sys.path`` runs the two assets' calls (``charts``, then ``site`` with the
-charts folder, as ``assets/site_assets.py`` makes them) on a store, once as a rebuild over a
-previous site and once as a full build into an empty folder.
+package first on ``sys.path`` runs the assets' calls on a store as Dagster would run them after a
+change of code: ``charts``; each model's ``model_site`` partition only where its code version
+(:func:`cultivar_assets.assets.versioned.asset_code_version`) differs from the one the previous
+parts were written with (Dagster's stale status; the store is unchanged), else the previous
+parts kept; then ``site`` with the charts folder and the parts, as ``assets/site_assets.py``
+makes them. And a full build of the same state into an empty folder.
 
     python site_rebuild_worker.py
 
 reads one job a line on stdin: {"package": the copy's package folder (checked to be the one
 imported), "path": what goes first on ``sys.path``, "home": ``$CULTIVAR_HOME``, "bytecode":
-whether imports write it, "store", "charts", "web_cache", "previous": a built site or null,
-"rebuilt", "full": output folders, "result": a file}. It imports the third-party libraries the
-builds use (:data:`PRELOADED`; none of them imports ``cultivar_assets``) once, then forks a
+whether imports write it, "store", "charts", "web_cache", "previous": the previous parts'
+folder or null, "parts", "rebuilt", "full": output folders, "result": a file}. It imports the
+third-party libraries the builds use (:data:`PRELOADED`; none of them imports
+``cultivar_assets``) once, then forks a
 child per job, which imports ``cultivar_assets`` from the job's copy, runs the builds and writes
-the result file: the names of the templates the builds loaded, or the error's traceback. Each
+the result file: the names of the templates the builds loaded and whether the parts were
+written again, or the error's traceback. Each
 job's answer is a line on stdout: the child's exit status.
 """
 
@@ -25,8 +30,7 @@ from pathlib import Path
 
 
 def linked_copy(source: Path, target: Path) -> None:
-    """``source`` as ``target`` by hard links (the same inodes, sizes and mtimes: the files a
-    rebuild finds in its output folder are as the previous build wrote and recorded them)."""
+    """``source`` as ``target`` by hard links (the previous parts, as their asset left them)."""
     for folder, _, names in os.walk(source):
         into = target / Path(folder).relative_to(source)
         into.mkdir(parents=True, exist_ok=True)
@@ -35,12 +39,14 @@ def linked_copy(source: Path, target: Path) -> None:
 
 
 # Imported before the fork: code no case changes.
-PRELOADED = ("jinja2", "markupsafe", "duckdb", "numpy", "pandas", "pyarrow", "pyarrow.parquet",
-             "scipy", "vl_convert", "yaml", "orjson", "pydantic", "fast_diff_match_patch")
+PRELOADED = ("dagster", "jinja2", "markupsafe", "duckdb", "numpy", "pandas", "pyarrow",
+             "pyarrow.parquet", "scipy", "vl_convert", "yaml", "orjson", "pydantic",
+             "fast_diff_match_patch")
 
 
-def builds(job: dict) -> list[str]:
-    """The two assets' calls of ``job``; the templates they loaded."""
+def builds(job: dict) -> dict:
+    """The assets' calls of ``job``; the templates they loaded, whether the parts were made
+    again."""
     if "cultivar_assets" in sys.modules:
         raise SystemExit("cultivar_assets was imported before the job's copy was put on the path")
     sys.path.insert(0, job["path"])
@@ -53,8 +59,12 @@ def builds(job: dict) -> list[str]:
         raise SystemExit(f"imported cultivar_assets from {imported}, not {job['package']}")
     import jinja2
 
+    from cultivar_assets.assets.site_assets import model_site
+    from cultivar_assets.assets.versioned import asset_code_version
     from cultivar_assets.site import charts as site_charts
     from cultivar_assets.site.build import build_site
+    from cultivar_assets.site.model_part import write_model_part
+    from cultivar_assets.site.pages import model_slug
     from cultivar_assets.store.database import Store
 
     templates: set[str] = set()  # the templates the builds load
@@ -69,20 +79,29 @@ def builds(job: dict) -> list[str]:
     charts_dir, web_cache = Path(job["charts"]), Path(job["web_cache"])
     # the charts asset
     site_charts.write_store_charts(store, charts_dir)
-    # the site asset, over the previous site, then a full build of the same state
+    # the model_site partitions: stale only where the asset's code version changed
+    version, parts = asset_code_version(model_site), Path(job["parts"])
+    previous = None if job["previous"] is None else Path(job["previous"])
+    remade = previous is None or (previous / "code_version").read_text("utf-8") != version
+    models = [row["model_id"] for row in store.query("site_translated_models")]
+    folders = {model_id: parts / model_slug(model_id) for model_id in models}
+    if remade:
+        for model_id, folder in folders.items():
+            write_model_part(store, model_id, folder)
+    else:
+        linked_copy(previous, parts)
+    (parts / "code_version").write_text(version, "utf-8")
+    # the site asset with the parts, then a full build of the same state
     options = {"card_markdown": "# Card", "charts_dir": charts_dir, "query_page": "off",
                "web_cache": web_cache}
-    rebuilt = Path(job["rebuilt"])
-    if job["previous"] is not None:
-        linked_copy(Path(job["previous"]), rebuilt)
-    build_site(store, rebuilt, **options)
-    build_site(store, Path(job["full"]), reuse=False, **options)
-    return sorted(templates)
+    build_site(store, Path(job["rebuilt"]), model_parts=folders, **options)
+    build_site(store, Path(job["full"]), **options)
+    return {"templates": sorted(templates), "remade": remade}
 
 
 def child(job: dict) -> int:
     try:
-        result, status = {"templates": builds(job)}, 0
+        result, status = builds(job), 0
     except BaseException:  # every failure goes back to the test, whole
         result, status = {"error": traceback.format_exc()}, 1
     Path(job["result"]).write_text(json.dumps(result), "utf-8")

@@ -90,11 +90,17 @@ def ancestors(graph, key: str) -> set[str]:
     return found
 
 
+# What the graph does not order and the runner's stages do (runner/stages.py): a model's part of
+# the site reads the rows that model_results loads (assets/site_assets.py: model_site).
+RUN_AFTER = {"model_site": {"model_results"}}
+
+
 def materialise_stale(settings: Settings, defs: dg.Definitions, instance
                       ) -> list[set[tuple[str, str | None]]]:
     """Materialise what Dagster reports stale or missing until nothing is: each round, the
-    stale items whose stale ancestors are all of their own partition, one run per partition.
-    Returns the items each round materialised."""
+    stale items whose stale ancestors are all of their own partition and that wait for no stale
+    item (:data:`RUN_AFTER`), one run per partition. Returns the items each round
+    materialised."""
     graph = defs.resolve_asset_graph()
     resources = resources_from_settings(settings)
     rounds = []
@@ -106,7 +112,8 @@ def materialise_stale(settings: Settings, defs: dg.Definitions, instance
             for item in list(ready):
                 key, partition = item
                 names = ancestors(graph, key)
-                if any(other[0] in names and (other[1] != partition or other not in ready)
+                if any((other[0] in names and (other[1] != partition or other not in ready))
+                       or other[0] in RUN_AFTER.get(key, ())
                        for other in stale if other != item):
                     ready.discard(item)
                     changed = True

@@ -26,8 +26,9 @@ def test_keep_says_where_the_site_and_database_are_kept(tmp_path):
 
 
 def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypatch):
-    """The site asset builds with the charts asset's folder: the bench's timed build writes
-    the charts there first and the site copies their SVGs, drawing none itself."""
+    """The site asset builds with the charts asset's folder and the model_site parts: the
+    bench's timed build writes the charts there first, then the stale parts, and the site copies
+    the SVGs, drawing none itself, and assembles every part, making none itself."""
     from bench_site import timed_build
     from site_helpers import hostile_store
 
@@ -39,8 +40,14 @@ def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypat
     (tmp_path / "store").mkdir()
     store = hostile_store(tmp_path / "store")
     monkeypatch.setattr(site_build, "SvgJob", no_svg_job)
-    summary, charts_s, cpu_s, _ = timed_build(store, tmp_path / "site", "off", tmp_path / "web")
+    summary, charts_s, parts_s, cpu_s, _ = timed_build(store, tmp_path / "site", "off",
+                                                       tmp_path / "web")
     charts = sorted((tmp_path / "charts").glob("*.svg"))
-    assert charts and charts_s > 0 and cpu_s > 0 and summary.path == tmp_path / "site"
+    assert charts and charts_s > 0 and parts_s > 0 and cpu_s > 0
+    assert summary.path == tmp_path / "site" and summary.assembled_models == summary.models == 2
     for svg in charts:
         assert (tmp_path / "site" / "charts" / svg.name).read_bytes() == svg.read_bytes()
+    parts = sorted(p.name for p in (tmp_path / "site-models").iterdir())
+    again = timed_build(store, tmp_path / "site", "off", tmp_path / "web", models=[])
+    assert again[0].assembled_models == 2 and again[2] < parts_s
+    assert sorted(p.name for p in (tmp_path / "site-models").iterdir()) == parts

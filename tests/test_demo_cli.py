@@ -107,14 +107,17 @@ def test_demo_runs_twice_and_the_second_run_materialises_nothing(isolated_home):
     before, first_runs, first_observations = stored(), runs(), runs(observing=True)
     # the CLI's runs are the definitions' named jobs, never __ephemeral_asset_job__
     assert {job for job, _ in first_runs} == {"build_benchmark", "build_dataset",
-                                              "evaluate_model", "refresh_results"}
+                                              "evaluate_model", "refresh_results",
+                                              "build_model_site"}
     assert {job for job, _ in first_observations} == {  # one per partitions definition
         "observe_sources", "observe_sources_models", "observe_sources_annotation_files"}
     second = run_cli("demo", env=env)  # nothing changed: Dagster reports every asset fresh
     assert second.returncode == 0, second.stderr[-3000:]
     said = second.stdout[-4000:]
-    assert "8 of 8 stages" in second.stdout, said
-    assert second.stdout.count(": fresh, skipped") == 1 + 6 * 3 + 2 + 3 * 2 + 9, said
+    assert "12 of 12 stages" in second.stdout, said
+    # selection, 6 locales × 3, dataset and test sets, 3 models × 2, the results' 8, each
+    # model's part of the site, the site
+    assert second.stdout.count(": fresh, skipped") == 1 + 6 * 3 + 2 + 3 * 2 + 8 + 3 + 1, said
     assert "materialising" not in second.stdout
     assert runs() == first_runs  # the sources observed again, no materialising run started
     assert len(runs(observing=True)) == 2 * len(first_observations)

@@ -60,8 +60,9 @@ def test_run_pipeline_builds_and_evaluates_the_demo_data(tmp_path, prepared, mon
     result = run_pipeline(demo_like_settings(tmp_path, construction), say=say.append)
     assert [name for name, _ in result.stages] == [
         "selection", "localisation, tools and ingest", "dataset", "test sets",
-        "model copy-source-baseline", "results, dataset folder and site"]
-    assert any("[2/6] for 6 locale(s): LLM drafts" in line for line in say)
+        "model copy-source-baseline", "results, dataset folder and charts",
+        "site of model copy-source-baseline", "site"]
+    assert any("[2/8] for 6 locale(s): LLM drafts" in line for line in say)
     build = result.build
     assert build.is_demo and sorted(r["locale"] for r in build.table1) == sorted(DEMO_LOCALES)
     for locale, page in build.tools.items():

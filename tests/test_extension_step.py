@@ -73,12 +73,13 @@ def test_an_added_asset_is_materialised_when_missing_or_stale_and_skipped_when_f
     first = run_pipeline(settings, say=said.append, pipeline=pipeline)
     assert [name for name, _ in first.stages] == [
         "selection", "test sets", "segment counts", f"model {MODEL_ID}",
-        "results, dataset folder and site"]  # right after the stage of its upstream test_sets
-    assert "[3/5] segment_counts (job materialise_segment_counts)" in said
+        "results, dataset folder and charts", f"site of model {MODEL_ID}",
+        "site"]  # right after the stage of its upstream test_sets
+    assert "[3/7] segment_counts (job materialise_segment_counts)" in said
     assert first.runs[0][0] == "observe_sources"  # the sources observed first
     assert _materialising(first) == [
         "build_benchmark", "build_dataset", "materialise_segment_counts", "evaluate_model",
-        "refresh_results"]
+        "refresh_results", "build_model_site", "refresh_results"]
     counts = json.loads(_counts_file(settings.database).read_text("utf-8"))
     assert counts["label"] == "first" and set(counts["sizes"]) == {
         row["test_set"] for row in Store(settings.database_path).query("test_set_index")}

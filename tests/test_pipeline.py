@@ -90,15 +90,16 @@ def test_definitions_load():
                     "cultivar_dataset", "test_sets", "translations", "scores", "model_results",
                     "leaderboard",
                     "reported_results", "error_annotation_tool", "error_analysis", "charts",
-                    "hf_dataset_folder", "hf_dataset_push", "site",
+                    "hf_dataset_folder", "hf_dataset_push", "model_site", "site",
                     "run_failures",  # external: the failure sensor reports it (the site reads it)
                     # the source assets (assets/sources.py): what the assets read besides them
                     *(f"settings/{section.replace('.', '_')}" for section in SETTINGS_SECTIONS),
                     "model_entries", "model_files", "annotation_files", "localiser_files",
                     "source_benchmark_files", "selection_files", "data_files", "spm_model",
                     "error_annotation_files", "model_registry", "query_page_engine"}
-    assert {job.name for job in JOBS} == {"evaluate_model", "refresh_results", "publish_dataset",
-                                          "build_benchmark", "build_dataset", "analyse_errors"}
+    assert {job.name for job in JOBS} == {"evaluate_model", "build_model_site", "refresh_results",
+                                          "publish_dataset", "build_benchmark", "build_dataset",
+                                          "analyse_errors"}
 
 
 def test_assets_materialise_and_rematerialising_replaces_rows(settings):

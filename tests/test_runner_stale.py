@@ -21,13 +21,14 @@ pytestmark = pytest.mark.dagster_instances
 
 MODEL_ID = "copy-source-baseline"
 SELECTION, TEST_SETS = "selection", "test sets"
-MODEL, RESULTS = f"model {MODEL_ID}", "results, dataset folder and site"
-ALL = [SELECTION, TEST_SETS, MODEL, RESULTS]
+MODEL, RESULTS = f"model {MODEL_ID}", "results, dataset folder and charts"
+MODEL_SITE, SITE = f"site of model {MODEL_ID}", "site"
+ALL = [SELECTION, TEST_SETS, MODEL, RESULTS, MODEL_SITE, SITE]
 MODEL_ASSETS = ("translations", "scores")
 # the assets of a build (data kind built), not in this pipeline: missing throughout
 BUILD_ASSETS = {"localised_drafts", "postedit_tools", "annotations", "cultivar_dataset"}
 RESULTS_ASSETS = ("model_results", "hf_dataset_folder", "hf_dataset_push", "leaderboard",
-                  "error_annotation_tool", "error_analysis", "reported_results", "charts", "site")
+                  "error_annotation_tool", "error_analysis", "reported_results", "charts")
 
 
 @pytest.fixture
@@ -66,7 +67,9 @@ def test_a_second_run_with_nothing_changed_runs_no_asset(settings, tmp_path, iso
         ("build_benchmark", ("selected_instances",), None),
         ("build_dataset", ("test_sets",), None),
         ("evaluate_model", tuple(sorted(MODEL_ASSETS)), MODEL_ID),
-        ("refresh_results", tuple(sorted(RESULTS_ASSETS)), None)]
+        ("refresh_results", tuple(sorted(RESULTS_ASSETS)), None),
+        ("build_model_site", ("model_site",), MODEL_ID),
+        ("refresh_results", ("site",), None)]
     assert [job for job, _ in first.runs if not _observing(job)] == [job for job, _, _ in runs]
     assert _observing(first.runs[0][0])  # the sources observed first
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
@@ -83,7 +86,8 @@ def test_a_second_run_with_nothing_changed_runs_no_asset(settings, tmp_path, iso
     skipped = [line.strip() for line in said if line.endswith(": fresh, skipped")]
     assert skipped == [f"{a}: fresh, skipped" for a in ("selected_instances", "test_sets")] + [
         f"{a} [{MODEL_ID}]: fresh, skipped" for a in MODEL_ASSETS] + [
-        f"{a}: fresh, skipped" for a in RESULTS_ASSETS]
+        f"{a}: fresh, skipped" for a in RESULTS_ASSETS] + [
+        f"model_site [{MODEL_ID}]: fresh, skipped", "site: fresh, skipped"]
     assert second.leaderboard == first.leaderboard
     assert site.stat().st_mtime_ns == built
 
@@ -113,11 +117,13 @@ def test_assets_materialised_again_leave_everything_fresh_and_a_changed_input_is
     changed = settings.model_copy(update={"metrics": metrics})
     said: list[str] = []
     again = run_pipeline(changed, say=said.append)
-    assert again.fresh == [SELECTION, TEST_SETS]
+    # the model's part of the site reads no metrics settings and its scores' content is
+    # unchanged: fresh, while the site (the leaderboard's intervals) is made again
+    assert again.fresh == [SELECTION, TEST_SETS, MODEL_SITE]
     assert f"    translations [{MODEL_ID}]: fresh, skipped" in said
     assert any(line.startswith(f"    scores [{MODEL_ID}]: ") and "settings/metrics" in line
                and line.endswith("materialising") for line in said), said
-    runs = _runs(tmp_path)[6:]  # after the first run's four and the two launches from Dagster
+    runs = _runs(tmp_path)[8:]  # after the first run's six and the two launches from Dagster
     assert runs[0] == ("evaluate_model", ("scores",), MODEL_ID)  # only what was stale
     assert {job for job, _, _ in runs[1:]} == {"refresh_results"}  # then the results
     redone = {asset for _, assets, _ in runs[1:] for asset in assets}

@@ -5,7 +5,8 @@ Every asset is materialised by a named job (:data:`JOBS`): ``build_benchmark`` (
 then per locale the drafts, tool page and ingest), ``build_dataset`` (the dataset, the test
 sets), ``evaluate_model`` (one model's translations and scores, per partition),
 ``refresh_results`` (the cross-model tables, error analysis, charts, dataset folder, push and
-site); ``publish_dataset`` and ``analyse_errors`` materialise parts of the results.
+site), ``build_model_site`` (one model's part of the site, per partition, between the two);
+``publish_dataset`` and ``analyse_errors`` materialise parts of the results.
 
 :class:`Pipeline` is the extension point: ``PIPELINE.with_assets(extra, ...)`` is the project's
 graph with more assets (observable source assets among them), and a job
@@ -40,7 +41,7 @@ from cultivar_assets.assets.model_assets import (
 )
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
 from cultivar_assets.assets.run_tags import model_partition_tags
-from cultivar_assets.assets.site_assets import charts, site
+from cultivar_assets.assets.site_assets import charts, model_site, site
 from cultivar_assets.assets.sources import SOURCES
 from cultivar_assets.assets.versioned import versioned
 
@@ -48,8 +49,8 @@ from cultivar_assets.assets.versioned import versioned
 ASSETS = versioned([
     selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
     test_sets, translations, scores, model_results, leaderboard, reported_results,
-    error_annotation_tool, error_analysis, charts, hf_dataset_folder, hf_dataset_push, site,
-    run_failures])
+    error_annotation_tool, error_analysis, charts, hf_dataset_folder, hf_dataset_push,
+    model_site, site, run_failures])
 
 MODEL_JOB = "evaluate_model"
 MODEL_ASSETS = (translations, scores)
@@ -72,6 +73,15 @@ def evaluate_model_job(tags_for_partition: Callable[[str], dict[str, str]]
                     "model).",
     )
 
+
+MODEL_SITE_JOB = "build_model_site"
+model_site_job = dg.define_asset_job(
+    MODEL_SITE_JOB,
+    selection=dg.AssetSelection.assets(model_site),
+    partitions_def=models_partitions,
+    description="Write one model's part of the site (one partition = one model) from its rows "
+                "in the database, for the site to assemble.",
+)
 
 refresh_results_job = dg.define_asset_job(
     "refresh_results",
@@ -109,8 +119,8 @@ error_analysis_job = dg.define_asset_job(
                 "Table 5 from the returned files.",
 )
 
-JOBS = [evaluate_model_job(model_partition_tags), refresh_results_job, publish_job,
-        build_benchmark_job, build_dataset_job, error_analysis_job]
+JOBS = [evaluate_model_job(model_partition_tags), model_site_job, refresh_results_job,
+        publish_job, build_benchmark_job, build_dataset_job, error_analysis_job]
 
 
 def extension_job(asset: dg.AssetsDefinition) -> dg.UnresolvedAssetJobDefinition:

@@ -5,11 +5,21 @@ import dagster as dg
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.assets.analysis_assets import error_analysis
 from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, run_failures
+from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
 from cultivar_assets.site.build import build_site
+from cultivar_assets.site.model_part import ModelPartError, current_parts, write_model_part
+from cultivar_assets.site.pages import model_slug
+from cultivar_assets.store.model_files import read_document, scores_path, translations_path
+from cultivar_assets.store.records import loaded_model_files
 from cultivar_assets.versions.rows import folder_digest
+
+
+def model_part_folder(site: SiteResource, model_id: str):
+    """Where the asset ``model_site`` writes ``model_id``'s part of the site."""
+    return site.model_parts_path() / model_slug(model_id)
 
 
 @dg.asset(group_name="site", deps=[leaderboard, reported_results], kinds={"vega"},
@@ -27,22 +37,68 @@ def charts(site: SiteResource, store: StoreResource):
     }, data_version=dg.DataVersion(folder_digest(site.charts_path())))
 
 
+# Its upstream is the model's own scores partition (whose data version is the digest of its
+# scores file, which holds the digest of its translations file) and the test sets; it reads the
+# model's rows from the database, which model_results loads from those files: the asset checks
+# that the database holds the same files before it writes anything. The pages that show other
+# models' facts about it (its rank, "not separable from", intervals) are the site's.
+@dg.asset(group_name="site", partitions_def=models_partitions, deps=[scores, "test_sets"],
+          kinds={"html"})
+@redacting
+def model_site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource):
+    """A model's part of the static site (:mod:`cultivar_assets.site.model_part`: its
+    translations shard, statistics shard and translations download, most of the site's bytes),
+    written to ``<site.model_parts_dir>/<slug>/`` from the model's rows in the database; the
+    ``site`` asset assembles every model's part into the published folder. It fails, writing
+    nothing, when the database holds other files of the model than the storage root
+    (materialise ``model_results`` first)."""
+    model_id = context.partition_key
+    db, root = store.store(), store.root()
+    files = (read_document(translations_path(root, model_id), "translations").digest,
+             read_document(scores_path(root, model_id), "scores").digest)
+    loaded = loaded_model_files(db).get(model_id)
+    if loaded != files:
+        held = "other files of it than" if loaded else "none of the files in"
+        raise ModelPartError(f"model {model_id}: {db.path} holds {held} "
+                             f"{scores_path(root, model_id).parent}; materialise model_results "
+                             "first")
+    folder = model_part_folder(site, model_id)
+    manifest = write_model_part(db, model_id, folder, show_originals=site.show_originals)
+    return dg.MaterializeResult(metadata={
+        "folder": dg.MetadataValue.path(str(folder)),
+        "files": dg.MetadataValue.json(manifest["files"]),
+        "locales": len(manifest["locales"]),
+    }, data_version=dg.DataVersion(folder_digest(folder)))
+
+
 # follows new results and newly recorded failures of models' runs (conditions.py)
 # it shows the test sets' segments, every model's translations and scores and the reported
 # results besides what its other deps compute: deps on them (Dagster's staleness follows them)
 @dg.asset(group_name="site", deps=[charts, error_analysis, run_failures, leaderboard,
-                                   reported_results, "test_sets", "model_results"],
+                                   reported_results, "test_sets", "model_results", model_site],
           kinds={"html"},
           automation_condition=AFTER_NEW_RESULTS)
 @redacting
 def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
          hf_publish: HubPublishResource):
-    """The static leaderboard site (self-contained; works from file:// and any static host)."""
+    """The static leaderboard site (self-contained; works from file:// and any static host):
+    every cross-model page and shard rendered in full, and each registered model's part (the
+    asset ``model_site``) assembled into it. A model whose part is missing or was made from
+    other rows than the database holds (its partition not materialised since) has its files
+    made here, the same bytes, and is named in a warning and the metadata
+    (``models_made_here``)."""
     card = card_for_store(store.store(), hf_publish.config())
+    parts, unusable = current_parts(store.store(), {
+        model_id: model_part_folder(site, model_id)
+        for model_id in context.instance.get_dynamic_partitions(models_partitions.name)},
+        site.show_originals)
+    for message in unusable.values():
+        context.log.warning(f"{message}; its files are made by this build")
     summary = build_site(store.store(), site.site_path(), card_markdown=card.page_body,
                          charts_dir=site.charts_path(), include_database=site.include_database,
                          show_originals=site.show_originals, query_page=site.query_page,
-                         web_cache=site.web_cache_path(), progress=context.log.info)
+                         web_cache=site.web_cache_path(), progress=context.log.info,
+                         model_parts=parts)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(summary.path / "index.html")),
         "pages": summary.pages,
@@ -50,7 +106,8 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
         "megabytes": round(summary.bytes / 1e6, 2),
         "seconds": round(summary.seconds, 1),
         "models": summary.models,
-        "reused_models": summary.reused_models,
+        "assembled_models": summary.assembled_models,
+        "models_made_here": dg.MetadataValue.json(sorted(unusable)),
         "locales": summary.locales,
         "largest_file": f"{summary.largest_file[0]} ({summary.largest_file[1] / 1e6:.1f} MB)",
         "megabytes_by_part": dg.MetadataValue.json(

@@ -11,7 +11,10 @@ does (:mod:`cultivar_assets.runner.pipeline`).
 - ``model <id>`` (``evaluate_model``, one partition per selected model, with its run tags);
 - each asset added with ``PIPELINE.with_assets`` (its job ``materialise_<asset>``), after the
   stages holding its upstream assets;
-- ``results, dataset folder and site`` (``refresh_results``).
+- ``results, dataset folder and charts`` (``refresh_results``);
+- ``site of model <id>`` (``build_model_site``, one partition per selected model): the model's
+  part of the site, from its rows loaded by ``model_results``;
+- ``site`` (``refresh_results``): the cross-model pages, the parts assembled.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def _localiser_label(settings: Settings) -> str:
     return f"{configured_localiser(config)}, prompt {config.prompt}"
 
 
-RESULTS = "results, dataset folder and site"
+RESULTS = "results, dataset folder and charts"
 
 STAGES = (
     Stage("selection", "build_benchmark", ("selected_instances",),
@@ -98,11 +101,17 @@ STAGES = (
     Stage(RESULTS, "refresh_results",
           ("model_results", "hf_dataset_folder", "hf_dataset_push", "leaderboard",
            "error_annotation_tool",
-           "error_analysis", "reported_results", "charts", "site"),
+           "error_analysis", "reported_results", "charts"),
           title=lambda s, _: ("the models' files loaded into the database, leaderboard, "
                               "per-locale ∆, rank agreement, reported figures, the "
-                              "error analysis, charts, the dataset folder (push: dry run unless "
-                              "configured) and the site")),
+                              "error analysis, charts and the dataset folder (push: dry run "
+                              "unless configured)")),
+    Stage("site of model {partition}", "build_model_site", ("model_site",),
+          partitions=selected_model_ids, kind="other",
+          title=lambda s, models: f"each model's part of the site ({len(models)} model(s)) -> "
+                                  f"{s.site.model_parts_path()}"),
+    Stage("site", "refresh_results", ("site",),
+          title=lambda s, _: f"the site -> {s.site.site_path()}"),
 )
 
 

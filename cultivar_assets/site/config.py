@@ -20,6 +20,7 @@ class SiteConfig(BaseModel):
 
     output_dir: str | None = None  # default: $CULTIVAR_HOME/site
     charts_dir: str | None = None  # default: $CULTIVAR_HOME/charts
+    model_parts_dir: str | None = None  # default: $CULTIVAR_HOME/site-models (model_site)
     # None: only for the demo data (FLORES text is not re-hosted on public pages; see build.py)
     show_originals: bool | None = None  # show original FLORES sentences
     include_database: bool | None = None  # offer a DuckDB file of the published tables
@@ -43,6 +44,12 @@ class SiteConfig(BaseModel):
 
     def charts_path(self) -> Path:
         return Path(self.charts_dir) if self.charts_dir else cultivar_home() / "charts"
+
+    def model_parts_path(self) -> Path:
+        """Where the asset ``model_site`` writes each model's part of the site (a folder per
+        model)."""
+        return (Path(self.model_parts_dir) if self.model_parts_dir
+                else cultivar_home() / "site-models")
 
     def web_cache_path(self) -> Path:
         return Path(self.web_cache_dir) if self.web_cache_dir else default_web_cache()

@@ -9,7 +9,6 @@ vendored JavaScript with its licences) are copied next to the pages, never loade
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import re
@@ -17,7 +16,6 @@ import shutil
 import threading
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,6 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from cultivar_assets.files import current_umask
 from cultivar_assets.paths import cultivar_home, resource_dir
 from cultivar_assets.site.fonts import font_advice
 from cultivar_assets.site.model_card import engine_text, utc_time
@@ -118,29 +115,6 @@ def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
     return Markup(f'<td class="num" data-value="{_exact(value)}">{text}</td>')
 
 
-def _copy_bytes(source: int, target: int, size: int) -> None:
-    """Copy ``size`` bytes between two open files: ``os.copy_file_range`` (a reflink on
-    filesystems that share extents), else read and write."""
-    copied = 0
-    if hasattr(os, "copy_file_range"):
-        try:
-            while copied < size:
-                n = os.copy_file_range(source, target, size - copied)
-                if n == 0:
-                    break
-                copied += n
-        except OSError as error:
-            if copied or error.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL,
-                                             errno.EOPNOTSUPP, errno.EPERM):
-                raise
-    if copied < size:
-        os.lseek(source, copied, os.SEEK_SET)
-        while chunk := os.read(source, 1 << 20):
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(target, view):]
-
-
 def static_dir() -> Path:
     """The shared static files (CSS, JavaScript, vendored libraries and their licences)."""
     return resource_dir("site") / "static"
@@ -149,25 +123,11 @@ def static_dir() -> Path:
 class PageWriter:
     """Writes pages and files under ``root`` and counts pages, files and bytes (and, with
     ``component``, the bytes per part of the output it names for a path, and the largest
-    file).
-
-    With ``link_pool``, :meth:`link_later` and :meth:`take_later` hand hard links to that
-    pool's threads in batches (``os.link`` releases the GIL: a site rebuild at 1,000 models
-    links 13,000 unchanged files while it renders pages); :meth:`wait_links` makes the rest and
-    waits for them all.
-
-    With ``own_files`` (the site build), every file is the writer's own: created read-only
-    (mode 0444 less the umask: :data:`READ_ONLY`), never a link to a file outside the folder,
-    and recorded in :attr:`records` (path -> [size, mtime in ns, inode]),
-    which the next build checks before it takes a file from this one (:meth:`take`)."""
-
-    LINK_BATCH = 1000
-    READ_ONLY = 0o444
+    file). Its writes may come from worker threads."""
 
     def __init__(self, root: Path, common: dict[str, Any] | None = None,
                  env: jinja2.Environment | None = None,
-                 component: Callable[[str], str] | None = None,
-                 link_pool: Executor | None = None, own_files: bool = False) -> None:
+                 component: Callable[[str], str] | None = None) -> None:
         self.root = Path(root)
         self._root = os.fspath(self.root)
         self.env = env or environment()
@@ -178,15 +138,10 @@ class PageWriter:
         self.largest: tuple[str, int] = ("", 0)  # the largest file (path, bytes), with one
         self._lock = threading.Lock()  # writes may come from worker threads
         self._folders: set[str] = set()  # folders made already (a build writes ~13,000 files)
-        self.link_pool = link_pool
-        # link_later's and take_later's, not handed over yet: (method, its arguments)
-        self._deferred: list[tuple[Callable, tuple]] = []
-        self._linking: list[Future] = []
-        self.records: dict[str, list] | None = {} if own_files else None
 
     def _target(self, path: str) -> str:
         """``root / path`` (as a string: a build makes ~13,000 of them, and pathlib's objects
-        cost more than the links), its folder made (once per folder)."""
+        cost more than the writes), its folder made (once per folder)."""
         target = os.path.join(self._root, path)
         folder = path.rpartition("/")[0]
         if folder not in self._folders:
@@ -208,121 +163,19 @@ class PageWriter:
 
     def data(self, path: str, content: bytes) -> None:
         target = self._target(path)
-        if self.records is None:
-            with open(target, "wb") as file:
-                file.write(content)
-        else:
-            with self._create(target) as file:
-                file.write(content)
-                file.flush()
-                stat = os.fstat(file.fileno())
-            self._record(path, stat)
+        with open(target, "wb") as file:
+            file.write(content)
         self._count(path, len(content))
 
-    def _create(self, target: str):
-        """A new file at ``target``, read-only (:data:`READ_ONLY` less the umask), open for
-        writing; an existing one is an error."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        return os.fdopen(os.open(target, flags, self.READ_ONLY), "wb")
-
-    def _record(self, path: str, stat: os.stat_result) -> None:
-        with self._lock:
-            self.records[path] = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
-
     def copy(self, source: Path, path: str) -> None:
-        """A copy of ``source`` at ``path`` (with ``own_files``: read and written as the
-        writer's own file)."""
-        if self.records is not None:
-            self.data(path, Path(source).read_bytes())
-            return
+        """A copy of ``source`` at ``path``."""
         target = self._target(path)
         shutil.copyfile(source, target)
         self.counted(path)
 
-    def take(self, source: str, path: str, record: list, link: bool) -> None:
-        """Put ``source``, a file of the previous build whose size, mtime and inode are its
-        ``record``'s ([size, mtime in ns, inode], :attr:`records`), at ``path``: as a hard
-        link when ``link`` (the file is read-only with the mode this build gives its files), else
-        as a copy (``os.copy_file_range``: a reflink where the filesystem makes one). Needs
-        ``own_files``."""
-        target = self._target(path)
-        if link:
-            try:
-                os.link(source, target)
-            except OSError:
-                link = False
-        if link:
-            with self._lock:
-                self.records[path] = record
-        else:
-            with open(source, "rb") as read, self._create(target) as write:
-                _copy_bytes(read.fileno(), write.fileno(), record[0])
-                write.flush()
-                stat = os.fstat(write.fileno())
-            self._record(path, stat)
-        self._count(path, record[0])
-
-    def take_later(self, source: str, path: str, record: list, link: bool) -> None:
-        """:meth:`take` in a thread of ``link_pool`` (now without one)."""
-        if self.link_pool is None:
-            self.take(source, path, record, link)
-            return
-        self._deferred.append((self.take, (source, path, record, link)))
-        if len(self._deferred) >= self.LINK_BATCH:
-            self._hand_over()
-
-    def link(self, source: Path | str, path: str, size: int | None = None) -> None:
-        """Put ``source`` at ``path`` as a hard link (instant; same file system), else a copy
-        (``size``: its size in bytes, where the caller knows it).
-
-        For files that are never written again in place (not with ``own_files``: :meth:`take`).
-        """
-        if self.records is not None:
-            raise ValueError(f"a writer of its own files links no file ({path}): use take")
-        target = self._target(path)
-        try:
-            os.link(source, target)
-        except OSError:
-            shutil.copyfile(source, target)
-        if size is None:
-            self.counted(path)
-        else:
-            self._count(path, size)
-
-    def link_later(self, source: str, path: str, size: int | None = None) -> None:
-        """:meth:`link` ``source`` to ``path`` in a thread of ``link_pool`` (now without one)."""
-        if self.link_pool is None:
-            self.link(source, path, size)
-            return
-        self._deferred.append((self.link, (source, path, size)))
-        if len(self._deferred) >= self.LINK_BATCH:
-            self._hand_over()
-
-    def _hand_over(self) -> None:
-        batch, self._deferred = self._deferred, []
-        if batch:
-            self._linking.append(self.link_pool.submit(self._link_all, batch))
-
-    @staticmethod
-    def _link_all(batch: list[tuple[Callable, tuple]]) -> None:
-        for make, arguments in batch:
-            make(*arguments)
-
-    def wait_links(self) -> None:
-        """Every link asked for by :meth:`link_later` made (their first error raised)."""
-        self._hand_over()
-        linking, self._linking = self._linking, []
-        for future in linking:
-            future.result()
-
     def counted(self, path: str) -> None:
-        """Count a file written at ``path`` (relative to ``root``) by other means (with
-        ``own_files``: made read-only and recorded)."""
-        target = os.path.join(self._root, path)
-        if self.records is not None:
-            os.chmod(target, self.READ_ONLY & ~current_umask())
-            self._record(path, os.stat(target))
-        self._count(path, os.stat(target).st_size)
+        """Count a file written at ``path`` (relative to ``root``) by other means."""
+        self._count(path, os.stat(os.path.join(self._root, path)).st_size)
 
     def _count(self, path: str, size: int) -> None:
         with self._lock:

@@ -1,16 +1,17 @@
 """What the site build reads from the store, read once per build (:func:`read_site_data`).
 
 Rows come from the site's named statements (``sql/site.sql``) and the published tables
-(:data:`cultivar_assets.site.downloads.PUBLISHED_TABLES`); translations are read later, one
-model at a time (:func:`model_tables`), and only for the models whose files are not taken from
-the previous build.
+(:data:`cultivar_assets.site.downloads.PUBLISHED_TABLES`); translations and per-segment
+statistics are read later, one model at a time (:func:`model_tables`), and only for the models
+whose part of the site is not taken from a folder of its own
+(:mod:`cultivar_assets.site.model_part`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 
 import pyarrow as pa
@@ -53,15 +54,6 @@ class SiteData:
     failed: list[dict]
     metrics: list[dict]  # the aggregated metrics in order: metric, label, higher_is_better,
     # signature, tokenizer_sha256
-    # model -> "<rows>:<digest>:<digest>" of its translations, statistics (and segment scores):
-    # :func:`translation_digests`, read beside the rest by the builder
-    digests: dict[str, str] = field(default_factory=dict)
-    # model -> digests of its page's rows, by table ("model", "deltas", "scores", "recall",
-    # "cleaning"): :func:`page_digests`, read beside the rest by the builder
-    page_digests: dict[str, dict[str, str]] = field(default_factory=dict)
-    # (model, locale) -> its ∆ row's digest, the md5 of the row as text, column names and
-    # values: :func:`delta_digests`, read beside the rest by the builder
-    delta_digests: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def model_rows(self, models: set[str]) -> dict[str, dict[str, list[dict]]]:
         """The model pages' rows of ``models``, by table ("scores", "recall", "cleaning") and
@@ -213,13 +205,10 @@ def chart_inputs(store: Store) -> tuple[list[dict], list[dict], list[dict], list
         return read_chart_inputs(reader)
 
 
-def read_site_data(reader: Reader, show_originals: bool,
-                   on_published: Callable[[dict[str, pa.Table]], None] | None = None
-                   ) -> SiteData:
-    """Everything but the translations (:func:`model_tables`); ``show_originals``: the
-    originals policy the annotations are shown under (:func:`provenance`); ``on_published``:
-    called with the published tables as soon as they are read (the builder starts
-    :func:`page_digests` on them)."""
+def read_site_data(reader: Reader, show_originals: bool) -> SiteData:
+    """Everything but the translations and statistics (:func:`model_tables`);
+    ``show_originals``: the originals policy the annotations are shown under
+    (:func:`provenance`)."""
     r = reader
     views = {row["view_name"] for row in r.rows("site_views")}
     published = {t.name: r.arrow(t.query) for t in dl.PUBLISHED_TABLES
@@ -229,8 +218,6 @@ def read_site_data(reader: Reader, show_originals: bool,
     stored = [m["metric"] for m in metrics]
     for name, level, keys in MORE_METRIC_TABLES:
         published[name] = with_more_metrics(published[name], r, level, keys, stored)
-    if on_published is not None:
-        on_published(published)
     leaderboard, reported, deltas, locale_deltas = read_chart_inputs(r, published)
     locales = r.rows("site_locales")
     locale_info = {row["locale"]: row for row in locales}
@@ -261,49 +248,6 @@ def read_site_data(reader: Reader, show_originals: bool,
         annotations=annotations, statistics=statistics, instances=instances,
         present_locales=sorted(instances), instance_ids=instance_ids, segments=segments,
         board=board, failed=failed, metrics=metrics)
-
-
-def translation_digests(reader: Reader) -> dict[str, str]:
-    """model -> what its translation files are made from (``site_translation_digests``): the
-    count of its translations and their run record's fingerprint (a hash over its rows where it
-    has none), its statistics by their count and its score rows; our choice, see the query.
-    The builder runs it on its own connection beside the other reads
-    (:meth:`Reader.concurrent`)."""
-    rows = reader.rows("site_translation_digests")
-    unrecorded = [row["model_id"] for row in rows if row["translations_fingerprint"] is None]
-    hashed = ({row["model_id"]: row["digest"] for row in reader.rows(
-        "site_translation_row_digests", models=unrecorded)} if unrecorded else {})
-    out = {}
-    for row in rows:
-        model_id, fingerprint = row["model_id"], row["translations_fingerprint"]
-        translations = (f"run {fingerprint}" if fingerprint is not None
-                        else f"rows {hashed[model_id]}")
-        out[model_id] = f"{row['n_rows']}:{translations}:{row['digest']}"
-    return out
-
-
-# The published tables site_model_page_digests hashes (as published_<name>).
-PAGE_DIGEST_TABLES = ("models", "model_locale_deltas", "scores", "word_recall", "cleaning_counts")
-
-
-def page_digests(reader: Reader, published: dict[str, pa.Table] | None = None
-                 ) -> dict[str, dict[str, str]]:
-    """model -> the digests of its page's rows by table (``site_model_page_digests``: hashes
-    over every model's ∆, score, recall and cleaning rows of the ``published`` tables, read
-    here where not given; the builder runs it on its own connection beside the other reads,
-    :meth:`Reader.concurrent`)."""
-    register_published(reader, published or {}, PAGE_DIGEST_TABLES)
-    return {row.pop("model_id"): row for row in reader.rows("site_model_page_digests")}
-
-
-def delta_digests(reader: Reader, published: dict[str, pa.Table] | None = None
-                  ) -> dict[tuple[str, str], str]:
-    """(model, locale) -> the digest of its row of ``site_model_locale_deltas`` (the md5 of
-    the row as text: ``site_model_locale_delta_digests``), from the ``published`` tables where
-    given; the builder runs it on its own connection beside the other reads."""
-    register_published(reader, published or {}, ("model_locale_deltas",))
-    return {(row["model_id"], row["locale"]): row["row_digest"]
-            for row in reader.rows("site_model_locale_delta_digests")}
 
 
 def provenance(row: dict, show_originals: bool) -> dict:

@@ -3,16 +3,14 @@
 :class:`SitePages` writes the leaderboard (``index.html``), ``locales.html``, ``dataset.html``,
 one page per locale and per model (with the model's shard for the compare view), the browser
 pages' index shard, ``browse.html``, ``compare.html`` and ``query.html``, with the table
-downloads each page links. Every page and table goes through the incremental cache
-(:class:`cultivar_assets.site.incremental.Cache`): it is rendered only when its inputs changed.
+downloads each page links, every one rendered in full by every build.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -23,11 +21,11 @@ from cultivar_assets.metrics.registry import PAPER_METRICS, column_key, table_la
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
-from cultivar_assets.site.incremental import Cache, between, table_files
+from cultivar_assets.site.pages import PageWriter
 from cultivar_assets.site.query_engine import QueryEngine
 from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
-from cultivar_assets.tables import json_text
+from cultivar_assets.tables import csv_text, json_text
 
 HIDDEN_ORIGINAL = ("Original FLORES text not shown on public pages (the FLORES maintainers ask "
                    "that it not be re-hosted); its localised counterpart is on the right, "
@@ -50,22 +48,30 @@ FAILED_COLUMNS = ["model_id", "run_id", "step", "error", "failed_at", "last_succ
 class SitePages:
     """The pages of one build. Besides the store's rows (``data``) they show what the build
     wrote before them: the chart entries (without specs), the published segments table, the
-    locale shards' payloads (the locale pages' highlighted instances; made on request), each
-    model's locales with translation shards and the models' slugs (the manifest's
-    ``models``)."""
+    locale shards' payloads (the locale pages' highlighted instances) and each model's part
+    (``models``: model -> its ``slug`` and the ``locales`` of its translations shard:
+    :mod:`cultivar_assets.site.model_part`)."""
 
-    def __init__(self, data: SiteData, cache: Cache, *, dataset: dict, show_originals: bool,
-                 include_database: bool, card_markdown: str | None,
+    def __init__(self, data: SiteData, writer: PageWriter, *, dataset: dict,
+                 show_originals: bool, include_database: bool, card_markdown: str | None,
                  engine: QueryEngine | None, notes: list[str], chart_entries: list[dict],
-                 public_segments: Any, locale_payloads: dict[str, Callable[[], dict]],
-                 model_locales: dict[str, list[str]]) -> None:
-        self.data, self.cache, self.writer = data, cache, cache.writer
+                 public_segments: Any, locale_payloads: dict[str, dict],
+                 models: dict[str, dict]) -> None:
+        self.data, self.writer = data, writer
         self.dataset, self.show, self.include_database = dataset, show_originals, include_database
         self.card_markdown, self.engine, self.notes = card_markdown, engine, notes
         self.chart_entries, self.public_segments = chart_entries, public_segments
-        self.locale_payloads, self.model_locales = locale_payloads, model_locales
-        self.slugs = {m: e["slug"] for m, e in cache.manifest["models"].items()}
+        self.locale_payloads = locale_payloads
+        self.model_locales = {m: e["locales"] for m, e in models.items()}
+        self.slugs = {m: e["slug"] for m, e in models.items()}
         self.statistics_links: dict[str, dict] | None = None
+
+    def table(self, name: str, rows: list[dict], columns: list[str] | None = None) -> dict:
+        """Write ``downloads/<name>.csv`` and ``.json``; the links for the page's template."""
+        files = table_files(name)
+        for path in files.values():
+            write_table(self.writer, path, rows, columns)
+        return files
 
     def write(self) -> None:
         """Every page, in this order (the manifest records their keys in it)."""
@@ -91,7 +97,7 @@ class SitePages:
         shown = [*data.leaderboard, *data.failed]  # failed models have rows too (failures.py)
         families = sorted({r["family"] for r in shown if r.get("family")})
         types = sorted({r["type"] for r in shown if r.get("type")})
-        self.cache.page(
+        self.writer.page(
             "index.html", "index.html.j2", leaderboard=data.leaderboard,
             failed=failed, failed_only=[row for row in data.failed if not row["on_board"]],
             reported=data.reported, families=families, types=types, missing=data.missing,
@@ -100,10 +106,10 @@ class SitePages:
             columns=leaderboard_columns(data.leaderboard, metrics=data.metrics), flags=flags,
             reported_columns=leaderboard_columns(data.reported, reported=True),
             statistics=data.statistics,
-            downloads={"leaderboard": self.cache.table(  # lists as lengths (board_table)
+            downloads={"leaderboard": self.table(  # lists as lengths (board_table)
                            "leaderboard", board_table(data.published["leaderboard"]).to_pylist()),
-                       "reported": self.cache.table("reported_leaderboard", data.reported),
-                       "failed": self.cache.table("failed_models", data.failed,
+                       "reported": self.table("reported_leaderboard", data.reported),
+                       "failed": self.table("failed_models", data.failed,
                                                   FAILED_COLUMNS),
                        **self._statistics_tables()},
             model_slugs=self.slugs)
@@ -114,7 +120,7 @@ class SitePages:
         reported_locales = {r["locale"]: r for r in reported_csv("table4_locales.csv")}
         reported_agreement = {r["locale"]: r for r in reported_csv(
             "table2_rank_correlation.csv")}
-        self.cache.page(
+        self.writer.page(
             "locales.html", "locales.html.j2", locale_deltas=data.locale_deltas,
             agreement=data.agreement, reported_locales=reported_locales,
             reported_agreement=reported_agreement, locale_info=data.locale_info,
@@ -122,8 +128,8 @@ class SitePages:
             delta_columns=value_columns(data.locale_deltas, delta_columns(data.metrics)),
             charts=[c for c in self.chart_entries if c["page"] == "locales"],
             statistics=data.statistics,
-            downloads={"deltas": self.cache.table("locale_deltas", data.locale_deltas),
-                       "agreement": self.cache.table("rank_agreement", data.agreement),
+            downloads={"deltas": self.table("locale_deltas", data.locale_deltas),
+                       "agreement": self.table("rank_agreement", data.agreement),
                        **self._statistics_tables()})
 
     def dataset_page(self) -> None:
@@ -136,165 +142,76 @@ class SitePages:
         kind = self.dataset.get("kind")
         raw = self.dataset.get("build_provenance")
         provenance = json.loads(raw) if raw else None
-        self.cache.page(
+        self.writer.page(
             "dataset.html", "dataset.html.j2", card_html=_markdown(self.card_markdown),
             locales=data.locales, present_locales=data.present_locales,
             table1=data.annotation_summary, table1_reported=reported,
             table1_scope=table1_scope(provenance) if kind == "built" else None,
             method=method_sections(kind, bool(self.dataset.get("is_demo")), provenance),
             method_lead=method_lead(kind, bool(self.dataset.get("is_demo"))), counts=counts,
-            downloads={"locales": self.cache.table("dataset.locales", data.locales),
-                       "table1": self.cache.table("annotation_summary",
+            downloads={"locales": self.table("dataset.locales", data.locales),
+                       "table1": self.table("annotation_summary",
                                                   data.annotation_summary),
-                       "table1_reported": self.cache.table("table1_reported", reported)})
+                       "table1_reported": self.table("table1_reported", reported)})
 
     def locale_pages(self, deltas_by_locale: dict[str, list[dict]]) -> None:
-        """Per locale: its instances with changed spans and provenance (the instances part
-        taken from the previous build when its annotations are unchanged), ∆ of every model."""
+        """Per locale: its instances with changed spans and provenance, ∆ of every model."""
         data, slugs = self.data, self.slugs
-        self.cache.manifest["fragments"] = fragments = {}
-        slugs_digest = self.cache.digest(slugs)
         for locale in data.present_locales:
             rows = sorted(deltas_by_locale[locale], key=lambda r: -(r["delta_bleu"] or 0))
-            row_keys = self._delta_row_keys(locale, rows)
-            rows_digest = hashlib.sha256("".join(row_keys).encode()).hexdigest()
-            path = f"locales/{locale}.html"
-            provenance = data.annotations.get(locale, {})
-            fragments[locale] = key = self.cache.fragment_key(provenance)
-            reused = self.cache.fragment(path, locale, key)
-            columns = value_columns(rows, delta_columns(data.metrics))
-            scores = value_columns(rows, score_columns(data.metrics))
-            before = self._previous_delta_rows(path)
-            self.cache.page(
-                path, "locale.html.j2", keyed_by={"instances": key, "deltas": rows_digest,
-                                                  "slugs": slugs_digest},
-                lazy={"delta_rows_html": lambda locale=locale, rows=rows, keys=row_keys,
-                      columns=columns, scores=scores, before=before: self._delta_rows(
-                          locale, rows, keys, columns, scores, before)},
-                delta_columns=columns, score_columns=scores,
+            self.writer.page(
+                f"locales/{locale}.html", "locale.html.j2", rows=rows,
+                delta_columns=value_columns(rows, delta_columns(data.metrics)),
+                score_columns=value_columns(rows, score_columns(data.metrics)),
                 locale=data.locale_info[locale],
-                entries=[] if reused is not None else _locale_entries(
-                    self.locale_payloads[locale]()),
-                instances_html=reused, n_instances=len(data.instance_ids[locale]),
-                provenance=provenance, model_slugs=slugs,
-                downloads={"deltas": self.cache.table(
-                    f"locales/{locale}.deltas", rows, digest=rows_digest)})
-
-    def _delta_row_keys(self, locale: str, rows: list[dict]) -> list[str]:
-        """Each row's key in a locale page's "∆ of every model" table: a digest of its values
-        (the store's digest of the row as text, ``SiteData.delta_digests``), its link and the
-        code and templates that render it (:meth:`_delta_rows`); together they stand for the
-        table's rows in the page's and its downloads' keys."""
-        prefix = f"{self.cache.key}:{self.cache.templates}:{self.cache.code}:{locale}:"
-        digests = self.data.delta_digests
-        return [hashlib.sha256(f"{prefix}{self.slugs.get(row['model_id'])!r}:"
-                               f"{digests[row['model_id'], locale]}".encode()).hexdigest()[:24]
-                for row in rows]
-
-    def _previous_delta_rows(self, path: str) -> list[tuple[str, str]] | None:
-        """(key, HTML) of each row of the previous build's "∆ of every model" table of ``path``,
-        in its order (which is its downloads' order too: :meth:`Cache.table` takes their
-        unchanged rows' lines by these keys), or None where that build has no such page."""
-        before = self.cache.previous_text(path)
-        old = between(before, DELTA_ROWS_MARKERS) if before else None
-        if old is None:
-            return None
-        return [(piece[:piece.index('"')], DELTA_ROW_START + piece)
-                for piece in str(old).split(DELTA_ROW_START)[1:]]
-
-    def _delta_rows(self, locale: str, rows: list[dict], keys: list[str],
-                    delta_columns: list[dict], score_columns: list[dict],
-                    before: list[tuple[str, str]] | None) -> Markup:
-        """The rows of a locale page's "∆ of every model" table as HTML. A row is rendered once
-        and taken from the previous build's page (``before``, :meth:`_previous_delta_rows`)
-        while its key is unchanged (:meth:`_delta_row_keys`; at 1,000 models a new model changes
-        every locale page, but only one row of each)."""
-        macro = self.writer.env.get_template("macros.html.j2").module.locale_delta_row
-        reused = dict(before or ())
-        out = []
-        for row, key in zip(rows, keys, strict=True):
-            html = reused.get(key)
-            out.append(html if html is not None else
-                       str(macro(row, locale, self.slugs, delta_columns, score_columns, key)))
-        return Markup("".join(out))
+                entries=_locale_entries(self.locale_payloads[locale]),
+                n_instances=len(data.instance_ids[locale]),
+                provenance=data.annotations.get(locale, {}), model_slugs=slugs,
+                downloads={"deltas": self.table(f"locales/{locale}.deltas", rows)})
 
     def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
                     failed: dict[str, dict]) -> None:
-        """Per model with files: its page (card, scores, ∆ per locale, word recall, cleaning),
-        its table downloads and its shard for the compare view.
-
-        Their keys hold the model's leaderboard row, card, flags and failure, and the store's
-        digests of the rows of its tables (``site_model_page_digests``), not the rows: an
-        unchanged model's outputs are linked from the previous build without its rows being
-        read or serialised (at 1,000 models that was most of a rebuild's time). Only the models
-        with an output to write have their rows read, all at once."""
+        """Per model with a part (:mod:`cultivar_assets.site.model_part`): its page (card,
+        scores, ∆ per locale, word recall, cleaning), its table downloads and its shard for the
+        compare view. What moves when another model is added stays off the page (the lists of
+        models it cannot be separated from, shown by the leaderboard; its ranks, which the card
+        reads from the ranks shard: :meth:`ranks_shard`)."""
         data, slugs = self.data, self.slugs
         flags_by_model: dict[str, list[dict]] = defaultdict(list)
         for flag in flags:
             flags_by_model[flag["model_id"]].append(flag)
-        stale: dict[str, tuple[dict, dict, list[str]]] = {}  # model -> (context, overall, paths)
         metrics = [{"metric": m, "key": column_key(m), "label": label}
                    for m, label, _ in shown_metrics(data.metrics)]
+        tables = data.model_rows(set(slugs))
         for model_id, row in data.board.items():
-            if model_id not in self.cache.manifest["models"]:
+            if model_id not in slugs:
                 continue
             slug = slugs[model_id]
-            base = f"models/{slug}"
-            digests = data.page_digests.get(model_id, {})
-            # what moves when another model is added stays out of the page, so that a new
-            # model does not re-render every model's page: the lists of models it cannot be
-            # separated from (on the leaderboard) and its ranks (the card reads its rank
-            # interval from the ranks shard, :meth:`ranks_shard`)
             shown = {k: v for k, v in row.items() if not k.startswith(RANK_PREFIXES)}
             overall = {k: row[k] for k in overall_keys(data.metrics) if k in row}  # compare view
-            context = {"model": shown, "ranked": row.get("rank_delta_bleu_label") is not None,
-                       "card": data.models.get(model_id, {}), "failure": failed.get(model_id),
-                       "slug": slug, "segment_locales": self.model_locales.get(model_id, []),
-                       "flags": flags_by_model.get(model_id, []), "metrics": metrics}
-            shard = shards.shard_path(f"model/{slug}")
-            keys = {shard: self.cache.key_of(shard, model_id, digests.get("deltas"),
-                                             digests.get("model"), overall),
-                    f"{base}.html": self.cache.key_of(f"{base}.html", "model.html.j2", context,
-                                                      digests)}
-            for name, files in model_downloads(base).items():
-                for path in files.values():
-                    keys[path] = self.cache.text_key(path, digests.get(name), digests.get(
-                        "model") if name == "deltas" else None)
-            paths = [path for path, key in keys.items() if not self.cache.unchanged(path, key)]
-            if paths:
-                stale[model_id] = (context, overall, paths)
-            if f"{base}.html" not in paths:
-                self.writer.pages += 1  # the page, linked
-        tables = data.model_rows(set(stale))
-        for model_id, (context, overall, paths) in stale.items():
-            self._model_outputs(model_id, context, overall, deltas_by_model[model_id],
-                                {name: tables[name].get(model_id, []) for name in tables},
-                                paths)
-
-    def _model_outputs(self, model_id: str, context: dict, overall: dict,
-                       model_deltas: list[dict], rows: dict[str, list[dict]],
-                       paths: list[str]) -> None:
-        """Write ``paths``, the outputs of a model whose keys changed (:meth:`model_pages`)."""
-        slug = context["slug"]
-        downloads = model_downloads(f"models/{slug}")
-        tables = {"deltas": model_deltas, "scores": _pivot_scores(rows["scores"]),
-                  "recall": rows["recall"], "cleaning": rows["cleaning"]}
-        files = {path: name for name, links in downloads.items() for path in links.values()}
-        shard = shards.shard_path(f"model/{slug}")
-        for path in paths:
-            if path == shard:
-                self.writer.data(shard, shards.encode_shard(f"model/{slug}", {
-                    "v": shards.FORMAT, "model": model_id, "deltas": _json_rows(model_deltas),
-                    "overall": _json_rows([overall])[0]}))
-            elif path in files:
-                self.cache.write_table(path, tables[files[path]])
-            else:
-                self.writer.page(
-                    path, "model.html.j2", **context, scores=tables["scores"],
-                    deltas=model_deltas,
-                    delta_columns=value_columns(model_deltas, delta_columns(self.data.metrics)),
-                    score_columns=value_columns(model_deltas, score_columns(self.data.metrics)),
-                    recall=tables["recall"], cleaning=tables["cleaning"], downloads=downloads)
+            model_deltas = deltas_by_model[model_id]
+            self.writer.data(shards.shard_path(f"model/{slug}"), shards.encode_shard(
+                f"model/{slug}", {"v": shards.FORMAT, "model": model_id,
+                                  "deltas": _json_rows(model_deltas),
+                                  "overall": _json_rows([overall])[0]}))
+            downloads = model_downloads(f"models/{slug}")
+            rows = {name: tables[name].get(model_id, []) for name in tables}
+            page_tables = {"deltas": model_deltas, "scores": _pivot_scores(rows["scores"]),
+                           "recall": rows["recall"], "cleaning": rows["cleaning"]}
+            for name, links in downloads.items():
+                for path in links.values():
+                    write_table(self.writer, path, page_tables[name])
+            self.writer.page(
+                f"models/{slug}.html", "model.html.j2", model=shown,
+                ranked=row.get("rank_delta_bleu_label") is not None,
+                card=data.models.get(model_id, {}), failure=failed.get(model_id), slug=slug,
+                segment_locales=self.model_locales.get(model_id, []),
+                flags=flags_by_model.get(model_id, []), metrics=metrics,
+                scores=page_tables["scores"], deltas=model_deltas,
+                delta_columns=value_columns(model_deltas, delta_columns(data.metrics)),
+                score_columns=value_columns(model_deltas, score_columns(data.metrics)),
+                recall=page_tables["recall"], cleaning=page_tables["cleaning"],
+                downloads=downloads)
 
     def browser_pages(self) -> None:
         """The index shard (what the pickers list), the segment browser and the compare view."""
@@ -319,8 +236,8 @@ class SitePages:
                              for loc in data.present_locales]}
         self.writer.data(shards.shard_path("index"), shards.encode_shard("index", index))
         self.ranks_shard()
-        self.cache.page("browse.html", "browse.html.j2")
-        self.cache.page("compare.html", "compare.html.j2", without_intervals=[
+        self.writer.page("browse.html", "browse.html.j2")
+        self.writer.page("compare.html", "compare.html.j2", without_intervals=[
             label for m, label, _ in shown_metrics(data.metrics)
             if compare_stats.browser_formula(m) is None])
 
@@ -353,7 +270,7 @@ class SitePages:
     def query_page(self) -> None:
         """SQL in the browser: the published tables, examples, the statements the page runs."""
         slugs = self.slugs
-        self.cache.page(
+        self.writer.page(
             "query.html", "query.html.j2", tables=self._query_tables(),
             note=next((n for n in self.notes if "Query page" in n), None),
             model_slugs=[(m, slugs[m]) for m in self.data.board if m in slugs],
@@ -379,7 +296,7 @@ class SitePages:
         """CSV and JSON of the statistics tables that the pages show (written once;
         two pages link them)."""
         if self.statistics_links is None:
-            self.statistics_links = {name: self.cache.table(name, rows)
+            self.statistics_links = {name: self.table(name, rows)
                                      for name, rows in self.data.statistics.items()
                                      if rows and name != "statistics_settings"}
         return self.statistics_links
@@ -394,6 +311,20 @@ class SitePages:
                        "columns": self.public_segments.column_names,
                        "rows": self.public_segments.num_rows})
         return tables
+
+
+def table_files(name: str) -> dict[str, str]:
+    """The download files of table ``name``: {"csv": path, "json": path}."""
+    return {"csv": f"downloads/{name}.csv", "json": f"downloads/{name}.json"}
+
+
+def write_table(writer: PageWriter, path: str, rows: list[dict],
+                columns: list[str] | None = None) -> None:
+    """``rows`` as CSV or JSON (by ``path``'s suffix; ``columns``: the first row's keys where
+    not given)."""
+    columns = columns or (list(rows[0]) if rows else [])
+    write = csv_text if path.endswith(".csv") else json_text
+    writer.text(path, write(rows, columns))
 
 
 def model_downloads(base: str) -> dict[str, dict[str, str]]:
@@ -418,10 +349,6 @@ MODEL_TABLE_FILES = {"deltas": "deltas", "scores": "scores", "recall": "word_rec
                      "cleaning": "cleaning"}
 # Leaderboard columns that move when another model is added, left out of model pages.
 RANK_PREFIXES = ("not_separable_", "rank_")
-# The rows of a locale page's "∆ of every model" table, between these (locale.html.j2), each
-# starting with DELTA_ROW_START (macros.html.j2); data is escaped, so no text can hold them.
-DELTA_ROWS_MARKERS = ("<!--deltas-->", "<!--/deltas-->")
-DELTA_ROW_START = '<tr data-row="'
 
 
 SIDE_LABELS = {"delta": "∆{}", "flores": "FLORES {}", "cultivar": "Cultivar {}"}

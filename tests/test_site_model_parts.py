@@ -1,0 +1,235 @@
+"""A model's part of the site (site/model_part.py): the site assembled from the parts equals a
+full build, byte for byte; a part made from other rows than the database holds (another
+model's, another originals policy, files loaded since) is refused, naming what differs; a failed
+build leaves the previous site as it was."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from site_helpers import HOSTILE_MODEL, hostile_store
+
+from cultivar_assets.evaluation import aggregate, score_model
+from cultivar_assets.files import MANIFEST, read_manifest
+from cultivar_assets.metrics.metric_config import MetricConfig
+from cultivar_assets.models import load_models
+from cultivar_assets.site import build as site_build
+from cultivar_assets.site.build import build_site, model_slug
+from cultivar_assets.site.child_job import ChildJob
+from cultivar_assets.site.model_part import (
+    ModelPartError,
+    current_parts,
+    read_model_part,
+    write_model_part,
+)
+from cultivar_assets.site.shards import decode_shard
+from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
+from cultivar_assets.tables import csv_text, json_text
+from cultivar_assets.translation import translate
+
+BASELINE = "copy-source-baseline"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return hostile_store(tmp_path_factory.mktemp("parts"))
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file's bytes; a DuckDB file (not byte-reproducible: it has a random salt) by its
+    tables' rows."""
+    out = {}
+    for path in folder.rglob("*"):
+        if not path.is_file() or path.name == MANIFEST:
+            continue
+        rel = path.relative_to(folder).as_posix()
+        if path.suffix == ".duckdb":
+            with duckdb.connect(str(path), read_only=True) as con:
+                tables = [r[0] for r in con.execute("SHOW TABLES").fetchall()]
+                out[rel] = repr({t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
+                                 for t in tables}).encode()
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+def build(store, out: Path, **options):
+    return build_site(store, out, card_markdown="# Card", query_page="off", **options)
+
+
+def parts_of(store, folder: Path, models=(BASELINE, HOSTILE_MODEL), **options) -> dict:
+    """Every model's part written into a folder of its own under ``folder``."""
+    out = {}
+    for model_id in models:
+        out[model_id] = folder / model_slug(model_id)
+        write_model_part(store, model_id, out[model_id], **options)
+    return out
+
+
+def walked_sizes(folder: Path) -> tuple[int, int, dict[str, int], tuple[str, int]]:
+    """Files, bytes, bytes per part and the largest file of a built site, walked (its build
+    manifest aside)."""
+    found = {p.relative_to(folder).as_posix(): p.stat().st_size for p in folder.rglob("*")
+             if p.is_file() and p.name != MANIFEST}
+    parts: dict[str, int] = {}
+    for rel, size in found.items():
+        parts[site_build._component(rel)] = parts.get(site_build._component(rel), 0) + size
+    largest = min(found.items(), key=lambda item: (-item[1], item[0]))
+    return len(found), sum(found.values()), dict(sorted(parts.items())), largest
+
+
+def test_a_site_assembled_from_the_models_parts_equals_a_full_build(store, tmp_path):
+    full = build(store, tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts")
+    hostile = model_slug(HOSTILE_MODEL)
+    assert sorted(read_manifest(parts[HOSTILE_MODEL])["files"]) == sorted([
+        f"data/hyp/{hostile}.js", f"data/stats/{hostile}.js",
+        f"downloads/translations/{hostile}.parquet"])
+    assembled = build(store, tmp_path / "assembled", model_parts=parts)
+    assert (full.assembled_models, assembled.assembled_models) == (0, 2)
+    assert files(tmp_path / "assembled") == files(tmp_path / "full")
+    for summary, folder in ((assembled, tmp_path / "assembled"), (full, tmp_path / "full")):
+        assert (summary.files, summary.bytes, summary.sizes,
+                summary.largest_file) == walked_sizes(folder)
+
+
+def test_a_part_made_from_other_rows_is_refused(tmp_path):
+    """A part is taken only while the database holds what it was made from: after the model's
+    translations change (here written again and loaded as other files) the site build refuses
+    it, naming the folder and what differs, and writes nothing; :func:`current_parts` leaves it
+    out with the same message. A full build then shows the new translations."""
+    (tmp_path / "store").mkdir()
+    own = hostile_store(tmp_path / "store")
+    site = tmp_path / "site"
+    parts = parts_of(own, tmp_path / "parts")
+    build(own, site, model_parts=parts)
+    before = files(site)
+    run = translate(load_models().get(BASELINE), read_test_sets(own),
+                    cache_dir=tmp_path / "cache", show_progress_bar=False)
+    rows = [replace(r, hypothesis=r.hypothesis + " (changed)")
+            if (r.test_set, r.segment_id) == ("cultivar_deu_Latn_Germany", 0) else r
+            for r in run.rows]
+    write_translations(own, replace(run, rows=rows), dataset_fingerprint(own))
+    score_model(own, BASELINE, MetricConfig(bleu_tokenize="13a"))
+    aggregate(own)
+    with duckdb.connect(str(own.path)) as con:  # as model_results records loaded files
+        con.execute("INSERT INTO raw.model_files VALUES (?, 'other', 'other', now())",
+                    [BASELINE])
+    with pytest.raises(ModelPartError, match=rf"{parts[BASELINE]}: model {BASELINE}'s site "
+                       r"part was made from another scores_digest, translations_digest than"):
+        build(own, site, model_parts=parts)
+    assert files(site) == before
+    usable, unusable = current_parts(own, parts, None)
+    assert usable == {HOSTILE_MODEL: parts[HOSTILE_MODEL]}
+    assert list(unusable) == [BASELINE] and "translations_digest" in unusable[BASELINE]
+    write_model_part(own, BASELINE, parts[BASELINE])
+    build(own, site, model_parts=parts)
+    build(own, tmp_path / "full")
+    assert files(site) == files(tmp_path / "full")
+    shard = decode_shard((site / f"data/hyp/{BASELINE}.js").read_bytes())[1]
+    german = [entry[0] for entry in shard["locales"]].index("deu_Latn_Germany")
+    assert dict((out[0], out) for out in shard["items"][0][1])[german][4].endswith(" (changed)")
+
+
+def test_a_part_of_another_policy_or_model_or_none_is_refused(store, tmp_path):
+    parts = parts_of(store, tmp_path / "parts", show_originals=False)  # the demo shows them
+    with pytest.raises(ModelPartError, match=r"made from another show_originals than"):
+        build(store, tmp_path / "site", model_parts=parts)
+    swapped = {BASELINE: parts[HOSTILE_MODEL], HOSTILE_MODEL: parts[BASELINE]}
+    with pytest.raises(ModelPartError, match=r"the site part of model .*, not of"):
+        build(store, tmp_path / "site", model_parts=swapped)
+    with pytest.raises(ModelPartError, match=rf"no site part of model {BASELINE} "
+                       rf"\(materialise model_site\[{BASELINE}\]\)"):
+        build(store, tmp_path / "site", model_parts={BASELINE: tmp_path / "nowhere"})
+    (parts[BASELINE] / f"data/stats/{BASELINE}.js").unlink()
+    with pytest.raises(ModelPartError, match=rf"lacks data/stats/{BASELINE}.js"):
+        read_model_part(parts[BASELINE], BASELINE,
+                        read_manifest(parts[BASELINE])["made_from"])
+    assert not (tmp_path / "site").exists()
+
+
+def test_a_part_needs_the_models_translations_in_the_database(store, tmp_path):
+    with pytest.raises(ModelPartError, match=r"model nobody: no translations in .*; load its "
+                       r"files into the database \(asset model_results\) first"):
+        write_model_part(store, "nobody", tmp_path / "part")
+    assert not (tmp_path / "part").exists()
+
+
+def test_a_different_originals_policy_hides_the_originals(store, tmp_path):
+    site = tmp_path / "site"
+    build(store, site)
+    assert "Flamengo" in (site / "locales" / "deu_Latn_Germany.html").read_text()
+    build(store, site, show_originals=False)
+    assert "Flamengo" not in (site / "locales" / "deu_Latn_Germany.html").read_text()
+
+
+def test_a_failed_build_leaves_the_previous_site(store, tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    build(store, site)
+    before = files(site)
+
+    def broken(self):
+        raise RuntimeError("chart renderer failed")
+
+    monkeypatch.setattr(site_build.SvgJob, "result", broken)
+    with duckdb.connect(str(store.path)) as con:  # something to re-render
+        con.execute("UPDATE raw.metric_values SET value = value + 1 WHERE level = 'model_locale' "
+                    "AND metric = 'bleu' AND quantity = 'delta'")
+    with pytest.raises(RuntimeError, match="chart renderer failed"):
+        build(store, site)
+    assert files(site) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["site"]  # no partial folder left
+    assert not any(p.name.endswith(".partial") for p in site.parent.iterdir())
+    assert os.listdir(site)
+
+
+
+def test_the_leaderboard_downloads_hold_the_not_separable_lists_as_lengths(store, tmp_path):
+    """The leaderboard's CSV and JSON are the published leaderboard with each "not separable
+    from" list replaced by its length (they grow with the square of the models); the lists
+    stay in its parquet download."""
+    site = tmp_path / "site"
+    build(store, site)
+    with store.reader() as reader:
+        board = reader.arrow("site_leaderboard")
+    lists = board["not_separable_delta_bleu"].to_pylist()
+    assert len(lists) >= 2 and any(lists)  # the hostile store's two models overlap
+    expected = [{**{k: v for k, v in row.items() if k != "not_separable_delta_bleu"},
+                 "not_separable_delta_bleu_count": len(row["not_separable_delta_bleu"])}
+                for row in board.to_pylist()]
+    columns = list(expected[0])
+    assert ((site / "downloads" / "leaderboard.csv").read_bytes()
+            == csv_text(expected, columns).encode("utf-8"))
+    assert ((site / "downloads" / "leaderboard.json").read_bytes()
+            == json_text(expected, columns).encode("utf-8"))
+    published = pq.read_table(site / "downloads" / "leaderboard.parquet")
+    assert published["not_separable_delta_bleu"].to_pylist() == lists
+
+
+def test_a_failing_child_process_reports_its_error_output():
+    job = ChildJob("cultivar_assets.site.svg_worker", "rendering chart SVGs")
+    job.submit(b"not a JSON list of specs\n")
+    with pytest.raises(RuntimeError, match=r"rendering chart SVGs failed: .*JSONDecode"):
+        job.result()
+
+
+def test_the_vega_bundle_is_the_sites_own_copy(store, tmp_path):
+    """site/static/vega-bundle.js was a hard link of the web cache's: appending to it changed
+    the cache, and every later build published the changed file."""
+    site, web = tmp_path / "site", tmp_path / "web"
+    build(store, site, web_cache=web)
+    cached = site_build.vega_bundle(web)
+    bundle = cached.read_bytes()
+    with open(site / "static" / "vega-bundle.js", "ab") as file:
+        file.write(b";alert('tampered')")
+    assert cached.read_bytes() == bundle
+    build(store, site, web_cache=web)
+    assert (site / "static" / "vega-bundle.js").read_bytes() == bundle
+    assert (site / "static/vega-bundle.js").stat().st_ino != cached.stat().st_ino
+
+
