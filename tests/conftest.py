@@ -42,7 +42,7 @@ def pytest_cmdline_main(config):
 #: worker is left running a long file alone at the end of the run.
 LONG_FILES_FIRST = (
     "test_pipeline.py", "test_demo_loop.py", "test_secrets.py", "test_engine_vllm.py",
-    "test_submissions.py", "test_site_incremental.py", "test_runner_stale.py",
+    "test_submissions.py", "test_site_model_parts.py", "test_runner_stale.py",
     "test_results_automation.py", "test_extension_step.py", "test_significance_cli.py",
     "test_site_browser.py", "test_gpu_check.py", "test_automation.py", "test_bad_input.py",
     "test_engine_seq2seq.py", "test_localisation_drafts.py", "test_aggregation_streaming.py",
