@@ -116,7 +116,7 @@ def model_tables(m: int, n_models: int, fingerprint: str, seed: int = 7) -> dict
 
 
 def add_models(store, models: range, n_models: int, fingerprint: str) -> None:
-    from cultivar_assets.store.database import Step
+    from cultivar_assets.store.database import WriteBlock
 
     for start in range(models.start, models.stop, FILL_BLOCK):
         block = [model_tables(m, n_models, fingerprint)
@@ -126,8 +126,8 @@ def add_models(store, models: range, n_models: int, fingerprint: str) -> None:
                     "params_active_b": None, "engine": "none", "prompt_style": "none",
                     "engine_options": "{}"}
                    for m in range(start, min(start + FILL_BLOCK, models.stop))]
-        store.write([Step("insert_models", rows=entries)] + [
-            Step(f"insert_{name}", rows=pa.concat_tables([t[name] for t in block]))
+        store.write([WriteBlock("insert_models", rows=entries)] + [
+            WriteBlock(f"insert_{name}", rows=pa.concat_tables([t[name] for t in block]))
             for name in ("scores", "segment_stats", "word_recall")])
 
 

@@ -91,7 +91,7 @@ def synthetic_store(path, models, locales, stats, recall):
     import pyarrow as pa
 
     from cultivar_assets.data.testsets import BenchmarkData, Instance
-    from cultivar_assets.store.database import Step, Store
+    from cultivar_assets.store.database import WriteBlock, Store
     from cultivar_assets.store.records import write_dataset
 
     ids = next(iter(stats["bleu"].values())).ids
@@ -125,9 +125,9 @@ def synthetic_store(path, models, locales, stats, recall):
                    "type": "LLM", "family": "Synthetic", "params_total_b": None,
                    "params_active_b": None, "engine": "none", "prompt_style": "none",
                    "engine_options": "{}"} for m in models]
-    store.write([Step("insert_models", rows=model_rows), Step("insert_scores", rows=scores),
-                 Step("insert_segment_stats", rows=segment_stats),
-                 Step("insert_word_recall", rows=recall_rows)])
+    store.write([WriteBlock("insert_models", rows=model_rows), WriteBlock("insert_scores", rows=scores),
+                 WriteBlock("insert_segment_stats", rows=segment_stats),
+                 WriteBlock("insert_word_recall", rows=recall_rows)])
     return store
 
 
