@@ -91,7 +91,7 @@ def synthetic_store(path, models, locales, stats, recall):
     import pyarrow as pa
 
     from cultivar_assets.data.testsets import BenchmarkData, Instance
-    from cultivar_assets.store.database import WriteBlock, Store
+    from cultivar_assets.store.database import Store, WriteBlock
     from cultivar_assets.store.records import write_dataset
 
     ids = next(iter(stats["bleu"].values())).ids
