@@ -125,7 +125,8 @@ def synthetic_store(path, models, locales, stats, recall):
                    "type": "LLM", "family": "Synthetic", "params_total_b": None,
                    "params_active_b": None, "engine": "none", "prompt_style": "none",
                    "engine_options": "{}"} for m in models]
-    store.write([WriteBlock("insert_models", rows=model_rows), WriteBlock("insert_scores", rows=scores),
+    store.write([WriteBlock("insert_models", rows=model_rows),
+                 WriteBlock("insert_scores", rows=scores),
                  WriteBlock("insert_segment_stats", rows=segment_stats),
                  WriteBlock("insert_word_recall", rows=recall_rows)])
     return store
