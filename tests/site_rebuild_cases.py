@@ -208,6 +208,15 @@ def base_state(root: Path, worker: Worker) -> dict:
             "templates": result["templates"]}
 
 
+def stale_state(tmp_path_factory):
+    """:func:`base_state` in a folder of its own, with its :class:`Worker` (each test file's
+    module-scoped fixture ``state``)."""
+    root = tmp_path_factory.mktemp("stale")
+    worker = Worker(root / "worker.log")
+    yield base_state(root, worker)
+    worker.close()
+
+
 def check_module_list() -> None:
     """Every module of the site package has a change or is known not to run."""
     modules = set(site_modules()) - {"__init__.py"}

@@ -9,13 +9,7 @@ import site_rebuild_cases as cases
 
 pytestmark = pytest.mark.slow  # ~30 cases of two builds each: ~45 s, both files ~90 s of CPU
 
-
-@pytest.fixture(scope="module")
-def state(tmp_path_factory):
-    root = tmp_path_factory.mktemp("stale")
-    worker = cases.Worker(root / "worker.log")
-    yield cases.base_state(root, worker)
-    worker.close()
+state = pytest.fixture(scope="module")(cases.stale_state)
 
 
 @pytest.mark.parametrize(("kind", "name"), cases.share(1),
