@@ -5,8 +5,6 @@ only where it is configured. (The daemon itself: tests/test_automation_daemon.py
 from __future__ import annotations
 
 import secrets
-import threading
-import time
 
 import dagster as dg
 import pytest
@@ -23,15 +21,11 @@ from cultivar_assets.settings import Settings
 pytestmark = pytest.mark.dagster_instances
 
 parts = dg.DynamicPartitionsDefinition(name="stand_in_models")
-release = threading.Event()
 
 
 @dg.asset(partitions_def=parts)
-def model_scores(context) -> None:
-    """A model's scores; the partition ``slow`` waits for ``release`` and then fails."""
-    if context.partition_key == "slow" and not release.is_set():
-        release.wait(60)
-        raise RuntimeError("the model's run failed")
+def model_scores() -> None:
+    """A model's scores."""
 
 
 @dg.asset(deps=[model_scores], automation_condition=AFTER_NEW_RESULTS)
@@ -49,13 +43,20 @@ def _requested(result, keys=("board", "page")) -> dict[str, int]:
     return {key: len(result.get_requested_partitions(dg.AssetKey(key))) for key in keys}
 
 
-def _wait_in_progress(instance, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
-            return
-        time.sleep(0.1)
-    raise AssertionError("the slow model's run did not start")
+def _start_run(instance, defs: dg.Definitions, partition: str) -> dg.DagsterRun:
+    """A run of ``model_scores`` [``partition``] that has started and not finished, recorded as
+    Dagster records a launched run (its planned materialisation, then its start): a run in
+    flight, with no second execution in this process (Dagster's in-process execution redirects
+    the process's stdout and stderr to the run's compute logs, one run at a time)."""
+    job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey("model_scores")])
+    run = instance.create_run_for_job(job, asset_selection={dg.AssetKey("model_scores")},
+                                      tags={"dagster/partition": partition})
+    instance.report_dagster_event(dg.DagsterEvent(
+        event_type_value=dg.DagsterEventType.RUN_START.value, job_name=run.job_name),
+        run_id=run.run_id)
+    started = instance.get_run_by_id(run.run_id)
+    assert started.status == dg.DagsterRunStatus.STARTED, started.status
+    return started
 
 
 def test_results_follow_once_per_batch_and_no_update_is_lost():
@@ -64,7 +65,6 @@ def test_results_follow_once_per_batch_and_no_update_is_lost():
     defs = dg.Definitions(assets=STAND_INS)
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("stand_in_models", ["fast", "slow"])
-        release.set()
         for key in ("fast", "slow"):
             assert dg.materialize(STAND_INS, selection=["model_scores"], partition_key=key,
                                   instance=instance).success
@@ -77,20 +77,14 @@ def test_results_follow_once_per_batch_and_no_update_is_lost():
         first = evaluate(None)
         assert first.total_requested == 0  # the daemon's first tick launches nothing
 
-        release.clear()  # a batch: the slow model's run is in flight while the fast one lands
-        slow = threading.Thread(target=lambda: dg.materialize(
-            STAND_INS, selection=["model_scores"], partition_key="slow", instance=instance,
-            raise_on_error=False))
-        slow.start()
-        try:
-            _wait_in_progress(instance)
-            assert dg.materialize(STAND_INS, selection=["model_scores"], partition_key="fast",
-                                  instance=instance).success
-            waiting = evaluate(first.cursor)
-            assert _requested(waiting) == {"board": 0, "page": 0}  # a run is still in flight
-        finally:
-            release.set()
-            slow.join(60)
+        # a batch: the slow model's run is in flight while the fast one lands
+        slow = _start_run(instance, defs, "slow")
+        assert dg.materialize(STAND_INS, selection=["model_scores"], partition_key="fast",
+                              instance=instance).success
+        waiting = evaluate(first.cursor)
+        assert _requested(waiting) == {"board": 0, "page": 0}  # a run is still in flight
+        instance.report_run_failed(slow, "the model's run failed")
+        assert instance.get_run_by_id(slow.run_id).status == dg.DagsterRunStatus.FAILURE
         after = evaluate(waiting.cursor)  # the slow run failed: the fast one's scores count
         assert _requested(after) == {"board": 1, "page": 1}  # one request each, together
         quiet = evaluate(after.cursor)
