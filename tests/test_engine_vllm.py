@@ -7,11 +7,12 @@ One subprocess loads each tiny model once and runs every check.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import pytest
 from conftest import tiny_entry
-from vllm_helpers import VLLM_PYTHON, needs_vllm, run_vllm_python, run_worker
+from vllm_helpers import VLLM_PYTHON, needs_vllm, run_worker_output
 
 from cultivar_assets.engines.base import EngineLoadError, EngineSettings
 from cultivar_assets.engines.prompts import GenerationRequest, get_prompt_style
@@ -58,8 +59,9 @@ def _stop_inside(text: str, fallback: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def vllm_run(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir) -> dict:
-    """Every vLLM check in one worker subprocess; the cases' results by name."""
+def vllm_child(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir) -> dict:
+    """Every vLLM check of this module in one worker subprocess (one vLLM import): the engine
+    cases (:func:`vllm_run`) and :data:`OPTIONS_AND_MISTRAL` (:func:`options_and_mistral`)."""
     if VLLM_PYTHON is None:
         pytest.skip("no vLLM python")
     work = tmp_path_factory.mktemp("vllm_run")
@@ -76,19 +78,27 @@ def vllm_run(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir) -> dict:
                        [plain, chat]),
         "missing": (_entry("ghost", work / "nowhere", "base-fewshot"), [plain]),
     }
-    results = run_worker([
-        {"model": entry, "settings": {"batch_size": 8},
-         "calls": [[dataclasses.asdict(r) for r in call] for call in calls]}
-        for entry, calls in cases.values()
-    ], work)
+    output = run_worker_output({
+        "cases": [{"model": entry, "settings": {"batch_size": 8},
+                   "calls": [[dataclasses.asdict(r) for r in call] for call in calls]}
+                  for entry, calls in cases.values()],
+        "script": OPTIONS_AND_MISTRAL, **_options_input()}, work)
     return {
-        "results": dict(zip(cases, results, strict=True)),
+        "options": {**output["script"], "chats": _options_input()["chats"]},
+        "results": dict(zip(cases, output["cases"], strict=True)),
         "expected": {
             "chat_model": expected,
             "stopping": _transformers_outputs(tiny_chat_model_dir, stopping),
             "base_model": _transformers_outputs(tiny_model_dir, plain),
         },
     }
+
+
+@pytest.fixture(scope="module")
+def vllm_run(vllm_child) -> dict:
+    """The engine cases' results by name, and the transformers engine's outputs they must
+    equal."""
+    return {key: value for key, value in vllm_child.items() if key != "options"}
 
 
 def _outputs(call: dict) -> list[str]:
@@ -164,10 +174,11 @@ def test_missing_weights_fail_with_a_clear_message(vllm_run):
 
 # What the engine gives vllm.LLM, checked against the installed vLLM's EngineArgs, and the chat
 # prompts of the registry's Ministral entries through vLLM's Mistral tokenizer (which vLLM loads
-# for Mistral repositories): one vLLM python for both (its import takes ~20 s). The registry and
-# the prompts are read here (input.json): the vLLM virtualenv has vLLM and pydantic only.
+# for Mistral repositories): run by the engine cases' worker after them (tests/vllm_worker.py's
+# script; its import of vLLM takes ~20 s). The registry and the prompts are read here (``given``:
+# entries and chats): the vLLM virtualenv has vLLM and pydantic only.
 OPTIONS_AND_MISTRAL = r"""
-import dataclasses, json, shutil
+import dataclasses, shutil
 from pathlib import Path
 import mistral_common
 import vllm
@@ -177,7 +188,6 @@ from cultivar_assets.engines.base import EngineLoadError
 from cultivar_assets.engines.vllm_engine import chat_format, llm_options
 from cultivar_assets.specs import ModelSpec
 
-given = json.loads(Path("input.json").read_text(encoding="utf-8"))
 fields = [field.name for field in dataclasses.fields(EngineArgs)]
 out = {"passed": {}, "refused": {}}
 for name, entry in given["entries"].items():
@@ -197,21 +207,18 @@ out["prompts"] = [
     tokenizer.decode(tokenizer.apply_chat_template(messages, add_generation_prompt=True),
                      skip_special_tokens=False)
     for messages in given["chats"]]
-print(json.dumps(out, ensure_ascii=False))
 """
 MINISTRAL = ("Ministral-3-8B-Instruct-2512", "Ministral-3-3B-Instruct-2512")
 WANTED = {"pipeline_parallel_size": 2, "data_parallel_size": 2, "enable_expert_parallel": True,
           "max_num_seqs": 64, "tokenizer_mode": "mistral", "distributed_executor_backend": "mp"}
 
 
-@pytest.fixture(scope="module")
-def options_and_mistral(tmp_path_factory) -> dict:
-    import json
-
+@functools.cache
+def _options_input() -> dict:
+    """:data:`OPTIONS_AND_MISTRAL`'s input: the registry's vllm entries and three made-up ones
+    (``entries``), and the Ministral entries' chat messages (``chats``)."""
     from cultivar_assets.models import load_models
 
-    if VLLM_PYTHON is None:
-        pytest.skip("no vLLM python")
     registry = load_models()
     base = registry.get(MINISTRAL[0]).model_dump(mode="json", exclude_none=True)
     entries = {spec.id: spec.model_dump(mode="json", exclude_none=True)
@@ -226,10 +233,13 @@ def options_and_mistral(tmp_path_factory) -> dict:
         request = style.request("Der Bürgermeister eröffnet die Brücke.", "deu_Latn", 64)
         assert request.kind == "chat"
         chats.append([{"role": role, "content": content} for role, content in request.messages])
-    work = tmp_path_factory.mktemp("vllm_options")
-    (work / "input.json").write_text(json.dumps({"entries": entries, "chats": chats},
-                                                ensure_ascii=False), encoding="utf-8")
-    return {**run_vllm_python(OPTIONS_AND_MISTRAL, work), "chats": chats}
+    return {"entries": entries, "chats": chats}
+
+
+@pytest.fixture(scope="module")
+def options_and_mistral(vllm_child) -> dict:
+    """:data:`OPTIONS_AND_MISTRAL`'s output, with the chats it was given."""
+    return vllm_child["options"]
 
 
 @needs_vllm

@@ -42,9 +42,15 @@ def vllm_env(home: Path) -> dict[str, str]:
 def run_worker(cases: list[dict], work: Path, timeout: float = 900) -> list[dict]:
     """Run each case (tests/vllm_worker.py's INPUT format) through the project's VLLMEngine in
     one subprocess of the vLLM python; the cases' results, in order."""
+    return run_worker_output({"cases": cases}, work, timeout)["cases"]
+
+
+def run_worker_output(given: dict, work: Path, timeout: float = 900) -> dict:
+    """tests/vllm_worker.py on ``given`` (its INPUT: the cases, and optionally a script run in
+    the same process) in one subprocess of the vLLM python, in ``work``; its OUTPUT."""
     assert VLLM_PYTHON is not None, NO_VLLM
     source, target = work / "input.json", work / "output.json"
-    source.write_text(json.dumps({"cases": cases}, ensure_ascii=False), encoding="utf-8")
+    source.write_text(json.dumps(given, ensure_ascii=False), encoding="utf-8")
     env = {
         **vllm_env(work / "home"),
         "PYTHONPATH": str(REPO_ROOT),
@@ -58,15 +64,5 @@ def run_worker(cases: list[dict], work: Path, timeout: float = 900) -> list[dict
     assert process.returncode == 0 and target.exists(), (
         f"vLLM worker failed ({process.returncode}):\n{process.stderr[-6000:]}"
     )
-    return json.loads(target.read_text(encoding="utf-8"))["cases"]
+    return json.loads(target.read_text(encoding="utf-8"))
 
-
-def run_vllm_python(code: str, work: Path, timeout: float = 600) -> dict:
-    """Run ``code`` with the vLLM virtualenv's python (``PYTHONPATH`` at the repo, offline); the
-    JSON object it prints on its last line of stdout."""
-    assert VLLM_PYTHON is not None, NO_VLLM
-    env = {**vllm_env(work / "home"), "PYTHONPATH": str(REPO_ROOT)}
-    process = subprocess.run([str(VLLM_PYTHON), "-c", code], env=env, cwd=work,
-                             capture_output=True, text=True, timeout=timeout)
-    assert process.returncode == 0, f"vLLM python failed:\n{process.stderr[-6000:]}"
-    return json.loads(process.stdout.strip().splitlines()[-1])

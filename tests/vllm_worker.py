@@ -3,11 +3,14 @@
 Usage: ``python tests/vllm_worker.py INPUT.json OUTPUT.json`` with ``PYTHONPATH`` at the repo.
 
 INPUT: ``{"cases": [{"model": <models.yaml entry>, "calls": [[<request>, ...], ...]}]}``, a
-request being a ``GenerationRequest`` as a dict. Each case loads one engine, reads ``info()``,
-runs each call through ``generate()`` and closes the engine. OUTPUT: ``{"cases": [...]}`` with,
-per case, ``info``, ``batch_size``, ``max_num_seqs`` (vLLM's scheduler's) and one
-``{"outputs": [...]}`` or ``{"error": ...}`` per call, or a load ``error``; an error is
-``{"type": class name, "message": text}``.
+request being a ``GenerationRequest`` as a dict, and optionally ``"script"``: Python code run
+after the cases in this process (vLLM imported once for both), with ``given`` (the whole INPUT)
+in its namespace, that sets ``out`` (a JSON value). Each case loads one engine, reads
+``info()``, runs each call through ``generate()`` and closes the engine. OUTPUT:
+``{"cases": [...]}`` with, per case, ``info``, ``batch_size``, ``max_num_seqs`` (vLLM's
+scheduler's) and one ``{"outputs": [...]}`` or ``{"error": ...}`` per call, or a load
+``error``; an error is ``{"type": class name, "message": text}``; and ``"script"``: the
+script's ``out``.
 """
 
 from __future__ import annotations
@@ -65,9 +68,13 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> None:
     source, target = Path(argv[1]), Path(argv[2])
-    cases = json.loads(source.read_text(encoding="utf-8"))["cases"]
-    results = [run_case(case) for case in cases]
-    target.write_text(json.dumps({"cases": results}, ensure_ascii=False), encoding="utf-8")
+    given = json.loads(source.read_text(encoding="utf-8"))
+    output: dict[str, Any] = {"cases": [run_case(case) for case in given["cases"]]}
+    if "script" in given:
+        namespace: dict[str, Any] = {"given": given}
+        exec(compile(given["script"], "<script>", "exec"), namespace)
+        output["script"] = namespace["out"]
+    target.write_text(json.dumps(output, ensure_ascii=False), encoding="utf-8")
 
 
 if __name__ == "__main__":  # vLLM may start worker processes that re-import this module
