@@ -41,12 +41,14 @@ for path, meta in ((f"{home}/history/runs/index.db", SqlEventLogStorageMetadata)
     engine.dispose()
 """
 
-# one process opening the instance, started with others and released at the same moment
+# one process opening the instance, started with others and released at the same moment (it
+# says that its imports are done with the file ready-<pid> beside ``go``)
 OPEN_AT_ONCE = """
 import os, sys, time
 import dagster as dg
 from cultivar_assets.runner.instance import local_instance
 home, go = sys.argv[1:3]
+open(os.path.join(os.path.dirname(go), f"ready-{os.getpid()}"), "w").close()
 while not os.path.exists(go):
     time.sleep(0.01)
 with local_instance(home) as instance:
@@ -83,8 +85,13 @@ def test_processes_setting_up_one_instance_at_once_all_succeed(tmp_path):
     processes = [subprocess.Popen([sys.executable, "-c", OPEN_AT_ONCE, str(home), str(go)],
                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True) for _ in range(4)]
-    time.sleep(4)  # their imports done: they open the instance together
-    go.touch()
+    deadline = time.monotonic() + 300
+    while len(list(tmp_path.glob("ready-*"))) < len(processes):  # their imports done
+        assert time.monotonic() < deadline and all(p.poll() is None for p in processes), (
+            f"{len(list(tmp_path.glob('ready-*')))} of {len(processes)} processes ready; "
+            f"exit codes {[p.poll() for p in processes]}")
+        time.sleep(0.02)
+    go.touch()  # they open the instance together
     outcomes = [(p.wait(timeout=300), p.stdout.read()) for p in processes]
     assert [code for code, _ in outcomes] == [0, 0, 0, 0], [out[-1500:] for _, out in outcomes]
     import dagster as dg
