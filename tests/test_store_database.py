@@ -360,28 +360,50 @@ HOLD = """
 import sys, time, duckdb
 con = duckdb.connect(sys.argv[1])
 print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
+if sys.argv[2] == "stdin":
+    sys.stdin.readline()  # until the test says
+else:
+    time.sleep(float(sys.argv[2]))
 con.close()
 """
 
 
-def _hold(path, seconds: float):
+def _hold(path, seconds: float | None):
+    """A process that holds ``path`` open for ``seconds``, or (None) until a line on its stdin."""
     import subprocess
     import sys
 
-    process = subprocess.Popen([sys.executable, "-c", HOLD, str(path), str(seconds)],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path), "stdin" if seconds is None else str(seconds)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert process.stdout.readline().strip() == "holding"
     return process
 
 
-def test_a_write_waits_for_another_process_to_release_the_file(store, demo):
+def test_a_write_waits_for_another_process_to_release_the_file(store, demo, monkeypatch):
+    """The holder lets go at the write's first backoff: the write waited, then succeeded."""
+    import types
+
+    from cultivar_assets.store import database
+
     write_dataset(store, demo)
-    holder = _hold(store.path, 1.5)
+    holder = _hold(store.path, None)
+    backoffs: list[float] = []
+
+    def backoff(seconds: float) -> None:
+        if not backoffs:  # the open failed on the lock: let go, and wait till the file is free
+            holder.communicate("\n", timeout=30)
+        backoffs.append(seconds)
+        time.sleep(seconds)
+
+    monkeypatch.setattr(database, "time", types.SimpleNamespace(monotonic=time.monotonic,
+                                                                 sleep=backoff))
     try:
         write_dataset(store, demo)  # waits (with backoff) instead of failing
     finally:
+        holder.kill()
         holder.wait(timeout=30)
+    assert backoffs and holder.returncode == 0
     assert count(store.path, "raw.instances") == 72
 
 
