@@ -121,11 +121,13 @@ def run_process_group(command: Sequence[str], env: Mapping[str, str] | None = No
     """
     received: list[int] = []
     started: list[subprocess.Popen] = []
+    forwarded: list[int] = []
 
     def forward(signum: int, _frame) -> None:
         received.append(signum)
         if started:
             _signal_group(started[0].pid, signum)
+            forwarded.append(signum)
 
     # Before the child starts, so that it starts with SIGINT/SIGTERM at their defaults.
     previous = {signum: signal.signal(signum, forward) for signum in FORWARDED}
@@ -140,8 +142,10 @@ def run_process_group(command: Sequence[str], env: Mapping[str, str] | None = No
     try:
         while True:
             if received:  # asked to stop: give the group its grace period, then kill it
-                # forward() sent the signal; a second one would ask Dagster to hurry
-                stop_group(child.pid, grace, first=None, child=child)
+                # forward() sent the signal (a second one would ask Dagster to hurry), unless
+                # it came while the child was being started: then it is sent now
+                stop_group(child.pid, grace, first=None if forwarded else received[-1],
+                           child=child)
                 code = child.wait()
                 break
             try:

@@ -45,7 +45,7 @@ def wait_for(predicate, timeout: float, what: str):
         value = predicate()
         if value:
             return value
-        time.sleep(0.2)
+        time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 

@@ -153,7 +153,7 @@ def _resource_values(port: int) -> dict[str, dict[str, str]] | None:
 
 
 # a leader that shuts down in 2 s when asked (as dagster dev does, in ~3 s)
-OBEDIENT = "trap 'sleep 2; exit 0' TERM INT; sleep 300 & wait"
+OBEDIENT = "trap 'sleep 0.5; exit 0' TERM INT; sleep 300 & wait"
 
 
 def _ignored_signals(pid: int) -> int:
@@ -163,10 +163,17 @@ def _ignored_signals(pid: int) -> int:
     raise AssertionError("no SigIgn line")
 
 
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def test_the_wrapper_returns_as_soon_as_the_group_is_gone(tmp_path):
-    """The leader exited 2 s after the signal, but the wrapper kept polling a group that only its
-    own unreaped child kept "alive": it waited its whole grace period (here 60 s), killed, and
-    waited again."""
+    """The leader exits 0.5 s after the signal; the wrapper returns then, not at the end of its
+    grace period (here 60 s): its own child, exited but not yet reaped, does not keep the group
+    "alive"."""
     wrapper = subprocess.Popen(
         [sys.executable, "-c", "import sys; from cultivar_assets.processes import "
          f"run_process_group; sys.exit(run_process_group(['bash', '-c', {OBEDIENT!r}], "
@@ -188,9 +195,30 @@ def test_the_child_does_not_inherit_an_ignored_sigint(tmp_path):
          "grace=5.0))"], env=env(tmp_path),
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as `cmd &` does
     try:
-        child = wait_for(lambda: children(wrapper.pid), 20, "the process group's leader")[0]
+        child = wait_for(lambda: [pid for pid in children(wrapper.pid)
+                                  if _command_line(pid).endswith(str(script))], 20,
+                         "the process group's leader running the script")[0]  # exec'd
         sigint_bit = 1 << (signal.SIGINT - 1)
         assert not _ignored_signals(child) & sigint_bit
     finally:
         wrapper.send_signal(signal.SIGTERM)
         wrapper.wait(timeout=30)
+
+
+def test_a_signal_that_comes_while_the_child_starts_reaches_its_group(monkeypatch):
+    """SIGTERM received while the child is being started (before ``Popen`` returns, when
+    forwarding has no group to send to yet) is sent to the group once it exists: the group stops
+    on that signal, not on the SIGKILL at the end of the grace period."""
+    from cultivar_assets import processes
+
+    real_popen, started = subprocess.Popen, []
+
+    def popen_then_signalled(*args, **kwargs):
+        child = real_popen(*args, **kwargs)
+        started.append(child)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled before this returns the child
+        return child
+
+    monkeypatch.setattr(processes.subprocess, "Popen", popen_then_signalled)
+    assert processes.run_process_group(["sleep", "300"], grace=20.0) == 128 + signal.SIGTERM
+    assert started[0].returncode == -signal.SIGTERM, started[0].returncode
