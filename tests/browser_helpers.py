@@ -106,6 +106,44 @@ def chromium(fonts: Path | None = None) -> Iterator:
             browser.close()
 
 
+class FontBrowsers:
+    """For the tests of one module: one Chromium per font setup (:data:`FONT_SETUPS`), started
+    when first asked for, each seeing only its setup's fonts; the fontconfig files, and the
+    fontconfig cache Chromium and ``fc-list`` build for them, in ``folder``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._confs: dict[str, Path] = {}
+        self._browsers: dict[str, object] = {}
+        self._playwright = None
+
+    def conf(self, name: str) -> Path:
+        """The fontconfig file of setup ``name`` (:func:`font_setup`: skips where Noto is
+        wanted and not to be had)."""
+        if name not in self._confs:
+            self._confs[name] = font_setup(name, self.folder / name.replace(" ", "-"))
+        return self._confs[name]
+
+    def browser(self, name: str):
+        """The Chromium of setup ``name``."""
+        conf = self.conf(name)
+        if name not in self._browsers:
+            if self._playwright is None:
+                from playwright.sync_api import sync_playwright
+
+                self._playwright = sync_playwright().start()
+            self._browsers[name] = self._playwright.chromium.launch(
+                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                env={**os.environ, "FONTCONFIG_FILE": str(conf)})
+        return self._browsers[name]
+
+    def close(self) -> None:
+        for browser in self._browsers.values():
+            browser.close()
+        if self._playwright is not None:
+            self._playwright.stop()
+
+
 class ToolPage:
     """A browser context (a fresh profile) on one tool page, recording problems and hosts."""
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 from annotation_helpers import demo_drafts
-from browser_helpers import NEEDS_CHROMIUM, ToolPage, chromium, font_setup, serve
+from browser_helpers import NEEDS_CHROMIUM, FontBrowsers, ToolPage, serve
 
 from cultivar_assets.construction.annotation.postedit_tool import build_postedit_tool
 from cultivar_assets.construction.annotation.task import AnnotationTask
@@ -25,6 +25,17 @@ FC_LANG = {"acm": "ar", "apc": "ar", "ben": "bn", "bul": "bg", "cat": "ca", "ces
            "cmn": "zh-cn", "deu": "de", "fil": "fil", "gom": "kok", "hin": "hi", "jpn": "ja",
            "khk": "mn-mn", "plt": "mg", "pol": "pl", "rus": "ru", "slk": "sk", "spa": "es",
            "tel": "te", "tur": "tr", "yor": "yo"}
+
+
+@pytest.fixture(scope="module")
+def fonts(tmp_path_factory):
+    """The module's font setups and their browsers (browser_helpers.FontBrowsers): each test
+    opens its own browser contexts (fresh profiles) in them."""
+    browsers = FontBrowsers(tmp_path_factory.mktemp("font_setups"))
+    try:
+        yield browsers
+    finally:
+        browsers.close()
 
 
 def stack(sheet: str, name: str) -> list[str]:
@@ -49,8 +60,8 @@ def test_every_script_of_the_registry_has_fonts_and_the_stacks_name_them():
 
 
 @pytest.mark.skipif(shutil.which("fc-list") is None, reason="needs fontconfig's fc-list")
-def test_fontconfig_says_each_scripts_fonts_cover_its_languages(tmp_path):
-    conf = font_setup("with Noto", tmp_path)
+def test_fontconfig_says_each_scripts_fonts_cover_its_languages(fonts):
+    conf = fonts.conf("with Noto")
     assert {locale.language for locale in all_locales()} <= set(FC_LANG)
     for locale in all_locales():
         listed = subprocess.run(["fc-list", f":lang={FC_LANG[locale.language]}", "family"],
@@ -92,14 +103,14 @@ def fc_has(conf, lang: str) -> bool:
 
 
 @NEEDS_CHROMIUM
-def test_tool_tells_the_annotator_when_the_browser_has_no_font_for_the_script(tools, tmp_path):
-    conf = font_setup("without Noto", tmp_path)
+def test_tool_tells_the_annotator_when_the_browser_has_no_font_for_the_script(tools, fonts):
+    conf = fonts.conf("without Noto")
     if fc_has(conf, "hi"):
         pytest.skip("this system has a Devanagari font besides Noto")
-    with chromium(conf) as browser:
-        hindi = notice(browser, f"{tools}/hi/index.html")
-        german = notice(browser, f"{tools}/de/index.html")
-        chinese = notice(browser, f"{tools}/zh/index.html") if not fc_has(conf, "zh-cn") else None
+    browser = fonts.browser("without Noto")
+    hindi = notice(browser, f"{tools}/hi/index.html")
+    german = notice(browser, f"{tools}/de/index.html")
+    chinese = notice(browser, f"{tools}/zh/index.html") if not fc_has(conf, "zh-cn") else None
     assert not hindi["hidden"] and hindi["missing"] > 20  # the Devanagari letters
     assert hindi["missing"] == hindi["letters"]  # every letter of the Hindi text
     assert "cannot draw" in hindi["text"] and "Hindi" in hindi["text"]
@@ -111,12 +122,11 @@ def test_tool_tells_the_annotator_when_the_browser_has_no_font_for_the_script(to
 
 
 @NEEDS_CHROMIUM
-def test_tool_says_nothing_when_the_script_can_be_drawn(tools, tmp_path):
-    conf = font_setup("with Noto", tmp_path)  # skips where Noto is not to be had
-    with chromium(conf) as browser:
-        for name in ("hi", "zh", "de"):
-            state = notice(browser, f"{tools}/{name}/index.html")
-            assert state["hidden"] and state["missing"] == 0 and state["letters"] > 20, name
+def test_tool_says_nothing_when_the_script_can_be_drawn(tools, fonts):
+    browser = fonts.browser("with Noto")  # skips where Noto is not to be had
+    for name in ("hi", "zh", "de"):
+        state = notice(browser, f"{tools}/{name}/index.html")
+        assert state["hidden"] and state["missing"] == 0 and state["letters"] > 20, name
 
 
 def test_every_page_family_ships_and_links_the_one_font_sheet(tmp_path):
@@ -164,17 +174,17 @@ def site_notice(browser, url: str, ready: str | None = None) -> dict:
 
 
 @NEEDS_CHROMIUM
-def test_site_tells_the_reader_when_the_browser_has_no_font_for_a_script(site, tmp_path):
-    conf = font_setup("without Noto", tmp_path)
+def test_site_tells_the_reader_when_the_browser_has_no_font_for_a_script(site, fonts):
+    conf = fonts.conf("without Noto")
     if fc_has(conf, "hi"):
         pytest.skip("this system has a Devanagari font besides Noto")
-    with chromium(conf) as browser:
-        hindi = site_notice(browser, f"{site}/locales/hin_Deva_India.html")
-        german = site_notice(browser, f"{site}/locales/deu_Latn_Germany.html")
-        segments = site_notice(browser, f"{site}/browse.html#locale=hin_Deva_India",
-                               ready="article.instance")
-        chinese = (site_notice(browser, f"{site}/locales/cmn_Hans_China.html")
-                   if not fc_has(conf, "zh-cn") else None)
+    browser = fonts.browser("without Noto")
+    hindi = site_notice(browser, f"{site}/locales/hin_Deva_India.html")
+    german = site_notice(browser, f"{site}/locales/deu_Latn_Germany.html")
+    segments = site_notice(browser, f"{site}/browse.html#locale=hin_Deva_India",
+                           ready="article.instance")
+    chinese = (site_notice(browser, f"{site}/locales/cmn_Hans_China.html")
+               if not fc_has(conf, "zh-cn") else None)
     assert not hindi["hidden"] and hindi["missing"] > 20
     assert "cannot draw" in hindi["text"] and "Hindi" in hindi["text"]
     assert "Noto Sans Devanagari" in hindi["text"] and "fonts-noto-core" in hindi["text"]
@@ -185,10 +195,8 @@ def test_site_tells_the_reader_when_the_browser_has_no_font_for_a_script(site, t
 
 
 @NEEDS_CHROMIUM
-def test_site_says_nothing_when_every_script_can_be_drawn(site, tmp_path):
-    conf = font_setup("with Noto", tmp_path)  # skips where Noto is not to be had
-    with chromium(conf) as browser:
-        for page in ("locales/hin_Deva_India.html", "locales/cmn_Hans_China.html",
-                     "index.html"):
-            state = site_notice(browser, f"{site}/{page}")
-            assert state["hidden"] and state["missing"] == 0, page
+def test_site_says_nothing_when_every_script_can_be_drawn(site, fonts):
+    browser = fonts.browser("with Noto")  # skips where Noto is not to be had
+    for page in ("locales/hin_Deva_India.html", "locales/cmn_Hans_China.html", "index.html"):
+        state = site_notice(browser, f"{site}/{page}")
+        assert state["hidden"] and state["missing"] == 0, page
