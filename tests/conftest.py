@@ -95,6 +95,9 @@ def pytest_collection_finish(session):
     automatic or after a ``dagster_instances`` test, then scans only what the tests created."""
     import gc
 
+    from dagster_state import track
+
+    track()  # before any test enters a Dagster instance (no_stale_dagster_state)
     gc.collect()
     gc.freeze()
 
@@ -107,17 +110,17 @@ def no_stale_dagster_state(request):
     stack is closed; an exit stack that is only garbage-collected later (inside another test)
     resets it to an older, deleted instance, and the next Definitions(...) then fails to open
     that instance's database. So the variable is cleared around each test, and modules that
-    create instances (marked ``dagster_instances``) collect garbage after each test.
-    (Dagster-internal state, Dagster 1.13.)
+    create instances (marked ``dagster_instances``) collect garbage after each test that left
+    one entered (tests/dagster_state.py). (Dagster-internal state, Dagster 1.13.)
     """
     from dagster._core.storage.defs_state import base
 
     base._current_storage.set(None)
     yield
     if request.node.get_closest_marker("dagster_instances"):
-        import gc
+        from dagster_state import collect_if_left_entered
 
-        gc.collect()
+        collect_if_left_entered()
     base._current_storage.set(None)
 
 
