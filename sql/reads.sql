@@ -175,6 +175,19 @@ SELECT model_id, bit_xor(h) AS digest FROM (
                           n_introduced_missed) FROM raw.word_recall
 ) GROUP BY model_id ORDER BY model_id;
 
+-- What the per-model rows of the aggregate tables hold (every model's rows of
+-- model_locale_deltas, model_summary, locale_word_recall and metric_values of levels model_locale
+-- and model: per table the number of rows and the XOR of their 64-bit hashes), and the write
+-- generation they were read at: the aggregation rewrites the rows of changed models only while
+-- these are what it last wrote.
+-- name: aggregate_model_rows_digest
+SELECT (SELECT max(generation) FROM raw.write_log) AS generation,
+       (SELECT concat(count(*), ':', bit_xor(hash(t))) FROM raw.model_locale_deltas t) AS pairs,
+       (SELECT concat(count(*), ':', bit_xor(hash(t))) FROM raw.model_summary t) AS models,
+       (SELECT concat(count(*), ':', bit_xor(hash(t))) FROM raw.locale_word_recall t) AS recall,
+       (SELECT concat(count(*), ':', bit_xor(hash(t))) FROM raw.metric_values t
+        WHERE level <> 'locale') AS model_values;
+
 -- Per (model, locale): the summed word-recall counts and the number of instances.
 -- name: word_recall_sums
 SELECT model_id, locale, sum(n_removed) AS n_removed,

@@ -37,7 +37,7 @@ carries its n.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -226,12 +226,17 @@ def long_form(rows: list[dict], level: str, metrics: Sequence[str]
 
 
 def statistics_tables(result: BootstrapResult, flag_config: FlagConfig | None = None,
-                      rank_states: Mapping[str, RankState] | None = None) -> StatisticsTables:
+                      rank_states: Mapping[str, RankState] | None = None,
+                      models_rows: Collection[str] | None = None) -> StatisticsTables:
     """The aggregate tables' rows (module docstring). ``rank_states``: the
     :attr:`StatisticsTables.rank_states` of an earlier computation, from which the ranks of
-    models whose values are unchanged are updated (the same rows as computed afresh)."""
-    pairs, pair_values = long_form(result.pair_rows(), "model_locale", result.metrics)
-    models, model_values = long_form(result.model_rows(), "model", result.metrics)
+    models whose values are unchanged are updated (the same rows as computed afresh).
+    ``models_rows``: when given, the per-model rows (``pairs``, ``models`` and the values of
+    levels ``model_locale`` and ``model``) of these models only; every cross-model row is
+    computed in full."""
+    pairs, pair_values = long_form(result.pair_rows(models_rows), "model_locale",
+                                   result.metrics)
+    models, model_values = long_form(result.model_rows(models_rows), "model", result.metrics)
     locales, locale_values = long_form(result.locale_rows(), "locale", result.metrics)
     rules = apply_flags(evidence_from_bootstrap(result), flag_config, label=table_label)
     flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]
