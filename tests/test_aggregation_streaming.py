@@ -310,6 +310,7 @@ def test_kept_replicates_are_reused_only_while_their_inputs_are_unchanged(store,
                     "AND metric = 'chrf'", [cultivar_test_set_name(LOCALES[5])])
     result = aggregates.aggregate(other, config=config, replicates_dir=kept)
     assert computed == [["model-03"]] and result.rewritten == ["model-03"]
+    assert result.kept["pools"] == f"{N_MODELS - 1} models' ids kept, 1 read"
     _, expected = reference_tables(other, config)
     _same_rows_of(result, expected, "model-03")
     _same(_stored(other), _fully_aggregated(other, config), "tables")
@@ -454,6 +455,7 @@ def test_one_model_added_to_kept_replicates_and_ranks_equals_a_full_aggregation(
     monkeypatch.setattr(ranks, "separable", lambda r, c: full.append(1) or real_separable(r, c))
     result = aggregates.aggregate(store, models, config=config, replicates_dir=kept)
     assert computed == [["model-13"]] and full == [] and result.rewritten == ["model-13"]
+    assert result.kept["pools"] == f"{N_MODELS - 1} models' ids kept, 1 read"
     _, expected = reference_tables(store, config)
     _same_rows_of(result, expected, "model-13")
     _same(_stored(store), _fully_aggregated(store, config), "tables")

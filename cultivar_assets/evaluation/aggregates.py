@@ -237,10 +237,10 @@ def _rank_states_key(bootstrap: BootstrapConfig, metrics: Sequence[str]) -> str:
 
 def _replicates_keys(rows: list[dict], model_ids: list[str], locales: list[str],
                      metrics: Sequence[str], universe: np.ndarray, bootstrap: BootstrapConfig,
-                     statistics_digests: list[dict]) -> dict[str, str]:
-    """model -> :func:`_replicates_key` (``statistics_digests``: the rows of the query of
-    that name)."""
-    digests = {r["model_id"]: r["digest"] for r in statistics_digests}
+                     digests: dict[str, int]) -> dict[str, str]:
+    """model -> :func:`_replicates_key` (``digests``: model -> the digest of its statistics,
+    segment scores and word-recall counts, from the queries ``statistics_groups`` and
+    ``word_recall_groups``)."""
     rows_of: dict[str, list[dict]] = {}
     for r in rows:
         rows_of.setdefault(r["model_id"], []).append(r)
@@ -292,6 +292,40 @@ def _locked(folder: Path | None):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+POOLS_FILE = "_pools.json"
+
+
+def _kept_pool(store: Store, folder: Path, model_ids: list[str], digests: dict[str, int],
+               metrics: Sequence[str], test_sets: list[str], locales: list[str]
+               ) -> tuple[np.ndarray, str]:
+    """``U`` (what the query ``aggregation_instance_pool`` gives) as the union of each model's
+    ids (``instance_pools_of_models``), kept in :data:`POOLS_FILE` under the model's
+    statistics digest and the query's parameters and read for the other models only; and a
+    note of how many were read."""
+    key = hashlib.sha256(json.dumps({"metrics": list(metrics), "test_sets": test_sets,
+                                     "locales": locales}).encode()).hexdigest()
+    try:
+        found = json.loads((folder / POOLS_FILE).read_text("utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        found = {}
+    entries = found.get("models", {}) if found.get("key") == key else {}
+    pools = {m: entries[m][1] for m in model_ids
+             if m in entries and entries[m][0] == str(digests.get(m))}
+    missing = [m for m in model_ids if m not in pools]
+    if missing:
+        for r in store.query("instance_pools_of_models", models=missing, metrics=list(metrics),
+                             test_sets=test_sets, locales=locales):
+            pools[r["model_id"]] = r["ids"]
+    if missing or len(entries) != len(model_ids):
+        partial = folder / f".{POOLS_FILE}.partial"
+        partial.write_text(json.dumps({"key": key, "models": {
+            m: [str(digests.get(m)), pools.get(m, [])] for m in model_ids}}), "utf-8")
+        os.replace(partial, folder / POOLS_FILE)
+    ids = [np.asarray(pools[m], dtype=np.int64) for m in model_ids if pools.get(m)]
+    universe = np.unique(np.concatenate(ids)) if ids else np.empty(0, dtype=np.int64)
+    return universe, f"{len(model_ids) - len(missing)} models' ids kept, {len(missing)} read"
 
 
 def _rows_key(bootstrap: BootstrapConfig, metrics: Sequence[str], locales: Sequence[str]
@@ -358,26 +392,34 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
     test_sets = sorted({cultivar_test_set_name(loc) for loc in locales}
                        | {flores_test_set_name(get_locale(loc).source_language)
                           for loc in locales})
+    kept: dict[str, str] = {}  # what was taken from replicates_dir, and what not (and why)
+    digests: dict[str, int] = {}
     with ThreadPoolExecutor(max_workers=WORKERS) as reads:  # independent reads, side by side
-        queries = {name: reads.submit(store.query, name, **params) for name, params in (
-            ("segment_counts", {}),
-            ("aggregation_instance_pool", {"models": model_ids, "metrics": list(metrics),
-                                           "test_sets": test_sets, "locales": locales}),
-            ("statistics_digests", {}), ("word_recall_sums", {}))
-            if name != "statistics_digests" or replicates_dir is not None}
-        read = {name: future.result() for name, future in queries.items()}
-    _check_statistics(read.pop("segment_counts"), rows)
-    universe = np.asarray([r["segment_id"] for r in read.pop("aggregation_instance_pool")],
-                          dtype=np.int64)
+        if replicates_dir is None:
+            pool = reads.submit(store.query, "aggregation_instance_pool", models=model_ids,
+                                metrics=list(metrics), test_sets=test_sets, locales=locales)
+            counts = reads.submit(store.query, "segment_counts")
+            recall_sums = reads.submit(store.query, "word_recall_sums").result()
+        else:  # the same counts and sums, each group with a digest of its rows
+            counts = reads.submit(store.query, "statistics_groups")
+            recall_sums = reads.submit(store.query, "word_recall_groups").result()
+        counts = counts.result()
+    _check_statistics(counts, rows)
+    if replicates_dir is None:
+        universe = np.asarray([r["segment_id"] for r in pool.result()], dtype=np.int64)
+    else:
+        for r in (*counts, *recall_sums):  # a model's digest: the XOR of its groups'
+            digests[r["model_id"]] = digests.get(r["model_id"], 0) ^ r["digest"]
+        universe, kept["pools"] = _kept_pool(store, replicates_dir, model_ids, digests,
+                                             metrics, test_sets, locales)
+    del counts
     if len(universe) == 0:
         raise AggregationError("no statistics for the scored models and locales")
     weights = bootstrap_weights(len(universe), bootstrap)
     pack = keys = None
-    kept: dict[str, str] = {}  # what was taken from replicates_dir, and what not (and why)
     if replicates_dir is not None:
         pack = ReplicatesPack(replicates_dir)
-        keys = _replicates_keys(rows, model_ids, locales, metrics, universe, bootstrap,
-                                read.pop("statistics_digests"))
+        keys = _replicates_keys(rows, model_ids, locales, metrics, universe, bootstrap, digests)
     computed: list[str] = []
     # one BLAS thread per product: the blocks' threads (WORKERS) use the cores instead; BLAS's
     # own threads beside them only wait on each other
@@ -405,7 +447,7 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
     recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
         {"model_id": r["model_id"], "locale": r["locale"],
          **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
-        for r in read["word_recall_sums"] if r["model_id"] in chosen]
+        for r in recall_sums if r["model_id"] in chosen]
     ranks_file = key = None
     previous_ranks = None
     if replicates_dir is not None:

@@ -747,7 +747,9 @@ class ReplicatesPack:
         self.data_name, self.entries = data.name, index["models"]
         self._length = data.stat().st_size // 8
         if self._length:
-            self._data = np.memmap(data, dtype=np.float64, mode="r", shape=(self._length,))
+            # a plain array on the mapping (slices of a np.memmap cost more than the reads)
+            self._data = np.memmap(data, dtype=np.float64, mode="r",
+                                   shape=(self._length,)).view(np.ndarray)
 
     def get(self, model: str, key: str) -> ModelReplicates | None:
         """The model's kept part, if it was kept under ``key``; None otherwise."""
