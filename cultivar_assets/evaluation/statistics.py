@@ -132,14 +132,16 @@ def _agreement_rows(result: BootstrapResult) -> list[dict]:
     rows = []
     for metric in result.metrics:
         flores, cultivar = result[f"pair_flores_{metric}"], result[f"pair_cultivar_{metric}"]
-        pairs = [PairDelta(key[0], key[1], result.pair_languages[key],
-                           float(flores.point[i]), float(cultivar.point[cultivar.index(key)]),
-                           int(flores.n[i]), result.pair_unpaired[key])
-                 for i, key in enumerate(flores.keys)]
-        averages = {side: {m: e.value for m in result.models
-                           for e in [result[f"model_{side}_{metric}"].estimate(m)]
-                           if e.value is not None}
-                    for side in ("flores", "cultivar")}
+        other = (cultivar.point if cultivar.keys == flores.keys else
+                 cultivar.point[[cultivar.index(key) for key in flores.keys]])
+        pairs = [PairDelta(key[0], key[1], result.pair_languages[key], f, c, n,
+                           result.pair_unpaired[key])
+                 for key, f, c, n in zip(flores.keys, flores.point.tolist(), other.tolist(),
+                                         flores.n.tolist(), strict=True)]
+        averages = {side: {m: v for m, v in zip(quantity.keys, quantity.point.tolist(),
+                                                strict=True) if v == v}  # NaN: no average
+                    for side in ("flores", "cultivar")
+                    for quantity in [result[f"model_{side}_{metric}"]]}
         per_locale, labelled = agreement_averages(pairs, averages["flores"],
                                                   averages["cultivar"], metric)
         rows += [{"aggregation": r.aggregation, "locale": r.locale, "metric": r.metric,
