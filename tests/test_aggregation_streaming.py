@@ -458,7 +458,10 @@ def test_one_model_added_to_kept_replicates_and_ranks_equals_a_full_aggregation(
     assert result.kept["pools"] == f"{N_MODELS - 1} models' ids kept, 1 read"
     _, expected = reference_tables(store, config)
     _same_rows_of(result, expected, "model-13")
-    _same(_stored(store), _fully_aggregated(store, config), "tables")
+    stored = _stored(store)
+    _same(stored, _fully_aggregated(store, config), "tables")
+    _same(stored["leaderboard_ranks"], sorted((list(r.values()) for r in expected.ranks),
+                                              key=repr), "stored ranks")
 
 
 def test_kept_rank_states_of_other_settings_are_not_used(store, tmp_path, monkeypatch):
