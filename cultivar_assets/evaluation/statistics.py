@@ -42,7 +42,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 
 from cultivar_assets.metrics.bootstrap import BootstrapResult, Quantity, percentile_interval
 from cultivar_assets.metrics.delta import PairDelta, locale_average
@@ -107,8 +106,6 @@ class StatisticsTables:
     rules: list[RuleResult]
     # ranked quantity -> what its ranks were computed from (for the next computation)
     rank_states: dict[str, RankState] = field(default_factory=dict, compare=False, repr=False)
-    # ``ranks`` as an Arrow table (the same rows, for the write); None when there are none
-    ranks_table: pa.Table | None = field(default=None, compare=False, repr=False)
 
 
 def _column_mean(quantity: Quantity, name: str, paper_table: str, aggregation: str,
@@ -162,9 +159,8 @@ RANK_WORKERS = 2  # ranked columns computed at once, in threads (NumPy outside P
 
 
 def _rank_rows(result: BootstrapResult, previous: Mapping[str, RankState],
-               states: dict[str, RankState]) -> tuple[list[dict], pa.Table | None]:
-    """The ranks' rows, and the same rows as an Arrow table (None when there are none);
-    ``previous``: quantity -> the state its ranks were last computed with
+               states: dict[str, RankState]) -> list[dict]:
+    """The ranks' rows; ``previous``: quantity -> the state its ranks were last computed with
     (only what changed since is computed, :func:`~cultivar_assets.metrics.ranks.ranked`);
     each quantity's new state is put in ``states``. :data:`RANK_WORKERS` columns are ranked at
     once (each column's computation is its own)."""
@@ -175,7 +171,7 @@ def _rank_rows(result: BootstrapResult, previous: Mapping[str, RankState],
         computed = [workers.submit(ranked, result[name], higher_is_better=higher_is_better,
                                    previous=previous.get(name))
                     for _, name, higher_is_better in columns]
-        rows, tables = [], []
+        rows = []
         for (column, name, higher_is_better), future in zip(columns, computed, strict=True):
             ranks, states[name] = future.result()
             rows += [{"model_id": r.key, "quantity": column,
@@ -183,35 +179,7 @@ def _rank_rows(result: BootstrapResult, previous: Mapping[str, RankState],
                       "rank_low": r.rank_low, "rank_high": r.rank_high,
                       "not_separable_from": list(r.not_separable_from),
                       "n_models": len(ranks)} for r in ranks]
-            if ranks:
-                tables.append(_rank_table(column, higher_is_better, ranks, states[name]))
-    return rows, (pa.concat_tables(tables) if tables else None)
-
-
-def _rank_table(column: str, higher_is_better: bool, ranks: list, state: RankState
-                ) -> pa.Table:
-    """One column's rows of :func:`_rank_rows` as an Arrow table, its "not separable" lists
-    built from the state's separable pairs in ranking order (what ``ranks.ranked`` lists, the
-    names taken by index instead of converted one by one)."""
-    at = {key: i for i, key in enumerate(state.keys)}
-    order = np.asarray([at[r.key] for r in ranks], dtype=np.int64)  # ranking order
-    tied = ~state.apart[np.ix_(order, order)]
-    np.fill_diagonal(tied, False)
-    row, other = np.nonzero(tied)  # by row, then by ranking order
-    offsets = np.zeros(len(order) + 1, dtype=np.int32)
-    np.cumsum(np.bincount(row, minlength=len(order)), out=offsets[1:])
-    names = pa.array([r.key for r in ranks], pa.string())
-    n = len(ranks)
-    return pa.table({
-        "model_id": names, "quantity": pa.array([column] * n, pa.string()),
-        "higher_is_better": pa.array([higher_is_better] * n, pa.bool_()),
-        "value": pa.array([r.value for r in ranks], pa.float64()),
-        "rank": pa.array([r.rank for r in ranks], pa.int64()),
-        "rank_low": pa.array([r.rank_low for r in ranks], pa.int64()),
-        "rank_high": pa.array([r.rank_high for r in ranks], pa.int64()),
-        "not_separable_from": pa.ListArray.from_arrays(pa.array(offsets),
-                                                       names.take(pa.array(other))),
-        "n_models": pa.array([n] * n, pa.int64())})
+    return rows
 
 
 def _average_rows(result: BootstrapResult) -> list[dict]:
@@ -275,9 +243,9 @@ def statistics_tables(result: BootstrapResult, flag_config: FlagConfig | None = 
     rules = apply_flags(evidence_from_bootstrap(result), flag_config, label=table_label)
     flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]
     states: dict[str, RankState] = {}
-    ranks, ranks_table = _rank_rows(result, rank_states or {}, states)
     return StatisticsTables(
         pairs=pairs, models=models, locales=locales,
         values=pair_values + model_values + locale_values,
         agreement=_agreement_rows(result), averages=_average_rows(result),
-        ranks=ranks, flags=flags, rules=rules, rank_states=states, ranks_table=ranks_table)
+        ranks=_rank_rows(result, rank_states or {}, states), flags=flags, rules=rules,
+        rank_states=states)
