@@ -30,7 +30,7 @@ the peak resident memory so far and the load average:
 6. ``site``: ``build_site`` with the charts folder and every model's part (``current_parts``),
    as the ``site`` asset calls it.
 
-Goal (issue 34): at 1,000 models with the default 1,000 replicates and default metrics, the
+Goal: at 1,000 models with the default 1,000 replicates and default metrics, the
 total ≤ 15 s. Not a test: run it by hand and record the figures in docs/performance.md.
 
     python benchmarks/bench_one_model.py --models 1000 --workdir /tmp/one-model-bench
