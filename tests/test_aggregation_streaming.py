@@ -349,6 +349,25 @@ def test_kept_state_of_other_inputs_is_recomputed_saying_so(store, tmp_path, mon
     _same(_stored(store), _fully_aggregated(store, seed), "tables")
 
 
+def test_a_model_left_out_has_its_rows_deleted_and_nothing_else_written(store, tmp_path):
+    """With the kept state, aggregating every model but one computes nothing, writes no
+    model's per-model rows and deletes the left-out model's; the tables equal a full
+    aggregation of the same models."""
+    copy = tmp_path / "kept.duckdb"
+    copy.write_bytes(store.path.read_bytes())
+    store = Store(copy)
+    kept = tmp_path / "replicates"
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=40)
+    aggregates.aggregate(store, config=config, replicates_dir=kept)
+    fewer = [f"model-{m:02d}" for m in range(N_MODELS) if m != 20]
+    result = aggregates.aggregate(store, fewer, config=config, replicates_dir=kept)
+    assert result.rewritten == [] and result.models == fewer
+    assert result.kept["replicates"] == f"{N_MODELS - 1} models' kept, 0 computed"
+    stored = _stored(store)
+    assert not any("model-20" in map(str, row) for table in stored.values() for row in table)
+    _same(stored, _fully_aggregated(store, config, fewer), "tables")
+
+
 def test_replicates_pack_keeps_parts_under_their_keys(store, tmp_path):
     """A pack gives back each part put in it, to the bit, under its key only; a part put
     again replaces the earlier one; parts of models no longer kept are dropped, and the data
