@@ -16,7 +16,7 @@ partitions read). The added model's translations are synthetic (perturbed refere
 
 Then, in a child process (its imports timed apart), what the assets run for the added model,
 in order, each stage's wall and CPU seconds (user + system, the process and its children),
-the peak resident memory so far and the load average:
+the child's peak resident memory so far (its high-water mark) and the load average:
 
 1. ``scores``: the partition's work (``compute_scores`` from its translations file and the
    test sets file, the scores file written);
@@ -62,7 +62,14 @@ def _cpu() -> float:
 
 
 def _peak_mb() -> int:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    """This process's peak resident memory (MB): its memory's high-water mark, which starts
+    afresh at exec (``ru_maxrss`` keeps the parent's peak across fork and exec)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+    return round(int(line.split()[1]) / 1024)
 
 
 def prepared(workdir: Path, n_models: int, segments: int, replicates: int,

@@ -177,15 +177,22 @@ def _read_block(store: Store, block: list[str], metrics: Sequence[str]):
     return stats, recall
 
 
+def _locale_languages(locales: Sequence[str]) -> list[list[str]]:
+    """[locale, its source language] of each locale, in order."""
+    return [[locale, get_locale(locale).source_language] for locale in locales]
+
+
 def _replicates_key(model: str, digest, rows: list[dict], pool: str,
                     bootstrap: BootstrapConfig, metrics: Sequence[str],
                     locales: Sequence[str]) -> str:
     """What a model's replicates are computed from: its statistics (their digest) and score
     rows (``rows``: the model's), the pool of ids (``pool``: a digest of it), the bootstrap
-    settings, the metrics and the locales."""
+    settings, the metrics and the locales with their languages (which FLORES test set each
+    is paired with)."""
     described = {
         "model": model, "statistics": str(digest), "pool": pool,
-        "bootstrap": bootstrap.model_dump(), "metrics": list(metrics), "locales": list(locales),
+        "bootstrap": bootstrap.model_dump(), "metrics": list(metrics),
+        "locales": _locale_languages(locales),
         "scores": sorted((r["metric"], r["test_set"], repr(r["score"]), r["signature"],
                           r["tokenizer_sha256"] or "", r["n_segments"],
                           r["dataset_fingerprint"]) for r in rows)}
@@ -331,10 +338,10 @@ def _kept_pool(store: Store, folder: Path, model_ids: list[str], digests: dict[s
 def _rows_key(bootstrap: BootstrapConfig, metrics: Sequence[str], locales: Sequence[str]
               ) -> str:
     """What a record of the database's per-model rows is labelled with: the rows' layout, the
-    bootstrap settings, the metrics and the locales. (Which database holds the rows is the
-    record's digest of them: a copy of the file holds the same rows.)"""
+    bootstrap settings, the metrics and the locales with their languages. (Which database
+    holds the rows is the record's digest of them: a copy of the file holds the same rows.)"""
     described = {"format": ROWS_FORMAT, "bootstrap": bootstrap.model_dump(),
-                 "metrics": list(metrics), "locales": list(locales)}
+                 "metrics": list(metrics), "locales": _locale_languages(locales)}
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
@@ -454,8 +461,10 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
         ranks_file = replicates_dir / RANK_STATES_FILE
         key = _rank_states_key(bootstrap, metrics)
         previous_ranks = load_rank_states(ranks_file, key)
-        kept["rank_states"] = ("updated from the kept states" if previous_ranks else
-                               "computed in full (no states kept under these settings)")
+        kept["rank_states"] = (
+            "taken from the kept states (a column where more than a quarter of the models "
+            "changed is computed in full)" if previous_ranks else
+            "computed in full (no states kept under these settings)")
     with threadpool_limits(limits=1, user_api="blas"):
         tables = statistics_tables(result, config.flag_config(), previous_ranks,
                                    models_rows=chosen if written else None)
