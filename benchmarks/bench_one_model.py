@@ -227,6 +227,7 @@ def run(n_models: int, segments: int, replicates: int, workdir: Path, web_cache:
     shutil.copytree(before, scratch)
     try:
         model_id = added_translations(scratch, n_models)
+        os.sync()  # the copy's writeback done before the timings, not during them
         done = subprocess.run([sys.executable, __file__, "--child", str(scratch), model_id,
                                "--replicates", str(replicates), "--web-cache", str(web_cache)],
                               capture_output=True, text=True,
