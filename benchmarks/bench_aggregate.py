@@ -4,14 +4,14 @@ A synthetic DuckDB store per size holds what ``aggregate`` reads: 27 locales + 2
 test sets of 200 instances per model, BLEU and chrF per-segment statistics (the synthetic
 statistics of ``bench_bootstrap.py``: counts that obey real statistics' constraints, each model
 with its own quality), their corpus scores, and word-recall counts. Each aggregation runs in a
-child process, which reports its wall seconds, user + system CPU seconds and peak resident memory
-(``resource.getrusage(RUSAGE_SELF)``, the child alone): the aggregation from nothing, the same
-keeping every model's replicates (``aggregate(..., replicates_dir=...)``), then one more model is
-added to the store and the aggregation timed again on what was kept (the added model's
-replicates computed, the others' loaded; the ranks updated from the kept rank states; every
-other cross-model statistic and table recomputed and written). Each line ends with the load
-average (1 minute) when the child finished: other processes on the machine slow the wall
-seconds, not the CPU seconds.
+child process, which reports its wall seconds, user + system CPU seconds
+(``resource.getrusage(RUSAGE_SELF)``) and peak resident memory (its high-water mark, the child
+alone): the aggregation from nothing, the same keeping every model's replicates
+(``aggregate(..., replicates_dir=...)``), then one more model is added to the store and the
+aggregation timed again on what was kept (the added model's replicates computed, the others'
+taken from the pack; the ranks updated from the kept rank states; the added model's per-model
+rows and every cross-model row written). Each line ends with the load average (1 minute) when
+the child finished: other processes on the machine slow the wall seconds, not the CPU seconds.
 
 Not a test: run it by hand and record the figures in docs/performance.md. Targets at 1,000
 models with 1,000 replicates: the whole aggregation ≤ 60 s and ≤ 4 GB peak resident memory.
@@ -170,8 +170,20 @@ def child(args) -> None:
     wall = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-                      "peak_mb": round(usage.ru_maxrss / 1024), "models": len(result.models),
+                      "peak_mb": _peak_mb(usage), "models": len(result.models),
                       "ranks": len(result.tables.ranks)}), flush=True)
+
+
+def _peak_mb(usage) -> int:
+    """This process's peak resident memory (MB): its memory's high-water mark, which starts
+    afresh at exec (``ru_maxrss`` keeps the parent's peak, the filling's, across fork and
+    exec)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return round(usage.ru_maxrss / 1024)
+    line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+    return round(int(line.split()[1]) / 1024)
 
 
 def run_child(db: Path, replicates: int, replicates_dir: Path | None = None) -> dict:
@@ -215,9 +227,10 @@ def main() -> None:
         print(f"{n} models × 27 locales, {args.replicates} replicates, BLEU + chrF: "
               f"aggregate {describe(full)} ({full['ranks']} rank rows)", flush=True)
         keeping = run_child(work, args.replicates, kept)
-        size = sum(p.stat().st_size for p in kept.glob("*.npz")) / 2**20
-        print(f"  the same, keeping every model's replicates ({size:.0f} MiB in "
-              f"{len(list(kept.glob('*.npz')))} files): {describe(keeping)}", flush=True)
+        size = sum(p.stat().st_size for p in kept.glob("replicates-*.bin")) / 2**20
+        states = (kept / "_ranks.state").stat().st_size / 2**20
+        print(f"  the same, keeping every model's replicates ({size:.0f} MiB in one pack; rank "
+              f"states {states:.0f} MiB): {describe(keeping)}", flush=True)
         store = Store(work)
         add_models(store, range(n, n + 1), n, dataset_fingerprint(store))
         one = run_child(work, args.replicates, kept)

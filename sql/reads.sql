@@ -162,18 +162,54 @@ FROM raw.word_recall
 SEMI JOIN (SELECT unnest($models::VARCHAR[]) AS wanted) ON model_id = wanted
 ORDER BY model_id, locale, segment_id;
 
--- Per model: a digest of every per-segment statistic, segment score and word-recall count it
--- has (the XOR of the rows' 64-bit hashes: any changed, added or removed row changes it with
--- near certainty). The aggregation's kept per-model replicates are used only under the same one.
--- name: statistics_digests
-SELECT model_id, bit_xor(h) AS digest FROM (
-    SELECT model_id, hash(metric, test_set, segment_id, stats) AS h FROM raw.segment_stats
+-- segment_counts with a digest per group: the XOR of its rows' 64-bit hashes. A model's digest
+-- of every per-segment statistic, segment score and word-recall count it has is the XOR of its
+-- groups' here and in word_recall_groups (any changed, added or removed row changes it with near
+-- certainty): an aggregation that keeps what it computed per model reuses it under the same one.
+-- name: statistics_groups
+SELECT metric, model_id, test_set, count(*) AS n,
+       bit_xor(hash(metric, test_set, segment_id, stats)) AS digest
+FROM raw.segment_stats GROUP BY ALL
+UNION ALL
+SELECT metric, model_id, test_set, count(*) AS n,
+       bit_xor(hash(metric, test_set, segment_id, score)) AS digest
+FROM raw.segment_scores GROUP BY ALL;
+
+-- word_recall_sums with a digest per (model, locale) (see statistics_groups).
+-- name: word_recall_groups
+SELECT model_id, locale, sum(n_removed) AS n_removed,
+       sum(n_removed_recalled) AS n_removed_recalled, sum(n_introduced) AS n_introduced,
+       sum(n_introduced_missed) AS n_introduced_missed, count(*) AS n_instances,
+       bit_xor(hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+                    n_introduced_missed)) AS digest
+FROM raw.word_recall GROUP BY ALL ORDER BY model_id, locale;
+
+-- Per model of $models: the instance ids of aggregation_instance_pool that its statistics,
+-- segment scores and word-recall counts hold (sorted).
+-- name: instance_pools_of_models
+SELECT model_id, list(DISTINCT segment_id ORDER BY segment_id) AS ids FROM (
+    SELECT model_id, segment_id FROM raw.segment_stats
+    WHERE list_contains($metrics, metric) AND list_contains($test_sets, test_set)
     UNION ALL
-    SELECT model_id, hash(metric, test_set, segment_id, score) FROM raw.segment_scores
+    SELECT model_id, segment_id FROM raw.segment_scores
+    WHERE list_contains($metrics, metric) AND list_contains($test_sets, test_set)
     UNION ALL
-    SELECT model_id, hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
-                          n_introduced_missed) FROM raw.word_recall
-) GROUP BY model_id ORDER BY model_id;
+    SELECT model_id, segment_id FROM raw.word_recall WHERE list_contains($locales, locale)
+) WHERE model_id IN (SELECT unnest($models::VARCHAR[]))
+GROUP BY model_id ORDER BY model_id;
+
+-- What the per-model rows of the aggregate tables hold (every model's rows of
+-- model_locale_deltas, model_summary, locale_word_recall and metric_values of levels model_locale
+-- and model: per table the number of rows and the XOR of their 64-bit hashes), and the write
+-- generation they were read at: the aggregation rewrites the rows of changed models only while
+-- these are what it last wrote.
+-- name: aggregate_model_rows_digest
+SELECT (SELECT max(generation) FROM raw.write_log) AS generation,
+       (SELECT concat(count(*), ':', bit_xor(hash(t))) FROM raw.model_locale_deltas t) AS pairs,
+       (SELECT concat(count(*), ':', bit_xor(hash(t))) FROM raw.model_summary t) AS models,
+       (SELECT concat(count(*), ':', bit_xor(hash(t))) FROM raw.locale_word_recall t) AS recall,
+       (SELECT concat(count(*), ':', bit_xor(hash(t))) FROM raw.metric_values t
+        WHERE level <> 'locale') AS model_values;
 
 -- Per (model, locale): the summed word-recall counts and the number of instances.
 -- name: word_recall_sums

@@ -104,6 +104,26 @@ DELETE FROM raw.leaderboard_ranks;
 DELETE FROM raw.contamination_flags WHERE source = 'evaluated';
 DELETE FROM raw.statistics_settings;
 
+-- The cross-model rows of the aggregate tables (every row not of one model), rewritten in full
+-- by an aggregation that writes the per-model rows of changed models only.
+-- name: delete_cross_model_aggregates
+DELETE FROM raw.locale_summary;
+DELETE FROM raw.metric_values WHERE level = 'locale';
+DELETE FROM raw.statistics_metrics;
+DELETE FROM raw.rank_agreement;
+DELETE FROM raw.table_averages;
+DELETE FROM raw.leaderboard_ranks;
+DELETE FROM raw.contamination_flags WHERE source = 'evaluated';
+DELETE FROM raw.statistics_settings;
+
+-- The per-model rows of the aggregate tables of some models ($models).
+-- name: delete_model_aggregates
+DELETE FROM raw.model_locale_deltas WHERE list_contains($models::VARCHAR[], model_id);
+DELETE FROM raw.locale_word_recall WHERE list_contains($models::VARCHAR[], model_id);
+DELETE FROM raw.model_summary WHERE list_contains($models::VARCHAR[], model_id);
+DELETE FROM raw.metric_values
+WHERE level <> 'locale' AND list_contains($models::VARCHAR[], model_id);
+
 -- name: insert_model_locale_deltas
 INSERT INTO raw.model_locale_deltas BY NAME SELECT * FROM staging;
 

@@ -233,15 +233,61 @@ def test_stats_from_table_refuses_malformed_groups_naming_them(change, message):
         stats_from_table(_stats_table(change(rows)))
 
 
+AGGREGATE_TABLES = ("model_locale_deltas", "locale_word_recall", "model_summary",
+                    "locale_summary", "metric_values", "statistics_metrics", "rank_agreement",
+                    "table_averages", "leaderboard_ranks", "contamination_flags")
+
+
+def _stored(store: Store) -> dict[str, list]:
+    """Every row of the aggregate tables as stored (sorted), the settings row without its
+    timing columns."""
+    with store.connect(read_only=True) as con:
+        tables = {table: sorted((list(row) for row in con.execute(
+            f"SELECT * FROM raw.{table}").fetchall()), key=repr) for table in AGGREGATE_TABLES}
+        tables["statistics_settings"] = [list(row) for row in con.execute(
+            "SELECT * EXCLUDE (seconds, computed_at) FROM raw.statistics_settings").fetchall()]
+    return tables
+
+
+def _fully_aggregated(store: Store, config: MetricConfig, models=None) -> dict[str, list]:
+    """The aggregate tables that a full aggregation (nothing kept) of a copy of ``store``
+    writes."""
+    copy = store.path.with_name(f"full-{store.path.name}")
+    copy.write_bytes(store.path.read_bytes())
+    aggregates.aggregate(Store(copy), models, config=config)
+    tables = _stored(Store(copy))
+    copy.unlink()
+    return tables
+
+
+def _same_rows_of(result, expected, model: str) -> None:
+    """The per-model rows that ``result`` wrote are ``model``'s, equal to ``expected``'s; its
+    cross-model rows equal ``expected``'s."""
+    for table in ("pairs", "models", "values"):
+        mine = [r for r in getattr(expected, table) if r.get("model_id") == model
+                or (table == "values" and r["level"] == "locale")]
+        _same(getattr(result.tables, table), mine, table)
+    for table in ("locales", "agreement", "averages", "ranks", "flags"):
+        _same(getattr(result.tables, table), getattr(expected, table), table)
+    assert result.tables.rules == expected.rules
+
+
 def test_kept_replicates_are_reused_only_while_their_inputs_are_unchanged(store, tmp_path,
                                                                         monkeypatch):
-    """With ``replicates_dir`` every model's replicates are kept; a second aggregation loads
-    them all (no statistics read) and writes the same tables; after one model's statistics
-    change, only that model is computed again, and the tables equal the reference's."""
+    """With ``replicates_dir`` every model's replicates are kept; a second aggregation takes
+    them all (no statistics read), writes no model's rows again and leaves the same tables;
+    after one model's statistics change, only that model is computed again and only its
+    per-model rows are written, and the tables equal a full aggregation's (and the
+    reference's)."""
     config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=100)
     kept = tmp_path / "replicates"
+    copy = tmp_path / "kept.duckdb"
+    copy.write_bytes(store.path.read_bytes())
+    store = Store(copy)
     first = aggregates.aggregate(store, config=config, replicates_dir=kept)
-    assert sorted(p.stem for p in kept.glob("*.npz")) == first.models
+    assert sorted(bootstrap.ReplicatesPack(kept).entries) == first.models
+    assert first.rewritten == first.models
+    stored = _stored(store)
     computed: list[list[str]] = []
     real = aggregates.model_replicates
 
@@ -251,9 +297,9 @@ def test_kept_replicates_are_reused_only_while_their_inputs_are_unchanged(store,
 
     monkeypatch.setattr(aggregates, "model_replicates", counting)
     again = aggregates.aggregate(store, config=config, replicates_dir=kept)
-    assert computed == []
-    for table in ("pairs", "models", "locales", "values", "ranks", "flags", "averages"):
-        _same(getattr(again.tables, table), getattr(first.tables, table), table)
+    assert computed == [] and again.rewritten == []
+    assert again.kept["replicates"] == f"{N_MODELS} models' kept, 0 computed"
+    _same(_stored(store), stored, "tables")
 
     changed = store.path.with_name("changed.duckdb")
     changed.write_bytes(store.path.read_bytes())
@@ -263,12 +309,108 @@ def test_kept_replicates_are_reused_only_while_their_inputs_are_unchanged(store,
                     "WHERE model_id = 'model-03' AND test_set = ? AND segment_id = 1 "
                     "AND metric = 'chrf'", [cultivar_test_set_name(LOCALES[5])])
     result = aggregates.aggregate(other, config=config, replicates_dir=kept)
-    assert computed == [["model-03"]]
+    assert computed == [["model-03"]] and result.rewritten == ["model-03"]
+    assert result.kept["pools"] == f"{N_MODELS - 1} models' ids kept, 1 read"
     _, expected = reference_tables(other, config)
-    for table in ("pairs", "models", "locales", "values", "agreement", "averages", "ranks",
-                  "flags"):
-        _same(getattr(result.tables, table), getattr(expected, table), table)
-    assert result.tables.values != first.tables.values
+    _same_rows_of(result, expected, "model-03")
+    _same(_stored(other), _fully_aggregated(other, config), "tables")
+    assert _stored(other)["metric_values"] != stored["metric_values"]
+
+
+def test_kept_state_of_other_inputs_is_recomputed_saying_so(store, tmp_path, monkeypatch):
+    """Everything kept is labelled with what produced it and ignored when that differs,
+    saying so in ``Aggregates.kept``: replicates of another seed are computed again, rank
+    states of another confidence recomputed in full, and per-model rows that the database no
+    longer holds as last written (changed by another writer) are all written again; each time
+    the tables equal a full aggregation's."""
+    copy = tmp_path / "kept.duckdb"
+    copy.write_bytes(store.path.read_bytes())
+    store = Store(copy)
+    kept = tmp_path / "replicates"
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=60)
+    aggregates.aggregate(store, config=config, replicates_dir=kept)
+
+    seed = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=60, bootstrap_seed=99)
+    result = aggregates.aggregate(store, config=seed, replicates_dir=kept)
+    assert result.kept["replicates"].startswith(f"0 models' kept, {N_MODELS} computed")
+    assert result.kept["rank_states"].startswith("computed in full")
+    assert result.kept["rows"] == "the rows were written under other settings"
+    assert result.rewritten == result.models
+    _same(_stored(store), _fully_aggregated(store, seed), "tables")
+
+    with store.connect() as con:  # another writer changes one stored value
+        con.execute("UPDATE raw.metric_values SET value = value + 1 WHERE model_id = "
+                    "'model-02' AND level = 'model' AND metric = 'bleu' AND quantity = 'delta'")
+    result = aggregates.aggregate(store, config=seed, replicates_dir=kept)
+    assert result.kept["rows"] == ("the database's per-model rows differ from the ones last "
+                                   "written")
+    assert result.kept["replicates"] == f"{N_MODELS} models' kept, 0 computed"
+    assert result.rewritten == result.models
+    _same(_stored(store), _fully_aggregated(store, seed), "tables")
+
+
+def test_a_model_left_out_has_its_rows_deleted_and_nothing_else_written(store, tmp_path):
+    """With the kept state, aggregating every model but one computes nothing, writes no
+    model's per-model rows and deletes the left-out model's; the tables equal a full
+    aggregation of the same models."""
+    copy = tmp_path / "kept.duckdb"
+    copy.write_bytes(store.path.read_bytes())
+    store = Store(copy)
+    kept = tmp_path / "replicates"
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=40)
+    aggregates.aggregate(store, config=config, replicates_dir=kept)
+    fewer = [f"model-{m:02d}" for m in range(N_MODELS) if m != 20]
+    result = aggregates.aggregate(store, fewer, config=config, replicates_dir=kept)
+    assert result.rewritten == [] and result.models == fewer
+    assert result.kept["replicates"] == f"{N_MODELS - 1} models' kept, 0 computed"
+    stored = _stored(store)
+    assert not any("model-20" in map(str, row) for table in stored.values() for row in table)
+    _same(stored, _fully_aggregated(store, config, fewer), "tables")
+
+
+def test_replicates_pack_keeps_parts_under_their_keys(store, tmp_path):
+    """A pack gives back each part put in it, to the bit, under its key only; a part put
+    again replaces the earlier one; parts of models no longer kept are dropped, and the data
+    file is written afresh once most of it is unused."""
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=20).bootstrap_config()
+    stats = stats_from_table(store.arrow("all_segment_stats"))
+    recall = recall_from_table(store.arrow("all_word_recall"))
+    models = [f"model-{m:02d}" for m in range(4)]
+    universe = bootstrap.instance_pool(stats, models, LOCALES, recall)
+    weights = bootstrap.bootstrap_weights(len(universe), config)
+    parts = bootstrap.model_replicates(stats, models, LOCALES, recall, universe, weights,
+                                       config.confidence, score_functions=score_functions(stats))
+    folder = tmp_path / "pack"
+    pack = bootstrap.ReplicatesPack(folder)
+    for part in parts:
+        pack.put(part, f"key-{part.model}")
+    pack.save(models)
+    again = bootstrap.ReplicatesPack(folder)
+    assert again.get("model-00", "other key") is None and again.get("model-09", "x") is None
+    for part in parts:
+        back = again.get(part.model, f"key-{part.model}")
+        compact = part.compact()
+        assert (back.pairs, back.unpaired) == (compact.pairs, compact.unpaired)
+        for name, (values, n) in compact.columns.items():
+            np.testing.assert_array_equal(back.columns[name][0], values, strict=True)
+            assert back.columns[name][1] == n
+        for metric, sides in compact.pair_values.items():
+            np.testing.assert_array_equal(back.pair_replicates[metric]["delta"],
+                                          compact.pair_replicates[metric]["delta"], strict=True)
+            for side, values in sides.items():
+                for got, want in zip(back.pair_values[metric][side], values, strict=True):
+                    np.testing.assert_array_equal(got, want, strict=True)
+    first_file = again.data_name
+    again.put(parts[1], "key-new")
+    again.save(models[:2])  # model-02 and model-03 dropped: most of the file unused
+    last = bootstrap.ReplicatesPack(folder)
+    assert sorted(last.entries) == models[:2] and last.data_name != first_file
+    assert [p.name for p in folder.glob("replicates-*.bin")] == [last.data_name]
+    assert last.get("model-01", "key-model-01") is None
+    np.testing.assert_array_equal(last.get("model-01", "key-new").columns[
+        "model_delta_bleu"][0], parts[1].columns["model_delta_bleu"][0], strict=True)
+    np.testing.assert_array_equal(last.get("model-00", "key-model-00").columns[
+        "model_delta_bleu"][0], parts[0].columns["model_delta_bleu"][0], strict=True)
 
 
 def test_block_sums_of_models_sharing_every_column():
@@ -331,12 +473,14 @@ def test_one_model_added_to_kept_replicates_and_ranks_equals_a_full_aggregation(
         computed.append(list(block)) or real_replicates(stats, block, *a, **k)))
     monkeypatch.setattr(ranks, "separable", lambda r, c: full.append(1) or real_separable(r, c))
     result = aggregates.aggregate(store, models, config=config, replicates_dir=kept)
-    assert computed == [["model-13"]] and full == []
+    assert computed == [["model-13"]] and full == [] and result.rewritten == ["model-13"]
+    assert result.kept["pools"] == f"{N_MODELS - 1} models' ids kept, 1 read"
     _, expected = reference_tables(store, config)
-    for table in ("pairs", "models", "locales", "values", "agreement", "averages", "ranks",
-                  "flags"):
-        _same(getattr(result.tables, table), getattr(expected, table), table)
-    assert result.tables.rules == expected.rules
+    _same_rows_of(result, expected, "model-13")
+    stored = _stored(store)
+    _same(stored, _fully_aggregated(store, config), "tables")
+    _same(stored["leaderboard_ranks"], sorted((list(r.values()) for r in expected.ranks),
+                                              key=repr), "stored ranks")
 
 
 def test_kept_rank_states_of_other_settings_are_not_used(store, tmp_path, monkeypatch):
@@ -374,4 +518,4 @@ def test_a_missing_statistic_is_refused_naming_the_model(store, tmp_path):
                        match="per-segment statistics of model-04 are missing or do not match"):
         aggregates.aggregate(other, config=config, replicates_dir=tmp_path / "kept")
     assert other.query("leaderboard") == before
-    assert not (tmp_path / "kept").exists()
+    assert [p.name for p in (tmp_path / "kept").iterdir()] == [aggregates.LOCK_FILE]  # no state

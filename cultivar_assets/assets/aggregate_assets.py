@@ -66,6 +66,8 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
                  for m in config.metrics}}
         for r in result.locale_summary]
     settings = result.settings
+    for name, note in result.kept.items():
+        context.log.info(f"statistics, kept {name}: {note}")
     return dg.MaterializeResult(metadata={
         "models": len(result.models),
         "locales": len(result.locales),
@@ -92,6 +94,8 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
         "confidence": settings["confidence"],
         "resampled_instances": settings["n_instances"],
         "statistics_seconds": settings["seconds"],
+        # what the kept replicates, rank states and rows record gave, and what was recomputed
+        **{f"kept_{name}": note for name, note in result.kept.items()},
         **{f"{column_key(m)}_signature": result.signatures.get(m, "") for m in config.metrics},
     }, data_version=dg.DataVersion(rows_digest(store.store(), "leaderboard")))
 

@@ -12,19 +12,38 @@ block's per-segment statistics and word-recall counts are read, each model's rep
 (``bootstrap.model_replicates``) and combined with the others' (``bootstrap.combine``) before the
 next block is read; every result equals one bootstrap over all models at once. :data:`WORKERS`
 blocks are read and computed at once, in threads, BLAS at one thread per product (the same
-arithmetic). Given a ``replicates_dir``, each model's replicates are kept there and reused while
-what they were computed from is unchanged (:func:`_replicates_key`), and so are the ranks'
-states (:data:`RANK_STATES_FILE`, ``metrics.ranks.ranked``): the ranks of models whose values
-are unchanged are updated for the models added, changed or removed.
+arithmetic).
+
+Given a ``replicates_dir`` (held by one aggregation at a time: a lock on its :data:`LOCK_FILE`),
+three things are kept there, each labelled with what produced it and ignored when that differs
+(``Aggregates.kept`` says what was taken and what not, and why):
+
+- every model's replicates, in one pack (``bootstrap.ReplicatesPack``), each under the key of
+  what it was computed from (:func:`_replicates_key`): a model whose key is unchanged is taken
+  from the pack, the others computed and added to it;
+- the ranks' states (:data:`RANK_STATES_FILE`, ``metrics.ranks.ranked``), under the bootstrap
+  settings and ranked columns: the ranks of models whose values are unchanged are updated for
+  the models added, changed or removed;
+- a record of the per-model rows written (:data:`WRITTEN_FILE`: each model's replicates key
+  and a digest of every per-model row the database held after the write, under the rows'
+  layout, bootstrap settings, metrics and locales). While the database's per-model rows
+  (``model_locale_deltas``, ``model_summary``, ``locale_word_recall``, ``metric_values`` of
+  levels ``model_locale`` and ``model``, which depend on one model's replicates alone) are
+  still the ones recorded, only the rows of models added, changed or removed are deleted and
+  written; every cross-model row (per-locale, ranks, rank agreement, averages, flags,
+  settings) is written in full. Otherwise every row is written.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,11 +60,10 @@ from cultivar_assets.evaluation.statistics import (
 from cultivar_assets.metrics.bootstrap import (
     BootstrapConfig,
     ModelReplicates,
+    ReplicatesPack,
     bootstrap_weights,
     combine,
-    load_replicates,
     model_replicates,
-    save_replicates,
 )
 from cultivar_assets.metrics.flags import RuleResult
 from cultivar_assets.metrics.metric_config import MetricConfig
@@ -80,8 +98,10 @@ class Aggregates:
     leaderboard: list[dict]  # the leaderboard view after the write
     locale_summary: list[dict]  # per locale: delta_<metric> with _low/_high/_excludes_zero
     rank_agreement: list[dict]  # rows of raw.rank_agreement
-    tables: StatisticsTables
+    tables: StatisticsTables  # per-model rows: those of ``rewritten`` only
     settings: dict  # the statistics_settings row
+    rewritten: list[str]  # the models whose per-model rows were written
+    kept: dict[str, str]  # what was taken from ``replicates_dir`` and what not (and why)
 
     @property
     def rules(self) -> list[RuleResult]:
@@ -157,15 +177,22 @@ def _read_block(store: Store, block: list[str], metrics: Sequence[str]):
     return stats, recall
 
 
+def _locale_languages(locales: Sequence[str]) -> list[list[str]]:
+    """[locale, its source language] of each locale, in order."""
+    return [[locale, get_locale(locale).source_language] for locale in locales]
+
+
 def _replicates_key(model: str, digest, rows: list[dict], pool: str,
                     bootstrap: BootstrapConfig, metrics: Sequence[str],
                     locales: Sequence[str]) -> str:
     """What a model's replicates are computed from: its statistics (their digest) and score
     rows (``rows``: the model's), the pool of ids (``pool``: a digest of it), the bootstrap
-    settings, the metrics and the locales."""
+    settings, the metrics and the locales with their languages (which FLORES test set each
+    is paired with)."""
     described = {
         "model": model, "statistics": str(digest), "pool": pool,
-        "bootstrap": bootstrap.model_dump(), "metrics": list(metrics), "locales": list(locales),
+        "bootstrap": bootstrap.model_dump(), "metrics": list(metrics),
+        "locales": _locale_languages(locales),
         "scores": sorted((r["metric"], r["test_set"], repr(r["score"]), r["signature"],
                           r["tokenizer_sha256"] or "", r["n_segments"],
                           r["dataset_fingerprint"]) for r in rows)}
@@ -177,15 +204,15 @@ WORKERS = 2  # blocks of models read and computed at once, each in a thread of i
 
 def _block_parts(store: Store, block: list[str], keys: dict[str, str], locales: list[str],
                  metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
-                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool
-                 ) -> dict[str, ModelReplicates]:
-    """The :class:`ModelReplicates` of the models of ``block``: loaded from ``replicates_dir``
-    where kept under their key, the others' statistics read and their replicates computed (and
-    kept there)."""
+                 bootstrap: BootstrapConfig, pack: ReplicatesPack | None, progress: bool
+                 ) -> tuple[dict[str, ModelReplicates], list[str]]:
+    """The :class:`ModelReplicates` of the models of ``block`` (loaded from ``pack`` where kept
+    under their key, the others' statistics read and their replicates computed) and the
+    models computed."""
     parts: dict[str, ModelReplicates] = {}
-    if replicates_dir is not None:
+    if pack is not None:
         for model in block:
-            found = load_replicates(replicates_dir / f"{model}.npz", keys[model])
+            found = pack.get(model, keys[model])
             if found is not None:
                 parts[model] = found
     missing = [m for m in block if m not in parts]
@@ -195,14 +222,15 @@ def _block_parts(store: Store, block: list[str], keys: dict[str, str], locales: 
                                      bootstrap.confidence, score_functions=score_functions(stats),
                                      progress=progress):
             parts[part.model] = part.compact()
-            if replicates_dir is not None:
-                save_replicates(part, replicates_dir / f"{part.model}.npz", keys[part.model])
-    return parts
+    return parts, missing
 
 
-# in ``replicates_dir``, beside ``<model>.npz``: the ranks' states (metrics.ranks); no model
-# id begins with "_" (specs.MODEL_ID_PATTERN)
+# in ``replicates_dir``, beside the replicates' pack: the ranks' states (metrics.ranks), what
+# the database's per-model rows were last written from, and the lock of the folder
 RANK_STATES_FILE = "_ranks.state"
+WRITTEN_FILE = "_written.json"
+LOCK_FILE = ".lock"
+ROWS_FORMAT = 1  # the per-model rows' layout: a change makes every kept record of them stale
 
 
 def _rank_states_key(bootstrap: BootstrapConfig, metrics: Sequence[str]) -> str:
@@ -214,25 +242,30 @@ def _rank_states_key(bootstrap: BootstrapConfig, metrics: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
-def _model_parts(store: Store, rows: list[dict], model_ids: list[str], locales: list[str],
+def _replicates_keys(rows: list[dict], model_ids: list[str], locales: list[str],
+                     metrics: Sequence[str], universe: np.ndarray, bootstrap: BootstrapConfig,
+                     digests: dict[str, int]) -> dict[str, str]:
+    """model -> :func:`_replicates_key` (``digests``: model -> the digest of its statistics,
+    segment scores and word-recall counts, from the queries ``statistics_groups`` and
+    ``word_recall_groups``)."""
+    rows_of: dict[str, list[dict]] = {}
+    for r in rows:
+        rows_of.setdefault(r["model_id"], []).append(r)
+    pool = hashlib.sha256(universe.tobytes()).hexdigest()
+    return {model: _replicates_key(model, digests.get(model), rows_of.get(model, []), pool,
+                                   bootstrap, metrics, locales) for model in model_ids}
+
+
+def _model_parts(store: Store, model_ids: list[str], keys: dict[str, str], locales: list[str],
                  metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
-                 bootstrap: BootstrapConfig, replicates_dir: Path | None, progress: bool,
-                 statistics_digests: list[dict]):
-    """Every model's :class:`ModelReplicates` in model order: loaded from ``replicates_dir``
-    where kept under the same key (``statistics_digests``: the rows of the query of that
-    name), else computed :data:`BLOCK_MODELS` models at a time (and kept there).
-    :data:`WORKERS` blocks are read and computed at once, in threads (DuckDB's reads and
-    NumPy's array operations run outside Python's lock; :func:`aggregate` holds BLAS at one
-    thread per call): each block's arithmetic is the same as alone."""
-    keys: dict[str, str] = {}
-    if replicates_dir is not None:
-        digests = {r["model_id"]: r["digest"] for r in statistics_digests}
-        rows_of: dict[str, list[dict]] = {}
-        for r in rows:
-            rows_of.setdefault(r["model_id"], []).append(r)
-        pool = hashlib.sha256(universe.tobytes()).hexdigest()
-        keys = {model: _replicates_key(model, digests.get(model), rows_of.get(model, []), pool,
-                                       bootstrap, metrics, locales) for model in model_ids}
+                 bootstrap: BootstrapConfig, pack: ReplicatesPack | None, progress: bool,
+                 computed: list[str]):
+    """Every model's :class:`ModelReplicates` in model order: taken from ``pack`` where kept
+    under the same key (``keys``), else computed :data:`BLOCK_MODELS` models at a time (and
+    put in ``pack``; their names appended to ``computed``). :data:`WORKERS` blocks are read
+    and computed at once, in threads (DuckDB's reads and NumPy's array operations run outside
+    Python's lock; :func:`aggregate` holds BLAS at one thread per call): each block's
+    arithmetic is the same as alone."""
     blocks = [model_ids[start:start + BLOCK_MODELS]
               for start in range(0, len(model_ids), BLOCK_MODELS)]
     with ThreadPoolExecutor(max_workers=WORKERS) as workers:
@@ -242,10 +275,97 @@ def _model_parts(store: Store, rows: list[dict], model_ids: list[str], locales: 
                 if ahead not in pending:
                     pending[ahead] = workers.submit(
                         _block_parts, store, blocks[ahead], keys, locales, metrics, universe,
-                        weights, bootstrap, replicates_dir, progress)
-            parts = pending.pop(i).result()
+                        weights, bootstrap, pack, progress)
+            parts, missing = pending.pop(i).result()
+            computed += missing
             for model in block:
-                yield parts.pop(model)
+                part = parts.pop(model)
+                if pack is not None and model in missing:
+                    pack.put(part, keys[model])
+                yield part
+
+
+@contextmanager
+def _locked(folder: Path | None):
+    """The kept state in ``folder`` held by this aggregation alone (an exclusive lock on its
+    lock file; other aggregations of the same folder wait)."""
+    if folder is None:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / LOCK_FILE).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+POOLS_FILE = "_pools.json"
+
+
+def _kept_pool(store: Store, folder: Path, model_ids: list[str], digests: dict[str, int],
+               metrics: Sequence[str], test_sets: list[str], locales: list[str]
+               ) -> tuple[np.ndarray, str]:
+    """``U`` (what the query ``aggregation_instance_pool`` gives) as the union of each model's
+    ids (``instance_pools_of_models``), kept in :data:`POOLS_FILE` under the model's
+    statistics digest and the query's parameters and read for the other models only; and a
+    note of how many were read."""
+    key = hashlib.sha256(json.dumps({"metrics": list(metrics), "test_sets": test_sets,
+                                     "locales": locales}).encode()).hexdigest()
+    try:
+        found = json.loads((folder / POOLS_FILE).read_text("utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        found = {}
+    entries = found.get("models", {}) if found.get("key") == key else {}
+    pools = {m: entries[m][1] for m in model_ids
+             if m in entries and entries[m][0] == str(digests.get(m))}
+    missing = [m for m in model_ids if m not in pools]
+    if missing:
+        for r in store.query("instance_pools_of_models", models=missing, metrics=list(metrics),
+                             test_sets=test_sets, locales=locales):
+            pools[r["model_id"]] = r["ids"]
+    if missing or len(entries) != len(model_ids):
+        partial = folder / f".{POOLS_FILE}.partial"
+        partial.write_text(json.dumps({"key": key, "models": {
+            m: [str(digests.get(m)), pools.get(m, [])] for m in model_ids}}), "utf-8")
+        os.replace(partial, folder / POOLS_FILE)
+    ids = [np.asarray(pools[m], dtype=np.int64) for m in model_ids if pools.get(m)]
+    universe = np.unique(np.concatenate(ids)) if ids else np.empty(0, dtype=np.int64)
+    return universe, f"{len(model_ids) - len(missing)} models' ids kept, {len(missing)} read"
+
+
+def _rows_key(bootstrap: BootstrapConfig, metrics: Sequence[str], locales: Sequence[str]
+              ) -> str:
+    """What a record of the database's per-model rows is labelled with: the rows' layout, the
+    bootstrap settings, the metrics and the locales with their languages. (Which database
+    holds the rows is the record's digest of them: a copy of the file holds the same rows.)"""
+    described = {"format": ROWS_FORMAT, "bootstrap": bootstrap.model_dump(),
+                 "metrics": list(metrics), "locales": _locale_languages(locales)}
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
+def _rows_digest(store: Store) -> tuple[int | None, dict]:
+    """(write generation, digest of every per-model aggregate row) read in one snapshot."""
+    row = store.query("aggregate_model_rows_digest")[0]
+    return row.pop("generation"), row
+
+
+def _kept_rows(folder: Path, key: str, store: Store) -> tuple[dict[str, str], str | None]:
+    """model -> the replicates key its rows in the database were written from, when the
+    record in ``folder`` was kept under ``key`` and the database's per-model rows are still
+    the ones it describes (their digest); else an empty dict and why."""
+    try:
+        kept = json.loads((folder / WRITTEN_FILE).read_text("utf-8"))
+    except FileNotFoundError:
+        return {}, "no record of the rows written"
+    except json.JSONDecodeError:
+        return {}, f"{folder / WRITTEN_FILE} is not JSON"
+    if kept.get("key") != key:
+        return {}, "the rows were written under other settings"
+    if kept.get("digest") != _rows_digest(store)[1]:
+        return {}, "the database's per-model rows differ from the ones last written"
+    return kept["models"], None
 
 
 def aggregate(store: Store, models: Sequence[str] | None = None,
@@ -253,9 +373,15 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
               replicates_dir: Path | None = None) -> Aggregates:
     """Recompute the aggregate tables of ``models`` (default: every scored model); module
     docstring. ``config``: the metric settings (the metrics aggregated, in their order; bootstrap
-    and flag parameters). ``replicates_dir``: a folder where each model's replicates are kept
-    (``<model>.npz``) and reused while what they were computed from is unchanged."""
-    config = config or MetricConfig()
+    and flag parameters). ``replicates_dir``: a folder where each model's replicates, the
+    ranks' states and a record of the per-model rows written are kept and reused while what
+    they were computed from is unchanged (module docstring)."""
+    with _locked(replicates_dir):
+        return _aggregate(store, models, config or MetricConfig(), progress, replicates_dir)
+
+
+def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
+               progress: bool, replicates_dir: Path | None) -> Aggregates:
     started = time.perf_counter()
     fingerprint = dataset_fingerprint(store)
     rows = store.query("all_scores")
@@ -273,39 +399,75 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
     test_sets = sorted({cultivar_test_set_name(loc) for loc in locales}
                        | {flores_test_set_name(get_locale(loc).source_language)
                           for loc in locales})
+    kept: dict[str, str] = {}  # what was taken from replicates_dir, and what not (and why)
+    digests: dict[str, int] = {}
     with ThreadPoolExecutor(max_workers=WORKERS) as reads:  # independent reads, side by side
-        queries = {name: reads.submit(store.query, name, **params) for name, params in (
-            ("segment_counts", {}),
-            ("aggregation_instance_pool", {"models": model_ids, "metrics": list(metrics),
-                                           "test_sets": test_sets, "locales": locales}),
-            ("statistics_digests", {}), ("word_recall_sums", {}))
-            if name != "statistics_digests" or replicates_dir is not None}
-        read = {name: future.result() for name, future in queries.items()}
-    _check_statistics(read.pop("segment_counts"), rows)
-    universe = np.asarray([r["segment_id"] for r in read.pop("aggregation_instance_pool")],
-                          dtype=np.int64)
+        if replicates_dir is None:
+            pool = reads.submit(store.query, "aggregation_instance_pool", models=model_ids,
+                                metrics=list(metrics), test_sets=test_sets, locales=locales)
+            counts = reads.submit(store.query, "segment_counts")
+            recall_sums = reads.submit(store.query, "word_recall_sums").result()
+        else:  # the same counts and sums, each group with a digest of its rows
+            counts = reads.submit(store.query, "statistics_groups")
+            recall_sums = reads.submit(store.query, "word_recall_groups").result()
+        counts = counts.result()
+    _check_statistics(counts, rows)
+    if replicates_dir is None:
+        universe = np.asarray([r["segment_id"] for r in pool.result()], dtype=np.int64)
+    else:
+        for r in (*counts, *recall_sums):  # a model's digest: the XOR of its groups'
+            digests[r["model_id"]] = digests.get(r["model_id"], 0) ^ r["digest"]
+        universe, kept["pools"] = _kept_pool(store, replicates_dir, model_ids, digests,
+                                             metrics, test_sets, locales)
+    del counts
     if len(universe) == 0:
         raise AggregationError("no statistics for the scored models and locales")
     weights = bootstrap_weights(len(universe), bootstrap)
+    pack = keys = None
+    if replicates_dir is not None:
+        pack = ReplicatesPack(replicates_dir)
+        keys = _replicates_keys(rows, model_ids, locales, metrics, universe, bootstrap, digests)
+    computed: list[str] = []
     # one BLAS thread per product: the blocks' threads (WORKERS) use the cores instead; BLAS's
     # own threads beside them only wait on each other
     with threadpool_limits(limits=1, user_api="blas"):
-        parts = _model_parts(store, rows, model_ids, locales, metrics, universe, weights,
-                             bootstrap, replicates_dir, progress,
-                             read.pop("statistics_digests", []))
+        parts = _model_parts(store, model_ids, keys or {}, locales, metrics, universe, weights,
+                             bootstrap, pack, progress, computed)
         result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
-    chosen = set(model_ids)
+    if pack is not None:
+        pack.save(model_ids)
+        named = ", ".join(computed[:10]) + (", …" if len(computed) > 10 else "")
+        kept["replicates"] = (f"{len(model_ids) - len(computed)} models' kept, "
+                              f"{len(computed)} computed" + (f" ({named})" if computed else ""))
+    # the per-model rows to write: every model's, or (with a record of the rows the database
+    # holds) those of the models whose replicates differ from the ones their rows came from
+    written: dict[str, str] = {}
+    rows_key = None
+    if replicates_dir is not None and keys is not None:
+        rows_key = _rows_key(bootstrap, metrics, locales)
+        written, why = _kept_rows(replicates_dir, rows_key, store)
+        kept["rows"] = why or "per-model rows rewritten for the models changed, added or removed"
+    rewrite = ([m for m in model_ids if written.get(m) != keys[m]] if written
+               else list(model_ids))
+    removed = sorted(set(written) - set(model_ids))
+    chosen = set(rewrite)
     recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
         {"model_id": r["model_id"], "locale": r["locale"],
          **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
-        for r in read["word_recall_sums"] if r["model_id"] in chosen]
+        for r in recall_sums if r["model_id"] in chosen]
     ranks_file = key = None
+    previous_ranks = None
     if replicates_dir is not None:
         ranks_file = replicates_dir / RANK_STATES_FILE
         key = _rank_states_key(bootstrap, metrics)
+        previous_ranks = load_rank_states(ranks_file, key)
+        kept["rank_states"] = (
+            "taken from the kept states (a column where more than a quarter of the models "
+            "changed is computed in full)" if previous_ranks else
+            "computed in full (no states kept under these settings)")
     with threadpool_limits(limits=1, user_api="blas"):
-        tables = statistics_tables(result, config.flag_config(),
-                                   load_rank_states(ranks_file, key) if ranks_file else None)
+        tables = statistics_tables(result, config.flag_config(), previous_ranks,
+                                   models_rows=chosen if written else None)
     registry = metric_registry()
     metric_rows = [  # raw.statistics_metrics
         {"metric": metric, "position": i, "label": score_label(metric, consistent[metric][0]),
@@ -324,8 +486,13 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
         "seconds": round(time.perf_counter() - started, 3),
         "computed_at": datetime.now(UTC).replace(tzinfo=None),
     }
-    store.write([
-        WriteBlock("delete_aggregates"),
+    deletes = ([WriteBlock("delete_cross_model_aggregates"),
+                WriteBlock("delete_model_aggregates", {"models": sorted(chosen) + removed})]
+               if written else [WriteBlock("delete_aggregates")])
+    if replicates_dir is not None:
+        (replicates_dir / WRITTEN_FILE).unlink(missing_ok=True)  # stale until rewritten below
+    generation = store.write([
+        *deletes,
         WriteBlock("insert_model_locale_deltas", rows=tables.pairs),
         WriteBlock("insert_locale_word_recall", rows=recall_table),
         WriteBlock("insert_model_summary", rows=tables.models),
@@ -338,7 +505,13 @@ def aggregate(store: Store, models: Sequence[str] | None = None,
         WriteBlock("insert_contamination_flags", rows=tables.flags),
         WriteBlock("insert_statistics_settings", rows=[settings]),
     ])
-    if ranks_file is not None:
+    if replicates_dir is not None and keys is not None:
         save_rank_states(ranks_file, key, tables.rank_states)
+        at, digest = _rows_digest(store)
+        if at == generation:  # no other write since this one: the rows are this write's
+            partial = replicates_dir / f".{WRITTEN_FILE}.partial"
+            partial.write_text(json.dumps({"key": rows_key, "digest": digest, "models": keys}),
+                               "utf-8")
+            os.replace(partial, replicates_dir / WRITTEN_FILE)
     return Aggregates(model_ids, locales, signatures, store.query("leaderboard"),
-                      result.locale_rows(), tables.agreement, tables, settings)
+                      result.locale_rows(), tables.agreement, tables, settings, rewrite, kept)

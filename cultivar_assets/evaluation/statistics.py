@@ -37,7 +37,7 @@ carries its n.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -132,14 +132,16 @@ def _agreement_rows(result: BootstrapResult) -> list[dict]:
     rows = []
     for metric in result.metrics:
         flores, cultivar = result[f"pair_flores_{metric}"], result[f"pair_cultivar_{metric}"]
-        pairs = [PairDelta(key[0], key[1], result.pair_languages[key],
-                           float(flores.point[i]), float(cultivar.point[cultivar.index(key)]),
-                           int(flores.n[i]), result.pair_unpaired[key])
-                 for i, key in enumerate(flores.keys)]
-        averages = {side: {m: e.value for m in result.models
-                           for e in [result[f"model_{side}_{metric}"].estimate(m)]
-                           if e.value is not None}
-                    for side in ("flores", "cultivar")}
+        other = (cultivar.point if cultivar.keys == flores.keys else
+                 cultivar.point[[cultivar.index(key) for key in flores.keys]])
+        pairs = [PairDelta(key[0], key[1], result.pair_languages[key], f, c, n,
+                           result.pair_unpaired[key])
+                 for key, f, c, n in zip(flores.keys, flores.point.tolist(), other.tolist(),
+                                         flores.n.tolist(), strict=True)]
+        averages = {side: {m: v for m, v in zip(quantity.keys, quantity.point.tolist(),
+                                                strict=True) if v == v}  # NaN: no average
+                    for side in ("flores", "cultivar")
+                    for quantity in [result[f"model_{side}_{metric}"]]}
         per_locale, labelled = agreement_averages(pairs, averages["flores"],
                                                   averages["cultivar"], metric)
         rows += [{"aggregation": r.aggregation, "locale": r.locale, "metric": r.metric,
@@ -226,12 +228,17 @@ def long_form(rows: list[dict], level: str, metrics: Sequence[str]
 
 
 def statistics_tables(result: BootstrapResult, flag_config: FlagConfig | None = None,
-                      rank_states: Mapping[str, RankState] | None = None) -> StatisticsTables:
+                      rank_states: Mapping[str, RankState] | None = None,
+                      models_rows: Collection[str] | None = None) -> StatisticsTables:
     """The aggregate tables' rows (module docstring). ``rank_states``: the
     :attr:`StatisticsTables.rank_states` of an earlier computation, from which the ranks of
-    models whose values are unchanged are updated (the same rows as computed afresh)."""
-    pairs, pair_values = long_form(result.pair_rows(), "model_locale", result.metrics)
-    models, model_values = long_form(result.model_rows(), "model", result.metrics)
+    models whose values are unchanged are updated (the same rows as computed afresh).
+    ``models_rows``: when given, the per-model rows (``pairs``, ``models`` and the values of
+    levels ``model_locale`` and ``model``) of these models only; every cross-model row is
+    computed in full."""
+    pairs, pair_values = long_form(result.pair_rows(models_rows), "model_locale",
+                                   result.metrics)
+    models, model_values = long_form(result.model_rows(models_rows), "model", result.metrics)
     locales, locale_values = long_form(result.locale_rows(), "locale", result.metrics)
     rules = apply_flags(evidence_from_bootstrap(result), flag_config, label=table_label)
     flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]

@@ -57,7 +57,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,10 +231,10 @@ class BootstrapResult:
         except KeyError:
             raise KeyError(f"no quantity {name!r}; known: {', '.join(self.quantities)}") from None
 
-    def pair_rows(self) -> list[dict]:
+    def pair_rows(self, models: Collection[str] | None = None) -> list[dict]:
         """One row per (model, locale), metrics joined by key: ``flores_<m>``,
         ``cultivar_<m>``, ``delta_<m>``, each with ``_low``/``_high``, ``delta_<m>_excludes_zero``,
-        ``n_instances`` and ``n_cultivar_only``."""
+        ``n_instances`` and ``n_cultivar_only``; the rows of ``models`` only, when given."""
         keys = None
         for metric in self.metrics:
             mine = set(self[f"pair_delta_{metric}"].keys)
@@ -243,6 +243,8 @@ class BootstrapResult:
                                    f"{sorted(mine ^ keys)[:5]}")
             keys = mine
         order = self[f"pair_delta_{self.metrics[0]}"].keys
+        if models is not None:
+            order = tuple(key for key in order if key[0] in models)
         fast = self._pair_rows_by_column(order)
         if fast is not None:
             return fast
@@ -289,10 +291,11 @@ class BootstrapResult:
                 row[name] = value
         return rows
 
-    def model_rows(self) -> list[dict]:
+    def model_rows(self, models: Collection[str] | None = None) -> list[dict]:
         """One row per model: Table 3's columns, each with ``_low``/``_high``, and the n's
         (``n_locale_pairs``, ``n_flores_test_sets``, ``n_cultivar_test_sets``, ``n_fp_locales``,
-        ``n_fn_locales``); ``delta_<m>_excludes_zero``."""
+        ``n_fn_locales``); ``delta_<m>_excludes_zero``; the rows of ``models`` only, when
+        given."""
         names = [(f"model_{side}_{metric}", f"{side}_{metric}", n_name)
                  for metric in self.metrics
                  for side, n_name in (("delta", "n_locale_pairs"),
@@ -304,6 +307,8 @@ class BootstrapResult:
                 names.append((f"model_{rate}", rate, n_name))
         rows = []
         for model in self.models:
+            if models is not None and model not in models:
+                continue
             row: dict = {"model_id": model}
             for quantity, column, n_name in names:
                 e = self[quantity].estimate(model)
@@ -594,7 +599,10 @@ def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Se
     values: dict[tuple[str, str], list] = {}  # (metric, side) -> [(point, low, high)]
     kept: dict[tuple[str, str], list] | None = {}  # (metric, side) -> pair replicates
     columns: dict[str, dict[int, tuple]] = {}  # quantity name -> model index -> (values, n)
-    sums: dict[str, dict[str, list]] = {m: {} for m in metrics}  # locale -> [Σ ∆, count]
+    # per metric: Σ ∆ per locale (column: the locale's position in ``locales``) and the count
+    locale_at = {locale: i for i, locale in enumerate(dict.fromkeys(locales))}
+    sums = {m: np.zeros((n_rows, len(locale_at))) for m in metrics}
+    counts = {m: np.zeros(len(locale_at), dtype=np.int64) for m in metrics}
     unpaired: dict[tuple[str, str], int] = {}
     count = 0
     for part in parts:
@@ -615,14 +623,8 @@ def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Se
                         part.pair_replicates[metric][side])
                 else:  # a compact part: no pair keeps its replicates (none are held)
                     kept = None
-            delta = part.pair_replicates[metric]["delta"]
-            for j, (locale, _) in enumerate(part.pairs[metric]):
-                entry = sums[metric].get(locale)
-                if entry is None:
-                    sums[metric][locale] = [delta[:, j].copy(), 1]
-                else:
-                    entry[0] += delta[:, j]
-                    entry[1] += 1
+            _add_locale_deltas(sums[metric], counts[metric], locale_at, part.pairs[metric],
+                               part.pair_replicates[metric]["delta"])
         unpaired.update({(part.model, locale): n for locale, n in part.unpaired.items()})
     if count != len(models):
         raise BootstrapError(f"no replicates of the models {list(models[count:count + 5])}")
@@ -655,13 +657,9 @@ def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Se
                 config.confidence, {"value": (low, high)})
         for side in ("delta", "flores", "cultivar"):
             stacked(f"model_{side}_{metric}")
-        paired_locales = [loc for loc in locales if loc in sums[metric]]
-        means = np.full((n_rows, len(paired_locales)), np.nan)
-        for j, locale in enumerate(paired_locales):
-            total, n_models = sums[metric][locale]
-            means[:, j] = total / n_models
-        add(f"locale_delta_{metric}", paired_locales, means,
-            [sums[metric][loc][1] for loc in paired_locales])
+        paired = np.flatnonzero(counts[metric])
+        add(f"locale_delta_{metric}", [list(locale_at)[j] for j in paired],
+            sums[metric][:, paired] / counts[metric][paired], counts[metric][paired].tolist())
     for name in ("model_false_positive_rate", "model_false_negative_rate"):
         if name in columns:
             stacked(name)
@@ -671,45 +669,50 @@ def combine(parts: Iterable[ModelReplicates], models: Sequence[str], locales: Se
     )
 
 
-REPLICATES_FORMAT = 1  # the layout of a kept replicates file (save_replicates)
+def _add_locale_deltas(sums: np.ndarray, counts: np.ndarray, locale_at: Mapping[str, int],
+                       pairs: Sequence[tuple[str, int]], delta: np.ndarray) -> None:
+    """Add one model's ∆ replicates (``delta``: ``(B + 1, pairs)``) to the per-locale sums
+    (``sums[:, locale_at[locale]]``; the first model of a locale is copied, the next ones
+    added, in the order the models come) and count them."""
+    at = np.asarray([locale_at.get(locale, -1) for locale, _ in pairs], dtype=np.int64)
+    every = len(at) == sums.shape[1] and (at == np.arange(len(at))).all()
+    if every and (counts.all() or not counts.any()):  # every locale, in order: whole arrays
+        if counts.all():
+            sums += delta
+        else:
+            sums[:] = delta
+        counts += 1
+        return
+    known = at >= 0  # a locale outside ``locales`` is left out
+    first = known & (counts[np.where(known, at, 0)] == 0)
+    later = known & ~first
+    if first.any():
+        sums[:, at[first]] = delta[:, first]
+    if later.any():
+        sums[:, at[later]] += delta[:, later]
+    counts[at[known]] += 1
 
 
-def save_replicates(part: ModelReplicates, path: Path, key: str) -> None:
-    """Keep a model's :meth:`~ModelReplicates.compact` replicates in ``path`` (``.npz`` of two
-    entries, no pickles: a JSON description and every array in one float64 vector), labelled
-    with ``key`` (what they were computed from); replaced atomically."""
-    part = part.compact()
+PACK_FORMAT = 1  # the layout of a kept replicates pack (ReplicatesPack)
+PACK_INDEX = "replicates.json"
+
+
+def _part_arrays(part: ModelReplicates) -> tuple[dict, list[tuple[str, np.ndarray]]]:
+    """A :meth:`~ModelReplicates.compact` part as (its JSON description, its named arrays)."""
     arrays = [(f"pair/{metric}/{side}/{i}", values[i])
               for metric, sides in part.pair_values.items()
               for side, values in sides.items() for i in range(3)]
     arrays += [(f"delta/{metric}", sides["delta"])
                for metric, sides in part.pair_replicates.items()]
     arrays += [(f"column/{name}", values) for name, (values, _) in part.columns.items()]
-    meta = {"format": REPLICATES_FORMAT, "key": key, "model": part.model, "pairs": part.pairs,
-            "unpaired": part.unpaired,
+    meta = {"model": part.model, "pairs": part.pairs, "unpaired": part.unpaired,
             "columns": {name: n for name, (_, n) in part.columns.items()},
             "arrays": [(name, list(np.shape(a))) for name, a in arrays]}
-    data = (np.concatenate([np.asarray(a, dtype=np.float64).ravel() for _, a in arrays])
-            if arrays else np.empty(0))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    with partial.open("wb") as out:
-        np.savez(out, meta=np.array(json.dumps(meta)), data=data)
-    os.replace(partial, path)
+    return meta, arrays
 
 
-def load_replicates(path: Path, key: str) -> ModelReplicates | None:
-    """The replicates kept in ``path`` by :func:`save_replicates` with the same ``key``; None
-    when there are none, they were computed from something else or kept in another layout."""
-    try:
-        stored = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        return None
-    with stored:
-        meta = json.loads(str(stored["meta"]))
-        if meta.get("format") != REPLICATES_FORMAT or meta.get("key") != key:
-            return None
-        data = stored["data"]
+def _part_from(meta: dict, data: np.ndarray) -> ModelReplicates:
+    """The part that :func:`_part_arrays` described as ``meta``, its values in ``data``."""
     arrays, at = {}, 0
     for name, shape in meta["arrays"]:
         size = int(np.prod(shape))
@@ -724,6 +727,90 @@ def load_replicates(path: Path, key: str) -> ModelReplicates | None:
         {metric: {"delta": arrays[f"delta/{metric}"]} for metric in pairs},
         {name: (arrays[f"column/{name}"], int(n)) for name, n in meta["columns"].items()},
         {locale: int(n) for locale, n in meta["unpaired"].items()})
+
+
+class ReplicatesPack:
+    """Every model's :meth:`~ModelReplicates.compact` replicates kept in one folder, each
+    labelled with the key of what it was computed from: ``replicates.json`` (per model: its
+    key, its description, where its values lie) and the data file it names (float64, each
+    model's values one after another; a model computed again is appended, and the file is
+    written afresh without the values no model uses once they are more than half of it). The
+    index is replaced atomically after the data it names is written, so a reader sees a
+    complete pack; :meth:`get` reads a model's values from the file's mapping (no copy)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.entries: dict[str, dict] = {}
+        self.data_name: str | None = None
+        self._data: np.ndarray | None = None
+        self._out = None
+        self._length = 0  # float64 values in the data file
+        try:
+            index = json.loads((folder / PACK_INDEX).read_text("utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return
+        data = folder / str(index.get("data"))
+        if index.get("format") != PACK_FORMAT or not data.is_file():
+            return
+        self.data_name, self.entries = data.name, index["models"]
+        self._length = data.stat().st_size // 8
+        if self._length:
+            # a plain array on the mapping (slices of a np.memmap cost more than the reads)
+            self._data = np.memmap(data, dtype=np.float64, mode="r",
+                                   shape=(self._length,)).view(np.ndarray)
+
+    def get(self, model: str, key: str) -> ModelReplicates | None:
+        """The model's kept part, if it was kept under ``key``; None otherwise."""
+        entry = self.entries.get(model)
+        if entry is None or entry["key"] != key or self._data is None:
+            return None
+        start = entry["offset"]
+        return _part_from(entry["meta"], self._data[start:start + entry["size"]])
+
+    def put(self, part: ModelReplicates, key: str) -> None:
+        """Keep ``part`` (its compact form) under ``key``, appended to the data file (the index
+        is written by :meth:`save`)."""
+        meta, arrays = _part_arrays(part.compact())
+        data = (np.concatenate([np.asarray(a, dtype=np.float64).ravel() for _, a in arrays])
+                if arrays else np.empty(0))
+        if self._out is None:
+            if self.data_name is None:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self.data_name = f"replicates-{os.getpid()}-{os.urandom(4).hex()}.bin"
+            self._out = (self.folder / self.data_name).open("ab")
+        self._out.write(memoryview(data))
+        self.entries[part.model] = {"key": key, "offset": self._length, "size": len(data),
+                                    "meta": meta}
+        self._length += len(data)
+
+    def save(self, models: Sequence[str]) -> None:
+        """Keep the parts of ``models`` only and write the index (after the data it names)."""
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        self.entries = {m: self.entries[m] for m in models if m in self.entries}
+        if self.data_name is None:
+            return
+        live = sum(e["size"] for e in self.entries.values())
+        old = self.data_name
+        if live * 2 < self._length:  # mostly values no model uses: written afresh
+            source = np.memmap(self.folder / old, dtype=np.float64, mode="r",
+                               shape=(self._length,)) if self._length else np.empty(0)
+            self.data_name = f"replicates-{os.getpid()}-{os.urandom(4).hex()}.bin"
+            with (self.folder / self.data_name).open("wb") as out:
+                at = 0
+                for entry in self.entries.values():
+                    out.write(memoryview(np.ascontiguousarray(
+                        source[entry["offset"]:entry["offset"] + entry["size"]])))
+                    entry["offset"], at = at, at + entry["size"]
+            self._length = at
+        partial = self.folder / f".{PACK_INDEX}.partial"
+        partial.write_text(json.dumps({"format": PACK_FORMAT, "data": self.data_name,
+                                       "models": self.entries}), "utf-8")
+        os.replace(partial, self.folder / PACK_INDEX)
+        for other in self.folder.glob("replicates-*.bin"):  # earlier data files
+            if other.name != self.data_name:
+                other.unlink(missing_ok=True)
 
 
 BLOCK_MODELS = 100  # models whose replicates are computed together (one matrix product each)

@@ -261,31 +261,42 @@ def apply_flags(evidence: Sequence[ModelEvidence], config: FlagConfig | None = N
     return results
 
 
+def _optional(values) -> list[float | None]:
+    """The values as floats, None where NaN (``bootstrap.Estimate``'s convention)."""
+    return [None if v != v else v for v in np.asarray(values, dtype=np.float64).tolist()]
+
+
 def evidence_from_bootstrap(result: BootstrapResult) -> list[ModelEvidence]:
     """Evidence with intervals from a :class:`~cultivar_assets.metrics.bootstrap.BootstrapResult`
     (models without a mean ∆ keep empty fields)."""
-    evidence = []
-    fp = result.quantities.get("model_false_positive_rate")
-    keys_of: dict[str, dict[str, list]] = {}  # metric -> model -> its pairs' keys, in order
+    mean_of: dict[str, dict[str, Value]] = {}  # model -> metric -> its mean ∆
+    locale_of: dict[str, dict[str, dict[str, Value]]] = {}  # metric -> model -> locale -> ∆
     for metric in result.metrics:
-        for key in result[f"pair_delta_{metric}"].keys:
-            keys_of.setdefault(metric, {}).setdefault(key[0], []).append(key)
+        mean = result[f"model_delta_{metric}"]
+        for model, value, low, high in zip(mean.keys, *map(_optional, (mean.point,
+                                                                     *mean.interval())),
+                                           strict=True):
+            if value is not None:
+                mean_of.setdefault(model, {})[metric] = Value(value, low, high)
+        pairs = result[f"pair_delta_{metric}"]
+        per_model = locale_of.setdefault(metric, {})
+        for key, value, low, high in zip(pairs.keys, *map(_optional, (pairs.point,
+                                                                      *pairs.interval())),
+                                         strict=True):
+            per_model.setdefault(key[0], {})
+            if value is not None:
+                per_model[key[0]][key[1]] = Value(value, low, high)
+    fp = result.quantities.get("model_false_positive_rate")
+    rates = (dict(zip(fp.keys, zip(*map(_optional, (fp.point, *fp.interval())), strict=True),
+                      strict=True)) if fp is not None else {})
+    evidence = []
     for model in result.models:
-        mean_delta, locale_deltas = {}, {}
-        for metric in result.metrics:
-            e = result[f"model_delta_{metric}"].estimate(model)
-            if e.value is not None:
-                mean_delta[metric] = Value(e.value, e.low, e.high)
-            pairs = result[f"pair_delta_{metric}"]
-            locale_deltas[metric] = {
-                key[1]: Value(p.value, p.low, p.high)
-                for key in keys_of.get(metric, {}).get(model, [])
-                for p in [pairs.estimate(key)] if p.value is not None
-            }
-        rate = fp.estimate(model) if fp is not None else None
+        rate = rates.get(model)
         evidence.append(ModelEvidence(
-            model, mean_delta, locale_deltas,
-            Value(rate.value, rate.low, rate.high) if rate and rate.value is not None else None))
+            model, {m: v for m in result.metrics
+                    for v in [mean_of.get(model, {}).get(m)] if v is not None},
+            {metric: locale_of[metric].get(model, {}) for metric in result.metrics},
+            Value(*rate) if rate is not None and rate[0] is not None else None))
     return evidence
 
 

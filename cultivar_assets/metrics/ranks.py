@@ -41,8 +41,6 @@ computation from nothing.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from cultivar_assets.metrics.bootstrap import Quantity, interval_positions, percentile_interval
+from cultivar_assets.metrics.kept_files import read_arrays, write_arrays
 
 
 @dataclass(frozen=True)
@@ -283,37 +282,32 @@ def rank_intervals(
     return ranked(quantity, higher_is_better, confidence)[0]
 
 
-RANK_STATE_FORMAT = 1  # the layout of a kept rank state file (save_rank_states)
+RANK_STATE_FORMAT = 2  # the layout of a kept rank state file (save_rank_states)
 
 
 def save_rank_states(path: Path, key: str, states: Mapping[str, RankState]) -> None:
-    """Keep ``states`` (name -> :class:`RankState`) in ``path`` (``.npz`` without pickles: a
-    JSON description and the arrays), labelled with ``key``; replaced atomically."""
+    """Keep ``states`` (name -> :class:`RankState`) in ``path`` (an array file of
+    :mod:`~cultivar_assets.metrics.kept_files`: a JSON description and the raw arrays),
+    labelled with ``key``; replaced atomically."""
     meta = {"format": RANK_STATE_FORMAT, "key": key,
             "states": {name: {"higher_is_better": s.higher_is_better,
                               "confidence": s.confidence, "keys": list(s.keys)}
                        for name, s in states.items()}}
-    arrays = {f"{kind}/{name}": getattr(s, kind) for name, s in states.items()
-              for kind in ("values", "better", "apart")}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    with partial.open("wb") as out:
-        np.savez(out, meta=np.array(json.dumps(meta)), **arrays)
-    os.replace(partial, path)
+    write_arrays(path, meta, {f"{kind}/{name}": getattr(s, kind) for name, s in states.items()
+                              for kind in ("values", "better", "apart")})
 
 
 def load_rank_states(path: Path, key: str) -> dict[str, RankState]:
     """The states kept in ``path`` by :func:`save_rank_states` under the same ``key``; none
-    (an empty dict) when there is no file or it was kept for something else."""
-    try:
-        stored = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
+    (an empty dict) when there is no file or it was kept for something else (another key or
+    layout)."""
+    found = read_arrays(path)
+    if found is None:
         return {}
-    with stored:
-        meta = json.loads(str(stored["meta"]))
-        if meta.get("format") != RANK_STATE_FORMAT or meta.get("key") != key:
-            return {}
-        return {name: RankState(bool(m["higher_is_better"]), float(m["confidence"]),
-                                tuple(m["keys"]), stored[f"values/{name}"],
-                                stored[f"better/{name}"], stored[f"apart/{name}"])
-                for name, m in meta["states"].items()}
+    meta, arrays = found
+    if meta.get("format") != RANK_STATE_FORMAT or meta.get("key") != key:
+        return {}
+    return {name: RankState(bool(m["higher_is_better"]), float(m["confidence"]),
+                            tuple(m["keys"]), arrays[f"values/{name}"],
+                            arrays[f"better/{name}"], arrays[f"apart/{name}"])
+            for name, m in meta["states"].items()}
