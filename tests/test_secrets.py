@@ -66,21 +66,31 @@ def _run(config: dict, tmp_path: Path, capfd) -> tuple[int, str]:
     return code, out + err
 
 
-def test_hub_push_to_a_server_that_echoes_the_token(homes, tmp_path, monkeypatch, capfd):
+def _push_in_copy(run, publish: dict, capfd) -> tuple[int, str]:
+    """``cultivar run`` in ``run`` (a copy of the session's finished run of the copy baseline,
+    tests/pipeline_helpers.py) with the settings' ``publish`` section ``publish``: the dataset
+    folder, its push and the site are made again."""
+    settings = run.config_values()
+    settings["publish"] = publish
+    code = main(["--config", str(run.write_config(settings)), "run"])
+    out, err = capfd.readouterr()
+    return code, out + err
+
+
+def test_hub_push_to_a_server_that_echoes_the_token(copy_baseline_home, tmp_path, monkeypatch,
+                                                    capfd):
     token = "hf_" + random_secrets.token_hex(16)
     with EchoServer(status=403) as echo:
         use_hub(monkeypatch, echo.url, tmp_path, token=token)
-        code, printed = _run({
-            "models": ["copy-source-baseline"], "metrics": {"bleu_tokenize": "13a"},
-            "publish": {"repo_id": "me/cultivar-test", "endpoint": echo.url,
-                        "allow_demo_push": True},
-        }, tmp_path, capfd)
+        code, printed = _push_in_copy(copy_baseline_home, {
+            "repo_id": "me/cultivar-test", "endpoint": echo.url, "allow_demo_push": True}, capfd)
         sent = [r["authorization"] for r in echo.requests]
     assert f"Bearer {token}" in sent  # the token really went to the server, which echoed it
     assert code == 1
     assert "hf_dataset_push" in printed and "HTTP 403" in printed and echo.url in printed
     assert "***" in printed  # the echoed header, redacted
-    assert assert_secret_nowhere(token, printed, *homes)["files"] > 10
+    # the run's folder: its homes (CULTIVAR_HOME, DAGSTER_HOME), database and settings
+    assert assert_secret_nowhere(token, printed, copy_baseline_home.folder)["files"] > 10
 
 
 def test_openai_engine_against_a_server_that_echoes_the_key(homes, tmp_path, monkeypatch,
@@ -349,7 +359,7 @@ def test_a_key_in_the_model_output_is_redacted_before_anything_stores_it(
 
 
 def test_a_hub_push_whose_server_echoes_the_token_encoded_and_split(
-        homes, tmp_path, monkeypatch, capfd):
+        copy_baseline_home, tmp_path, monkeypatch, capfd):
     """The Hub token echoed base64-encoded (standard and url-safe, unpadded) and in two parts of
     the message: the push fails, and no form of the token is printed or stored."""
     token = "hf_" + random_secrets.token_hex(16)
@@ -361,12 +371,10 @@ def test_a_hub_push_whose_server_echoes_the_token_encoded_and_split(
 
     with EchoServer(status=403, echo=echo) as hub:
         use_hub(monkeypatch, hub.url, tmp_path, token=token)
-        code, printed = _run({
-            "models": ["copy-source-baseline"], "metrics": {"bleu_tokenize": "13a"},
-            "publish": {"repo_id": "me/cultivar-test", "endpoint": hub.url,
-                        "allow_demo_push": True},
-        }, tmp_path, capfd)
+        code, printed = _push_in_copy(copy_baseline_home, {
+            "repo_id": "me/cultivar-test", "endpoint": hub.url, "allow_demo_push": True}, capfd)
         sent = [r["authorization"] for r in hub.requests]
     assert f"Bearer {token}" in sent
     assert code == 1 and "HTTP 403" in printed and "parts: [***] [***]" in printed
-    assert assert_secret_nowhere(token, printed, *homes, tmp_path)["files"] > 10
+    # tmp_path holds the run's folder (its homes, database and settings)
+    assert assert_secret_nowhere(token, printed, tmp_path)["files"] > 10
