@@ -275,11 +275,11 @@ def homes(tmp_path, monkeypatch, isolated_home):
 @pytest.fixture(scope="session")
 def copy_baseline_run(tmp_path_factory):
     """A finished ``cultivar run`` of the copy baseline on a local copy of the demo data, made
-    once a session (``tests/pipeline_helpers.py``): tests read it, and start from copies of it
-    (:func:`copy_baseline_home`), never change it."""
-    from pipeline_helpers import finished_copy_baseline_run
+    once a session, whatever the number of pytest-xdist workers (``tests/pipeline_helpers.py``):
+    tests read it, and start from copies of it (:func:`copy_baseline_home`), never change it."""
+    from pipeline_helpers import shared_copy_baseline_run
 
-    return finished_copy_baseline_run(tmp_path_factory.mktemp("copy_baseline_run"))
+    return shared_copy_baseline_run(tmp_path_factory)
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """A finished ``cultivar run`` of the copy baseline, made once a session and copied into each
 test that starts from it (the fixtures ``copy_baseline_run`` and ``copy_baseline_home`` of
-``tests/conftest.py``).
+``tests/conftest.py``). Under pytest-xdist the first worker that needs it makes it, under a file
+lock in the session's folder shared by the workers; the others read it there
+(:func:`shared_copy_baseline_run`).
 
 The run's settings (:func:`write_config`) name the database and the models file (neither is part
 of a settings section's data version) and no output folder: the site, the charts, the models'
@@ -16,7 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import pickle
 import shutil
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -138,3 +143,26 @@ def finished_copy_baseline_run(folder: Path) -> FinishedRun:
     printed = out.getvalue() + err.getvalue()
     assert code == 0 and len(results) == 1, printed
     return replace(run, printed=printed, result=results[0])
+
+
+def shared_copy_baseline_run(tmp_path_factory: pytest.TempPathFactory) -> FinishedRun:
+    """:func:`finished_copy_baseline_run`, made once for the whole session: in the session's
+    base folder (the folder of every pytest-xdist worker's base folder, under pytest-xdist),
+    under a file lock; whoever comes later reads the record it left (``copy_baseline_run.
+    pickle``). A run that failed leaves no record: the next worker tries again in a folder of
+    its own."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # pytest-<n>, shared by the session's workers
+    record = root / "copy_baseline_run.pickle"
+    with FileLock(str(root / "copy_baseline_run.lock")):
+        if record.is_file():
+            return pickle.loads(record.read_bytes())
+        run = finished_copy_baseline_run(Path(tempfile.mkdtemp(prefix="copy_baseline_run-",
+                                                               dir=root)))
+        partial = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+        partial.write_bytes(pickle.dumps(run))
+        os.replace(partial, record)
+        return run
