@@ -281,6 +281,23 @@ def homes(tmp_path, monkeypatch, isolated_home):
     return isolated_home, dagster_home
 
 
+@pytest.fixture(scope="session")
+def copy_baseline_run(tmp_path_factory):
+    """A finished ``cultivar run`` of the copy baseline on a local copy of the demo data, made
+    once a session, whatever the number of pytest-xdist workers (``tests/pipeline_helpers.py``):
+    tests read it, and start from copies of it (:func:`copy_baseline_home`), never change it."""
+    from pipeline_helpers import shared_copy_baseline_run
+
+    return shared_copy_baseline_run(tmp_path_factory)
+
+
+@pytest.fixture
+def copy_baseline_home(copy_baseline_run, tmp_path, monkeypatch, isolated_home):
+    """A copy of :func:`copy_baseline_run` in ``tmp_path/run``, whose CULTIVAR_HOME and
+    DAGSTER_HOME the test runs with: Dagster reports every asset of it fresh."""
+    return copy_baseline_run.copy(tmp_path / "run").enter(monkeypatch)
+
+
 def copy_baseline_settings(tmp_path: Path):
     """Settings of a pipeline run of the copy baseline on a copy of the demo data (data kind
     local; BLEU 13a, 50 bootstrap replicates), its database and models file in ``tmp_path``."""

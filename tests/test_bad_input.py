@@ -323,22 +323,13 @@ def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(tmp_path, cap
     assert len((out + err).strip().split("\n")) <= 8  # progress lines, then the one error
 
 
-def test_the_cli_run_names_the_test_sets_it_could_not_evaluate(tmp_path, capfd,
-                                                                  monkeypatch):
+def test_the_cli_run_names_the_test_sets_it_could_not_evaluate(copy_baseline_run):
     """A test set the data lacks was recorded, but `cultivar run` exited 0 printing nothing about
-    it (its ∆ shown as '–', unexplained)."""
-    from cultivar_assets.cli import main
-
-    monkeypatch.setenv("COLUMNS", "1000")  # lines as printed, however long tmp_path's name is
-
-    folder = _local_copy_of_demo(tmp_path)
-    shutil.copy(folder / "deu_Latn_Germany.jsonl", folder / "deu_Latn_Austria.jsonl")
-    config = tmp_path / "cultivar.yaml"
-    config.write_text(f"data: {{kind: local, cultivar_path: {folder}, "
-                      "locales: [deu_Latn_Germany, pol_Latn_Poland]}\n"
-                      "models: [copy-source-baseline]\nmetrics: {bleu_tokenize: 13a}\n")
-    assert main(["run", "--config", str(config), "--database", str(tmp_path / "x.duckdb")]) == 0
-    out = capfd.readouterr().out
+    it (its ∆ shown as '–', unexplained). The session's finished `cultivar run`
+    (tests/pipeline_helpers.py) reads all locales from a copy of the demo data that has no file
+    of pol_Latn_Poland and one, deu_Latn_Austria.jsonl, that names no known locale."""
+    folder = copy_baseline_run.data
+    out = copy_baseline_run.printed  # the console 1,000 columns wide: lines as printed
     assert "Not evaluated: " in out
     [line] = [line for line in out.splitlines() if line.startswith("  cultivar_pol_Latn_Poland:")]
     assert f"no data file in {folder}" in line  # the reason, as recorded

@@ -5,20 +5,20 @@ paper's BLEU and chrF columns, then ∆, FLORES and Cultivar of each further con
 from __future__ import annotations
 
 import duckdb
-import yaml
-from conftest import copy_baseline_config_file
 
 from cultivar_assets.cli import main
 from cultivar_assets.tables import format_value
 
 
-def test_the_cli_leaderboard_has_the_columns_of_every_configured_metric(tmp_path, homes, capsys,
-                                                                      monkeypatch):
+def test_the_cli_leaderboard_has_the_columns_of_every_configured_metric(copy_baseline_home,
+                                                                      capsys, monkeypatch):
+    """``cultivar run`` in a copy of the session's finished run of the copy baseline
+    (tests/pipeline_helpers.py) whose settings then add chrF++ and TER: the scores and what
+    reads them are made again."""
     monkeypatch.setenv("COLUMNS", "400")
-    config = copy_baseline_config_file(tmp_path, bootstrap_replicates=20)
-    settings = yaml.safe_load(config.read_text("utf-8"))
+    settings = copy_baseline_home.config_values()
     settings["metrics"]["metrics"] = ["bleu", "chrf", "chrf++", "ter"]
-    config.write_text(yaml.safe_dump(settings), "utf-8")
+    config = copy_baseline_home.write_config(settings)
     assert main(["--config", str(config), "run"]) == 0
     run_output = capsys.readouterr().out
     assert main(["--config", str(config), "leaderboard"]) == 0
@@ -27,7 +27,7 @@ def test_the_cli_leaderboard_has_the_columns_of_every_configured_metric(tmp_path
     cells = [c.strip() for c in header.strip("┃│ ").split("┃")]
     assert cells[-6:] == ["∆chrF++", "∆TER", "FLORES chrF++", "FLORES TER", "Cultivar chrF++",
                           "Cultivar TER"]
-    with duckdb.connect(str(tmp_path / "results.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(copy_baseline_home.database), read_only=True) as con:
         values = dict(((q, m), v) for q, m, v in con.execute(
             "SELECT quantity, metric, value FROM leaderboard_metrics WHERE level = 'model' AND "
             "model_id = 'copy-source-baseline'").fetchall())

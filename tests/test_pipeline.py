@@ -13,7 +13,6 @@ from cultivar_assets.engines.base import EngineSettings
 from cultivar_assets.evaluation import AggregationError, aggregate
 from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.resources import resources_from_settings
-from cultivar_assets.runner import run_pipeline
 from cultivar_assets.settings import Settings
 from cultivar_assets.store.database import Store
 from cultivar_assets.versions.inputs import SETTINGS_SECTIONS
@@ -38,32 +37,39 @@ def settings(tmp_path, tiny_models_file, shared_cache) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def pipeline_run(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir, shared_cache):
-    """One ``run_pipeline`` of the three systems on the demo data for the module (with a
-    CULTIVAR_HOME of its own): its settings and result. Tests change copies of its database
-    (:func:`pipeline_copy`)."""
+def materialised(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir, shared_cache):
+    """The three systems on the demo data, once for the module (with a CULTIVAR_HOME of its
+    own): the assets the tests read (``test_sets``, each model's ``translations`` and
+    ``scores``, ``model_results``, ``leaderboard``) materialised in a Dagster instance of their
+    own; the settings. Tests change copies of its database (:func:`pipeline_copy`). (The whole
+    pipeline, stage by stage: tests/test_runner_stale.py; with real models:
+    tests/test_demo_cli.py.)"""
+    import dagster as dg
     from conftest import isolate_home, tiny_model_entries, write_models_file
 
-    folder = tmp_path_factory.mktemp("pipeline_run")
+    folder = tmp_path_factory.mktemp("materialised")
     models = write_models_file(folder / "models.yaml",
                                tiny_model_entries(tiny_model_dir, tiny_chat_model_dir))
     settings = Settings(database=str(folder / "results.duckdb"), models_file=str(models),
                         models=MODELS, metrics=MetricConfig(bleu_tokenize="13a"),
                         engine=EngineSettings(cache_dir=str(shared_cache)))
-    with pytest.MonkeyPatch.context() as monkeypatch:
+    with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
         isolate_home(monkeypatch, folder / "home")
-        return settings, run_pipeline(settings, say=lambda _: None)
+        instance.add_dynamic_partitions("models", MODELS)
+        _materialise(instance, settings, ["test_sets"])
+        for model in MODELS:
+            _materialise(instance, settings, ["translations", "scores"], model)
+        _materialise(instance, settings, ["model_results", "leaderboard"])
+    return settings
 
 
 @pytest.fixture
-def pipeline_copy(pipeline_run, tmp_path):
-    """:func:`pipeline_run`'s settings naming a copy of its database in ``tmp_path``, and the
-    run's result."""
+def pipeline_copy(materialised, tmp_path):
+    """:func:`materialised`'s settings naming a copy of its database in ``tmp_path``."""
     from conftest import copy_database
 
-    settings, result = pipeline_run
-    copy = copy_database(settings.database_path, tmp_path)
-    return settings.model_copy(update={"database": str(copy)}), result
+    copy = copy_database(materialised.database_path, tmp_path)
+    return materialised.model_copy(update={"database": str(copy)})
 
 
 def _materialise(instance, settings, selection, partition=None):
@@ -143,8 +149,9 @@ def test_assets_materialise_and_rematerialising_replaces_rows(settings):
 
 
 def test_views_hold_what_the_pipeline_computed(pipeline_copy):
-    settings, result = pipeline_copy
+    settings = pipeline_copy
     db = settings.database_path
+    leaderboard = Store(db).query("leaderboard")  # what a run prints (run_pipeline's result)
     with duckdb.connect(str(db), read_only=True) as con:
         # the leaderboard's order is by mean pairwise ∆BLEU, recomputed here from the scores view
         recomputed = dict(con.execute("""
@@ -154,7 +161,7 @@ def test_views_hold_what_the_pipeline_computed(pipeline_copy):
             WHERE c.kind = 'cultivar' AND c.metric = 'bleu' GROUP BY c.model_id
         """).fetchall())
         assert sorted(recomputed) == sorted(MODELS)
-        assert [row["model_id"] for row in result.leaderboard] == sorted(
+        assert [row["model_id"] for row in leaderboard] == sorted(
             recomputed, key=lambda m: (-recomputed[m], m))
         # the copy baseline's hypotheses are its sources, stored verbatim
         assert con.execute("SELECT count(*) FROM translations WHERE model_id = "
@@ -179,7 +186,7 @@ def test_views_hold_what_the_pipeline_computed(pipeline_copy):
 
 
 def test_leaderboard_refuses_mixed_signatures(pipeline_copy):
-    settings, _ = pipeline_copy
+    settings = pipeline_copy
     store = Store(settings.database_path)
     from cultivar_assets.evaluation import score_model
 
@@ -196,7 +203,7 @@ def test_leaderboard_refuses_scores_from_different_sentencepiece_models(pipeline
 
     from cultivar_assets.evaluation import score_model
 
-    settings, _ = pipeline_copy
+    settings = pipeline_copy
     store = Store(settings.database_path)
     model_a = train_tiny_spm(tmp_path / "a", name="a", seed=0)
     model_b = train_tiny_spm(tmp_path / "b", name="b", vocab_size=40, seed=1)

@@ -2,13 +2,13 @@
 definitions' named jobs, and says what it skipped: a second run with nothing changed runs no
 asset; an asset materialised from Dagster (as the UI would) makes exactly its downstream assets
 stale, and the next run materialises those. Real pipeline runs (Dagster in process, the demo
-data as a local dataset, the copy baseline)."""
+data as a local dataset, the copy baseline): the session's first run (``copy_baseline_run``,
+tests/pipeline_helpers.py), and runs in copies of it."""
 
 from __future__ import annotations
 
 import dagster as dg
 import pytest
-from conftest import copy_baseline_settings
 
 from cultivar_assets.assets.graph import PIPELINE
 from cultivar_assets.assets.staleness import stale_assets
@@ -32,9 +32,9 @@ RESULTS_ASSETS = ("model_results", "hf_dataset_folder", "hf_dataset_push", "lead
 
 
 @pytest.fixture
-def settings(tmp_path, monkeypatch, isolated_home) -> Settings:
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    return copy_baseline_settings(tmp_path)
+def settings(copy_baseline_home) -> Settings:
+    """The settings of a copy of the session's finished run, which the test runs in."""
+    return copy_baseline_home.settings()
 
 
 def _stale(defs, instance) -> dict:
@@ -48,20 +48,21 @@ def _observing(job: str) -> bool:
     return job == "observe_sources" or job.startswith("observe_sources_")
 
 
-def _runs(tmp_path) -> list[tuple[str, tuple[str, ...], str | None]]:
-    """Every run of the instance that materialised, oldest first (the source assets'
+def _runs(run) -> list[tuple[str, tuple[str, ...], str | None]]:
+    """Every run of ``run``'s instance that materialised, oldest first (the source assets'
     observations left out): job, selected assets, partition."""
-    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+    with dg.DagsterInstance.from_config(str(run.dagster_home)) as instance:
         return [(run.job_name, tuple(sorted(key.to_user_string()
                                             for key in run.asset_selection or ())),
                  run.tags.get("dagster/partition"))
                 for run in reversed(instance.get_runs()) if not _observing(run.job_name)]
 
 
-def test_a_second_run_with_nothing_changed_runs_no_asset(settings, tmp_path, isolated_home):
-    first = run_pipeline(settings, say=lambda _: None)
+def test_a_second_run_with_nothing_changed_runs_no_asset(copy_baseline_run, copy_baseline_home,
+                                                        settings):
+    first = copy_baseline_run.result  # the first run: the session's, whose copy the test runs in
     assert [name for name, _ in first.stages] == ALL and first.fresh == []
-    runs = _runs(tmp_path)
+    runs = _runs(copy_baseline_home)  # the first run's, copied
     # named jobs, never __ephemeral_asset_job__: one run per stage (every asset missing)
     assert runs == [
         ("build_benchmark", ("selected_instances",), None),
@@ -72,17 +73,17 @@ def test_a_second_run_with_nothing_changed_runs_no_asset(settings, tmp_path, iso
         ("refresh_results", ("site",), None)]
     assert [job for job, _ in first.runs if not _observing(job)] == [job for job, _, _ in runs]
     assert _observing(first.runs[0][0])  # the sources observed first
-    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
         (model_run,) = instance.get_runs(dg.RunsFilter(job_name="evaluate_model"))
         assert model_run.tags["cultivar/model"] == MODEL_ID  # the model's run tags
         assert model_run.tags["cultivar/entry"] == "cli"
-    site = isolated_home / "site" / "index.html"
+    site = copy_baseline_home.home / "site" / "index.html"
     built = site.stat().st_mtime_ns
 
     said: list[str] = []
     second = run_pipeline(settings, say=said.append)
     assert second.fresh == ALL and second.runs and all(_observing(job) for job, _ in second.runs)
-    assert _runs(tmp_path) == runs  # the sources observed again; no materialising run started
+    assert _runs(copy_baseline_home) == runs  # the sources observed again; no run materialised
     skipped = [line.strip() for line in said if line.endswith(": fresh, skipped")]
     assert skipped == [f"{a}: fresh, skipped" for a in ("selected_instances", "test_sets")] + [
         f"{a} [{MODEL_ID}]: fresh, skipped" for a in MODEL_ASSETS] + [
@@ -93,11 +94,10 @@ def test_a_second_run_with_nothing_changed_runs_no_asset(settings, tmp_path, iso
 
 
 def test_assets_materialised_again_leave_everything_fresh_and_a_changed_input_is_redone(
-        settings, tmp_path):
-    run_pipeline(settings, say=lambda _: None)
-    defs = definitions_for(settings, PIPELINE)
+        copy_baseline_home, settings):
+    defs = definitions_for(settings, PIPELINE)  # the copy of a finished run
     resources = resources_from_settings(settings)
-    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
         assert _stale(defs, instance) == {}
         # test_sets again, from Dagster (as the UI would): the same data version, so what reads
         # it stays fresh
@@ -123,11 +123,11 @@ def test_assets_materialised_again_leave_everything_fresh_and_a_changed_input_is
     assert f"    translations [{MODEL_ID}]: fresh, skipped" in said
     assert any(line.startswith(f"    scores [{MODEL_ID}]: ") and "settings/metrics" in line
                and line.endswith("materialising") for line in said), said
-    runs = _runs(tmp_path)[8:]  # after the first run's six and the two launches from Dagster
+    runs = _runs(copy_baseline_home)[8:]  # after the first run's six, the two launches from Dagster
     assert runs[0] == ("evaluate_model", ("scores",), MODEL_ID)  # only what was stale
     assert {job for job, _, _ in runs[1:]} == {"refresh_results"}  # then the results
     redone = {asset for _, assets, _ in runs[1:] for asset in assets}
     # the scores' content does not depend on the replicates: the models' rows are not reloaded
     assert "model_results" not in redone and {"leaderboard", "reported_results"} <= redone
-    with dg.DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
         assert _stale(definitions_for(changed, PIPELINE), instance) == {}  # nothing left stale

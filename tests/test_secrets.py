@@ -66,25 +66,41 @@ def _run(config: dict, tmp_path: Path, capfd) -> tuple[int, str]:
     return code, out + err
 
 
-def test_hub_push_to_a_server_that_echoes_the_token(homes, tmp_path, monkeypatch, capfd):
+def _run_in_copy(run, changes: dict, capfd) -> tuple[int, str]:
+    """``cultivar run`` in ``run`` (a copy of the session's finished run of the copy baseline,
+    tests/pipeline_helpers.py) with its settings' sections ``changes`` replaced: what reads
+    them is made again."""
+    code = main(["--config", str(run.write_config({**run.config_values(), **changes})), "run"])
+    out, err = capfd.readouterr()
+    return code, out + err
+
+
+def _push_in_copy(run, publish: dict, capfd) -> tuple[int, str]:
+    """:func:`_run_in_copy` with the ``publish`` section ``publish``: the dataset folder, its
+    push and the site are made again."""
+    return _run_in_copy(run, {"publish": publish}, capfd)
+
+
+def test_hub_push_to_a_server_that_echoes_the_token(copy_baseline_home, tmp_path, monkeypatch,
+                                                    capfd):
     token = "hf_" + random_secrets.token_hex(16)
     with EchoServer(status=403) as echo:
         use_hub(monkeypatch, echo.url, tmp_path, token=token)
-        code, printed = _run({
-            "models": ["copy-source-baseline"], "metrics": {"bleu_tokenize": "13a"},
-            "publish": {"repo_id": "me/cultivar-test", "endpoint": echo.url,
-                        "allow_demo_push": True},
-        }, tmp_path, capfd)
+        code, printed = _push_in_copy(copy_baseline_home, {
+            "repo_id": "me/cultivar-test", "endpoint": echo.url, "allow_demo_push": True}, capfd)
         sent = [r["authorization"] for r in echo.requests]
     assert f"Bearer {token}" in sent  # the token really went to the server, which echoed it
     assert code == 1
     assert "hf_dataset_push" in printed and "HTTP 403" in printed and echo.url in printed
     assert "***" in printed  # the echoed header, redacted
-    assert assert_secret_nowhere(token, printed, *homes)["files"] > 10
+    # the run's folder: its homes (CULTIVAR_HOME, DAGSTER_HOME), database and settings
+    assert assert_secret_nowhere(token, printed, copy_baseline_home.folder)["files"] > 10
 
 
-def test_openai_engine_against_a_server_that_echoes_the_key(homes, tmp_path, monkeypatch,
-                                                           capfd):
+def test_openai_engine_against_a_server_that_echoes_the_key(copy_baseline_home, tmp_path,
+                                                           monkeypatch, capfd):
+    """In a copy of the session's finished run (in ``tmp_path``), its registry and models the
+    served model's."""
     key = "sk-" + random_secrets.token_hex(16)
     monkeypatch.setenv("CULTIVAR_TEST_API_KEY", key)
     with EchoServer(status=401) as echo:
@@ -95,12 +111,12 @@ def test_openai_engine_against_a_server_that_echoes_the_key(homes, tmp_path, mon
             "engine_options": {"base_url": f"{echo.url}/v1", "api_key_env": "CULTIVAR_TEST_API_KEY",
                                "max_retries": 0, "timeout": 5},
         }]}))
-        code, printed = _run({"models": ["served"], "models_file": str(models),
-                              "metrics": {"bleu_tokenize": "13a"}}, tmp_path, capfd)
+        code, printed = _run_in_copy(copy_baseline_home, {
+            "models": ["served"], "models_file": str(models)}, capfd)
         sent = [r["authorization"] for r in echo.requests]
     assert f"Bearer {key}" in sent
     assert code == 1 and "HTTP 401" in printed and "served" in printed
-    assert assert_secret_nowhere(key, printed, *homes)["files"] > 5
+    assert assert_secret_nowhere(key, printed, tmp_path)["files"] > 5  # the run's homes, …
 
 
 def test_hub_data_source_against_a_server_that_echoes_the_token(homes, tmp_path, monkeypatch,
@@ -293,10 +309,11 @@ def test_a_key_that_straddles_the_cut_of_a_status_message_is_redacted(monkeypatc
 
 
 def test_a_run_against_a_server_that_echoes_the_key_encoded_and_past_the_cut(
-        homes, tmp_path, monkeypatch, capfd):
+        copy_baseline_home, tmp_path, monkeypatch, capfd):
     """The whole run (stderr, Dagster's run storage and compute logs, every file): the 401
     message holds the key base64-encoded (bare and inside a longer base64 text) and then raw,
-    straddling the 200-character cut."""
+    straddling the 200-character cut. The run is made in a copy of the session's finished run
+    (in ``tmp_path``), its registry and models the served model's."""
     key = "sk-" + random_secrets.token_hex(16)
     fast_client(monkeypatch, KEY_ENV, key)
 
@@ -307,14 +324,14 @@ def test_a_run_against_a_server_that_echoes_the_key_encoded_and_past_the_cut(
     server = FakeOpenAIServer(echo=echo).start()
     try:
         server.always("", "401")
-        models = served_models_file(tmp_path / "models.yaml", server.url)
-        code, printed = _run({"models": ["served"], "models_file": str(models),
-                              "metrics": {"bleu_tokenize": "13a"}}, tmp_path, capfd)
+        models = served_models_file(tmp_path / "served.yaml", server.url)
+        code, printed = _run_in_copy(copy_baseline_home, {
+            "models": ["served"], "models_file": str(models)}, capfd)
     finally:
         server.stop()
     assert server.requests and server.requests[0].headers["authorization"] == f"Bearer {key}"
     assert code == 1 and "HTTP 401" in printed and "served" in printed and "***" in printed
-    counts = assert_secret_nowhere(key, printed, *homes, tmp_path)
+    counts = assert_secret_nowhere(key, printed, tmp_path)  # the run's homes, database, …
     assert counts["files"] > 5 and counts["sqlite"] > 0  # Dagster's run storage was searched
 
 
@@ -349,7 +366,7 @@ def test_a_key_in_the_model_output_is_redacted_before_anything_stores_it(
 
 
 def test_a_hub_push_whose_server_echoes_the_token_encoded_and_split(
-        homes, tmp_path, monkeypatch, capfd):
+        copy_baseline_home, tmp_path, monkeypatch, capfd):
     """The Hub token echoed base64-encoded (standard and url-safe, unpadded) and in two parts of
     the message: the push fails, and no form of the token is printed or stored."""
     token = "hf_" + random_secrets.token_hex(16)
@@ -361,12 +378,10 @@ def test_a_hub_push_whose_server_echoes_the_token_encoded_and_split(
 
     with EchoServer(status=403, echo=echo) as hub:
         use_hub(monkeypatch, hub.url, tmp_path, token=token)
-        code, printed = _run({
-            "models": ["copy-source-baseline"], "metrics": {"bleu_tokenize": "13a"},
-            "publish": {"repo_id": "me/cultivar-test", "endpoint": hub.url,
-                        "allow_demo_push": True},
-        }, tmp_path, capfd)
+        code, printed = _push_in_copy(copy_baseline_home, {
+            "repo_id": "me/cultivar-test", "endpoint": hub.url, "allow_demo_push": True}, capfd)
         sent = [r["authorization"] for r in hub.requests]
     assert f"Bearer {token}" in sent
     assert code == 1 and "HTTP 403" in printed and "parts: [***] [***]" in printed
-    assert assert_secret_nowhere(token, printed, *homes, tmp_path)["files"] > 10
+    # tmp_path holds the run's folder (its homes, database and settings)
+    assert assert_secret_nowhere(token, printed, tmp_path)["files"] > 10

@@ -1,7 +1,8 @@
 """``cultivar significance``: sacreBLEU's paired tests between stored models, per test set. Two
 real pipeline runs (the copy baseline, then a submission that is the reference on half the
 segments); the command's figures are checked against sacreBLEU's ``PairedTest`` run here on the
-same texts, and its scores against the stored ones."""
+same texts, and its scores against the stored ones. The first run is the session's
+(``copy_baseline_run``); the submission is scored in a copy of it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import os
 import duckdb
 import pytest
 import yaml
-from conftest import copy_baseline_config_file
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
@@ -25,13 +25,14 @@ MANIFEST = {"id": "half-references", "type": "LLM", "family": "Test", "params_to
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory):
+def scored(copy_baseline_run, tmp_path_factory):
+    """A copy of the session's finished ``cultivar run`` of the copy baseline
+    (tests/pipeline_helpers.py) in which ``cultivar score`` has scored a submission that is the
+    reference on the odd segments: the settings file and the database."""
     tmp_path = tmp_path_factory.mktemp("significance")
-    config = copy_baseline_config_file(tmp_path, bootstrap_replicates=20)
-    home = os.environ.get("CULTIVAR_HOME")
-    os.environ["CULTIVAR_HOME"] = str(tmp_path / "home")
-    try:
-        assert main(["--config", str(config), "run"]) == 0
+    run = copy_baseline_run.copy(tmp_path / "run")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        run.enter(monkeypatch)
         folder = tmp_path / "submission"
         folder.mkdir()
         (folder / "manifest.yaml").write_text(yaml.safe_dump(MANIFEST), "utf-8")
@@ -40,13 +41,8 @@ def scored(tmp_path_factory):
                 for t in load_benchmark(DataConfig(kind="demo")).test_sets() for s in t.segments]
         (folder / "outputs.jsonl").write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-        assert main(["--config", str(config), "score", str(folder)]) == 0
-    finally:
-        if home is None:
-            os.environ.pop("CULTIVAR_HOME", None)
-        else:
-            os.environ["CULTIVAR_HOME"] = home
-    return config, tmp_path / "results.duckdb"
+        assert main(["--config", str(run.config), "score", str(folder)]) == 0
+    return run.config, run.database
 
 
 def _float(value):

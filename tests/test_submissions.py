@@ -10,7 +10,6 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
-from conftest import copy_baseline_config_file
 
 from cultivar_assets.cli import main
 from cultivar_assets.data.sources import DataConfig, load_benchmark
@@ -230,10 +229,6 @@ def test_path_goes_with_the_outputs_engine_only():
         parse_models([{**base, "engine": "copy-source", "path": "/x"}], "test")
 
 
-def _config(tmp_path: Path) -> Path:
-    return copy_baseline_config_file(tmp_path)
-
-
 def _scores(database: Path, model_id: str) -> list[tuple]:
     with duckdb.connect(str(database), read_only=True) as con:
         return con.execute("SELECT test_set, metric, score FROM raw.scores WHERE model_id = ? "
@@ -245,20 +240,22 @@ def _tree(folder: Path) -> dict[str, bytes]:
             if p.is_file() and "dagster" not in p.parts}
 
 
-def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes, test_sets,
-                                                                 capsys):
-    config = _config(tmp_path)
-    assert main(["--config", str(config), "run"]) == 0
+def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, copy_baseline_home,
+                                                                 test_sets, capsys):
+    """``cultivar score`` in a copy of the session's finished ``cultivar run`` of the copy
+    baseline (tests/pipeline_helpers.py)."""
+    config = copy_baseline_home.config
     folder = write_submission(tmp_path / "submission", _rows(test_sets))
     assert main(["--config", str(config), "score", str(folder)]) == 0
     out = capsys.readouterr().out
-    database = tmp_path / "results.duckdb"
+    database = copy_baseline_home.database
     # the sources copied score exactly as the copy-source baseline does
     assert _scores(database, "copied-sources") == _scores(database, "copy-source-baseline")
     assert len(_scores(database, "copied-sources")) > 0
     note = "outputs submitted, produced with mytool 1.2, not run here"
-    assert note in (tmp_path / "site" / "index.html").read_text("utf-8")
-    page = (tmp_path / "site" / "models" / "copied-sources.html").read_text("utf-8")
+    site = copy_baseline_home.home / "site"
+    assert note in (site / "index.html").read_text("utf-8")
+    page = (site / "models" / "copied-sources.html").read_text("utf-8")
     assert note in page
     # a submitted model's card: its weights are not recorded (it is a model, not run here), and
     # its 0.001 B parameters are not rounded to 0.00
@@ -309,19 +306,20 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, homes
 
 
 def test_without_a_models_file_the_entry_goes_to_a_copy_of_the_bundled_registry(
-        tmp_path, homes, test_sets):
+        tmp_path, copy_baseline_home, test_sets):
+    """``cultivar score`` in a copy of the session's finished run whose settings then name no
+    models file."""
     from cultivar_assets.models import load_models
 
-    config = _config(tmp_path)
-    settings = yaml.safe_load(config.read_text("utf-8"))
+    settings = copy_baseline_home.config_values()
     del settings["models_file"]
-    config.write_text(yaml.safe_dump(settings), "utf-8")
+    config = copy_baseline_home.write_config(settings)
     folder = write_submission(tmp_path / "submission", _rows(test_sets))
     assert main(["--config", str(config), "score", str(folder)]) == 0
-    registry = load_models(homes[0] / "submitted-models.yaml")
+    registry = load_models(copy_baseline_home.home / "submitted-models.yaml")
     assert registry.get("copied-sources").path == str(folder / "manifest.yaml")
     assert set(load_models()) < set(registry)
-    assert len(_scores(tmp_path / "results.duckdb", "copied-sources")) > 0
+    assert len(_scores(copy_baseline_home.database, "copied-sources")) > 0
 
 
 @pytest.mark.dagster_instances
