@@ -5,6 +5,7 @@ build leaves the previous site as it was."""
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -96,6 +97,41 @@ def test_a_site_assembled_from_the_models_parts_equals_a_full_build(store, tmp_p
     for summary, folder in ((assembled, tmp_path / "assembled"), (full, tmp_path / "full")):
         assert (summary.files, summary.bytes, summary.sizes,
                 summary.largest_file) == walked_sizes(folder)
+
+
+def test_the_parts_are_hard_linked_and_a_part_written_again_leaves_the_published_site(
+        store, tmp_path):
+    """The site assembles each part's files as hard links of the part's (no copy); a part is
+    written again into a new folder swapped in whole (``replace_folder``), so the site published
+    before keeps its files' bytes."""
+    parts = parts_of(store, tmp_path / "parts")
+    site = tmp_path / "site"
+    summary = build(store, site, model_parts=parts)
+    part_files = [(model_id, rel) for model_id, folder in parts.items()
+                  for rel in read_manifest(folder)["files"]]
+    assert (summary.linked_files, summary.copied_files) == (len(part_files), 0)
+    for model_id, rel in part_files:
+        assert (site / rel).stat().st_ino == (parts[model_id] / rel).stat().st_ino
+    published = files(site)
+    before = files(parts[BASELINE])
+    write_model_part(store, BASELINE, parts[BASELINE], show_originals=False)  # other bytes
+    assert files(parts[BASELINE]) != before
+    assert files(site) == published
+
+
+def test_where_the_filesystem_refuses_a_link_the_parts_files_are_copied(store, tmp_path,
+                                                                        monkeypatch):
+    full = build(store, tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts")
+
+    def refused(source, target):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", refused)
+    summary = build(store, tmp_path / "site", model_parts=parts)
+    assert (summary.linked_files, summary.copied_files) == (0, 6)
+    assert [n for n in summary.notes if "copied, not hard-linked: Invalid cross-device link"]
+    assert files(tmp_path / "site") == files(tmp_path / "full") and full.copied_files == 0
 
 
 def test_a_part_made_from_other_rows_is_refused(tmp_path):

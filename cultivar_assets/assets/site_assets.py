@@ -107,6 +107,8 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
         "seconds": round(summary.seconds, 1),
         "models": summary.models,
         "assembled_models": summary.assembled_models,
+        "linked_files": summary.linked_files,
+        "copied_files": summary.copied_files,
         "models_made_here": dg.MetadataValue.json(sorted(unusable)),
         "locales": summary.locales,
         "largest_file": f"{summary.largest_file[0]} ({summary.largest_file[1] / 1e6:.1f} MB)",

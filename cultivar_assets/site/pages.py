@@ -9,6 +9,7 @@ vendored JavaScript with its licences) are copied next to the pages, never loade
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -34,6 +35,11 @@ from cultivar_assets.tables import format_params, format_value
 TEXTDIFF_STATIC = ("module-shim.js", "vendor/diff-match-patch/diff_match_patch.js",
                    "vendor/diff-match-patch/LICENSE", "vendor/diff-match-patch/README.md",
                    "textdiff.js")
+
+
+# Why os.link may refuse where a copy works: another filesystem, a filesystem without hard links
+# (or one that forbids them), the link count's limit.
+UNLINKABLE = frozenset({errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
 
 
 def model_slug(model_id: str) -> str:
@@ -172,6 +178,24 @@ class PageWriter:
         target = self._target(path)
         shutil.copyfile(source, target)
         self.counted(path)
+
+    def link(self, source: Path, path: str) -> str | None:
+        """``source`` at ``path`` as a hard link (the same bytes, no copy), or, where the
+        filesystem refuses one (another filesystem, no hard links, the link limit), as a copy;
+        None when linked, else why it was copied (the error's text). Only for files that are
+        never written in place (a model's part: its folder is replaced whole), so that a later
+        change to ``source`` cannot reach a file already linked."""
+        target = self._target(path)
+        try:
+            os.link(source, target)
+            reason = None
+        except OSError as error:
+            if error.errno not in UNLINKABLE:
+                raise
+            shutil.copyfile(source, target)
+            reason = f"{error.strerror or error} ({source} -> {target})"
+        self.counted(path)
+        return reason
 
     def counted(self, path: str) -> None:
         """Count a file written at ``path`` (relative to ``root``) by other means."""
