@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -269,3 +270,42 @@ def test_the_vega_bundle_is_the_sites_own_copy(store, tmp_path):
     assert (site / "static/vega-bundle.js").stat().st_ino != cached.stat().st_ino
 
 
+
+
+def test_items_shared_with_a_child_process_are_each_written_once(tmp_path):
+    """SharedItems (site/pages.py): this process and a forked child take the items from one
+    counter; every item is written once, and the child's counts are added to the writer's."""
+    from cultivar_assets.site.pages import PageWriter, SharedItems
+
+    writer = PageWriter(tmp_path)
+    items = [f"item-{i:02d}" for i in range(40)]
+
+    def write(item, into):
+        into.text(f"items/{item}.txt", f"{item} {os.getpid()}")
+
+    shared = SharedItems(items, write, writer)
+    shared.finish()
+    written = sorted(p.name for p in (tmp_path / "items").iterdir())
+    assert written == [f"{item}.txt" for item in items]
+    sizes = [p.stat().st_size for p in (tmp_path / "items").iterdir()]
+    assert (writer.files, writer.bytes) == (len(items), sum(sizes))
+
+
+def test_an_error_in_the_child_process_is_raised_with_its_traceback(tmp_path):
+    from cultivar_assets.site.pages import PageWriter, SharedItems
+
+    parent = os.getpid()
+
+    def write(item, into):
+        if os.getpid() != parent:
+            raise ValueError(f"cannot write {item}")
+        into.text(f"items/{item}.txt", item)
+
+    shared = SharedItems(["a", "b", "c"], write, PageWriter(tmp_path))
+    deadline = time.monotonic() + 60
+    while shared.next.value == 0 and time.monotonic() < deadline:  # the child took one
+        time.sleep(0.01)
+    with pytest.raises(RuntimeError, match=r"(?s)writing pages in a child process failed \(exit "
+                       r"status 1\): Traceback .*ValueError: cannot write a"):
+        shared.finish()
+    assert shared.pid is None

@@ -316,9 +316,11 @@ class SharedItems:
         try:
             while (index := self._take()) is not None:
                 self.write(self.items[index], self.writer)
-        finally:
-            if self.pid is not None:
-                self._join(json)
+        except BaseException:
+            self.cancel()
+            raise
+        if self.pid is not None:
+            self._join(json)
 
     def _join(self, json) -> None:
         with os.fdopen(self.reply, encoding="utf-8") as reply:
