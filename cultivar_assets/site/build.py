@@ -23,11 +23,14 @@ such as ``</script>`` stay text. CSV cells go through :func:`cultivar_assets.tab
 Every build renders every page and shard in full, except each model's part (its translations
 shard, its statistics shard and its translations download: :mod:`.model_part`, most of the
 site's bytes), which is taken from a folder of its own where ``model_parts`` names one (the asset
-``model_site``, one partition per model, writes them; Dagster's stale status decides when) and
-made here from the store's rows otherwise. Either way the files are the same bytes.
+``model_site``, one partition per model, writes them; Dagster's stale status decides when), its
+files hard-linked into the site (copied where the filesystem refuses a link: counted in
+:class:`SiteSummary`, the reason in its notes), and made here from the store's rows otherwise.
+Either way the files are the same bytes.
 
 The parts: this module is the orchestration (the order of the steps, the two writer threads that
-compress and write shards and parquet files beside the Python work, the chart SVGs drawn in a
+compress and write shards and parquet files beside the Python work, the model pages written by a
+forked child beside this process (:class:`.pages.SharedItems`), the chart SVGs drawn in a
 child process where no charts folder is given (the ``charts`` asset's), the static files, the
 shards and downloads of the data); :mod:`.site_data` reads the store once; :mod:`.model_part`
 is a model's part; :mod:`.site_pages` holds every page's context.
