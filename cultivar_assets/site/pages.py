@@ -90,6 +90,8 @@ def _number_text(value: Any) -> str | None:
 
 
 def _exact(value: Any) -> str:
+    if type(value) is float:  # most cells: what _number_text gives, without its checks
+        return str(value)
     if value is None:
         return ""
     number = _number_text(value)
@@ -97,6 +99,8 @@ def _exact(value: Any) -> str:
 
 
 def _shown(value: Any, digits: int) -> str:
+    if type(value) is float:  # most cells: what format_value gives a float, without its checks
+        return f"{value:.{digits}f}"
     text = format_value(value, digits=digits)
     return text if isinstance(value, float) else str(escape(text))
 
