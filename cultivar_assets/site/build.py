@@ -235,16 +235,23 @@ class _Build:
         self._charts()
         self.say("published tables")
         self._published()
-        self.say("locale shards and pages")
-        self._locale_shards()
         self.say("translations")
         self._translations()
         self.say("pages")
-        SitePages(data, self.writer, dataset=self.dataset, show_originals=self.show,
-                  include_database=self.options["include_database"],
-                  card_markdown=self.card_markdown, engine=self.engine, notes=self.notes,
-                  chart_entries=self.chart_entries, public_segments=self.public_segments,
-                  locale_payloads=self.locale_payloads, models=self.models).write()
+        pages = SitePages(data, self.writer, dataset=self.dataset, show_originals=self.show,
+                          include_database=self.options["include_database"],
+                          card_markdown=self.card_markdown, engine=self.engine,
+                          notes=self.notes, chart_entries=self.chart_entries,
+                          public_segments=self.public_segments, locale_payloads=None,
+                          models=self.models)
+        pages.start_model_pages()  # a child begins the model pages beside the steps below
+        try:
+            self.say("locale shards and pages")
+            self._locale_shards()
+            pages.locale_payloads = self.locale_payloads
+            pages.write()
+        finally:
+            pages.cancel()
         self.say("chart SVGs")
         self._chart_svgs()
         self._settle()

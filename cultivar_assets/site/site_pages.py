@@ -55,7 +55,7 @@ class SitePages:
     def __init__(self, data: SiteData, writer: PageWriter, *, dataset: dict,
                  show_originals: bool, include_database: bool, card_markdown: str | None,
                  engine: QueryEngine | None, notes: list[str], chart_entries: list[dict],
-                 public_segments: Any, locale_payloads: dict[str, dict],
+                 public_segments: Any, locale_payloads: dict[str, dict] | None,
                  models: dict[str, dict]) -> None:
         self.data, self.writer = data, writer
         self.dataset, self.show, self.include_database = dataset, show_originals, include_database
@@ -65,6 +65,7 @@ class SitePages:
         self.model_locales = {m: e["locales"] for m, e in models.items()}
         self.slugs = {m: e["slug"] for m, e in models.items()}
         self.statistics_links: dict[str, dict] | None = None
+        self.model_items: SharedItems | None = None
 
     def table(self, name: str, rows: list[dict], columns: list[str] | None = None) -> dict:
         """Write ``downloads/<name>.csv`` and ``.json``; the links for the page's template."""
@@ -73,21 +74,34 @@ class SitePages:
             write_table(self.writer, path, rows, columns)
         return files
 
-    def write(self) -> None:
-        """Every page: the model pages by a child process and this one side by side
-        (:meth:`model_pages`) while this one writes the others."""
-        flags = self._flags()
+    def start_model_pages(self) -> None:
+        """Start the model pages (:meth:`model_pages`): a forked child begins them now, and
+        :meth:`write` finishes them beside this process (``locale_payloads`` may be set in
+        between)."""
         failed = {row["model_id"]: row for row in self.data.failed}
-        deltas_by_locale: dict[str, list[dict]] = defaultdict(list)
         deltas_by_model: dict[str, list[dict]] = defaultdict(list)
         for row in self.data.deltas:
-            deltas_by_locale[row["locale"]].append(row)
             deltas_by_model[row["model_id"]].append(row)
         self.writer.env.get_template("model.html.j2")  # compiled once, before the child
-        # the model pages, by this process and a child side by side (SharedItems): the child
-        # starts now, this process joins it after its other pages
-        models = self.model_pages(deltas_by_model, flags, failed)
+        self.model_items = self.model_pages(deltas_by_model, self._flags(), failed)
+
+    def cancel(self) -> None:
+        """Stop the model pages' child, if one is running (the build failed)."""
+        if self.model_items is not None:
+            self.model_items.cancel()
+
+    def write(self) -> None:
+        """Every page: the model pages by a child process and this one side by side
+        (:meth:`start_model_pages`, unless started already) while this one writes the
+        others."""
+        if self.model_items is None:
+            self.start_model_pages()
         try:
+            flags = self._flags()
+            failed = {row["model_id"]: row for row in self.data.failed}
+            deltas_by_locale: dict[str, list[dict]] = defaultdict(list)
+            for row in self.data.deltas:
+                deltas_by_locale[row["locale"]].append(row)
             self.index_page(flags, failed)
             self.separable_shard()
             self.locales_page()
@@ -95,9 +109,9 @@ class SitePages:
             self.locale_pages(deltas_by_locale)
             self.browser_pages()
             self.query_page()
-            models.finish()
+            self.model_items.finish()
         finally:
-            models.cancel()
+            self.cancel()
 
     def index_page(self, flags: list[dict], failed: dict[str, dict]) -> None:
         """The leaderboard: evaluated and reported (never merged), failed models, charts."""
