@@ -10,6 +10,7 @@ vendored JavaScript with its licences) are copied next to the pages, never loade
 from __future__ import annotations
 
 import errno
+import gc
 import hashlib
 import os
 import re
@@ -279,8 +280,13 @@ class SharedItems:
         import traceback
 
         read, write = os.pipe()
+        # the objects made so far are left out of garbage collection until the child is done:
+        # a collection touches every object it scans, and each page touched by either process
+        # after the fork is copied (seconds, in a process holding a large heap)
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child: write items until none is left, send the counts, exit
+            gc.disable()
             os.close(read)
             status = 0
             try:
@@ -308,6 +314,7 @@ class SharedItems:
             os.waitpid(self.pid, 0)
             os.close(self.reply)
             self.pid = None
+            gc.unfreeze()
 
     def finish(self) -> None:
         """Write what is left here, wait for the child, add its counts."""
@@ -331,6 +338,7 @@ class SharedItems:
             text = reply.read()
         _, status = os.waitpid(self.pid, 0)
         self.pid = None
+        gc.unfreeze()
         answer = json.loads(text) if text else {}
         if "counts" not in answer:
             raise RuntimeError("writing pages in a child process failed (exit status "
