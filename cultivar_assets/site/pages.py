@@ -284,7 +284,13 @@ class SharedItems:
         # a collection touches every object it scans, and each page touched by either process
         # after the fork is copied (seconds, in a process holding a large heap)
         gc.freeze()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            gc.unfreeze()
+            os.close(read)
+            os.close(write)
+            raise
         if pid == 0:  # the child: write items until none is left, send the counts, exit
             gc.disable()
             os.close(read)
