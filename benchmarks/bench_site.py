@@ -8,7 +8,8 @@ statistics and word recall together, the corpus scores computed from the mixed s
 to scoring the mixture, checked by hand), so 1,000 models fill in minutes. Then what the
 ``charts``, ``model_site`` and ``site`` assets run is timed three times (:func:`timed_build`:
 the charts written to their folder by ``write_store_charts``; the model parts that Dagster would
-find stale or missing written by ``write_model_part``; then ``build_site`` with the charts
+find stale or missing written by ``write_model_parts``, all in one call as the asset's one run of
+them does (the runner's stage, a backfill); then ``build_site`` with the charts
 folder and every model's part, as ``assets/site_assets.py`` calls them; the site build draws no
 SVG): every part and the site into empty folders, nothing changed (no part written, the site
 rendered again), and one more model added (translated and scored for real, aggregates
@@ -59,7 +60,7 @@ from cultivar_assets.site import vl_cache
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.charts import write_store_charts
 from cultivar_assets.site.config import default_web_cache
-from cultivar_assets.site.model_part import write_model_part
+from cultivar_assets.site.model_part import write_model_parts
 from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import Store
@@ -305,7 +306,8 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     """What the ``charts``, ``model_site`` and ``site`` assets run after new results
     (assets/site_assets.py): the charts written to their folder (``charts/`` beside the site);
     the parts of ``models`` (None: every model with translations; the partitions Dagster finds
-    stale or missing) written to ``site-models/`` beside the site; then the site built with the
+    stale or missing) written to ``site-models/`` beside the site in one call, as one run of
+    ``model_site`` writes them (none: no run); then the site built with the
     charts folder, so no SVG is drawn by the site build, and every model's part. The build's
     summary, the charts' seconds, the parts' seconds, the CPU seconds of all three (this process
     and its children) and the load."""
@@ -323,8 +325,9 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     every = [row["model_id"] for row in store.query("site_translated_models")]
     folders = {model_id: parts / model_slug(model_id) for model_id in every}
     started = time.perf_counter()
-    for model_id in every if models is None else models:
-        write_model_part(store, model_id, folders[model_id])
+    wanted = every if models is None else models
+    if wanted:  # one run of model_site's stale partitions (the runner's stage, a backfill)
+        write_model_parts(store, {model_id: folders[model_id] for model_id in wanted})
     parts_s = round(time.perf_counter() - started, 2)
     summary = build_site(store, site, card_markdown="# Synthetic card", charts_dir=charts_dir,
                          query_page=mode, web_cache=web_cache, model_parts=folders)

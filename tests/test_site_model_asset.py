@@ -57,3 +57,65 @@ def test_a_models_part_waits_for_its_rows_and_the_site_assembles_it(tmp_path):
     for rel in ("data/hyp", "data/stats", "downloads/translations"):
         (made,) = (part / rel).iterdir()
         assert (tmp_path / "site" / rel / made.name).read_bytes() == made.read_bytes()
+
+
+def test_several_models_parts_in_one_run_keep_each_partitions_provenance(tmp_path):
+    """A run of several ``model_site`` partitions (BackfillPolicy.single_run: a backfill, the
+    runner's stage) writes every part with one read of the dataset; Dagster records a
+    materialisation per partition (one input data version for the run's range of ``scores``
+    partitions, with the storage id of the latest it read), and its stale status judges each
+    partition by its own ``scores`` partition's records after that id: every partition is fresh
+    afterwards, and a new data version of one model's scores makes that model's part alone
+    stale."""
+    from cultivar_assets.assets.graph import PIPELINE
+    from cultivar_assets.assets.staleness import stale_assets
+    from cultivar_assets.processes import interruptions
+    from cultivar_assets.runner.pipeline import _Materialiser
+    from cultivar_assets.runner.stages import STAGES
+
+    other = {**COPY_ENTRY, "id": "copy-source-baseline-2"}
+    models = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY, other])
+    ids = [MODEL, other["id"]]
+    settings = Settings(database=str(tmp_path / "db.duckdb"), models_file=str(models),
+                        models=ids, metrics=MetricConfig(bleu_tokenize="13a"),
+                        site=SiteConfig(output_dir=str(tmp_path / "site"), query_page="off",
+                                        charts_dir=str(tmp_path / "charts"),
+                                        model_parts_dir=str(tmp_path / "parts")))
+    resources = resources_from_settings(settings)
+    defs = dg.Definitions(assets=list(PIPELINE.assets), jobs=list(PIPELINE.jobs),
+                          resources=resources)
+    (stage,) = [s for s in STAGES if s.kind == "batch"]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("models", ids)
+        assert dg.materialize(ASSETS, selection=["test_sets"], resources=resources,
+                              instance=instance).success
+        for model_id in ids:
+            assert dg.materialize(ASSETS, selection=["translations", "scores"],
+                                  partition_key=model_id, resources=resources,
+                                  instance=instance).success
+        assert dg.materialize(ASSETS, selection=["model_results"], resources=resources,
+                              instance=instance).success
+        said: list[str] = []
+        with interruptions() as signals:  # the runner's stage "site of model": one run
+            runner = _Materialiser(defs, instance, said.append, signals)
+            seconds = runner.batch(stage, ids)
+        (run,) = [job for job, _ in runner.runs]
+        assert run == "build_model_site" and sorted(seconds) == sorted(ids)
+        assert said == [f"  model_site [{m}]: never materialised, materialising" for m in ids]
+        records = instance.fetch_materializations(dg.AssetKey("model_site"), limit=10).records
+        assert {r.run_id for r in records} == {runner.runs[0][1]}
+        events = {r.partition_key: r.asset_materialization for r in records}
+        assert sorted(events) == sorted(ids)
+        assert all(e.metadata["seconds"].value == seconds[m] for m, e in events.items())
+        for model_id in ids:
+            part = tmp_path / "parts" / model_slug(model_id)
+            metadata = events[model_id].metadata
+            assert metadata["folder"].value == str(part)
+            assert metadata["folder_digest"].value == folder_digest(part)
+            assert metadata["seconds"].value > 0
+        stale = stale_assets(defs, instance)
+        assert not [key for key in stale if key[0] == "model_site"]
+        instance.report_runless_asset_event(dg.AssetMaterialization(
+            "scores", partition=ids[1], tags={"dagster/data_version": "another"}))
+        stale = stale_assets(defs, instance)
+        assert [key for key in stale if key[0] == "model_site"] == [("model_site", ids[1])]

@@ -5,7 +5,9 @@ build leaves the previous site as it was."""
 
 from __future__ import annotations
 
+import errno
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -96,6 +98,41 @@ def test_a_site_assembled_from_the_models_parts_equals_a_full_build(store, tmp_p
     for summary, folder in ((assembled, tmp_path / "assembled"), (full, tmp_path / "full")):
         assert (summary.files, summary.bytes, summary.sizes,
                 summary.largest_file) == walked_sizes(folder)
+
+
+def test_the_parts_are_hard_linked_and_a_part_written_again_leaves_the_published_site(
+        store, tmp_path):
+    """The site assembles each part's files as hard links of the part's (no copy); a part is
+    written again into a new folder swapped in whole (``replace_folder``), so the site published
+    before keeps its files' bytes."""
+    parts = parts_of(store, tmp_path / "parts")
+    site = tmp_path / "site"
+    summary = build(store, site, model_parts=parts)
+    part_files = [(model_id, rel) for model_id, folder in parts.items()
+                  for rel in read_manifest(folder)["files"]]
+    assert (summary.linked_files, summary.copied_files) == (len(part_files), 0)
+    for model_id, rel in part_files:
+        assert (site / rel).stat().st_ino == (parts[model_id] / rel).stat().st_ino
+    published = files(site)
+    before = files(parts[BASELINE])
+    write_model_part(store, BASELINE, parts[BASELINE], show_originals=False)  # other bytes
+    assert files(parts[BASELINE]) != before
+    assert files(site) == published
+
+
+def test_where_the_filesystem_refuses_a_link_the_parts_files_are_copied(store, tmp_path,
+                                                                        monkeypatch):
+    full = build(store, tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts")
+
+    def refused(source, target):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", refused)
+    summary = build(store, tmp_path / "site", model_parts=parts)
+    assert (summary.linked_files, summary.copied_files) == (0, 6)
+    assert [n for n in summary.notes if "copied, not hard-linked: Invalid cross-device link"]
+    assert files(tmp_path / "site") == files(tmp_path / "full") and full.copied_files == 0
 
 
 def test_a_part_made_from_other_rows_is_refused(tmp_path):
@@ -233,3 +270,42 @@ def test_the_vega_bundle_is_the_sites_own_copy(store, tmp_path):
     assert (site / "static/vega-bundle.js").stat().st_ino != cached.stat().st_ino
 
 
+
+
+def test_items_shared_with_a_child_process_are_each_written_once(tmp_path):
+    """SharedItems (site/pages.py): this process and a forked child take the items from one
+    counter; every item is written once, and the child's counts are added to the writer's."""
+    from cultivar_assets.site.pages import PageWriter, SharedItems
+
+    writer = PageWriter(tmp_path)
+    items = [f"item-{i:02d}" for i in range(40)]
+
+    def write(item, into):
+        into.text(f"items/{item}.txt", f"{item} {os.getpid()}")
+
+    shared = SharedItems(items, write, writer)
+    shared.finish()
+    written = sorted(p.name for p in (tmp_path / "items").iterdir())
+    assert written == [f"{item}.txt" for item in items]
+    sizes = [p.stat().st_size for p in (tmp_path / "items").iterdir()]
+    assert (writer.files, writer.bytes) == (len(items), sum(sizes))
+
+
+def test_an_error_in_the_child_process_is_raised_with_its_traceback(tmp_path):
+    from cultivar_assets.site.pages import PageWriter, SharedItems
+
+    parent = os.getpid()
+
+    def write(item, into):
+        if os.getpid() != parent:
+            raise ValueError(f"cannot write {item}")
+        into.text(f"items/{item}.txt", item)
+
+    shared = SharedItems(["a", "b", "c"], write, PageWriter(tmp_path))
+    deadline = time.monotonic() + 60
+    while shared.next.value == 0 and time.monotonic() < deadline:  # the child took one
+        time.sleep(0.01)
+    with pytest.raises(RuntimeError, match=r"(?s)writing pages in a child process failed \(exit "
+                       r"status 1\): Traceback .*ValueError: cannot write a"):
+        shared.finish()
+    assert shared.pid is None

@@ -1,5 +1,8 @@
 """The public face: charts and the static leaderboard site, built from the DuckDB store."""
 
+import hashlib
+import json
+
 import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
@@ -10,7 +13,7 @@ from cultivar_assets.assets.safety import redacting
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
 from cultivar_assets.site.build import build_site
-from cultivar_assets.site.model_part import ModelPartError, current_parts, write_model_part
+from cultivar_assets.site.model_part import ModelPartError, current_parts, write_model_parts
 from cultivar_assets.site.pages import model_slug
 from cultivar_assets.store.model_files import read_document, scores_path, translations_path
 from cultivar_assets.store.records import loaded_model_files
@@ -42,33 +45,53 @@ def charts(site: SiteResource, store: StoreResource):
 # model's rows from the database, which model_results loads from those files: the asset checks
 # that the database holds the same files before it writes anything. The pages that show other
 # models' facts about it (its rank, "not separable from", intervals) are the site's.
+# Many partitions may run in one run (a backfill of several models, the runner's stage "site of
+# model"): BackfillPolicy.single_run. Dagster then records one input data version for the run's
+# range of scores partitions, with the storage id of the latest it read, and its stale status
+# judges each partition by its own scores partition's records after that id, so a part is stale
+# exactly when its own model's scores changed (tests/test_site_model_asset.py).
 @dg.asset(group_name="site", partitions_def=models_partitions, deps=[scores, "test_sets"],
-          kinds={"html"})
+          kinds={"html"}, backfill_policy=dg.BackfillPolicy.single_run())
 @redacting
 def model_site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource):
-    """A model's part of the static site (:mod:`cultivar_assets.site.model_part`: its
+    """Each model's part of the static site (:mod:`cultivar_assets.site.model_part`: its
     translations shard, statistics shard and translations download, most of the site's bytes),
-    written to ``<site.model_parts_dir>/<slug>/`` from the model's rows in the database; the
-    ``site`` asset assembles every model's part into the published folder. It fails, writing
-    nothing, when the database holds other files of the model than the storage root
-    (materialise ``model_results`` first)."""
-    model_id = context.partition_key
+    written to ``<site.model_parts_dir>/<slug>/`` from the model's rows in the database, every
+    partition of the run with one read of the dataset
+    (:func:`~cultivar_assets.site.model_part.write_model_parts`); the ``site`` asset assembles
+    every model's part into the published folder. It fails, writing nothing, when the database
+    holds other files of a model than the storage root (materialise ``model_results`` first).
+    Each partition's metadata: its folder, files, locales and the seconds its part took; the
+    data version: the digest of the part's folder (of a run of several partitions: the digest
+    of their folders' digests)."""
+    model_ids = list(context.partition_keys)
     db, root = store.store(), store.root()
-    files = (read_document(translations_path(root, model_id), "translations").digest,
-             read_document(scores_path(root, model_id), "scores").digest)
-    loaded = loaded_model_files(db).get(model_id)
-    if loaded != files:
-        held = "other files of it than" if loaded else "none of the files in"
-        raise ModelPartError(f"model {model_id}: {db.path} holds {held} "
-                             f"{scores_path(root, model_id).parent}; materialise model_results "
-                             "first")
-    folder = model_part_folder(site, model_id)
-    manifest = write_model_part(db, model_id, folder, show_originals=site.show_originals)
-    return dg.MaterializeResult(metadata={
-        "folder": dg.MetadataValue.path(str(folder)),
-        "files": dg.MetadataValue.json(manifest["files"]),
-        "locales": len(manifest["locales"]),
-    }, data_version=dg.DataVersion(folder_digest(folder)))
+    loaded = loaded_model_files(db)
+    for model_id in model_ids:
+        files = (read_document(translations_path(root, model_id), "translations").digest,
+                 read_document(scores_path(root, model_id), "scores").digest)
+        if loaded.get(model_id) != files:
+            held = "other files of it than" if loaded.get(model_id) else "none of the files in"
+            raise ModelPartError(f"model {model_id}: {db.path} holds {held} "
+                                 f"{scores_path(root, model_id).parent}; materialise "
+                                 "model_results first")
+    folders = {model_id: model_part_folder(site, model_id) for model_id in model_ids}
+    seconds: dict[str, float] = {}
+    manifests = write_model_parts(db, folders, show_originals=site.show_originals,
+                                  progress=seconds.__setitem__)
+    digests = {model_id: folder_digest(folder) for model_id, folder in folders.items()}
+    for model_id, manifest in manifests.items():
+        context.add_asset_metadata({
+            "folder": dg.MetadataValue.path(str(folders[model_id])),
+            "files": dg.MetadataValue.json(manifest["files"]),
+            "locales": len(manifest["locales"]),
+            "seconds": round(seconds[model_id], 3),
+            "folder_digest": digests[model_id],
+        }, partition_key=model_id)
+    version = (digests[model_ids[0]] if len(model_ids) == 1 else hashlib.sha256(
+        json.dumps(sorted(digests.items())).encode()).hexdigest())
+    return dg.MaterializeResult(metadata={"models": len(model_ids)},
+                                data_version=dg.DataVersion(version))
 
 
 # follows new results and newly recorded failures of models' runs (conditions.py)
@@ -107,6 +130,8 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
         "seconds": round(summary.seconds, 1),
         "models": summary.models,
         "assembled_models": summary.assembled_models,
+        "linked_files": summary.linked_files,
+        "copied_files": summary.copied_files,
         "models_made_here": dg.MetadataValue.json(sorted(unusable)),
         "locales": summary.locales,
         "largest_file": f"{summary.largest_file[0]} ({summary.largest_file[1] / 1e6:.1f} MB)",

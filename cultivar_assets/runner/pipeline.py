@@ -141,6 +141,40 @@ class _Materialiser:
                 self.say(f"{indent}{_label(asset, partition)}: fresh, skipped")
         return not done
 
+    def batch(self, stage: Stage, partitions: list[str], indent: str = "  "
+              ) -> dict[str, float | None]:
+        """Materialise the partitions of ``stage``'s one asset among ``partitions`` that Dagster
+        reports stale or missing, all in one run where they are consecutive in the asset's
+        partitions (a partition range; else one run per range of consecutive ones): partition
+        -> the seconds its materialisation took as the asset measured them (its metadata
+        ``seconds``), None where it was fresh. A failed run raises RuntimeError."""
+        import dagster as dg
+        from dagster._core.storage.tags import (
+            ASSET_PARTITION_RANGE_END_TAG,
+            ASSET_PARTITION_RANGE_START_TAG,
+        )
+
+        from cultivar_assets.assets.staleness import stale_assets
+
+        (asset,) = stage.assets
+        stale = stale_assets(self.defs, self.instance)
+        wanted = {p for p in partitions if (asset, p) in stale}
+        for partition in partitions:
+            self.say(f"{indent}{_label(asset, partition)}: "
+                     + (f"{'; '.join(stale[(asset, partition)])}, materialising"
+                        if partition in wanted else "fresh, skipped"))
+        seconds: dict[str, float | None] = dict.fromkeys(partitions)
+        node = self.defs.resolve_asset_graph().get(dg.AssetKey.from_user_string(asset))
+        order = node.partitions_def.get_partition_keys(dynamic_partitions_store=self.instance)
+        for keys in consecutive(order, wanted):
+            tags = ({ASSET_PARTITION_RANGE_START_TAG: keys[0],
+                     ASSET_PARTITION_RANGE_END_TAG: keys[-1]} if len(keys) > 1 else {})
+            result = self._execute(stage.job, [asset], keys[0] if len(keys) == 1 else None,
+                                   tags, stage.timing_name(keys[0]))
+            for event in result.get_asset_materialization_events():
+                seconds[event.partition] = event.materialization.metadata["seconds"].value
+        return seconds
+
     def _execute(self, job_name: str, assets: list[str] | None, partition: str | None,
                  tags: dict[str, str], what: str):
         import dagster as dg
@@ -256,6 +290,11 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
                 finish(stage.timing_name(), since, runner.stage(stage, None, {}))
             elif stage.kind == "locale":
                 _run_together(runner, settings, stage, keys, finish, since)
+            elif stage.kind == "batch":  # a timing per partition, as the asset measured it
+                for partition, seconds in runner.batch(stage, keys, indent="    ").items():
+                    timings.append((stage.timing_name(partition), seconds or 0.0))
+                    if seconds is None:
+                        fresh.append(stage.timing_name(partition))
             else:  # each partition on its own (a model: with its run tags)
                 for index, partition in enumerate(keys, 1):
                     tags = {}
@@ -283,6 +322,20 @@ def run_pipeline(settings: Settings, say: Callable[[str], None] = print,
     return PipelineResult(str(settings.database_path), [m.id for m in models], rows,
                           time.perf_counter() - started, str(settings.site.site_path()),
                           timings, summary, fresh, reads, runner.runs)
+
+
+def consecutive(order: list[str], wanted: set[str]) -> list[list[str]]:
+    """The keys of ``order`` that are in ``wanted``, as runs of keys consecutive in ``order``
+    (each a partition range of one Dagster run)."""
+    runs: list[list[str]] = []
+    previous = False
+    for key in order:
+        if key in wanted:
+            if not previous:
+                runs.append([])
+            runs[-1].append(key)
+        previous = key in wanted
+    return runs
 
 
 def _run_together(runner: _Materialiser, settings: Settings, stage: Stage, locales: list,

@@ -12,8 +12,9 @@ does (:mod:`cultivar_assets.runner.pipeline`).
 - each asset added with ``PIPELINE.with_assets`` (its job ``materialise_<asset>``), after the
   stages holding its upstream assets;
 - ``results, dataset folder and charts`` (``refresh_results``);
-- ``site of model <id>`` (``build_model_site``, one partition per selected model): the model's
-  part of the site, from its rows loaded by ``model_results``;
+- ``site of model <id>`` (``build_model_site``, the selected models' partitions that Dagster
+  reports stale or missing in one run, or one per range of consecutive partitions): each
+  model's part of the site, from its rows loaded by ``model_results``;
 - ``site`` (``refresh_results``): the cross-model pages, the parts assembled.
 """
 
@@ -32,7 +33,9 @@ class Stage:
     partition keys the settings select (None: not partitioned); ``when``: whether an
     unpartitioned stage is in the settings' pipeline (None: always); ``kind``: ``locale``
     (partitions tried together, the problems listed at once, one timing), ``model`` (one
-    timing and the model's run tags each), ``other`` (each partition on its own) or None."""
+    timing and the model's run tags each), ``batch`` (the stale or missing partitions of its
+    one asset in as few runs as their order allows, a timing each from the asset's metadata
+    ``seconds``), ``other`` (each partition on its own) or None."""
 
     timing: str
     job: str
@@ -107,7 +110,7 @@ STAGES = (
                               "error analysis, charts and the dataset folder (push: dry run "
                               "unless configured)")),
     Stage("site of model {partition}", "build_model_site", ("model_site",),
-          partitions=selected_model_ids, kind="other",
+          partitions=selected_model_ids, kind="batch",
           title=lambda s, models: f"each model's part of the site ({len(models)} model(s)) -> "
                                   f"{s.site.model_parts_path()}"),
     Stage("site", "refresh_results", ("site",),

@@ -23,11 +23,14 @@ such as ``</script>`` stay text. CSV cells go through :func:`cultivar_assets.tab
 Every build renders every page and shard in full, except each model's part (its translations
 shard, its statistics shard and its translations download: :mod:`.model_part`, most of the
 site's bytes), which is taken from a folder of its own where ``model_parts`` names one (the asset
-``model_site``, one partition per model, writes them; Dagster's stale status decides when) and
-made here from the store's rows otherwise. Either way the files are the same bytes.
+``model_site``, one partition per model, writes them; Dagster's stale status decides when), its
+files hard-linked into the site (copied where the filesystem refuses a link: counted in
+:class:`SiteSummary`, the reason in its notes), and made here from the store's rows otherwise.
+Either way the files are the same bytes.
 
 The parts: this module is the orchestration (the order of the steps, the two writer threads that
-compress and write shards and parquet files beside the Python work, the chart SVGs drawn in a
+compress and write shards and parquet files beside the Python work, the model pages written by a
+forked child beside this process (:class:`.pages.SharedItems`), the chart SVGs drawn in a
 child process where no charts folder is given (the ``charts`` asset's), the static files, the
 shards and downloads of the data); :mod:`.site_data` reads the store once; :mod:`.model_part`
 is a model's part; :mod:`.site_pages` holds every page's context.
@@ -103,6 +106,8 @@ class SiteSummary:
     models: int
     locales: int
     assembled_models: int = 0  # models whose part came from a folder of its own (model_parts)
+    linked_files: int = 0  # the assembled parts' files hard-linked into the site
+    copied_files: int = 0  # ... copied where the filesystem refused a link (notes say why)
     notes: tuple[str, ...] = ()  # what the build left out, and why
     sizes: dict[str, int] = field(default_factory=dict)  # bytes per part of the site
     largest_file: tuple[str, int] = ("", 0)
@@ -145,7 +150,8 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
     sizes, largest = dict(sorted(build.writer.sizes.items())), build.writer.largest
     return SiteSummary(out_dir, build.writer.pages, build.writer.files, build.writer.bytes,
                        time.perf_counter() - started, build.models_done, build.n_locales,
-                       build.assembled, tuple(build.notes), sizes, largest)
+                       build.assembled, build.linked, build.copied, tuple(build.notes), sizes,
+                       largest)
 
 
 def _component(rel: str) -> str:
@@ -180,7 +186,7 @@ class _Build:
         self.manifest, self.say = manifest, say
         self.show = options["show_originals"]
         self.notes: list[str] = []
-        self.models_done = self.assembled = self.n_locales = 0
+        self.models_done = self.assembled = self.n_locales = self.linked = self.copied = 0
 
     # ---- the build -----------------------------------------------------------------------
     def write(self, work: Path) -> None:
@@ -229,16 +235,23 @@ class _Build:
         self._charts()
         self.say("published tables")
         self._published()
-        self.say("locale shards and pages")
-        self._locale_shards()
         self.say("translations")
         self._translations()
         self.say("pages")
-        SitePages(data, self.writer, dataset=self.dataset, show_originals=self.show,
-                  include_database=self.options["include_database"],
-                  card_markdown=self.card_markdown, engine=self.engine, notes=self.notes,
-                  chart_entries=self.chart_entries, public_segments=self.public_segments,
-                  locale_payloads=self.locale_payloads, models=self.models).write()
+        pages = SitePages(data, self.writer, dataset=self.dataset, show_originals=self.show,
+                          include_database=self.options["include_database"],
+                          card_markdown=self.card_markdown, engine=self.engine,
+                          notes=self.notes, chart_entries=self.chart_entries,
+                          public_segments=self.public_segments, locale_payloads=None,
+                          models=self.models)
+        pages.start_model_pages()  # a child begins the model pages beside the steps below
+        try:
+            self.say("locale shards and pages")
+            self._locale_shards()
+            pages.locale_payloads = self.locale_payloads
+            pages.write()
+        finally:
+            pages.cancel()
         self.say("chart SVGs")
         self._chart_svgs()
         self._settle()
@@ -325,9 +338,8 @@ class _Build:
             if model_id in made_from:
                 folder = Path(self.model_parts[model_id])
                 part = read_model_part(folder, model_id, made_from[model_id])
-                for rel in part["files"]:  # copied by the writer threads
-                    self.pending.append(self.background.submit(self.writer.copy, folder / rel,
-                                                               rel))
+                for rel in part["files"]:  # hard links (a part's folder is replaced whole)
+                    self._link(folder / rel, rel)
                 self.models[model_id] = {k: part[k] for k in ("slug", "locales", "files")}
                 self.assembled += 1
         made = [m for m in on_board if m not in made_from]
@@ -356,6 +368,19 @@ class _Build:
             dl.export_database(self.writer.root / "downloads",
                                [*self.data.published, "segments"], files, target)
             self.writer.counted(os.path.relpath(target, self.writer.root))
+
+    def _link(self, source: Path, rel: str) -> None:
+        """A part's file into the site: hard-linked, or copied where the filesystem refuses a
+        link (counted, and the first reason noted: :meth:`PageWriter.link`)."""
+        reason = self.writer.link(source, rel)
+        if reason is None:
+            self.linked += 1
+            return
+        self.copied += 1
+        if self.copied == 1:
+            note = f"model parts' files copied, not hard-linked: {reason}"
+            self.notes.append(note)
+            self.say(note)
 
     def _bootstrap_shard(self) -> None:
         """The bootstrap's resampling for the compare view (:mod:`.compare_stats`)."""

@@ -9,6 +9,8 @@ vendored JavaScript with its licences) are copied next to the pages, never loade
 
 from __future__ import annotations
 
+import errno
+import gc
 import hashlib
 import os
 import re
@@ -34,6 +36,11 @@ from cultivar_assets.tables import format_params, format_value
 TEXTDIFF_STATIC = ("module-shim.js", "vendor/diff-match-patch/diff_match_patch.js",
                    "vendor/diff-match-patch/LICENSE", "vendor/diff-match-patch/README.md",
                    "textdiff.js")
+
+
+# Why os.link may refuse where a copy works: another filesystem, a filesystem without hard links
+# (or one that forbids them), the link count's limit.
+UNLINKABLE = frozenset({errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
 
 
 def model_slug(model_id: str) -> str:
@@ -84,6 +91,8 @@ def _number_text(value: Any) -> str | None:
 
 
 def _exact(value: Any) -> str:
+    if type(value) is float:  # most cells: what _number_text gives, without its checks
+        return str(value)
     if value is None:
         return ""
     number = _number_text(value)
@@ -91,6 +100,8 @@ def _exact(value: Any) -> str:
 
 
 def _shown(value: Any, digits: int) -> str:
+    if type(value) is float:  # most cells: what format_value gives a float, without its checks
+        return f"{value:.{digits}f}"
     text = format_value(value, digits=digits)
     return text if isinstance(value, float) else str(escape(text))
 
@@ -173,6 +184,24 @@ class PageWriter:
         shutil.copyfile(source, target)
         self.counted(path)
 
+    def link(self, source: Path, path: str) -> str | None:
+        """``source`` at ``path`` as a hard link (the same bytes, no copy), or, where the
+        filesystem refuses one (another filesystem, no hard links, the link limit), as a copy;
+        None when linked, else why it was copied (the error's text). Only for files that are
+        never written in place (a model's part: its folder is replaced whole), so that a later
+        change to ``source`` cannot reach a file already linked."""
+        target = self._target(path)
+        try:
+            os.link(source, target)
+            reason = None
+        except OSError as error:
+            if error.errno not in UNLINKABLE:
+                raise
+            shutil.copyfile(source, target)
+            reason = f"{error.strerror or error} ({source} -> {target})"
+        self.counted(path)
+        return reason
+
     def counted(self, path: str) -> None:
         """Count a file written at ``path`` (relative to ``root``) by other means."""
         self._count(path, os.stat(os.path.join(self._root, path)).st_size)
@@ -186,9 +215,139 @@ class PageWriter:
                 if size > self.largest[1] or (size == self.largest[1] and path < self.largest[0]):
                     self.largest = (path, size)
 
+    def counts(self) -> dict[str, Any]:
+        """What this writer counted (:meth:`add_counts` adds it to another writer's)."""
+        return {"pages": self.pages, "files": self.files, "bytes": self.bytes,
+                "sizes": dict(self.sizes), "largest": list(self.largest)}
+
+    def add_counts(self, counts: dict[str, Any]) -> None:
+        """Add another writer's :meth:`counts` (one that wrote other files under the same root)."""
+        with self._lock:
+            self.pages += counts["pages"]
+            self.files += counts["files"]
+            self.bytes += counts["bytes"]
+            for name, size in counts["sizes"].items():
+                self.sizes[name] += size
+            path, size = counts["largest"]
+            if size > self.largest[1] or (size == self.largest[1] and path < self.largest[0]):
+                self.largest = (path, size)
+
     def copy_static(self, names: list[str] | None = None, folder: str = "static") -> None:
         """Copy the shared static files (all, or ``names``) into ``folder``."""
         for file in sorted(static_dir().rglob("*")):
             relative = file.relative_to(static_dir()).as_posix()
             if file.is_file() and (names is None or relative in names):
                 self.copy(file, f"{folder}/{relative}")
+
+
+class SharedItems:
+    """Items written by this process and by a child forked from it, side by side (the site's
+    Python work is single-threaded, and a build machine has two cores or more): each takes the
+    next item from a counter they share until none is left, so each item is written once,
+    whichever is less busy taking more. The child writes with a writer of its own under the same
+    root and sends its counts back (:meth:`PageWriter.counts`); :meth:`finish` takes what is
+    left here, waits for the child and adds its counts to ``writer``'s. An error in the child
+    is raised here with its traceback. Without ``os.fork`` this process writes every item.
+
+    ``write(item, writer)`` writes one item; the child calls it, so it must not touch anything
+    shared with threads of this process (the store's connection, the writer threads' queue):
+    only the rows it is given and the writer."""
+
+    def __init__(self, items: list, write: Callable[[Any, PageWriter], None],
+                 writer: PageWriter) -> None:
+        import multiprocessing
+
+        self.items, self.write, self.writer = items, write, writer
+        self.next = multiprocessing.get_context("fork").Value("l", 0) if hasattr(
+            os, "fork") else None
+        self.pid: int | None = None
+        self.reply: int | None = None
+        if self.next is not None and len(items) > 1:
+            self._fork()
+
+    def _take(self) -> int | None:
+        if self.next is None:
+            return None
+        with self.next.get_lock():
+            index = self.next.value
+            if index >= len(self.items):
+                return None
+            self.next.value = index + 1
+        return index
+
+    def _fork(self) -> None:
+        import json
+        import traceback
+
+        read, write = os.pipe()
+        # the objects made so far are left out of garbage collection until the child is done:
+        # a collection touches every object it scans, and each page touched by either process
+        # after the fork is copied (seconds, in a process holding a large heap)
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except OSError:
+            gc.unfreeze()
+            os.close(read)
+            os.close(write)
+            raise
+        if pid == 0:  # the child: write items until none is left, send the counts, exit
+            gc.disable()
+            os.close(read)
+            status = 0
+            try:
+                own = PageWriter(self.writer.root, self.writer.common, self.writer.env,
+                                 self.writer.component)
+                while (index := self._take()) is not None:
+                    self.write(self.items[index], own)
+                reply = {"counts": own.counts()}
+            except BaseException:  # every failure goes back to the parent, whole
+                reply, status = {"error": traceback.format_exc()}, 1
+            try:
+                with os.fdopen(write, "w", encoding="utf-8") as out:
+                    out.write(json.dumps(reply))
+            finally:
+                os._exit(status)
+        os.close(write)
+        self.pid, self.reply = pid, read
+
+    def cancel(self) -> None:
+        """Stop the child, if one is still running (this process failed before :meth:`finish`)."""
+        if self.pid is not None:
+            import signal
+
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            os.close(self.reply)
+            self.pid = None
+            gc.unfreeze()
+
+    def finish(self) -> None:
+        """Write what is left here, wait for the child, add its counts."""
+        import json
+
+        if self.next is None:
+            for item in self.items:
+                self.write(item, self.writer)
+            return
+        try:
+            while (index := self._take()) is not None:
+                self.write(self.items[index], self.writer)
+        except BaseException:
+            self.cancel()
+            raise
+        if self.pid is not None:
+            self._join(json)
+
+    def _join(self, json) -> None:
+        with os.fdopen(self.reply, encoding="utf-8") as reply:
+            text = reply.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = None
+        gc.unfreeze()
+        answer = json.loads(text) if text else {}
+        if "counts" not in answer:
+            raise RuntimeError("writing pages in a child process failed (exit status "
+                               f"{os.waitstatus_to_exitcode(status)}): "
+                               f"{answer.get('error', 'it sent nothing back')}")
+        self.writer.add_counts(answer["counts"])

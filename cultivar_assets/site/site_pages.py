@@ -21,7 +21,7 @@ from cultivar_assets.metrics.registry import PAPER_METRICS, column_key, table_la
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
-from cultivar_assets.site.pages import PageWriter
+from cultivar_assets.site.pages import PageWriter, SharedItems
 from cultivar_assets.site.query_engine import QueryEngine
 from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
@@ -55,7 +55,7 @@ class SitePages:
     def __init__(self, data: SiteData, writer: PageWriter, *, dataset: dict,
                  show_originals: bool, include_database: bool, card_markdown: str | None,
                  engine: QueryEngine | None, notes: list[str], chart_entries: list[dict],
-                 public_segments: Any, locale_payloads: dict[str, dict],
+                 public_segments: Any, locale_payloads: dict[str, dict] | None,
                  models: dict[str, dict]) -> None:
         self.data, self.writer = data, writer
         self.dataset, self.show, self.include_database = dataset, show_originals, include_database
@@ -65,6 +65,7 @@ class SitePages:
         self.model_locales = {m: e["locales"] for m, e in models.items()}
         self.slugs = {m: e["slug"] for m, e in models.items()}
         self.statistics_links: dict[str, dict] | None = None
+        self.model_items: SharedItems | None = None
 
     def table(self, name: str, rows: list[dict], columns: list[str] | None = None) -> dict:
         """Write ``downloads/<name>.csv`` and ``.json``; the links for the page's template."""
@@ -73,23 +74,44 @@ class SitePages:
             write_table(self.writer, path, rows, columns)
         return files
 
-    def write(self) -> None:
-        """Every page, in this order (the manifest records their keys in it)."""
-        flags = self._flags()
+    def start_model_pages(self) -> None:
+        """Start the model pages (:meth:`model_pages`): a forked child begins them now, and
+        :meth:`write` finishes them beside this process (``locale_payloads`` may be set in
+        between)."""
         failed = {row["model_id"]: row for row in self.data.failed}
-        self.index_page(flags, failed)
-        self.separable_shard()
-        self.locales_page()
-        self.dataset_page()
-        deltas_by_locale: dict[str, list[dict]] = defaultdict(list)
         deltas_by_model: dict[str, list[dict]] = defaultdict(list)
         for row in self.data.deltas:
-            deltas_by_locale[row["locale"]].append(row)
             deltas_by_model[row["model_id"]].append(row)
-        self.locale_pages(deltas_by_locale)
-        self.model_pages(deltas_by_model, flags, failed)
-        self.browser_pages()
-        self.query_page()
+        self.writer.env.get_template("model.html.j2")  # compiled once, before the child
+        self.model_items = self.model_pages(deltas_by_model, self._flags(), failed)
+
+    def cancel(self) -> None:
+        """Stop the model pages' child, if one is running (the build failed)."""
+        if self.model_items is not None:
+            self.model_items.cancel()
+
+    def write(self) -> None:
+        """Every page: the model pages by a child process and this one side by side
+        (:meth:`start_model_pages`, unless started already) while this one writes the
+        others."""
+        if self.model_items is None:
+            self.start_model_pages()
+        try:
+            flags = self._flags()
+            failed = {row["model_id"]: row for row in self.data.failed}
+            deltas_by_locale: dict[str, list[dict]] = defaultdict(list)
+            for row in self.data.deltas:
+                deltas_by_locale[row["locale"]].append(row)
+            self.index_page(flags, failed)
+            self.separable_shard()
+            self.locales_page()
+            self.dataset_page()
+            self.locale_pages(deltas_by_locale)
+            self.browser_pages()
+            self.query_page()
+            self.model_items.finish()
+        finally:
+            self.cancel()
 
     def index_page(self, flags: list[dict], failed: dict[str, dict]) -> None:
         """The leaderboard: evaluated and reported (never merged), failed models, charts."""
@@ -170,12 +192,14 @@ class SitePages:
                 downloads={"deltas": self.table(f"locales/{locale}.deltas", rows)})
 
     def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
-                    failed: dict[str, dict]) -> None:
+                    failed: dict[str, dict]) -> SharedItems:
         """Per model with a part (:mod:`cultivar_assets.site.model_part`): its page (card,
         scores, ∆ per locale, word recall, cleaning), its table downloads and its shard for the
-        compare view. What moves when another model is added stays off the page (the lists of
-        models it cannot be separated from, shown by the leaderboard; its ranks, which the card
-        reads from the ranks shard: :meth:`ranks_shard`)."""
+        compare view, written by this process and a child side by side (:class:`SharedItems`,
+        started here; the caller finishes it). What moves when another model is added stays
+        off the page (the lists of models it cannot be separated from, shown by the
+        leaderboard; its ranks, which the card reads from the ranks shard:
+        :meth:`ranks_shard`)."""
         data, slugs = self.data, self.slugs
         flags_by_model: dict[str, list[dict]] = defaultdict(list)
         for flag in flags:
@@ -183,14 +207,13 @@ class SitePages:
         metrics = [{"metric": m, "key": column_key(m), "label": label}
                    for m, label, _ in shown_metrics(data.metrics)]
         tables = data.model_rows(set(slugs))
-        for model_id, row in data.board.items():
-            if model_id not in slugs:
-                continue
-            slug = slugs[model_id]
+
+        def write(model_id: str, writer: PageWriter) -> None:
+            row, slug = data.board[model_id], slugs[model_id]
             shown = {k: v for k, v in row.items() if not k.startswith(RANK_PREFIXES)}
             overall = {k: row[k] for k in overall_keys(data.metrics) if k in row}  # compare view
             model_deltas = deltas_by_model[model_id]
-            self.writer.data(shards.shard_path(f"model/{slug}"), shards.encode_shard(
+            writer.data(shards.shard_path(f"model/{slug}"), shards.encode_shard(
                 f"model/{slug}", {"v": shards.FORMAT, "model": model_id,
                                   "deltas": _json_rows(model_deltas),
                                   "overall": _json_rows([overall])[0]}))
@@ -200,8 +223,8 @@ class SitePages:
                            "recall": rows["recall"], "cleaning": rows["cleaning"]}
             for name, links in downloads.items():
                 for path in links.values():
-                    write_table(self.writer, path, page_tables[name])
-            self.writer.page(
+                    write_table(writer, path, page_tables[name])
+            writer.page(
                 f"models/{slug}.html", "model.html.j2", model=shown,
                 ranked=row.get("rank_delta_bleu_label") is not None,
                 card=data.models.get(model_id, {}), failure=failed.get(model_id), slug=slug,
@@ -212,6 +235,8 @@ class SitePages:
                 score_columns=value_columns(model_deltas, score_columns(data.metrics)),
                 recall=page_tables["recall"], cleaning=page_tables["cleaning"],
                 downloads=downloads)
+
+        return SharedItems([m for m in data.board if m in slugs], write, self.writer)
 
     def browser_pages(self) -> None:
         """The index shard (what the pickers list), the segment browser and the compare view."""
