@@ -107,12 +107,15 @@ def test_several_models_parts_in_one_run_keep_each_partitions_provenance(tmp_pat
         events = {r.partition_key: r.asset_materialization for r in records}
         assert sorted(events) == sorted(ids)
         assert all(e.metadata["seconds"].value == seconds[m] for m, e in events.items())
+        # a part written by the threads while the one before it was awaited takes no time of
+        # its own (progress: the seconds since the previous part was done); the run's do
+        assert sum(seconds.values()) > 0
         for model_id in ids:
             part = tmp_path / "parts" / model_slug(model_id)
             metadata = events[model_id].metadata
             assert metadata["folder"].value == str(part)
             assert metadata["folder_digest"].value == folder_digest(part)
-            assert metadata["seconds"].value > 0
+            assert metadata["seconds"].value >= 0
         stale = stale_assets(defs, instance)
         assert not [key for key in stale if key[0] == "model_site"]
         instance.report_runless_asset_event(dg.AssetMaterialization(

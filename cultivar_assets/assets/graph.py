@@ -78,7 +78,6 @@ MODEL_SITE_JOB = "build_model_site"
 model_site_job = dg.define_asset_job(
     MODEL_SITE_JOB,
     selection=dg.AssetSelection.assets(model_site),
-    partitions_def=models_partitions,
     description="Write one model's part of the site (one partition = one model) from its rows "
                 "in the database, for the site to assemble.",
 )

@@ -85,7 +85,7 @@ def model_site(context: dg.AssetExecutionContext, site: SiteResource, store: Sto
             "folder": dg.MetadataValue.path(str(folders[model_id])),
             "files": dg.MetadataValue.json(manifest["files"]),
             "locales": len(manifest["locales"]),
-            "seconds": round(seconds[model_id], 3),
+            "seconds": round(seconds[model_id], 6),
             "folder_digest": digests[model_id],
         }, partition_key=model_id)
     version = (digests[model_ids[0]] if len(model_ids) == 1 else hashlib.sha256(
