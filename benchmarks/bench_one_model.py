@@ -126,29 +126,14 @@ def prepared(workdir: Path, n_models: int, segments: int, replicates: int,
 def added_translations(folder: Path, model: int) -> str:
     """The added model's translations file under the storage root (perturbed references,
     as ``bench_site.add_model`` makes them); its id."""
-    from bench_site import model_spec
+    from bench_site import perturbed_run
 
-    from cultivar_assets.engines.base import EngineInfo
     from cultivar_assets.store.records import read_test_sets_file, write_translations_file
-    from cultivar_assets.translation import TranslationRow, TranslationRun
 
-    rng = random.Random(model)
-    spec = model_spec(model)
     stored = read_test_sets_file(str(folder / "root"))
-    rows = []
-    for test_set in stored.test_sets:
-        for segment in test_set.segments:
-            words = segment.reference.split()
-            for _ in range(rng.randint(0, 3)):
-                words[rng.randrange(len(words))] = rng.choice(words)
-            hypothesis = " ".join(words)
-            rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id,
-                                       segment.source, segment.reference, hypothesis,
-                                       hypothesis, ()))
-    run = TranslationRun(spec, "0" * 64, EngineInfo("copy-source", "synthetic", None, None),
-                         "0" * 64, rows, len(rows), 0, 0.0)
+    run = perturbed_run(model, stored.test_sets, random.Random(model))
     write_translations_file(str(folder / "root"), run, stored.fingerprint)
-    return spec.id
+    return run.model.id
 
 
 def child(folder: Path, model_id: str, replicates: int, web_cache: Path) -> None:

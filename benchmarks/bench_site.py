@@ -96,9 +96,9 @@ METRICS = MetricConfig(bleu_tokenize="13a")
 POOL = 16  # models scored for real; the others are mixed from them (mix_models)
 
 
-def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Random) -> None:
-    """Model ``m``: translations (perturbed references), scored for real (BLEU, chrF, the
-    per-segment statistics that the bootstrap intervals need, word recall)."""
+def perturbed_run(m: int, test_sets, rng: random.Random) -> TranslationRun:
+    """Model ``m``'s synthetic translations: each segment's reference with 0 to 3 of its words
+    replaced by another of its words (``rng`` decides which)."""
     spec = model_spec(m)
     rows = []
     for test_set in test_sets:
@@ -110,10 +110,16 @@ def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Ran
             rows.append(TranslationRow(spec.id, test_set.name, segment.segment_id,
                                        segment.source, segment.reference, hypothesis,
                                        hypothesis, ()))
-    run = TranslationRun(spec, "0" * 64, EngineInfo("copy-source", "synthetic", None, None),
-                         "0" * 64, rows, len(rows), 0, 0.0)
+    return TranslationRun(spec, "0" * 64, EngineInfo("copy-source", "synthetic", None, None),
+                          "0" * 64, rows, len(rows), 0, 0.0)
+
+
+def add_model(store: Store, m: int, test_sets, fingerprint: str, rng: random.Random) -> None:
+    """Model ``m``: translations (perturbed references), scored for real (BLEU, chrF, the
+    per-segment statistics that the bootstrap intervals need, word recall)."""
+    run = perturbed_run(m, test_sets, rng)
     write_translations(store, run, fingerprint)
-    score_model(store, spec.id, METRICS, processes=2)
+    score_model(store, run.model.id, METRICS, processes=2)
 
 
 def model_spec(m: int) -> ModelSpec:
