@@ -105,6 +105,53 @@ print(run.n_generated, run.n_cached)
 """
 
 
+def test_two_runs_in_threads_generate_each_output_once(tmp_path, tiny_model_dir, caplog):
+    """The model lock of two runs of one model in one process (two threads, each its own lock
+    file handle), both started while the lock is held: one generates every output, the other
+    waits for it and reads them all from the cache. Across processes:
+    :func:`test_two_concurrent_runs_of_one_model_generate_each_output_once` (slow)."""
+    import threading
+
+    from cultivar_assets.translation import model_lock
+
+    models = write_models_file(tmp_path / "models.yaml", [tiny_entry(
+        "tiny-slow", tiny_model_dir, "base-fewshot", engine_options={"max_new_tokens": 8})])
+    spec = load_models(models).get("tiny-slow")
+    test_sets = load_benchmark(DataConfig()).test_sets()[:1]
+    cache = tmp_path / "cache"
+    results, errors = [], []
+
+    def run():
+        try:
+            run = translate(spec, test_sets, cache_dir=cache, show_progress_bar=False)
+            results.append((run.n_generated, run.n_cached))
+        except Exception as error:  # reported by the assertion below
+            errors.append(error)
+
+    def waiting() -> list[str]:
+        return [r.getMessage() for r in caplog.records
+                if "waiting for it to finish" in r.getMessage()]
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    with caplog.at_level("WARNING", logger="cultivar_assets.translation"):
+        with model_lock(cache, spec.id):  # a run holding the lock before either starts
+            for thread in threads:
+                thread.start()
+            deadline = time.monotonic() + 60
+            while len(waiting()) < 2:
+                assert time.monotonic() < deadline, "the runs did not wait for the lock"
+                time.sleep(0.01)
+            assert results == [] and not (cache / "tiny-slow.sqlite").exists()
+        for thread in threads:
+            thread.join(timeout=300)
+    assert errors == []
+    total = len(test_sets[0].segments)
+    assert sorted(results) == [(0, total), (total, 0)]
+    assert len(cached_rows(cache / "tiny-slow.sqlite")) == total
+    assert all("tiny-slow" in message for message in waiting())
+
+
+@pytest.mark.slow  # two processes; the lock in one process: the test above
 def test_two_concurrent_runs_of_one_model_generate_each_output_once(tmp_path, tiny_model_dir):
     models = write_models_file(tmp_path / "models.yaml", [tiny_entry(
         "tiny-slow", tiny_model_dir, "base-fewshot",
