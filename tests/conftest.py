@@ -345,3 +345,18 @@ def install_metadata(folder: Path, name: str, entry_points: dict[str, dict[str, 
     (info / "entry_points.txt").write_text("".join(
         f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
         for group, points in entry_points.items()))
+
+
+@pytest.fixture(scope="session")
+def hostile_store_copy(tmp_path_factory):
+    """Copies of ``site_helpers.hostile_store``'s database, built once a session whatever the
+    number of pytest-xdist workers (``site_helpers.shared_hostile_store``, in the folder of every
+    worker's base folder): ``hostile_store_copy(root)`` is a :class:`Store` of a fresh copy in
+    ``root``, which the test may change."""
+    from site_helpers import copy_hostile_store, shared_hostile_store
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # pytest-<n>, shared by the session's workers
+    shared = shared_hostile_store(base)
+    return lambda root: copy_hostile_store(shared, root)

@@ -60,6 +60,37 @@ def hostile_store(root: Path) -> Store:
     return systems_store(root, PayloadEngine, {"payload-model": (HOSTILE_MODEL, HOSTILE_FAMILY)})
 
 
+def shared_hostile_store(base: Path) -> Path:
+    """The database of :func:`hostile_store` built once in ``base`` (a folder every process of
+    the session sees): the first caller builds it under the file lock ``hostile_store.lock``
+    and renames its folder to ``hostile_store``; later callers find that folder. The database
+    is read-only (tests copy it: :func:`copy_hostile_store`); a build that failed leaves no
+    folder, and the next caller builds again."""
+    import os
+    import tempfile
+
+    from filelock import FileLock
+
+    done = base / "hostile_store"
+    with FileLock(str(base / "hostile_store.lock")):
+        if not done.is_dir():
+            building = Path(tempfile.mkdtemp(prefix="hostile_store-", dir=base))
+            store = hostile_store(building)
+            store.path.chmod(0o444)
+            os.rename(building, done)
+    return done / "site.duckdb"
+
+
+def copy_hostile_store(shared: Path, root: Path) -> Store:
+    """A :class:`Store` of a copy of the shared :func:`hostile_store` database ``shared``
+    (:func:`shared_hostile_store`) in ``root`` (created where missing), as ``site.duckdb``
+    like :func:`hostile_store`'s own."""
+    from conftest import copy_database
+
+    root.mkdir(parents=True, exist_ok=True)
+    return Store(copy_database(shared, root))
+
+
 class CorpusEngine(Engine):
     """Answers each request with the next string of ``texts`` (in turn) before the source."""
 

@@ -25,20 +25,19 @@ def test_keep_says_where_the_site_and_database_are_kept(tmp_path):
     assert not kept.exists()
 
 
-def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypatch):
+def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypatch,
+                                                               hostile_store_copy):
     """The site asset builds with the charts asset's folder and the model_site parts: the
     bench's timed build writes the charts there first, then the stale parts, and the site copies
     the SVGs, drawing none itself, and assembles every part, making none itself."""
     from bench_site import timed_build
-    from site_helpers import hostile_store
 
     from cultivar_assets.site import build as site_build
 
     def no_svg_job(*args, **kwargs):
         raise AssertionError("the site build started the SVG worker")
 
-    (tmp_path / "store").mkdir()
-    store = hostile_store(tmp_path / "store")
+    store = hostile_store_copy(tmp_path / "store")
     monkeypatch.setattr(site_build, "SvgJob", no_svg_job)
     summary, charts_s, parts_s, cpu_s, _ = timed_build(store, tmp_path / "site", "off",
                                                        tmp_path / "web")

@@ -20,7 +20,6 @@ from site_helpers import (
     HOSTILE_FAMILY,
     HOSTILE_MODEL,
     NEEDS_CHROMIUM,
-    hostile_store,
     serve,
     watched_page,
     widen_store,
@@ -43,9 +42,9 @@ CARD = "# Card\n\nA *card* with <script>alert(3)</script> and | pipes | {{7*7}}.
 
 
 @pytest.fixture(scope="module")
-def site_dir(tmp_path_factory):
+def site_dir(tmp_path_factory, hostile_store_copy):
     root = tmp_path_factory.mktemp("site_build")
-    store = hostile_store(root)
+    store = hostile_store_copy(root)
     summary = build_site(store, root / "site", card_markdown=CARD, query_page="off")
     assert summary.notes == ("the Query page was left out: site.query_page is off",)
     return root / "site"

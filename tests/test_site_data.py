@@ -101,15 +101,13 @@ def test_locale_shard_diffs_the_source_in_the_mode_of_its_script():
     assert char[4] == word[4] == ["I use an ", "iPad", "."]
 
 
-def test_the_built_sites_locale_shards_use_the_mode_of_the_locales_script(tmp_path):
+def test_the_built_sites_locale_shards_use_the_mode_of_the_locales_script(tmp_path,
+                                                                          hostile_store_copy):
     """The build diffs each locale's sources in the mode of its script (the store's locale
     rows, from the registry): characters for cmn_Hans_China, words for hin_Deva_India."""
-    from site_helpers import hostile_store
-
     from cultivar_assets.site.build import build_site
 
-    (tmp_path / "store").mkdir()
-    store = hostile_store(tmp_path / "store")
+    store = hostile_store_copy(tmp_path / "store")
     build_site(store, tmp_path / "site", query_page="off")
     instances = store.query("instances")
     for locale, mode, other in (("cmn_Hans_China", "char", "word"),
@@ -211,10 +209,8 @@ def test_published_tables_are_the_documented_views(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory):
-    from site_helpers import hostile_store
-
-    return hostile_store(tmp_path_factory.mktemp("site_data"))
+def demo_store(tmp_path_factory, hostile_store_copy):
+    return hostile_store_copy(tmp_path_factory.mktemp("site_data"))
 
 
 def test_query_examples_run_on_the_published_tables(demo_store):

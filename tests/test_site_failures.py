@@ -10,7 +10,7 @@ import re
 from datetime import datetime
 
 import pytest
-from site_helpers import HOSTILE_MODEL, NEEDS_CHROMIUM, hostile_store, serve, watched_page
+from site_helpers import HOSTILE_MODEL, NEEDS_CHROMIUM, serve, watched_page
 
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.site_data import board_rows
@@ -28,9 +28,9 @@ def _failure(run_id: str, model_id: str, step: str | None, failed_at: datetime) 
 
 
 @pytest.fixture(scope="module")
-def failing_store(tmp_path_factory):
+def failing_store(tmp_path_factory, hostile_store_copy):
     root = tmp_path_factory.mktemp("site_failures")
-    store = hostile_store(root)  # the copy baseline and a hostile model, scored and aggregated
+    store = hostile_store_copy(root)  # the copy baseline and a hostile model, scored and aggregated
     store.write([
         _failure("run-copy-1", "copy-source-baseline", "translations", NOW),  # after its run
         _failure("run-new-1", "never-finished", "scores", NOW),  # no run of it ever finished

@@ -148,13 +148,11 @@ def test_every_page_family_ships_and_links_the_one_font_sheet(tmp_path):
 # ---- the site tells a reader too -------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    from site_helpers import hostile_store
-
+def site(tmp_path_factory, hostile_store_copy):
     from cultivar_assets.site.build import build_site
 
     root = tmp_path_factory.mktemp("font_site")
-    build_site(hostile_store(root), root / "site", query_page="off")
+    build_site(hostile_store_copy(root), root / "site", query_page="off")
     with serve(root / "site") as url:
         yield url
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
-from site_helpers import HOSTILE_MODEL, NEEDS_CHROMIUM, hostile_store, serve, widen_store
+from site_helpers import HOSTILE_MODEL, NEEDS_CHROMIUM, serve, widen_store
 
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.model_card import engine_text, utc_time
@@ -45,11 +45,11 @@ def test_evaluation_times_are_shown_to_the_second_in_utc():
 
 
 @pytest.fixture(scope="module")
-def sites(tmp_path_factory):
+def sites(tmp_path_factory, hostile_store_copy):
     """The demo site (copy baseline and a hostile model whose run record names its engine's
     library, as the real engines do) and the same widened to 32 models."""
     root = tmp_path_factory.mktemp("card_sites")
-    store = hostile_store(root)
+    store = hostile_store_copy(root)
     shutil.copy(store.path, root / "demo.duckdb")  # what the test reads the ranks from
     with duckdb.connect(str(store.path)) as con:
         con.execute("UPDATE raw.model_runs SET engine_version = 'payload 1.0' "

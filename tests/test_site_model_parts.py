@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from site_helpers import HOSTILE_MODEL, hostile_store
+from site_helpers import HOSTILE_MODEL
 
 from cultivar_assets.evaluation import aggregate, score_model
 from cultivar_assets.files import MANIFEST, read_manifest
@@ -38,8 +38,8 @@ BASELINE = "copy-source-baseline"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return hostile_store(tmp_path_factory.mktemp("parts"))
+def store(tmp_path_factory, hostile_store_copy):
+    return hostile_store_copy(tmp_path_factory.mktemp("parts"))
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -135,13 +135,12 @@ def test_where_the_filesystem_refuses_a_link_the_parts_files_are_copied(store, t
     assert files(tmp_path / "site") == files(tmp_path / "full") and full.copied_files == 0
 
 
-def test_a_part_made_from_other_rows_is_refused(tmp_path):
+def test_a_part_made_from_other_rows_is_refused(tmp_path, hostile_store_copy):
     """A part is taken only while the database holds what it was made from: after the model's
     translations change (here written again and loaded as other files) the site build refuses
     it, naming the folder and what differs, and writes nothing; :func:`current_parts` leaves it
     out with the same message. A full build then shows the new translations."""
-    (tmp_path / "store").mkdir()
-    own = hostile_store(tmp_path / "store")
+    own = hostile_store_copy(tmp_path / "store")
     site = tmp_path / "site"
     parts = parts_of(own, tmp_path / "parts")
     build(own, site, model_parts=parts)

@@ -10,7 +10,6 @@ from dataclasses import replace
 
 import pytest
 from annotation_helpers import annotation_document, demo_drafts
-from site_helpers import hostile_store
 
 from cultivar_assets.construction.annotation.store import ingest_annotation_file
 from cultivar_assets.construction.annotation.task import AnnotationTask
@@ -20,9 +19,9 @@ LOCALE = "deu_Latn_Germany"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, hostile_store_copy):
     root = tmp_path_factory.mktemp("provenance")
-    store = hostile_store(root)
+    store = hostile_store_copy(root)
     drafts = demo_drafts(LOCALE, hostile=True, flagged=True)
     echo = drafts[3]  # an LLM that returned the FLORES source unchanged; the annotator edited it
     drafts[3] = replace(echo, source_draft=echo.source_original)

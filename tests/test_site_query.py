@@ -20,7 +20,6 @@ from site_helpers import (
     HOSTILE_MODEL,
     NEEDS_CHROMIUM,
     WEB_CACHE,
-    hostile_store,
     watched_page,
 )
 
@@ -34,9 +33,9 @@ pytestmark = [NEEDS_CHROMIUM, pytest.mark.slow, pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, hostile_store_copy):
     root = tmp_path_factory.mktemp("query_site")
-    store = hostile_store(root)
+    store = hostile_store_copy(root)
     summary = build_site(store, root / "site", query_page="cached", web_cache=WEB_CACHE)
     assert summary.notes == ()
     return store, root / "site"
