@@ -436,6 +436,41 @@ print(opens, flush=True)
 """
 
 
+def test_an_open_retries_on_duckdbs_lock_error_when_the_holder_is_already_gone(
+        tmp_path, demo, monkeypatch):
+    """DuckDB's lock error, from a reader that closed before anyone could ask who held the
+    lock (no PID in the text, no holder left): the open waits and retries until the file
+    opens. With a real process opening short read-only connections:
+    :func:`test_write_opens_succeed_while_another_process_opens_short_read_only_connections`
+    (slow)."""
+    import types
+
+    from cultivar_assets.store import database
+
+    store = Store(tmp_path / "busy.duckdb", lock_timeout=30)
+    write_dataset(store, demo)
+    real_connect, refused, backoffs = duckdb.connect, [], []
+
+    def connect(path, **kwargs):
+        if len(refused) < 3:
+            refused.append(path)
+            raise duckdb.IOException(f'IO Error: Could not set lock on file "{path}": '
+                                     "Conflicting lock is held")
+        return real_connect(path, **kwargs)
+
+    logged = count(store.path, "raw.write_log")
+    monkeypatch.setattr(duckdb, "connect", connect)
+    monkeypatch.setattr(database, "time", types.SimpleNamespace(
+        monotonic=time.monotonic, sleep=backoffs.append))
+    assert database.lock_holder(store.path) is None  # nobody holds it when asked
+    store.write([])  # a write of nothing (the log only)
+    assert refused == [str(store.path)] * 3 and len(backoffs) == 3
+    assert all(0 < seconds <= 1.0 for seconds in backoffs)
+    monkeypatch.undo()
+    assert count(store.path, "raw.write_log") == logged + 1
+
+
+@pytest.mark.slow  # a real process hammering the file; the retry itself: the test above
 def test_write_opens_succeed_while_another_process_opens_short_read_only_connections(
         tmp_path, demo):
     """A reader that holds the lock only for milliseconds is gone by the time one could ask who
