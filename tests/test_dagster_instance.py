@@ -25,21 +25,20 @@ pytestmark = pytest.mark.dagster_instances
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the storage as a process killed during Dagster's set-up leaves it: the tables of the run and
-# event-log storages partly created, no alembic revision stamped
-HALF_SET_UP = """
-import sys
-import sqlalchemy as db
-from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
-from dagster._core.storage.runs.schema import RunStorageSqlMetadata
-home = sys.argv[1]
-for path, meta in ((f"{home}/history/runs/index.db", SqlEventLogStorageMetadata),
-                   (f"{home}/history/runs.db", RunStorageSqlMetadata)):
-    engine = db.create_engine("sqlite:///" + path)
-    meta.create_all(engine, tables=[t for t in meta.sorted_tables
-                                    if t.name not in ("dynamic_partitions", "instance_info")])
-    engine.dispose()
-"""
+def _half_set_up(home: Path) -> None:
+    """The storage as a process killed during Dagster's set-up leaves it: the tables of the run
+    and event-log storages partly created, no alembic revision stamped."""
+    import sqlalchemy as db
+    from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
+    from dagster._core.storage.runs.schema import RunStorageSqlMetadata
+
+    for path, meta in ((home / "history" / "runs" / "index.db", SqlEventLogStorageMetadata),
+                       (home / "history" / "runs.db", RunStorageSqlMetadata)):
+        engine = db.create_engine(f"sqlite:///{path}")
+        meta.create_all(engine, tables=[t for t in meta.sorted_tables
+                                        if t.name not in ("dynamic_partitions", "instance_info")])
+        engine.dispose()
+
 
 # one process opening the instance, started with others and released at the same moment (it
 # says that its imports are done with the file ready-<pid> beside ``go``)
@@ -68,7 +67,7 @@ def test_a_half_set_up_instance_is_completed_at_the_next_start(tmp_path):
     import dagster as dg
 
     home = _home(tmp_path)
-    subprocess.run([sys.executable, "-c", HALF_SET_UP, str(home)], check=True)
+    _half_set_up(home)
     with (dg.DagsterInstance.from_config(str(home)) as instance,  # the state of the issue
           pytest.raises(Exception, match="dagster instance migrate")):
         instance.get_dynamic_partitions("models")
@@ -79,6 +78,35 @@ def test_a_half_set_up_instance_is_completed_at_the_next_start(tmp_path):
     assert (home / INSTANCE_READY).read_text() == f"dagster {dg.__version__}\n"
 
 
+def test_set_ups_started_together_wait_for_the_lock_and_one_sets_up(tmp_path):
+    """Three set-ups of one instance started while its lock is held (threads of one process,
+    each its own lock file handle): none is done before the lock is let go, then exactly one
+    sets the instance up and the others find it ready. Across processes:
+    :func:`test_processes_setting_up_one_instance_at_once_all_succeed` (slow)."""
+    import dagster as dg
+    from filelock import FileLock
+
+    from cultivar_assets.runner.instance import INSTANCE_LOCK, set_up_instance
+
+    home = _home(tmp_path)
+    outcomes: list[bool] = []
+    threads = [threading.Thread(target=lambda: outcomes.append(set_up_instance(str(home))))
+               for _ in range(3)]
+    with FileLock(str(home / INSTANCE_LOCK)):
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        assert outcomes == [] and not (home / INSTANCE_READY).exists()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(outcomes) == [False, False, True]
+    assert (home / INSTANCE_READY).read_text() == f"dagster {dg.__version__}\n"
+    with local_instance(str(home)) as instance:
+        instance.add_dynamic_partitions("models", ["m1"])
+        assert instance.get_dynamic_partitions("models") == ["m1"]
+
+
+@pytest.mark.slow  # four processes; the lock in one process: the test above
 def test_processes_setting_up_one_instance_at_once_all_succeed(tmp_path):
     home, go = _home(tmp_path), tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
