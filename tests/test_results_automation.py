@@ -169,19 +169,21 @@ def test_the_push_follows_the_folder_only_where_configured(tmp_path, monkeypatch
     assert not push_configured(PublishConfig(token_env="CULTIVAR_TEST_HUB_TOKEN"))  # no repo
 
     resources = resources_from_settings(settings)
-    outcomes = {}
-    for name, config in (("configured", unconfigured), ("not configured", PublishConfig())):
-        assets = automated_assets(ASSETS, config)
-        defs = dg.Definitions(assets=assets, resources=resources)
-        with dg.instance_for_test() as instance:
-            assert dg.materialize(assets, selection=["test_sets", "hf_dataset_folder"],
-                                  resources=resources, instance=instance).success
-            first = dg.evaluate_automation_conditions(defs=defs, instance=instance)
-            assert dg.materialize(assets, selection=["test_sets"], resources=resources,
-                                  instance=instance).success
-            result = dg.evaluate_automation_conditions(defs=defs, instance=instance,
-                                                       cursor=first.cursor)
-            outcomes[name] = _requested(result, ("hf_dataset_folder", "hf_dataset_push"))
+    # both graphs evaluated over one instance's history (the conditions read it, each graph
+    # with its own cursor): the materialisations are the same in both
+    defs = {name: dg.Definitions(assets=automated_assets(ASSETS, config), resources=resources)
+            for name, config in (("configured", unconfigured), ("not configured",
+                                                                PublishConfig()))}
+    with dg.instance_for_test() as instance:
+        assert dg.materialize(ASSETS, selection=["test_sets", "hf_dataset_folder"],
+                              resources=resources, instance=instance).success
+        first = {name: dg.evaluate_automation_conditions(defs=graph, instance=instance)
+                 for name, graph in defs.items()}
+        assert dg.materialize(ASSETS, selection=["test_sets"], resources=resources,
+                              instance=instance).success
+        outcomes = {name: _requested(dg.evaluate_automation_conditions(
+            defs=graph, instance=instance, cursor=first[name].cursor),
+            ("hf_dataset_folder", "hf_dataset_push")) for name, graph in defs.items()}
     assert outcomes == {"configured": {"hf_dataset_folder": 1, "hf_dataset_push": 1},
                         "not configured": {"hf_dataset_folder": 1, "hf_dataset_push": 0}}
 
