@@ -323,17 +323,23 @@ def test_a_folders_digest_reads_no_fifo_or_device_and_the_error_folder_only_its_
     (errors / "t.errors.json").write_text("{}")
     (errors / "notes.txt").write_text("n")
     os.mkfifo(errors / "pipe")
+    # the digests (one line), then again after each change (the child makes the changes)
     code = f"""
         from pathlib import Path
         from cultivar_assets.error_analysis.file import find_error_files
         from cultivar_assets.versions.inputs import content_digest, files_digest
-        errors = Path({str(errors)!r})
-        print(content_digest({str(folder)!r}), files_digest(errors, find_error_files(errors)))
+        folder, errors = Path({str(folder)!r}), Path({str(errors)!r})
+        def digests():
+            print(content_digest(folder), files_digest(errors, find_error_files(errors)))
+        digests()
+        (errors / "notes.txt").write_text("other notes")
+        digests()
+        (folder / "a.txt").write_text("b")
+        (errors / "t.errors.json").write_text("[]")
+        digests()
     """
-    digests = run_child(code, tmp_path).split()
-    (errors / "notes.txt").write_text("other notes")
-    assert run_child(code, tmp_path).split() == digests
-    (folder / "a.txt").write_text("b")
-    (errors / "t.errors.json").write_text("[]")
-    changed = run_child(code, tmp_path).split()
+    digests, unchanged, changed = (line.split() for line in
+                                   run_child(code, tmp_path).splitlines())
+    assert len(digests) == 2 and unchanged == digests
     assert changed[0] != digests[0] and changed[1] != digests[1]
+    assert (folder / "a.txt").read_text() == "b"  # the child's changes were made
