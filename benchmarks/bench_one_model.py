@@ -91,7 +91,12 @@ def prepared(workdir: Path, n_models: int, segments: int, replicates: int,
     from cultivar_assets.site.model_part import write_model_part
     from cultivar_assets.site.pages import model_slug
     from cultivar_assets.store.database import Store
-    from cultivar_assets.store.records import read_test_sets, write_dataset, write_test_sets_file
+    from cultivar_assets.store.records import (
+        read_test_sets,
+        record_every_model_statistics,
+        write_dataset,
+        write_test_sets_file,
+    )
 
     folder = workdir / f"one-model-{n_models}x{segments}-r{replicates}"
     if (folder / "done").is_file():
@@ -110,6 +115,7 @@ def prepared(workdir: Path, n_models: int, segments: int, replicates: int,
         add_model(store, m, test_sets, fingerprint, rng)
     if n_models > POOL:
         mix_models(store, range(POOL, n_models), POOL, seed=7)
+        record_every_model_statistics(store)  # the mixed models' statistics written in SQL
     aggregate(store, config=aggregate_config(replicates), replicates_dir=folder / "kept")
     write_store_charts(store, folder / "charts")
     parts = {}
@@ -206,7 +212,11 @@ def child(folder: Path, model_id: str, replicates: int, web_cache: Path) -> None
 def run(n_models: int, segments: int, replicates: int, workdir: Path, web_cache: Path
         ) -> dict:
     """The leaderboard before (made once), copied; the model added to the copy and timed."""
+    from cultivar_assets.store.database import Store
+
     before = prepared(workdir, n_models, segments, replicates, web_cache)
+    with Store(before / "bench.duckdb").connect():  # a file of an earlier schema version
+        pass  # migrated once (not timed)
     scratch = workdir / f"scratch-{n_models}"
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.copytree(before, scratch)
