@@ -207,9 +207,16 @@ def test_kept_rank_states_are_read_back_only_under_their_key(tmp_path):
     _, state = ranks.ranked(before, False)
     path = tmp_path / "kept" / "_ranks.state"
     ranks.save_rank_states(path, "key-1", {"model_delta_bleu": state})
-    assert ranks.load_rank_states(path, "key-2") == {}
-    assert ranks.load_rank_states(tmp_path / "none", "key-1") == {}
-    back = ranks.load_rank_states(path, "key-1")["model_delta_bleu"]
+    assert ranks.load_rank_states(path, "key-2") == (
+        {}, "the rank states were kept under other settings")
+    assert ranks.load_rank_states(tmp_path / "none", "key-1") == ({}, "no rank states kept")
+    other = tmp_path / "other.state"
+    other.write_bytes(path.read_bytes()[:100])  # cut short
+    found, why = ranks.load_rank_states(other, "key-1")
+    assert found == {} and why.startswith(f"{other} is not a file of rank states (")
+    states, why = ranks.load_rank_states(path, "key-1")
+    assert why is None and list(states) == ["model_delta_bleu"]
+    back = states["model_delta_bleu"]
     assert (back.keys, back.higher_is_better, back.confidence) == (
         state.keys, False, 0.95)
     for kind in ("values", "better", "apart"):

@@ -439,7 +439,7 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
                ) -> Aggregates:
     started = time.perf_counter()
     fingerprint = dataset_fingerprint(store)
-    rows = store.query("all_scores")
+    rows = store.arrow("all_scores").to_pylist()  # the rows of store.query, read as columns
     if models is not None:
         wanted = set(models)
         rows = [r for r in rows if r["model_id"] in wanted]
@@ -516,11 +516,11 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
     if replicates_dir is not None:
         ranks_file = replicates_dir / RANK_STATES_FILE
         key = _rank_states_key(bootstrap, metrics)
-        previous_ranks = load_rank_states(ranks_file, key)
+        previous_ranks, why = load_rank_states(ranks_file, key)
         kept["rank_states"] = (
             "taken from the kept states (a column where more than a quarter of the models "
             "changed is computed in full)" if previous_ranks else
-            "computed in full (no states kept under these settings)")
+            f"computed in full ({why or 'no states kept'})")
     with threadpool_limits(limits=1, user_api="blas"):
         tables = statistics_tables(result, config.flag_config(), previous_ranks,
                                    models_rows=chosen if written else None)

@@ -41,14 +41,17 @@ computation from nothing.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
 
 from cultivar_assets.metrics.bootstrap import Quantity, interval_positions, percentile_interval
-from cultivar_assets.metrics.kept_files import read_arrays, write_arrays
 
 
 @dataclass(frozen=True)
@@ -282,32 +285,43 @@ def rank_intervals(
     return ranked(quantity, higher_is_better, confidence)[0]
 
 
-RANK_STATE_FORMAT = 2  # the layout of a kept rank state file (save_rank_states)
+RANK_STATE_FORMAT = 3  # the layout of a kept rank state file (save_rank_states)
 
 
 def save_rank_states(path: Path, key: str, states: Mapping[str, RankState]) -> None:
-    """Keep ``states`` (name -> :class:`RankState`) in ``path`` (an array file of
-    :mod:`~cultivar_assets.metrics.kept_files`: a JSON description and the raw arrays),
-    labelled with ``key``; replaced atomically."""
-    meta = {"format": RANK_STATE_FORMAT, "key": key,
-            "states": {name: {"higher_is_better": s.higher_is_better,
-                              "confidence": s.confidence, "keys": list(s.keys)}
-                       for name, s in states.items()}}
-    write_arrays(path, meta, {f"{kind}/{name}": getattr(s, kind) for name, s in states.items()
-                              for kind in ("values", "better", "apart")})
+    """Keep ``states`` (name -> :class:`RankState`) in ``path``, a safetensors file: the arrays
+    ``values/<name>``, ``better/<name>`` and ``apart/<name>``, and as its metadata (strings)
+    the layout (``format``), ``key`` and per state its direction, confidence and model keys
+    (``states``, JSON); written beside ``path`` and renamed over it when complete."""
+    meta = {"format": str(RANK_STATE_FORMAT), "key": key,
+            "states": json.dumps({name: {"higher_is_better": s.higher_is_better,
+                                         "confidence": s.confidence, "keys": list(s.keys)}
+                                  for name, s in states.items()})}
+    arrays = {f"{kind}/{name}": np.ascontiguousarray(getattr(s, kind))
+              for name, s in states.items() for kind in ("values", "better", "apart")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    save_file(arrays, str(partial), metadata=meta)
+    os.replace(partial, path)
 
 
-def load_rank_states(path: Path, key: str) -> dict[str, RankState]:
-    """The states kept in ``path`` by :func:`save_rank_states` under the same ``key``; none
-    (an empty dict) when there is no file or it was kept for something else (another key or
-    layout)."""
-    found = read_arrays(path)
-    if found is None:
-        return {}
-    meta, arrays = found
-    if meta.get("format") != RANK_STATE_FORMAT or meta.get("key") != key:
-        return {}
+def load_rank_states(path: Path, key: str) -> tuple[dict[str, RankState], str | None]:
+    """The states kept in ``path`` by :func:`save_rank_states` under the same ``key`` and
+    layout, and None; or no states (an empty dict) and why: no file, not a file of kept states
+    (unreadable, another layout) or kept under another key."""
+    try:
+        with safe_open(str(path), framework="np") as kept:
+            meta = kept.metadata() or {}
+            if meta.get("format") != str(RANK_STATE_FORMAT):
+                return {}, f"{path} holds rank states of another layout"
+            if meta.get("key") != key:
+                return {}, "the rank states were kept under other settings"
+            arrays = {name: kept.get_tensor(name) for name in kept.keys()}  # noqa: SIM118
+    except FileNotFoundError:
+        return {}, "no rank states kept"
+    except (SafetensorError, OSError, ValueError) as error:
+        return {}, f"{path} is not a file of rank states ({error})"
     return {name: RankState(bool(m["higher_is_better"]), float(m["confidence"]),
                             tuple(m["keys"]), arrays[f"values/{name}"],
                             arrays[f"better/{name}"], arrays[f"apart/{name}"])
-            for name, m in meta["states"].items()}
+            for name, m in json.loads(meta["states"]).items()}, None
