@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
@@ -243,11 +244,10 @@ def _update(previous: RankState, keys: Sequence[str], values: np.ndarray
     return better, apart
 
 
-def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float | None = None,
-           previous: RankState | None = None) -> tuple[list[RankInterval], RankState]:
-    """:func:`rank_intervals` and the :class:`RankState` they come from. With ``previous`` (a
-    state of the same direction and confidence) only what changed is computed: the same
-    results as without it."""
+def _computed(quantity: Quantity, higher_is_better: bool, confidence: float | None,
+              previous: RankState | None):
+    """The :class:`RankState` of :func:`ranked`, each model's rank and rank interval, and the
+    models' positions in ranking order."""
     confidence = quantity.confidence if confidence is None else confidence
     keep = [i for i, v in enumerate(quantity.point) if np.isfinite(v)]
     keys: tuple[str, ...] = tuple(quantity.keys[i] for i in keep)
@@ -264,10 +264,22 @@ def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float 
         better, apart = updated
     state = RankState(higher_is_better, confidence, keys, values, better, apart)
     if not keys:
-        return [], state
+        return state, None, None, None, np.empty(0, dtype=np.int64)
     rank = better[0] + 1
     low, high = percentile_interval((better[1:] + 1).astype(float), confidence)
     order = np.array(sorted(range(len(keys)), key=lambda i: (rank[i], keys[i])), dtype=np.int64)
+    return state, rank, low, high, order
+
+
+def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float | None = None,
+           previous: RankState | None = None) -> tuple[list[RankInterval], RankState]:
+    """:func:`rank_intervals` and the :class:`RankState` they come from. With ``previous`` (a
+    state of the same direction and confidence) only what changed is computed: the same
+    results as without it."""
+    state, rank, low, high, order = _computed(quantity, higher_is_better, confidence, previous)
+    keys, values, apart = state.keys, state.values, state.apart
+    if not keys:
+        return [], state
     ordered_keys = np.array(keys, dtype=object)[order]
     result = []
     for i in order:
@@ -275,6 +287,40 @@ def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float 
         result.append(RankInterval(keys[i], float(values[0, i]), int(rank[i]), int(low[i]),
                                    int(high[i]), tuple(tied.tolist())))
     return result, state
+
+
+@dataclass(frozen=True, eq=False)
+class RankColumns:
+    """:func:`ranked`'s intervals as columns, in the same (ranking) order: ``keys``, ``value``,
+    ``rank``, ``rank_low``, ``rank_high`` and ``not_separable_from`` (an Arrow list of keys per
+    model, the same lists, made from the separable pairs without a Python object per name)."""
+
+    keys: pa.Array
+    value: np.ndarray
+    rank: np.ndarray
+    rank_low: np.ndarray
+    rank_high: np.ndarray
+    not_separable_from: pa.ListArray
+
+
+def rank_columns(quantity: Quantity, higher_is_better: bool = True,
+                   confidence: float | None = None, previous: RankState | None = None
+                   ) -> tuple[RankColumns, RankState]:
+    """:func:`ranked` as :class:`RankColumns` (the same values, in the same order)."""
+    state, rank, low, high, order = _computed(quantity, higher_is_better, confidence, previous)
+    ordered = pa.array([state.keys[i] for i in order], type=pa.string())
+    if not state.keys:
+        empty = np.empty(0, dtype=np.int64)
+        return RankColumns(ordered, np.empty(0), empty, empty, empty, pa.array(
+            [], type=pa.list_(pa.string()))), state
+    tied = ~state.apart[np.ix_(order, order)]  # row p, column q: the p-th and q-th in order
+    np.fill_diagonal(tied, False)
+    rows, at = np.nonzero(tied)  # row by row, each row's models in ranking order
+    offsets = np.zeros(len(order) + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=len(order)), out=offsets[1:])
+    lists = pa.ListArray.from_arrays(pa.array(offsets), ordered.take(pa.array(at)))
+    return RankColumns(ordered, state.values[0, order].astype(np.float64), rank[order],
+                       low[order].astype(np.int64), high[order].astype(np.int64), lists), state
 
 
 def rank_intervals(
