@@ -16,14 +16,18 @@ arithmetic).
 
 Given a ``replicates_dir`` (held by one aggregation at a time: a lock on its :data:`LOCK_FILE`),
 three things are kept there, each labelled with what produced it and ignored when that differs
-(``Aggregates.kept`` says what was taken and what not, and why):
+(``Aggregates.kept`` says what was taken and what not, and why). What a model's kept things were
+computed from includes a digest of its statistics, segment scores and word-recall counts,
+read from ``raw.statistics_digests`` (recorded by every writer of those rows in the same
+transaction) and hashed from the rows themselves for a model whose stored rows are more or
+fewer than recorded, or for every model with ``scan_statistics`` (:func:`_digests`):
 
 - every model's replicates, in one pack (``bootstrap.ReplicatesPack``), each under the key of
   what it was computed from (:func:`_replicates_key`): a model whose key is unchanged is taken
   from the pack, the others computed and added to it;
-- the ranks' states (:data:`RANK_STATES_FILE`, ``metrics.ranks.ranked``), under the bootstrap
-  settings and ranked columns: the ranks of models whose values are unchanged are updated for
-  the models added, changed or removed;
+- the ranks' states (:data:`RANK_STATES_FILE`, a safetensors file, ``metrics.ranks.ranked``),
+  under the bootstrap settings and ranked columns: the ranks of models whose values are
+  unchanged are updated for the models added, changed or removed;
 - a record of the per-model rows written (:data:`WRITTEN_FILE`: each model's replicates key
   and a digest of every per-model row the database held after the write, under the rows'
   layout, bootstrap settings, metrics and locales). While the database's per-model rows
