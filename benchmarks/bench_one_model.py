@@ -12,7 +12,9 @@ that the timed charts stage renders only the charts that changed, as a real rebu
 The test sets are written under a storage root (``test_sets.json``, what the models'
 partitions read). The added model's translations are synthetic (perturbed references, as
 ``bench_site.add_model`` makes them), written as its translations file under the storage root
-(the ``translations`` partition's output; not timed).
+(the ``translations`` partition's output; not timed). A leaderboard made by an earlier release
+is migrated to this release's schema once, before it is copied (not timed); the mixed models'
+statistics, written in SQL, have their digests recorded as the loader records a model's.
 
 Then, in a child process (its imports timed apart), what the assets run for the added model,
 in order, each stage's wall and CPU seconds (user + system, the process and its children),

@@ -419,10 +419,10 @@ def _digests(store: Store, model_ids: list[str], scan: bool
                       != records[m]["stored_rows"]]
             why = "no record or rows other than recorded"
         counts = _counts(groups.result())
-    digests = {m: r["digest"] for m, r in records.items() if m not in hashed
+    scanned = set(hashed)
+    digests = {m: r["digest"] for m, r in records.items() if m not in scanned
                and r["digest"] is not None}
     if hashed:
-        scanned = set(hashed)
         counts = {key: n for key, n in counts.items() if key[1] not in scanned}
         for m in hashed:
             digests[m] = 0
