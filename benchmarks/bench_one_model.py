@@ -12,7 +12,9 @@ that the timed charts stage renders only the charts that changed, as a real rebu
 The test sets are written under a storage root (``test_sets.json``, what the models'
 partitions read). The added model's translations are synthetic (perturbed references, as
 ``bench_site.add_model`` makes them), written as its translations file under the storage root
-(the ``translations`` partition's output; not timed).
+(the ``translations`` partition's output; not timed). A leaderboard made by an earlier release
+is migrated to this release's schema once, before it is copied (not timed); the mixed models'
+statistics, written in SQL, have their digests recorded as the loader records a model's.
 
 Then, in a child process (its imports timed apart), what the assets run for the added model,
 in order, each stage's wall and CPU seconds (user + system, the process and its children),
@@ -91,7 +93,12 @@ def prepared(workdir: Path, n_models: int, segments: int, replicates: int,
     from cultivar_assets.site.model_part import write_model_part
     from cultivar_assets.site.pages import model_slug
     from cultivar_assets.store.database import Store
-    from cultivar_assets.store.records import read_test_sets, write_dataset, write_test_sets_file
+    from cultivar_assets.store.records import (
+        read_test_sets,
+        record_every_model_statistics,
+        write_dataset,
+        write_test_sets_file,
+    )
 
     folder = workdir / f"one-model-{n_models}x{segments}-r{replicates}"
     if (folder / "done").is_file():
@@ -110,6 +117,7 @@ def prepared(workdir: Path, n_models: int, segments: int, replicates: int,
         add_model(store, m, test_sets, fingerprint, rng)
     if n_models > POOL:
         mix_models(store, range(POOL, n_models), POOL, seed=7)
+        record_every_model_statistics(store)  # the mixed models' statistics written in SQL
     aggregate(store, config=aggregate_config(replicates), replicates_dir=folder / "kept")
     write_store_charts(store, folder / "charts")
     parts = {}
@@ -206,7 +214,11 @@ def child(folder: Path, model_id: str, replicates: int, web_cache: Path) -> None
 def run(n_models: int, segments: int, replicates: int, workdir: Path, web_cache: Path
         ) -> dict:
     """The leaderboard before (made once), copied; the model added to the copy and timed."""
+    from cultivar_assets.store.database import Store
+
     before = prepared(workdir, n_models, segments, replicates, web_cache)
+    with Store(before / "bench.duckdb").connect():  # a file of an earlier schema version
+        pass  # migrated once (not timed)
     scratch = workdir / f"scratch-{n_models}"
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.copytree(before, scratch)

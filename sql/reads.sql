@@ -95,6 +95,8 @@ UNION ALL SELECT 'raw.segment_scores', count(*) FROM raw.segment_scores
     WHERE model_id = $model_id
 UNION ALL SELECT 'raw.scores', count(*) FROM raw.scores WHERE model_id = $model_id
 UNION ALL SELECT 'raw.word_recall', count(*) FROM raw.word_recall WHERE model_id = $model_id
+UNION ALL SELECT 'raw.statistics_digests', count(*) FROM raw.statistics_digests
+    WHERE model_id = $model_id
 UNION ALL SELECT 'raw.metric_values', count(*) FROM raw.metric_values WHERE model_id = $model_id
 UNION ALL SELECT 'raw.model_locale_deltas', count(*) FROM raw.model_locale_deltas
     WHERE model_id = $model_id
@@ -183,6 +185,56 @@ SELECT model_id, locale, sum(n_removed) AS n_removed,
        bit_xor(hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
                     n_introduced_missed)) AS digest
 FROM raw.word_recall GROUP BY ALL ORDER BY model_id, locale;
+
+-- statistics_groups and word_recall_groups of the models $models alone.
+-- name: statistics_groups_of_models
+SELECT metric, model_id, test_set, count(*) AS n,
+       bit_xor(hash(metric, test_set, segment_id, stats)) AS digest
+FROM raw.segment_stats WHERE model_id IN (SELECT unnest($models::VARCHAR[])) GROUP BY ALL
+UNION ALL
+SELECT metric, model_id, test_set, count(*) AS n,
+       bit_xor(hash(metric, test_set, segment_id, score)) AS digest
+FROM raw.segment_scores WHERE model_id IN (SELECT unnest($models::VARCHAR[])) GROUP BY ALL;
+
+-- name: word_recall_groups_of_models
+SELECT model_id, locale, sum(n_removed) AS n_removed,
+       sum(n_removed_recalled) AS n_removed_recalled, sum(n_introduced) AS n_introduced,
+       sum(n_introduced_missed) AS n_introduced_missed, count(*) AS n_instances,
+       bit_xor(hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+                    n_introduced_missed)) AS digest
+FROM raw.word_recall WHERE model_id IN (SELECT unnest($models::VARCHAR[]))
+GROUP BY ALL ORDER BY model_id, locale;
+
+-- Per model: the rows and digest of its statistics, segment scores and word-recall counts as
+-- raw.statistics_digests records them (NULL when it records none) and the rows the three tables
+-- hold (NULL when they hold none). A model whose two counts differ was written by a path that
+-- did not record it; the aggregation hashes its statistics instead (statistics_groups_of_models).
+-- name: recorded_statistics
+WITH recorded AS (
+    SELECT model_id, sum(n) AS n, bit_xor(digest) AS digest FROM raw.statistics_digests
+    GROUP BY model_id
+), stored AS (
+    SELECT model_id, sum(n) AS n FROM (
+        SELECT model_id, count(*) AS n FROM raw.segment_stats GROUP BY model_id
+        UNION ALL SELECT model_id, count(*) FROM raw.segment_scores GROUP BY model_id
+        UNION ALL SELECT model_id, count(*) FROM raw.word_recall GROUP BY model_id
+    ) GROUP BY model_id
+)
+SELECT model_id, recorded.n AS recorded_rows, stored.n AS stored_rows, recorded.digest
+FROM stored FULL JOIN recorded USING (model_id) ORDER BY model_id;
+
+-- The groups of statistics and segment scores that raw.statistics_digests records (those of
+-- segment_counts).
+-- name: recorded_statistics_groups
+SELECT metric, model_id, test_set, n FROM raw.statistics_digests WHERE source <> 'word_recall';
+
+-- word_recall_sums of the models $models alone.
+-- name: word_recall_sums_of_models
+SELECT model_id, locale, sum(n_removed) AS n_removed,
+       sum(n_removed_recalled) AS n_removed_recalled, sum(n_introduced) AS n_introduced,
+       sum(n_introduced_missed) AS n_introduced_missed, count(*) AS n_instances
+FROM raw.word_recall WHERE model_id IN (SELECT unnest($models::VARCHAR[]))
+GROUP BY ALL ORDER BY model_id, locale;
 
 -- Per model of $models: the instance ids of aggregation_instance_pool that its statistics,
 -- segment scores and word-recall counts hold (sorted).

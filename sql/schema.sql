@@ -1,7 +1,7 @@
 -- Tables written by the Dagster assets. They live in schema "raw"; the public, documented
 -- interface is the set of views in views.sql (schema "main").
 --
--- The layout of schema version 3 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
+-- The layout of schema version 4 (SCHEMA_VERSION in cultivar_assets/store/migrations.py), each
 -- table whole: applied once, to a new database file. A file of an older version is brought to
 -- this layout by the numbered files of sql/migrations/ instead; a test holds the two equal
 -- (tests/test_store_migrations.py). Changing a table here takes a new migration and a new
@@ -168,6 +168,22 @@ CREATE TABLE raw.word_recall (
     n_introduced        INTEGER NOT NULL,   -- |I|
     n_introduced_missed INTEGER NOT NULL,   -- |I \ H| (false negatives)
     PRIMARY KEY (model_id, locale, segment_id)
+);
+
+-- A digest of each model's per-segment statistics, segment scores and word-recall counts, one row
+-- per group: ('segment_stats' or 'segment_scores', metric, test set) or ('word_recall', '',
+-- locale), with its number of rows and the XOR of its rows' 64-bit hashes (the hashes of the
+-- query statistics_groups in sql/reads.sql). Written in the transaction that writes the rows it
+-- describes (record_statistics in sql/writes.sql; deleted with them): the aggregation reads a
+-- model's digest here instead of hashing every statistic (evaluation/aggregates.py).
+CREATE TABLE raw.statistics_digests (
+    model_id VARCHAR NOT NULL,
+    source   VARCHAR NOT NULL,   -- 'segment_stats', 'segment_scores' or 'word_recall'
+    metric   VARCHAR NOT NULL,   -- '' for word_recall
+    test_set VARCHAR NOT NULL,   -- the locale for word_recall
+    n        BIGINT NOT NULL,    -- rows of the group
+    digest   UBIGINT NOT NULL,   -- the XOR of the rows' hashes
+    PRIMARY KEY (model_id, source, metric, test_set)
 );
 
 -- Cross-model aggregates, rewritten as a whole by the leaderboard asset

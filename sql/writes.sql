@@ -46,6 +46,7 @@ DELETE FROM raw.segment_stats WHERE model_id = $model_id;
 DELETE FROM raw.segment_scores WHERE model_id = $model_id;
 DELETE FROM raw.scores WHERE model_id = $model_id;
 DELETE FROM raw.word_recall WHERE model_id = $model_id;
+DELETE FROM raw.statistics_digests WHERE model_id = $model_id;
 DELETE FROM raw.metric_values WHERE model_id = $model_id;
 DELETE FROM raw.model_locale_deltas WHERE model_id = $model_id;
 DELETE FROM raw.model_summary WHERE model_id = $model_id;
@@ -78,6 +79,7 @@ DELETE FROM raw.scores WHERE model_id = $model_id;
 DELETE FROM raw.segment_stats WHERE model_id = $model_id;
 DELETE FROM raw.segment_scores WHERE model_id = $model_id;
 DELETE FROM raw.word_recall WHERE model_id = $model_id;
+DELETE FROM raw.statistics_digests WHERE model_id = $model_id;
 
 -- name: insert_scores
 INSERT INTO raw.scores BY NAME SELECT * FROM staging;
@@ -90,6 +92,44 @@ INSERT INTO raw.segment_scores BY NAME SELECT * FROM staging;
 
 -- name: insert_word_recall
 INSERT INTO raw.word_recall BY NAME SELECT * FROM staging;
+
+-- record_statistics of every model (after statistics written by other means than
+-- store/records.py, such as the benchmarks' synthetic models).
+-- name: record_every_model_statistics
+DELETE FROM raw.statistics_digests;
+INSERT INTO raw.statistics_digests
+SELECT model_id, 'segment_stats', metric, test_set, count(*),
+       bit_xor(hash(metric, test_set, segment_id, stats))
+FROM raw.segment_stats GROUP BY model_id, metric, test_set
+UNION ALL
+SELECT model_id, 'segment_scores', metric, test_set, count(*),
+       bit_xor(hash(metric, test_set, segment_id, score))
+FROM raw.segment_scores GROUP BY model_id, metric, test_set
+UNION ALL
+SELECT model_id, 'word_recall', '', locale, count(*),
+       bit_xor(hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+                    n_introduced_missed))
+FROM raw.word_recall GROUP BY model_id, locale;
+
+-- The digest of one model's stored statistics, segment scores and word-recall counts
+-- (raw.statistics_digests), from the rows the transaction holds: run after every write of them
+-- (store/records.py), so that the record changes whenever they do. The hashes are those of the
+-- query statistics_groups (tests/test_aggregation_streaming.py holds the two equal).
+-- name: record_statistics
+DELETE FROM raw.statistics_digests WHERE model_id = $model_id;
+INSERT INTO raw.statistics_digests
+SELECT model_id, 'segment_stats', metric, test_set, count(*),
+       bit_xor(hash(metric, test_set, segment_id, stats))
+FROM raw.segment_stats WHERE model_id = $model_id GROUP BY model_id, metric, test_set
+UNION ALL
+SELECT model_id, 'segment_scores', metric, test_set, count(*),
+       bit_xor(hash(metric, test_set, segment_id, score))
+FROM raw.segment_scores WHERE model_id = $model_id GROUP BY model_id, metric, test_set
+UNION ALL
+SELECT model_id, 'word_recall', '', locale, count(*),
+       bit_xor(hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
+                    n_introduced_missed))
+FROM raw.word_recall WHERE model_id = $model_id GROUP BY model_id, locale;
 
 -- name: delete_aggregates
 DELETE FROM raw.model_locale_deltas;

@@ -40,8 +40,9 @@ def state(path: Path) -> dict[str, list[tuple]]:
 # The step records hold the package's code digest and run ids (they change with every edit of the
 # code, by design); the run failures are empty in a successful demo; the model files record the
 # digests of the storage root's files that model_results loaded (their content names the
-# machine's paths), not results: the rows loaded from them are compared.
-NOT_RESULTS = ("run_failures", "model_files")
+# machine's paths), not results: the rows loaded from them are compared; the statistics' digests
+# are DuckDB's hashes of rows that are compared themselves.
+NOT_RESULTS = ("run_failures", "model_files", "statistics_digests")
 # columns (and keys inside JSON texts) whose values are the time of a run, not what it computed
 _TIMES = ("built_at", "ingested_at", "created_at", "loaded_at", "finished_at", "computed_at",
           "recorded_at")

@@ -37,7 +37,7 @@ from cultivar_assets.metrics.segment_stats import (
     stats_from_table,
 )
 from cultivar_assets.store.database import Store, WriteBlock
-from cultivar_assets.store.records import write_dataset
+from cultivar_assets.store.records import ScoreRows, write_dataset, write_model_scores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_bootstrap import synthetic_segment_stats
@@ -118,12 +118,16 @@ def store(tmp_path_factory) -> Store:
          "type": "LLM", "family": "Synthetic", "params_total_b": None, "params_active_b": None,
          "engine": "none", "prompt_style": "none", "engine_options": "{}"}
         for m in range(N_MODELS)])] + [WriteBlock(f"insert_{name}", rows=table)
-                                       for name, table in tables.items()])
+                                       for name, table in tables.items()]
+                + [WriteBlock("record_every_model_statistics")])
     return store
 
 
 def _same(a, b, where: str) -> None:
-    """Equal to the last bit (NaN equal to NaN, None to None), recursively."""
+    """Equal to the last bit (NaN equal to NaN, None to None), recursively; an Arrow table
+    (the ranks' rows) by its rows."""
+    if isinstance(a, pa.Table):
+        a = a.to_pylist()
     if isinstance(a, dict):
         assert isinstance(b, dict) and list(a) == list(b), where
         for key in a:
@@ -168,13 +172,13 @@ def test_streamed_aggregate_equals_the_reference(store, monkeypatch):
     monkeypatch.setattr(aggregates, "BLOCK_MODELS", 6)  # 5 blocks of the store
     result = aggregates.aggregate(store, config=config)
     assert result.models == sorted(f"model-{m:02d}" for m in range(N_MODELS))
-    tied = [r for r in result.tables.ranks if r["model_id"] in ("model-00", "model-01")]
+    tied = [r for r in result.tables.ranks.to_pylist() if r["model_id"] in ("model-00", "model-01")]
     assert all(r["rank"] == tied[0]["rank"] for r in tied if r["quantity"] == "delta_bleu")
     for table in ("pairs", "models", "locales", "values", "agreement", "averages", "ranks",
                   "flags"):
         _same(getattr(result.tables, table), getattr(expected, table), table)
     assert result.tables.rules == expected.rules
-    assert len(result.tables.ranks) == 8 * N_MODELS - 1  # the NaN FP rate is not ranked
+    assert result.tables.ranks.num_rows == 8 * N_MODELS - 1  # the NaN FP rate is not ranked
 
 
 def test_paired_bootstrap_in_blocks_equals_the_reference(store, monkeypatch):
@@ -308,7 +312,12 @@ def test_kept_replicates_are_reused_only_while_their_inputs_are_unchanged(store,
         con.execute("UPDATE raw.segment_stats SET stats = list_transform(stats, lambda x: x + 1) "
                     "WHERE model_id = 'model-03' AND test_set = ? AND segment_id = 1 "
                     "AND metric = 'chrf'", [cultivar_test_set_name(LOCALES[5])])
-    result = aggregates.aggregate(other, config=config, replicates_dir=kept)
+    # written in place by hand (no writer of store/records.py, the same number of rows): seen
+    # by hashing the statistics
+    result = aggregates.aggregate(other, config=config, replicates_dir=kept,
+                                  scan_statistics=True)
+    assert result.kept["digests"] == "0 models' recorded, 30 hashed from their statistics " \
+                                     "(every model's hashed (asked to scan))"
     assert computed == [["model-03"]] and result.rewritten == ["model-03"]
     assert result.kept["pools"] == f"{N_MODELS - 1} models' ids kept, 1 read"
     _, expected = reference_tables(other, config)
@@ -519,3 +528,59 @@ def test_a_missing_statistic_is_refused_naming_the_model(store, tmp_path):
         aggregates.aggregate(other, config=config, replicates_dir=tmp_path / "kept")
     assert other.query("leaderboard") == before
     assert [p.name for p in (tmp_path / "kept").iterdir()] == [aggregates.LOCK_FILE]  # no state
+
+
+def _model_rows(store: Store, model: str) -> ScoreRows:
+    """The model's rows of the four tables that ``write_model_scores`` replaces."""
+    with store.connect(read_only=True) as con:
+        return ScoreRows(*(con.sql(f"SELECT * FROM raw.{table} WHERE model_id = $model",
+                                   params={"model": model}).to_arrow_table().to_pylist()
+                           for table in ("scores", "segment_stats", "segment_scores",
+                                         "word_recall")))
+
+
+def test_recorded_digests_equal_the_hashed_ones(store):
+    """The digests and counts read from ``raw.statistics_digests`` (recorded by
+    ``record_statistics``) equal those hashed from the statistics themselves."""
+    models = [f"model-{m:02d}" for m in range(N_MODELS)]
+    recorded = aggregates._digests(store, models, scan=False)
+    hashed = aggregates._digests(store, models, scan=True)
+    assert recorded[2] == f"{N_MODELS} models' recorded, 0 hashed from their statistics"
+    assert recorded[:2] == hashed[:2] and len(recorded[0]) == N_MODELS
+    assert len(set(recorded[0].values())) == N_MODELS  # no two models hold the same rows
+
+
+def test_a_statistic_changed_by_a_writer_is_noticed_from_its_record(store, tmp_path,
+                                                                    monkeypatch):
+    """A statistic of one model rewritten by ``write_model_scores`` (what ``cultivar score``
+    and ``model_results`` run), its number of rows unchanged: the model's recorded digest
+    changes with it, so its replicates and rows are computed again (read from the records,
+    nothing hashed), and the tables equal a full aggregation's. A statistic deleted by hand
+    (no record written) changes the model's number of rows: it is hashed and refused."""
+    copy = tmp_path / "written.duckdb"
+    copy.write_bytes(store.path.read_bytes())
+    other = Store(copy)
+    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=40)
+    kept = tmp_path / "replicates"
+    aggregates.aggregate(other, config=config, replicates_dir=kept)
+    rows = _model_rows(other, "model-03")
+    changed = next(r for r in rows.segment_stats if r["metric"] == "chrf")
+    changed["stats"] = [x + 1 for x in changed["stats"]]
+    write_model_scores(other, "model-03", rows)
+    computed: list[list[str]] = []
+    real = aggregates.model_replicates
+    monkeypatch.setattr(aggregates, "model_replicates", lambda stats, block, *a, **k: (
+        computed.append(list(block)) or real(stats, block, *a, **k)))
+    result = aggregates.aggregate(other, config=config, replicates_dir=kept)
+    assert computed == [["model-03"]] and result.rewritten == ["model-03"]
+    assert result.kept["digests"] == f"{N_MODELS} models' recorded, 0 hashed from their " \
+                                     "statistics"
+    _same(_stored(other), _fully_aggregated(other, config), "tables")
+
+    with other.connect() as con:
+        con.execute("DELETE FROM raw.segment_stats WHERE model_id = 'model-05' AND "
+                    "metric = 'bleu' AND segment_id = 1 AND test_set = ?",
+                    [cultivar_test_set_name(LOCALES[4])])
+    with pytest.raises(aggregates.AggregationError,
+                       match="per-segment statistics of model-05 are missing or do not match"):
+        aggregates.aggregate(other, config=config, replicates_dir=kept)

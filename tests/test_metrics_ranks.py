@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from metrics_helpers import (
     PAIRED_LOCALES,
     paired_benchmark,
@@ -207,10 +208,43 @@ def test_kept_rank_states_are_read_back_only_under_their_key(tmp_path):
     _, state = ranks.ranked(before, False)
     path = tmp_path / "kept" / "_ranks.state"
     ranks.save_rank_states(path, "key-1", {"model_delta_bleu": state})
-    assert ranks.load_rank_states(path, "key-2") == {}
-    assert ranks.load_rank_states(tmp_path / "none", "key-1") == {}
-    back = ranks.load_rank_states(path, "key-1")["model_delta_bleu"]
+    assert ranks.load_rank_states(path, "key-2") == (
+        {}, "the rank states were kept under other settings")
+    assert ranks.load_rank_states(tmp_path / "none", "key-1") == ({}, "no rank states kept")
+    other = tmp_path / "other.state"
+    other.write_bytes(path.read_bytes()[:100])  # cut short
+    found, why = ranks.load_rank_states(other, "key-1")
+    assert found == {} and why.startswith(f"{other} is not a file of rank states (")
+    states, why = ranks.load_rank_states(path, "key-1")
+    assert why is None and list(states) == ["model_delta_bleu"]
+    back = states["model_delta_bleu"]
     assert (back.keys, back.higher_is_better, back.confidence) == (
         state.keys, False, 0.95)
     for kind in ("values", "better", "apart"):
         np.testing.assert_array_equal(getattr(back, kind), getattr(state, kind), strict=True)
+
+
+@pytest.mark.parametrize("n_models", [0, 1, 2, 7, 40])
+def test_rank_columns_equal_ranked(n_models):
+    """The columns of ``rank_columns`` (what the ranks' rows are built from) hold the same
+    values, in the same order, as ``ranked``'s intervals: a NaN point estimate left out, NaN
+    replicates, both directions, kept states."""
+    from cultivar_assets.metrics import ranks
+
+    rng = np.random.default_rng(n_models)
+    point = rng.normal(size=n_models) * 0.05
+    replicates = point[None, :] + rng.normal(size=(200, n_models)) * 0.2
+    if n_models > 3:
+        replicates[:5, 2] = np.nan
+        point[3] = np.nan
+    quantity = Quantity("q", tuple(f"m{i}" for i in range(n_models)), point, replicates,
+                        np.ones(n_models, dtype=np.int64), 0.95)
+    for higher_is_better in (True, False):
+        intervals, state = ranks.ranked(quantity, higher_is_better)
+        columns, again = ranks.rank_columns(quantity, higher_is_better, previous=state)
+        assert [(r.key, r.value, r.rank, r.rank_low, r.rank_high, list(r.not_separable_from))
+                for r in intervals] == list(zip(
+            columns.keys.to_pylist(), columns.value.tolist(), columns.rank.tolist(),
+            columns.rank_low.tolist(), columns.rank_high.tolist(),
+            columns.not_separable_from.to_pylist(), strict=True))
+        np.testing.assert_array_equal(again.apart, state.apart, strict=True)

@@ -16,14 +16,18 @@ arithmetic).
 
 Given a ``replicates_dir`` (held by one aggregation at a time: a lock on its :data:`LOCK_FILE`),
 three things are kept there, each labelled with what produced it and ignored when that differs
-(``Aggregates.kept`` says what was taken and what not, and why):
+(``Aggregates.kept`` says what was taken and what not, and why). What a model's kept things were
+computed from includes a digest of its statistics, segment scores and word-recall counts,
+read from ``raw.statistics_digests`` (recorded by every writer of those rows in the same
+transaction) and hashed from the rows themselves for a model whose stored rows are more or
+fewer than recorded, or for every model with ``scan_statistics`` (:func:`_digests`):
 
 - every model's replicates, in one pack (``bootstrap.ReplicatesPack``), each under the key of
   what it was computed from (:func:`_replicates_key`): a model whose key is unchanged is taken
   from the pack, the others computed and added to it;
-- the ranks' states (:data:`RANK_STATES_FILE`, ``metrics.ranks.ranked``), under the bootstrap
-  settings and ranked columns: the ranks of models whose values are unchanged are updated for
-  the models added, changed or removed;
+- the ranks' states (:data:`RANK_STATES_FILE`, a safetensors file, ``metrics.ranks.ranked``),
+  under the bootstrap settings and ranked columns: the ranks of models whose values are
+  unchanged are updated for the models added, changed or removed;
 - a record of the per-model rows written (:data:`WRITTEN_FILE`: each model's replicates key
   and a digest of every per-model row the database held after the write, under the rows'
   layout, bootstrap settings, metrics and locales). While the database's per-model rows
@@ -152,10 +156,9 @@ def _check_consistency(rows: list[dict], fingerprint: str, metrics: Sequence[str
     return found_by_metric
 
 
-def _check_statistics(segment_counts: list[dict], rows: list[dict]) -> None:
+def _check_statistics(counts: dict[tuple[str, str, str], int], rows: list[dict]) -> None:
     """Every scored test set must have its statistics, with one row per scored segment
-    (``segment_counts``: the rows of the query of that name)."""
-    counts = {(r["metric"], r["model_id"], r["test_set"]): r["n"] for r in segment_counts}
+    (``counts``: (metric, model, test set) -> rows, as the query ``segment_counts`` gives)."""
     lacking = sorted({r["model_id"] for r in rows
                       if counts.get((r["metric"], r["model_id"], r["test_set"]))
                       != r["n_segments"]})
@@ -370,23 +373,80 @@ def _kept_rows(folder: Path, key: str, store: Store) -> tuple[dict[str, str], st
 
 def aggregate(store: Store, models: Sequence[str] | None = None,
               config: MetricConfig | None = None, progress: bool = False,
-              replicates_dir: Path | None = None) -> Aggregates:
+              replicates_dir: Path | None = None, scan_statistics: bool = False
+              ) -> Aggregates:
     """Recompute the aggregate tables of ``models`` (default: every scored model); module
     docstring. ``config``: the metric settings (the metrics aggregated, in their order; bootstrap
     and flag parameters). ``replicates_dir``: a folder where each model's replicates, the
     ranks' states and a record of the per-model rows written are kept and reused while what
-    they were computed from is unchanged (module docstring)."""
+    they were computed from is unchanged (module docstring). ``scan_statistics``: with
+    ``replicates_dir``, every model's statistics hashed for its digest instead of reading the
+    digest recorded beside them (module docstring)."""
     with _locked(replicates_dir):
-        return _aggregate(store, models, config or MetricConfig(), progress, replicates_dir)
+        return _aggregate(store, models, config or MetricConfig(), progress, replicates_dir,
+                          scan_statistics)
+
+
+def _counts(groups) -> dict[tuple[str, str, str], int]:
+    """(metric, model, test set) -> n of the rows (or Arrow table) ``groups``."""
+    if isinstance(groups, list):
+        return {(r["metric"], r["model_id"], r["test_set"]): r["n"] for r in groups}
+    columns = groups.to_pydict()
+    return dict(zip(zip(columns["metric"], columns["model_id"], columns["test_set"],
+                        strict=True), columns["n"], strict=True))
+
+
+def _digests(store: Store, model_ids: list[str], scan: bool
+             ) -> tuple[dict[str, int], dict[tuple[str, str, str], int], str]:
+    """(model -> the digest of its statistics, segment scores and word-recall counts; (metric,
+    model, test set) -> rows, as ``segment_counts``; a note of where they came from).
+
+    A model's digest is the XOR of its groups' (``statistics_groups``, ``word_recall_groups``):
+    read from ``raw.statistics_digests``, which every writer of those rows records in the
+    same transaction (``record_statistics``), for each model whose recorded rows are as many
+    as the tables hold; hashed from the statistics themselves for the others (rows written
+    by another path) and, with ``scan``, for every model (a change that keeps the number of
+    rows is seen only by the hashes)."""
+    with ThreadPoolExecutor(max_workers=WORKERS) as reads:
+        recorded = reads.submit(store.query, "recorded_statistics")
+        groups = reads.submit(store.arrow, "recorded_statistics_groups")
+        wanted = set(model_ids)
+        records = {r["model_id"]: r for r in recorded.result() if r["model_id"] in wanted}
+        if scan:
+            hashed, why = list(model_ids), "every model's hashed (asked to scan)"
+        else:
+            hashed = [m for m in model_ids if m in records and records[m]["recorded_rows"]
+                      != records[m]["stored_rows"]]
+            why = "no record or rows other than recorded"
+        counts = _counts(groups.result())
+    scanned = set(hashed)
+    digests = {m: r["digest"] for m, r in records.items() if m not in scanned
+               and r["digest"] is not None}
+    if hashed:
+        counts = {key: n for key, n in counts.items() if key[1] not in scanned}
+        for m in hashed:
+            digests[m] = 0
+        for r in (*store.query("statistics_groups_of_models", models=hashed),
+                  *store.query("word_recall_groups_of_models", models=hashed)):
+            digests[r["model_id"]] ^= r["digest"]
+            if "metric" in r:
+                counts[(r["metric"], r["model_id"], r["test_set"])] = r["n"]
+    named = ", ".join(hashed[:10]) + (", …" if len(hashed) > 10 else "")
+    note = (f"{len(model_ids) - len(hashed)} models' recorded, {len(hashed)} hashed from their "
+            f"statistics" + (f" ({why}: {named})" if hashed and not scan else
+                             f" ({why})" if scan else ""))
+    return digests, counts, note
 
 
 def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
-               progress: bool, replicates_dir: Path | None) -> Aggregates:
+               progress: bool, replicates_dir: Path | None, scan_statistics: bool
+               ) -> Aggregates:
     started = time.perf_counter()
     fingerprint = dataset_fingerprint(store)
-    rows = store.query("all_scores")
+    rows = store.arrow("all_scores").to_pylist()  # the rows of store.query, read as columns
     if models is not None:
-        rows = [r for r in rows if r["model_id"] in set(models)]
+        wanted = set(models)
+        rows = [r for r in rows if r["model_id"] in wanted]
     rows = [r for r in rows if r["metric"] in config.metrics]  # the configured metrics only
     if not rows:
         raise AggregationError("no scores to aggregate; materialise scores first")
@@ -401,22 +461,20 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
                           for loc in locales})
     kept: dict[str, str] = {}  # what was taken from replicates_dir, and what not (and why)
     digests: dict[str, int] = {}
-    with ThreadPoolExecutor(max_workers=WORKERS) as reads:  # independent reads, side by side
-        if replicates_dir is None:
+    recall_sums = None
+    if replicates_dir is None:
+        with ThreadPoolExecutor(max_workers=WORKERS) as reads:  # independent reads, side by side
             pool = reads.submit(store.query, "aggregation_instance_pool", models=model_ids,
                                 metrics=list(metrics), test_sets=test_sets, locales=locales)
             counts = reads.submit(store.query, "segment_counts")
             recall_sums = reads.submit(store.query, "word_recall_sums").result()
-        else:  # the same counts and sums, each group with a digest of its rows
-            counts = reads.submit(store.query, "statistics_groups")
-            recall_sums = reads.submit(store.query, "word_recall_groups").result()
-        counts = counts.result()
+            counts = _counts(counts.result())
+    else:  # the same counts, and each model's digest
+        digests, counts, kept["digests"] = _digests(store, model_ids, scan_statistics)
     _check_statistics(counts, rows)
     if replicates_dir is None:
         universe = np.asarray([r["segment_id"] for r in pool.result()], dtype=np.int64)
     else:
-        for r in (*counts, *recall_sums):  # a model's digest: the XOR of its groups'
-            digests[r["model_id"]] = digests.get(r["model_id"], 0) ^ r["digest"]
         universe, kept["pools"] = _kept_pool(store, replicates_dir, model_ids, digests,
                                              metrics, test_sets, locales)
     del counts
@@ -451,6 +509,8 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
                else list(model_ids))
     removed = sorted(set(written) - set(model_ids))
     chosen = set(rewrite)
+    if recall_sums is None:
+        recall_sums = store.query("word_recall_sums_of_models", models=sorted(chosen))
     recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
         {"model_id": r["model_id"], "locale": r["locale"],
          **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
@@ -460,11 +520,11 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
     if replicates_dir is not None:
         ranks_file = replicates_dir / RANK_STATES_FILE
         key = _rank_states_key(bootstrap, metrics)
-        previous_ranks = load_rank_states(ranks_file, key)
+        previous_ranks, why = load_rank_states(ranks_file, key)
         kept["rank_states"] = (
             "taken from the kept states (a column where more than a quarter of the models "
             "changed is computed in full)" if previous_ranks else
-            "computed in full (no states kept under these settings)")
+            f"computed in full ({why or 'no states kept'})")
     with threadpool_limits(limits=1, user_api="blas"):
         tables = statistics_tables(result, config.flag_config(), previous_ranks,
                                    models_rows=chosen if written else None)

@@ -42,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from cultivar_assets.metrics.bootstrap import BootstrapResult, Quantity, percentile_interval
 from cultivar_assets.metrics.delta import PairDelta, locale_average
@@ -53,7 +54,7 @@ from cultivar_assets.metrics.flags import (
     flag_rows,
 )
 from cultivar_assets.metrics.rank_agreement import agreement_averages
-from cultivar_assets.metrics.ranks import RankState, ranked
+from cultivar_assets.metrics.ranks import RankState, rank_columns
 from cultivar_assets.metrics.registry import METRIC_NAMES, column_key, get_metric, table_label
 
 SIDES = ("flores", "cultivar", "delta")  # the quantities of a metric (∆ = cultivar − flores)
@@ -101,7 +102,7 @@ class StatisticsTables:
     values: list[dict]  # raw.metric_values: every metric value in long form
     agreement: list[dict]  # raw.rank_agreement
     averages: list[dict]  # raw.table_averages
-    ranks: list[dict]  # raw.leaderboard_ranks
+    ranks: pa.Table  # raw.leaderboard_ranks
     flags: list[dict]  # raw.contamination_flags (source 'evaluated')
     rules: list[RuleResult]
     # ranked quantity -> what its ranks were computed from (for the next computation)
@@ -155,31 +156,40 @@ def _agreement_rows(result: BootstrapResult) -> list[dict]:
     return rows
 
 
+RANK_TYPES = {"model_id": pa.string(), "quantity": pa.string(), "higher_is_better": pa.bool_(),
+              "value": pa.float64(), "rank": pa.int64(), "rank_low": pa.int64(),
+              "rank_high": pa.int64(), "not_separable_from": pa.list_(pa.string()),
+              "n_models": pa.int64()}  # the columns of the ranks' rows (_rank_rows)
 RANK_WORKERS = 2  # ranked columns computed at once, in threads (NumPy outside Python's lock)
 
 
 def _rank_rows(result: BootstrapResult, previous: Mapping[str, RankState],
-               states: dict[str, RankState]) -> list[dict]:
-    """The ranks' rows; ``previous``: quantity -> the state its ranks were last computed with
-    (only what changed since is computed, :func:`~cultivar_assets.metrics.ranks.ranked`);
+               states: dict[str, RankState]) -> pa.Table:
+    """The ranks' rows as an Arrow table (:data:`RANK_TYPES`: the columns of
+    ``raw.leaderboard_ranks``, the lists built from the separable pairs,
+    :func:`~cultivar_assets.metrics.ranks.rank_columns`); ``previous``: quantity -> the state its
+    ranks were last computed with (only what changed since is computed);
     each quantity's new state is put in ``states``. :data:`RANK_WORKERS` columns are ranked at
     once (each column's computation is its own)."""
     columns = [(column, name, higher_is_better)
                for column, (name, higher_is_better) in ranked_columns(result.metrics).items()
                if name in result.quantities]
     with ThreadPoolExecutor(max_workers=RANK_WORKERS) as workers:
-        computed = [workers.submit(ranked, result[name], higher_is_better=higher_is_better,
-                                   previous=previous.get(name))
+        computed = [workers.submit(rank_columns, result[name],
+                                   higher_is_better=higher_is_better, previous=previous.get(name))
                     for _, name, higher_is_better in columns]
-        rows = []
+        parts = []
         for (column, name, higher_is_better), future in zip(columns, computed, strict=True):
             ranks, states[name] = future.result()
-            rows += [{"model_id": r.key, "quantity": column,
-                      "higher_is_better": higher_is_better, "value": r.value, "rank": r.rank,
-                      "rank_low": r.rank_low, "rank_high": r.rank_high,
-                      "not_separable_from": list(r.not_separable_from),
-                      "n_models": len(ranks)} for r in ranks]
-    return rows
+            n = len(ranks.keys)
+            parts.append(pa.table({
+                "model_id": ranks.keys, "quantity": pa.array([column] * n, pa.string()),
+                "higher_is_better": pa.array([higher_is_better] * n, pa.bool_()),
+                "value": ranks.value, "rank": ranks.rank, "rank_low": ranks.rank_low,
+                "rank_high": ranks.rank_high, "not_separable_from": ranks.not_separable_from,
+                "n_models": np.full(n, n, dtype=np.int64)}))
+    return pa.concat_tables(parts) if parts else pa.table({
+        name: pa.array([], kind) for name, kind in RANK_TYPES.items()})
 
 
 def _average_rows(result: BootstrapResult) -> list[dict]:

@@ -736,7 +736,10 @@ class ReplicatesPack:
     model's values one after another; a model computed again is appended, and the file is
     written afresh without the values no model uses once they are more than half of it). The
     index is replaced atomically after the data it names is written, so a reader sees a
-    complete pack; :meth:`get` reads a model's values from the file's mapping (no copy)."""
+    complete pack; :meth:`get` reads a model's values from the file's mapping (no copy). (Not a
+    safetensors file, as the ranks' states are: a model computed again is appended to the
+    data file, where safetensors writes a file whole, and a model's share is a slice of one
+    mapping, where ``safe_open`` reads each of a model's dozens of arrays by name.)"""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder

@@ -41,14 +41,18 @@ computation from nothing.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
 
 from cultivar_assets.metrics.bootstrap import Quantity, interval_positions, percentile_interval
-from cultivar_assets.metrics.kept_files import read_arrays, write_arrays
 
 
 @dataclass(frozen=True)
@@ -240,11 +244,10 @@ def _update(previous: RankState, keys: Sequence[str], values: np.ndarray
     return better, apart
 
 
-def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float | None = None,
-           previous: RankState | None = None) -> tuple[list[RankInterval], RankState]:
-    """:func:`rank_intervals` and the :class:`RankState` they come from. With ``previous`` (a
-    state of the same direction and confidence) only what changed is computed: the same
-    results as without it."""
+def _computed(quantity: Quantity, higher_is_better: bool, confidence: float | None,
+              previous: RankState | None):
+    """The :class:`RankState` of :func:`ranked`, each model's rank and rank interval, and the
+    models' positions in ranking order."""
     confidence = quantity.confidence if confidence is None else confidence
     keep = [i for i, v in enumerate(quantity.point) if np.isfinite(v)]
     keys: tuple[str, ...] = tuple(quantity.keys[i] for i in keep)
@@ -261,10 +264,22 @@ def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float 
         better, apart = updated
     state = RankState(higher_is_better, confidence, keys, values, better, apart)
     if not keys:
-        return [], state
+        return state, None, None, None, np.empty(0, dtype=np.int64)
     rank = better[0] + 1
     low, high = percentile_interval((better[1:] + 1).astype(float), confidence)
     order = np.array(sorted(range(len(keys)), key=lambda i: (rank[i], keys[i])), dtype=np.int64)
+    return state, rank, low, high, order
+
+
+def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float | None = None,
+           previous: RankState | None = None) -> tuple[list[RankInterval], RankState]:
+    """:func:`rank_intervals` and the :class:`RankState` they come from. With ``previous`` (a
+    state of the same direction and confidence) only what changed is computed: the same
+    results as without it."""
+    state, rank, low, high, order = _computed(quantity, higher_is_better, confidence, previous)
+    keys, values, apart = state.keys, state.values, state.apart
+    if not keys:
+        return [], state
     ordered_keys = np.array(keys, dtype=object)[order]
     result = []
     for i in order:
@@ -272,6 +287,40 @@ def ranked(quantity: Quantity, higher_is_better: bool = True, confidence: float 
         result.append(RankInterval(keys[i], float(values[0, i]), int(rank[i]), int(low[i]),
                                    int(high[i]), tuple(tied.tolist())))
     return result, state
+
+
+@dataclass(frozen=True, eq=False)
+class RankColumns:
+    """:func:`ranked`'s intervals as columns, in the same (ranking) order: ``keys``, ``value``,
+    ``rank``, ``rank_low``, ``rank_high`` and ``not_separable_from`` (an Arrow list of keys per
+    model, the same lists, made from the separable pairs without a Python object per name)."""
+
+    keys: pa.Array
+    value: np.ndarray
+    rank: np.ndarray
+    rank_low: np.ndarray
+    rank_high: np.ndarray
+    not_separable_from: pa.ListArray
+
+
+def rank_columns(quantity: Quantity, higher_is_better: bool = True,
+                   confidence: float | None = None, previous: RankState | None = None
+                   ) -> tuple[RankColumns, RankState]:
+    """:func:`ranked` as :class:`RankColumns` (the same values, in the same order)."""
+    state, rank, low, high, order = _computed(quantity, higher_is_better, confidence, previous)
+    ordered = pa.array([state.keys[i] for i in order], type=pa.string())
+    if not state.keys:
+        empty = np.empty(0, dtype=np.int64)
+        return RankColumns(ordered, np.empty(0), empty, empty, empty, pa.array(
+            [], type=pa.list_(pa.string()))), state
+    tied = ~state.apart[np.ix_(order, order)]  # row p, column q: the p-th and q-th in order
+    np.fill_diagonal(tied, False)
+    rows, at = np.nonzero(tied)  # row by row, each row's models in ranking order
+    offsets = np.zeros(len(order) + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=len(order)), out=offsets[1:])
+    lists = pa.ListArray.from_arrays(pa.array(offsets), ordered.take(pa.array(at)))
+    return RankColumns(ordered, state.values[0, order].astype(np.float64), rank[order],
+                       low[order].astype(np.int64), high[order].astype(np.int64), lists), state
 
 
 def rank_intervals(
@@ -282,32 +331,43 @@ def rank_intervals(
     return ranked(quantity, higher_is_better, confidence)[0]
 
 
-RANK_STATE_FORMAT = 2  # the layout of a kept rank state file (save_rank_states)
+RANK_STATE_FORMAT = 3  # the layout of a kept rank state file (save_rank_states)
 
 
 def save_rank_states(path: Path, key: str, states: Mapping[str, RankState]) -> None:
-    """Keep ``states`` (name -> :class:`RankState`) in ``path`` (an array file of
-    :mod:`~cultivar_assets.metrics.kept_files`: a JSON description and the raw arrays),
-    labelled with ``key``; replaced atomically."""
-    meta = {"format": RANK_STATE_FORMAT, "key": key,
-            "states": {name: {"higher_is_better": s.higher_is_better,
-                              "confidence": s.confidence, "keys": list(s.keys)}
-                       for name, s in states.items()}}
-    write_arrays(path, meta, {f"{kind}/{name}": getattr(s, kind) for name, s in states.items()
-                              for kind in ("values", "better", "apart")})
+    """Keep ``states`` (name -> :class:`RankState`) in ``path``, a safetensors file: the arrays
+    ``values/<name>``, ``better/<name>`` and ``apart/<name>``, and as its metadata (strings)
+    the layout (``format``), ``key`` and per state its direction, confidence and model keys
+    (``states``, JSON); written beside ``path`` and renamed over it when complete."""
+    meta = {"format": str(RANK_STATE_FORMAT), "key": key,
+            "states": json.dumps({name: {"higher_is_better": s.higher_is_better,
+                                         "confidence": s.confidence, "keys": list(s.keys)}
+                                  for name, s in states.items()})}
+    arrays = {f"{kind}/{name}": np.ascontiguousarray(getattr(s, kind))
+              for name, s in states.items() for kind in ("values", "better", "apart")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    save_file(arrays, str(partial), metadata=meta)
+    os.replace(partial, path)
 
 
-def load_rank_states(path: Path, key: str) -> dict[str, RankState]:
-    """The states kept in ``path`` by :func:`save_rank_states` under the same ``key``; none
-    (an empty dict) when there is no file or it was kept for something else (another key or
-    layout)."""
-    found = read_arrays(path)
-    if found is None:
-        return {}
-    meta, arrays = found
-    if meta.get("format") != RANK_STATE_FORMAT or meta.get("key") != key:
-        return {}
+def load_rank_states(path: Path, key: str) -> tuple[dict[str, RankState], str | None]:
+    """The states kept in ``path`` by :func:`save_rank_states` under the same ``key`` and
+    layout, and None; or no states (an empty dict) and why: no file, not a file of kept states
+    (unreadable, another layout) or kept under another key."""
+    try:
+        with safe_open(str(path), framework="np") as kept:
+            meta = kept.metadata() or {}
+            if meta.get("format") != str(RANK_STATE_FORMAT):
+                return {}, f"{path} holds rank states of another layout"
+            if meta.get("key") != key:
+                return {}, "the rank states were kept under other settings"
+            arrays = {name: kept.get_tensor(name) for name in kept.keys()}  # noqa: SIM118
+    except FileNotFoundError:
+        return {}, "no rank states kept"
+    except (SafetensorError, OSError, ValueError) as error:
+        return {}, f"{path} is not a file of rank states ({error})"
     return {name: RankState(bool(m["higher_is_better"]), float(m["confidence"]),
                             tuple(m["keys"]), arrays[f"values/{name}"],
                             arrays[f"better/{name}"], arrays[f"apart/{name}"])
-            for name, m in meta["states"].items()}
+            for name, m in json.loads(meta["states"]).items()}, None

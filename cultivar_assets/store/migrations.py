@@ -36,7 +36,7 @@ import duckdb
 from cultivar_assets.paths import resource_dir
 from cultivar_assets.sqlfiles import script, statement_text
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 

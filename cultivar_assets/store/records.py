@@ -144,6 +144,7 @@ def _scores_blocks(model_id: str, rows: ScoreRows) -> list[WriteBlock]:
         WriteBlock("insert_segment_stats", rows=rows.segment_stats),
         WriteBlock("insert_segment_scores", rows=rows.segment_scores),
         WriteBlock("insert_word_recall", rows=rows.word_recall),
+        WriteBlock("record_statistics", {"model_id": model_id}),
     ]
 
 
@@ -154,9 +155,15 @@ def write_translations(store: Store, run: TranslationRun, dataset_fingerprint: s
 
 
 def write_model_scores(store: Store, model_id: str, rows: ScoreRows) -> None:
-    """Replace a model's score rows, per-segment statistics and scores, and word-recall counts
-    (one transaction)."""
+    """Replace a model's score rows, per-segment statistics and scores, and word-recall counts,
+    and record their digest (``raw.statistics_digests``), in one transaction."""
     store.write(_scores_blocks(model_id, rows))
+
+
+def record_every_model_statistics(store: Store) -> None:
+    """Record the digest of every model's stored statistics, segment scores and word-recall
+    counts (``raw.statistics_digests``), for rows written by other means than this module."""
+    store.write([WriteBlock("record_every_model_statistics")])
 
 
 # --- the storage root's files (store/model_files.py) -------------------------------------------
