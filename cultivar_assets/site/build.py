@@ -38,6 +38,7 @@ is a model's part; :mod:`.site_pages` holds every page's context.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import time
@@ -55,6 +56,7 @@ from cultivar_assets.files import (
     disk_full_error,
     free_space,
     is_disk_full,
+    manifest_bytes,
     replace_folder,
 )
 from cultivar_assets.metrics.registry import PAPER_METRICS
@@ -70,7 +72,7 @@ from cultivar_assets.site.model_part import (
     read_model_part,
     stats_file,
 )
-from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug
+from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug, tree_digest
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
 from cultivar_assets.site.site_data import chart_inputs, model_tables, read_site_data
 from cultivar_assets.site.site_pages import SitePages
@@ -111,6 +113,9 @@ class SiteSummary:
     notes: tuple[str, ...] = ()  # what the build left out, and why
     sizes: dict[str, int] = field(default_factory=dict)  # bytes per part of the site
     largest_file: tuple[str, int] = ("", 0)
+    # the sha256 of the built folder (as versions.rows.folder_digest of it), from the digests
+    # of the bytes the build wrote and of the parts' files as their manifests record them
+    digest: str = ""
 
 
 def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
@@ -148,10 +153,12 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
                        web_cache, model_parts, manifest, say)
         replace_folder(out_dir, build.write, manifest)
     sizes, largest = dict(sorted(build.writer.sizes.items())), build.writer.largest
+    digests = {**build.writer.digests,
+               MANIFEST: hashlib.sha256(manifest_bytes(manifest)).digest()}
     return SiteSummary(out_dir, build.writer.pages, build.writer.files, build.writer.bytes,
                        time.perf_counter() - started, build.models_done, build.n_locales,
                        build.assembled, build.linked, build.copied, tuple(build.notes), sizes,
-                       largest)
+                       largest, tree_digest(digests))
 
 
 def _component(rel: str) -> str:
@@ -339,7 +346,7 @@ class _Build:
                 folder = Path(self.model_parts[model_id])
                 part = read_model_part(folder, model_id, made_from[model_id])
                 for rel in part["files"]:  # hard links (a part's folder is replaced whole)
-                    self._link(folder / rel, rel)
+                    self._link(folder / rel, rel, bytes.fromhex(part["digests"][rel]))
                 self.models[model_id] = {k: part[k] for k in ("slug", "locales", "files")}
                 self.assembled += 1
         made = [m for m in on_board if m not in made_from]
@@ -369,10 +376,11 @@ class _Build:
                                [*self.data.published, "segments"], files, target)
             self.writer.counted(os.path.relpath(target, self.writer.root))
 
-    def _link(self, source: Path, rel: str) -> None:
+    def _link(self, source: Path, rel: str, digest: bytes) -> None:
         """A part's file into the site: hard-linked, or copied where the filesystem refuses a
-        link (counted, and the first reason noted: :meth:`PageWriter.link`)."""
-        reason = self.writer.link(source, rel)
+        link (counted, and the first reason noted: :meth:`PageWriter.link`); ``digest``: its
+        sha256 as the part's manifest records it."""
+        reason = self.writer.link(source, rel, digest)
         if reason is None:
             self.linked += 1
             return
