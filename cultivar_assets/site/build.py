@@ -204,6 +204,7 @@ class _Build:
         # beside the Python work
         self.background = ThreadPoolExecutor(2, thread_name_prefix="site-writer")
         self.pending: list[Future] = []
+        self.links: list[Future] = []  # the parts' files linked (_link_part)
         try:
             self._write(work)
         finally:
@@ -262,6 +263,7 @@ class _Build:
         self.say("chart SVGs")
         self._chart_svgs()
         self._settle()
+        self._count_links()
         self.manifest["notes"] = self.notes
 
     def _static(self) -> None:
@@ -343,10 +345,12 @@ class _Build:
         made_from = {m: sources[m] for m in on_board if m in self.model_parts}
         for model_id in on_board:
             if model_id in made_from:
-                folder = Path(self.model_parts[model_id])
+                folder = os.fspath(self.model_parts[model_id])
                 part = read_model_part(folder, model_id, made_from[model_id])
-                for rel in part["files"]:  # hard links (a part's folder is replaced whole)
-                    self._link(folder / rel, rel, bytes.fromhex(part["digests"][rel]))
+                # hard links (a part's folder is replaced whole), made by the writer threads
+                # (system calls: beside the Python work); counted by _count_links
+                self.links.append(self.background.submit(self._link_part, folder, part))
+                self.pending.append(self.links[-1])
                 self.models[model_id] = {k: part[k] for k in ("slug", "locales", "files")}
                 self.assembled += 1
         made = [m for m in on_board if m not in made_from]
@@ -376,19 +380,26 @@ class _Build:
                                [*self.data.published, "segments"], files, target)
             self.writer.counted(os.path.relpath(target, self.writer.root))
 
-    def _link(self, source: Path, rel: str, digest: bytes) -> None:
-        """A part's file into the site: hard-linked, or copied where the filesystem refuses a
-        link (counted, and the first reason noted: :meth:`PageWriter.link`); ``digest``: its
-        sha256 as the part's manifest records it."""
-        reason = self.writer.link(source, rel, digest)
-        if reason is None:
-            self.linked += 1
-            return
-        self.copied += 1
-        if self.copied == 1:
-            note = f"model parts' files copied, not hard-linked: {reason}"
-            self.notes.append(note)
-            self.say(note)
+    def _link_part(self, folder: str, part: dict[str, Any]) -> list[str | None]:
+        """A part's files into the site: hard-linked, or copied where the filesystem refuses a
+        link (:meth:`PageWriter.link`), each with its sha256 as the part's manifest records
+        it; per file, None or why it was copied."""
+        return [self.writer.link(os.path.join(folder, rel), rel,
+                                 bytes.fromhex(part["digests"][rel])) for rel in part["files"]]
+
+    def _count_links(self) -> None:
+        """Count the parts' files linked and copied (:meth:`_link_part`, all done), and note
+        the first reason for a copy."""
+        for job in self.links:
+            for reason in job.result():
+                if reason is None:
+                    self.linked += 1
+                    continue
+                self.copied += 1
+                if self.copied == 1:
+                    note = f"model parts' files copied, not hard-linked: {reason}"
+                    self.notes.append(note)
+                    self.say(note)
 
     def _bootstrap_shard(self) -> None:
         """The bootstrap's resampling for the compare view (:mod:`.compare_stats`)."""

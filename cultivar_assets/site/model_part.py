@@ -31,6 +31,7 @@ builds from.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -265,13 +266,14 @@ def _write_part(folder: Path, makers: Makers, manifest: dict[str, Any]) -> None:
     replace_folder(folder, write, manifest)
 
 
-def read_model_part(folder: Path, model_id: str, made_from: dict[str, Any]) -> dict[str, Any]:
+def read_model_part(folder: str | Path, model_id: str, made_from: dict[str, Any]
+                    ) -> dict[str, Any]:
     """The manifest of ``model_id``'s part in ``folder``, checked: a missing folder, another
     model's part, a missing file or a part made from other rows than ``made_from``
     (:func:`part_sources` of the database the site is built from) raises
     :class:`ModelPartError` naming the folder and what differs, as does a part whose manifest
     records no digest of one of its files."""
-    manifest = read_manifest(Path(folder)) if Path(folder).is_dir() else None
+    manifest = read_manifest(Path(folder)) if os.path.isdir(folder) else None
     if manifest is None or manifest.get("kind") != PART_KIND:
         raise ModelPartError(f"{folder}: no site part of model {model_id} (materialise "
                              f"model_site[{model_id}])")
@@ -284,7 +286,8 @@ def read_model_part(folder: Path, model_id: str, made_from: dict[str, Any]) -> d
         raise ModelPartError(f"{folder}: model {model_id}'s site part was made from another "
                              f"{', '.join(differs)} than the database holds (materialise "
                              f"model_site[{model_id}] again)")
-    missing = [p for p in manifest["files"] if not (Path(folder) / p).is_file()]
+    # os.path, not pathlib: a 1,000-model site checks 3,000 files
+    missing = [p for p in manifest["files"] if not os.path.isfile(os.path.join(folder, p))]
     if missing:
         raise ModelPartError(f"{folder}: model {model_id}'s site part lacks {missing[0]}")
     unrecorded = [p for p in manifest["files"] if p not in manifest.get("digests", {})]

@@ -184,7 +184,7 @@ class PageWriter:
         """A copy of ``source`` at ``path``."""
         self.data(path, Path(source).read_bytes())
 
-    def link(self, source: Path, path: str, digest: bytes) -> str | None:
+    def link(self, source: str | Path, path: str, digest: bytes) -> str | None:
         """``source`` at ``path`` as a hard link (the same bytes, no copy), or, where the
         filesystem refuses one (another filesystem, no hard links, the link limit), as a copy;
         None when linked, else why it was copied (the error's text). ``digest``: the sha256 of
