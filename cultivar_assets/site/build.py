@@ -237,25 +237,28 @@ class _Build:
                   "query_included": self.engine is not None,
                   "script_notes": script_notes(data.locale_info, data.present_locales)}
         self.writer = PageWriter(work, common, component=_component)
-        self.say("static files")
-        self._static()
-        self.say("charts")
-        self._charts()
-        self.say("published tables")
-        self._published()
         self.say("translations")
         self._translations()
         self.say("pages")
         pages = SitePages(data, self.writer, dataset=self.dataset, show_originals=self.show,
                           include_database=self.options["include_database"],
                           card_markdown=self.card_markdown, engine=self.engine,
-                          notes=self.notes, chart_entries=self.chart_entries,
-                          public_segments=self.public_segments, locale_payloads=None,
-                          models=self.models)
-        pages.start_model_pages()  # a child begins the model pages beside the steps below
+                          notes=self.notes, chart_entries=None, public_segments=None,
+                          locale_payloads=None, models=self.models)
+        # a child begins the model pages (they need the models' parts alone) beside the steps
+        # below, whose results the other pages take
+        pages.start_model_pages()
         try:
+            self.say("static files")
+            self._static()
+            self.say("charts")
+            self._charts()
+            self.say("published tables")
+            self._published()
+            self._database()
             self.say("locale shards and pages")
             self._locale_shards()
+            pages.chart_entries, pages.public_segments = self.chart_entries, self.public_segments
             pages.locale_payloads = self.locale_payloads
             pages.write()
         finally:
@@ -370,6 +373,10 @@ class _Build:
         self.models = {m: self.models[m] for m in data.board if m in self.models}
         self._bootstrap_shard()
         self.models_done = len(self.models)
+
+    def _database(self) -> None:
+        """The DuckDB download (``include_database``), from the published tables' and the
+        models' parquet files."""
         if self.options["include_database"]:
             self._settle()  # the parquet files it is made from are written
             self.say("DuckDB download")

@@ -50,11 +50,13 @@ class SitePages:
     wrote before them: the chart entries (without specs), the published segments table, the
     locale shards' payloads (the locale pages' highlighted instances) and each model's part
     (``models``: model -> its ``slug`` and the ``locales`` of its translations shard:
-    :mod:`cultivar_assets.site.model_part`)."""
+    :mod:`cultivar_assets.site.model_part`). The model pages need only the parts (and the
+    rows): :meth:`start_model_pages` may run before the chart entries, the published segments
+    and the locale payloads are set; :meth:`write` needs them."""
 
     def __init__(self, data: SiteData, writer: PageWriter, *, dataset: dict,
                  show_originals: bool, include_database: bool, card_markdown: str | None,
-                 engine: QueryEngine | None, notes: list[str], chart_entries: list[dict],
+                 engine: QueryEngine | None, notes: list[str], chart_entries: list[dict] | None,
                  public_segments: Any, locale_payloads: dict[str, dict] | None,
                  models: dict[str, dict]) -> None:
         self.data, self.writer = data, writer
