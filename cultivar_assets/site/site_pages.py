@@ -217,8 +217,9 @@ class SitePages:
             model_deltas = deltas_by_model[model_id]
             writer.data(shards.shard_path(f"model/{slug}"), shards.encode_shard(
                 f"model/{slug}", {"v": shards.FORMAT, "model": model_id,
-                                  "deltas": _json_rows(model_deltas),
-                                  "overall": _json_rows([overall])[0]}))
+                                  # the rows as they are: json_bytes writes what a JSON
+                                  # round trip of them would hold (NaN as null, times as text)
+                                  "deltas": model_deltas, "overall": overall}))
             downloads = model_downloads(f"models/{slug}")
             rows = {name: tables[name].get(model_id, []) for name in tables}
             page_tables = {"deltas": model_deltas, "scores": _pivot_scores(rows["scores"]),
@@ -445,10 +446,6 @@ def _locale_entries(payload: dict) -> list[dict]:
 
     return [{"id": item[0], "src_o": html(item[1]), "src_l": html(item[2]),
              "ref_o": html(item[3]), "ref_l": html(item[4])} for item in payload["items"]]
-
-
-def _json_rows(rows: list[dict]) -> list[dict]:
-    return json.loads(json_text(rows))
 
 
 def _pivot_scores(rows: list[dict]) -> list[dict]:
