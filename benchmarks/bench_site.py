@@ -6,23 +6,23 @@ the first 16 models (``POOL``) are translated and scored (seconds each), every f
 mixture of them (``mix_models``: instance i of model m is pool model p(m, i)'s, its translations,
 statistics and word recall together, the corpus scores computed from the mixed statistics — equal
 to scoring the mixture, checked by hand), so 1,000 models fill in minutes. Then what the
-``charts``, ``model_site`` and ``site`` assets run is timed three times (:func:`timed_build`:
-the charts written to their folder by ``write_store_charts``; the model parts that Dagster would
-find stale or missing written by ``write_model_parts``, all in one call as the asset's one run of
-them does (the runner's stage, a backfill); then ``build_site`` with the charts
-folder and every model's part, as ``assets/site_assets.py`` calls them; the site build draws no
-SVG): every part and the site into empty folders, nothing changed (no part written, the site
-rendered again), and one more model added (translated and scored for real, aggregates
-recomputed: its part and the site; timed ``--repeat`` times, the chart SVGs the first run
-rendered removed from vl-convert's cache before each further run, the median reported and every
-run listed; the SVG cache is the run's own, empty at its start, so no chart comes from an
-earlier run of the bench). A build's seconds are the parts' and the site's (the charts' are
-listed apart). The site's size is measured per
-part and per folder, its largest file reported, and the leaderboard page timed in Chromium from
-``file://`` (Playwright, Debian's /usr/bin/chromium: DOMContentLoaded, a sort, a name search).
-Targets: 1,000 models ≤ 1 GB, ≤ 20,000 files, no file over 50 MB, a full build ≤ 4 min, one model
-added ≤ 5 s, the leaderboard interactive within 1 s, sort and filter ≤ 100 ms; 32 models ≤ 60 MB, ≤
-10 s, one model added ≤ 2 s.
+``charts``, ``model_site`` and ``site`` assets run is timed three times (:func:`timed_build`: the
+charts written to their folder by ``write_store_charts``; the model parts that Dagster would find
+stale or missing written by ``write_model_parts``, all in one call as the asset's one run of them
+does (the runner's stage, a backfill); then what the ``site`` asset runs: the dataset card
+(``card_for_store``), the parts' check (``current_parts``) and ``build_site`` with the charts
+folder and every model's part, as ``assets/site_assets.py`` calls them (its data version is the
+build's digest); the site build draws no SVG): every part and the site into empty folders, nothing
+changed (no part written, the site rendered again), and one more model added (translated and scored
+for real, aggregates recomputed: its part and the site; timed ``--repeat`` times, the chart SVGs
+the first run rendered removed from vl-convert's cache before each further run, the median reported
+and every run listed; the SVG cache is the run's own, empty at its start, so no chart comes from an
+earlier run of the bench). A build's seconds are the parts' and the site's (the charts' are listed
+apart). The site's size is measured per part and per folder, its largest file reported, and the
+leaderboard page timed in Chromium from ``file://`` (Playwright, Debian's /usr/bin/chromium:
+DOMContentLoaded, a sort, a name search). Targets: 1,000 models ≤ 1 GB, ≤ 20,000 files, no file
+over 50 MB, a full build ≤ 4 min, one model added ≤ 5 s, the leaderboard interactive within 1 s,
+sort and filter ≤ 100 ms; 32 models ≤ 60 MB, ≤ 10 s, one model added ≤ 2 s.
 
 The Query page's DuckDB-Wasm is part of the site when it is in the web cache (the build fetches
 it with npm once; ``--fetch`` does that before the timings, so they never include npm).
@@ -56,11 +56,13 @@ from cultivar_assets.engines.base import EngineInfo
 from cultivar_assets.evaluation import aggregate, score_model
 from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.metrics.registry import metric_registry
+from cultivar_assets.publish.card import card_for_store
+from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.site import vl_cache
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.charts import write_store_charts
 from cultivar_assets.site.config import default_web_cache
-from cultivar_assets.site.model_part import write_model_parts
+from cultivar_assets.site.model_part import current_parts, write_model_parts
 from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
 from cultivar_assets.specs import ModelSpec
 from cultivar_assets.store.database import Store
@@ -313,10 +315,12 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     (assets/site_assets.py): the charts written to their folder (``charts/`` beside the site);
     the parts of ``models`` (None: every model with translations; the partitions Dagster finds
     stale or missing) written to ``site-models/`` beside the site in one call, as one run of
-    ``model_site`` writes them (none: no run); then the site built with the
-    charts folder, so no SVG is drawn by the site build, and every model's part. The build's
-    summary, the charts' seconds, the parts' seconds, the CPU seconds of all three (this process
-    and its children) and the load."""
+    ``model_site`` writes them (none: no run); then what the ``site`` asset runs: the dataset
+    card (``card_for_store``), the usable parts (``current_parts``) and the site built with the
+    charts folder, so no SVG is drawn by the site build, and every model's part; its data
+    version is the build's digest (no further step). The build's summary, the charts' seconds,
+    the parts' seconds, the site asset's seconds (the card, the parts' check and the build), the
+    CPU seconds of all of them (this process and its children) and the load."""
     def cpu() -> float:
         own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                            resource.RUSAGE_CHILDREN))
@@ -335,9 +339,16 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     if wanted:  # one run of model_site's stale partitions (the runner's stage, a backfill)
         write_model_parts(store, {model_id: folders[model_id] for model_id in wanted})
     parts_s = round(time.perf_counter() - started, 2)
-    summary = build_site(store, site, card_markdown="# Synthetic card", charts_dir=charts_dir,
-                         query_page=mode, web_cache=web_cache, model_parts=folders)
-    return summary, charts_s, parts_s, round(cpu() - before, 2), round(os.getloadavg()[0], 1)
+    started = time.perf_counter()  # the site asset (assets/site_assets.py: site)
+    card = card_for_store(store, PublishConfig())
+    usable, unusable = current_parts(store, folders, None)
+    if unusable:
+        raise SystemExit(f"parts the site would make itself: {sorted(unusable)[:3]}")
+    summary = build_site(store, site, card_markdown=card.page_body, charts_dir=charts_dir,
+                         query_page=mode, web_cache=web_cache, model_parts=usable)
+    site_s = round(time.perf_counter() - started, 2)
+    return (summary, charts_s, parts_s, site_s, round(cpu() - before, 2),
+            round(os.getloadavg()[0], 1))
 
 
 def finish(folder: Path, keep: bool) -> str | None:
@@ -415,9 +426,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         site = folder / "site"
         # every model's part (all missing), then none (all fresh)
-        full, full_charts, full_parts, full_cpu, full_load = timed_build(store, site, mode, cache)
+        full, full_charts, full_parts, full_site, full_cpu, full_load = timed_build(
+            store, site, mode, cache)
         browser = None if args.no_browser else leaderboard_timings(site)
-        again, again_charts, again_parts, again_cpu, again_load = timed_build(
+        _, again_charts, again_parts, again_site, again_cpu, again_load = timed_build(
             store, site, mode, cache, models=[])
         add_one(store, n_models, args.replicates)
         # one model added: its part (the one stale partition) and the site, timed --repeat
@@ -429,14 +441,15 @@ def main(argv: list[str] | None = None) -> int:
                 forget_svgs(svgs)  # each run renders the new model's charts, as the first did
             runs.append(timed_build(store, site, mode, cache,
                                     models=[model_spec(n_models).id]))
-        plus, plus_charts, plus_parts, plus_cpu, plus_load = sorted(
-            runs, key=lambda run: run[0].seconds + run[2])[len(runs) // 2]
+        plus, plus_charts, plus_parts, plus_site, plus_cpu, plus_load = sorted(
+            runs, key=lambda run: run[2] + run[3])[len(runs) // 2]
         result = {"models": n_models, "database_s": round(filled, 1),
-                  "full_s": round(full.seconds + full_parts, 2),
-                  "unchanged_s": round(again.seconds + again_parts, 2),
-                  "plus_one_s": round(plus.seconds + plus_parts, 2),
+                  "full_s": round(full_site + full_parts, 2),
+                  "unchanged_s": round(again_site + again_parts, 2),
+                  "plus_one_s": round(plus_site + plus_parts, 2),
                   "assembled_plus_one": plus.assembled_models,
-                  "plus_one_runs_s": [round(run[0].seconds + run[2], 2) for run in runs],
+                  "plus_one_runs_s": [round(run[2] + run[3], 2) for run in runs],
+                  "site_s": {"full": full_site, "unchanged": again_site, "plus_one": plus_site},
                   "model_site_s": {"full": full_parts, "unchanged": again_parts,
                                    "plus_one": plus_parts},
                   "charts_s": {"full": full_charts, "unchanged": again_charts,

@@ -203,9 +203,10 @@ def base_state(root: Path, worker: Worker) -> dict:
     rebuilt, full, result = run_builds(worker, code, store.path, root / "base", home,
                                        web_cache, None, bytecode=True)
     assert files(rebuilt) == files(full)
+    assert result["digest"] == result["folder_digest"]
     return {"worker": worker, "root": root, "code": code, "store": store.path, "home": home,
             "web_cache": web_cache, "previous": root / "base" / "parts", "full": files(full),
-            "templates": result["templates"]}
+            "templates": result["templates"], "digest": result["digest"]}
 
 
 def stale_state(tmp_path_factory):
@@ -229,7 +230,8 @@ def check_module_list() -> None:
 
 def check_case(state: dict, tmp_path: Path, kind: str, name: str) -> None:
     """One case: the change of ``name`` (a ``kind``: template, static or module) in a copy of
-    the base state's code, its rebuild over the previous site held to its full build."""
+    the base state's code, its rebuild over the previous site held to its full build, and its
+    digest (the site asset's data version) to its folder's, new when the change reached it."""
     code = tmp_path / "code"
     shutil.copytree(state["code"], code)
     if kind == "template":
@@ -243,8 +245,9 @@ def check_case(state: dict, tmp_path: Path, kind: str, name: str) -> None:
         path.write_text(changed_module(name, path.read_text("utf-8")), "utf-8")
         for compiled in (path.parent / PYCACHE).glob(f"{path.stem}.*.pyc"):
             compiled.unlink()
-    rebuilt, full, _ = run_builds(state["worker"], code, state["store"], tmp_path / "builds",
-                                  state["home"], state["web_cache"], state["previous"])
+    rebuilt, full, result = run_builds(state["worker"], code, state["store"],
+                                       tmp_path / "builds", state["home"], state["web_cache"],
+                                       state["previous"])
     full_files = files(full)
     made, before = full_files, state["full"]
     if kind == "static" and f"static/{name}" not in state["full"]:
@@ -261,6 +264,11 @@ def check_case(state: dict, tmp_path: Path, kind: str, name: str) -> None:
                    if rebuilt_files.get(p) != full_files.get(p))
     assert not stale, (f"after a change to {name}, the rebuild differs from a full build in "
                        f"{len(stale)} files: {stale[:8]}")
+    # the site asset's data version: the rebuilt folder's digest, new where a page or file is
+    # (the DuckDB download is not byte-reproducible: its digest is new every build)
+    assert result["digest"] == result["folder_digest"]
+    if made != before:
+        assert result["digest"] != state["digest"], name
 
 
 SHARES = 2  # test_site_stale_rebuild.py runs share 0, test_site_stale_rebuild_2.py share 1

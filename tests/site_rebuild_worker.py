@@ -15,8 +15,9 @@ folder or null, "parts", "rebuilt", "full": output folders, "result": a file}. I
 third-party libraries the builds use (:data:`PRELOADED`; none of them imports
 ``cultivar_assets``) once, then forks a
 child per job, which imports ``cultivar_assets`` from the job's copy, runs the builds and writes
-the result file: the names of the templates the builds loaded and whether the parts were
-written again, or the error's traceback. Each
+the result file: the names of the templates the builds loaded, whether the parts were
+written again and the rebuilt site's digest (the ``site`` asset's data version) beside
+``folder_digest`` of its folder, or the error's traceback. Each
 job's answer is a line on stdout: the child's exit status.
 """
 
@@ -66,6 +67,7 @@ def builds(job: dict) -> dict:
     from cultivar_assets.site.model_part import write_model_part
     from cultivar_assets.site.pages import model_slug
     from cultivar_assets.store.database import Store
+    from cultivar_assets.versions.rows import folder_digest
 
     templates: set[str] = set()  # the templates the builds load
     get_source = jinja2.FileSystemLoader.get_source
@@ -94,9 +96,10 @@ def builds(job: dict) -> dict:
     # the site asset with the parts, then a full build of the same state
     options = {"card_markdown": "# Card", "charts_dir": charts_dir, "query_page": "off",
                "web_cache": web_cache}
-    build_site(store, Path(job["rebuilt"]), model_parts=folders, **options)
+    rebuilt = build_site(store, Path(job["rebuilt"]), model_parts=folders, **options)
     build_site(store, Path(job["full"]), **options)
-    return {"templates": sorted(templates), "remade": remade}
+    return {"templates": sorted(templates), "remade": remade,
+            "digest": rebuilt.digest, "folder_digest": folder_digest(rebuilt.path)}
 
 
 def child(job: dict) -> int:

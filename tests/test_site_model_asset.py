@@ -51,9 +51,13 @@ def test_a_models_part_waits_for_its_rows_and_the_site_assembles_it(tmp_path):
         assert event.materialization.tags["dagster/data_version"] == folder_digest(part)
         result = dg.materialize(ASSETS, selection=["site"], resources=resources,
                                 instance=instance)
-        metadata = result.get_asset_materialization_events()[0].materialization.metadata
+        (event,) = result.get_asset_materialization_events()
+        metadata = event.materialization.metadata
         assert metadata["assembled_models"].value == 1
         assert metadata["models_made_here"].value == []
+        # its data version: the published folder's digest, made from what the build wrote
+        assert event.materialization.tags["dagster/data_version"] == folder_digest(
+            tmp_path / "site")
     for rel in ("data/hyp", "data/stats", "downloads/translations"):
         (made,) = (part / rel).iterdir()
         assert (tmp_path / "site" / rel / made.name).read_bytes() == made.read_bytes()

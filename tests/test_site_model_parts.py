@@ -6,7 +6,10 @@ build leaves the previous site as it was."""
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -33,6 +36,7 @@ from cultivar_assets.site.shards import decode_shard
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
 from cultivar_assets.tables import csv_text, json_text
 from cultivar_assets.translation import translate
+from cultivar_assets.versions.rows import folder_digest
 
 BASELINE = "copy-source-baseline"
 
@@ -308,3 +312,38 @@ def test_an_error_in_the_child_process_is_raised_with_its_traceback(tmp_path):
                        r"status 1\): Traceback .*ValueError: cannot write a"):
         shared.finish()
     assert shared.pid is None
+
+
+def test_the_sites_digest_is_its_folders_digest_made_from_what_it_wrote(store, tmp_path):
+    """:attr:`SiteSummary.digest` (the ``site`` asset's data version) is the digest of the built
+    folder (:func:`folder_digest`), made from the bytes the build wrote and the digests its parts
+    record: full, assembled from parts, with the DuckDB download (a file written by other
+    means); a part written again with other bytes (its manifest records their digest, as
+    ``model_site`` writes it) gives the site another digest, and that digest is again the
+    folder's."""
+    full = build(store, tmp_path / "full", include_database=True)
+    assert full.digest == folder_digest(tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts")
+    assembled = build(store, tmp_path / "assembled", model_parts=parts, include_database=True)
+    assert assembled.digest == folder_digest(tmp_path / "assembled")
+    rel = f"data/stats/{BASELINE}.js"
+    manifest = read_manifest(parts[BASELINE])
+    other = parts[BASELINE].with_name("other")
+    shutil.copytree(parts[BASELINE], other)
+    changed = (other / rel).read_bytes() + b"\n"
+    (other / rel).unlink()
+    (other / rel).write_bytes(changed)
+    manifest["digests"][rel] = hashlib.sha256(changed).hexdigest()
+    (other / MANIFEST).write_text(json.dumps(manifest), "utf-8")
+    again = build(store, tmp_path / "again", model_parts={**parts, BASELINE: other},
+                  include_database=True)
+    assert again.digest == folder_digest(tmp_path / "again") != assembled.digest
+
+
+def test_a_part_without_its_files_digests_is_refused(store, tmp_path):
+    parts = parts_of(store, tmp_path / "parts")
+    manifest = read_manifest(parts[BASELINE])
+    del manifest["digests"][f"data/stats/{BASELINE}.js"]
+    (parts[BASELINE] / MANIFEST).write_text(json.dumps(manifest), "utf-8")
+    with pytest.raises(ModelPartError, match=rf"records no digest of data/stats/{BASELINE}.js"):
+        build(store, tmp_path / "site", model_parts=parts)

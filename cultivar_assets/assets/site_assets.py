@@ -109,7 +109,10 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
     asset ``model_site``) assembled into it. A model whose part is missing or was made from
     other rows than the database holds (its partition not materialised since) has its files
     made here, the same bytes, and is named in a warning and the metadata
-    (``models_made_here``)."""
+    (``models_made_here``). Its data version: the digest of the published folder
+    (:attr:`~cultivar_assets.site.build.SiteSummary.digest`, equal to ``folder_digest`` of it),
+    made from the bytes the build wrote and the digests each part's manifest records, without
+    reading the folder again."""
     card = card_for_store(store.store(), hf_publish.config())
     parts, unusable = current_parts(store.store(), {
         model_id: model_part_folder(site, model_id)
@@ -138,4 +141,4 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
         "megabytes_by_part": dg.MetadataValue.json(
             {part: round(size / 1e6, 2) for part, size in summary.sizes.items()}),
         "notes": dg.MetadataValue.json(list(summary.notes)),
-    }, data_version=dg.DataVersion(folder_digest(summary.path)))
+    }, data_version=dg.DataVersion(summary.digest))

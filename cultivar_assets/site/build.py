@@ -38,6 +38,7 @@ is a model's part; :mod:`.site_pages` holds every page's context.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import time
@@ -55,6 +56,7 @@ from cultivar_assets.files import (
     disk_full_error,
     free_space,
     is_disk_full,
+    manifest_bytes,
     replace_folder,
 )
 from cultivar_assets.metrics.registry import PAPER_METRICS
@@ -70,7 +72,7 @@ from cultivar_assets.site.model_part import (
     read_model_part,
     stats_file,
 )
-from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug
+from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug, tree_digest
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
 from cultivar_assets.site.site_data import chart_inputs, model_tables, read_site_data
 from cultivar_assets.site.site_pages import SitePages
@@ -111,6 +113,9 @@ class SiteSummary:
     notes: tuple[str, ...] = ()  # what the build left out, and why
     sizes: dict[str, int] = field(default_factory=dict)  # bytes per part of the site
     largest_file: tuple[str, int] = ("", 0)
+    # the sha256 of the built folder (as versions.rows.folder_digest of it), from the digests
+    # of the bytes the build wrote and of the parts' files as their manifests record them
+    digest: str = ""
 
 
 def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
@@ -148,10 +153,12 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
                        web_cache, model_parts, manifest, say)
         replace_folder(out_dir, build.write, manifest)
     sizes, largest = dict(sorted(build.writer.sizes.items())), build.writer.largest
+    digests = {**build.writer.digests,
+               MANIFEST: hashlib.sha256(manifest_bytes(manifest)).digest()}
     return SiteSummary(out_dir, build.writer.pages, build.writer.files, build.writer.bytes,
                        time.perf_counter() - started, build.models_done, build.n_locales,
                        build.assembled, build.linked, build.copied, tuple(build.notes), sizes,
-                       largest)
+                       largest, tree_digest(digests))
 
 
 def _component(rel: str) -> str:
@@ -197,6 +204,7 @@ class _Build:
         # beside the Python work
         self.background = ThreadPoolExecutor(2, thread_name_prefix="site-writer")
         self.pending: list[Future] = []
+        self.links: list[Future] = []  # the parts' files linked (_link_part)
         try:
             self._write(work)
         finally:
@@ -229,25 +237,28 @@ class _Build:
                   "query_included": self.engine is not None,
                   "script_notes": script_notes(data.locale_info, data.present_locales)}
         self.writer = PageWriter(work, common, component=_component)
-        self.say("static files")
-        self._static()
-        self.say("charts")
-        self._charts()
-        self.say("published tables")
-        self._published()
         self.say("translations")
         self._translations()
         self.say("pages")
         pages = SitePages(data, self.writer, dataset=self.dataset, show_originals=self.show,
                           include_database=self.options["include_database"],
                           card_markdown=self.card_markdown, engine=self.engine,
-                          notes=self.notes, chart_entries=self.chart_entries,
-                          public_segments=self.public_segments, locale_payloads=None,
-                          models=self.models)
-        pages.start_model_pages()  # a child begins the model pages beside the steps below
+                          notes=self.notes, chart_entries=None, public_segments=None,
+                          locale_payloads=None, models=self.models)
+        # a child begins the model pages (they need the models' parts alone) beside the steps
+        # below, whose results the other pages take
+        pages.start_model_pages()
         try:
+            self.say("static files")
+            self._static()
+            self.say("charts")
+            self._charts()
+            self.say("published tables")
+            self._published()
+            self._database()
             self.say("locale shards and pages")
             self._locale_shards()
+            pages.chart_entries, pages.public_segments = self.chart_entries, self.public_segments
             pages.locale_payloads = self.locale_payloads
             pages.write()
         finally:
@@ -255,6 +266,7 @@ class _Build:
         self.say("chart SVGs")
         self._chart_svgs()
         self._settle()
+        self._count_links()
         self.manifest["notes"] = self.notes
 
     def _static(self) -> None:
@@ -336,10 +348,12 @@ class _Build:
         made_from = {m: sources[m] for m in on_board if m in self.model_parts}
         for model_id in on_board:
             if model_id in made_from:
-                folder = Path(self.model_parts[model_id])
+                folder = os.fspath(self.model_parts[model_id])
                 part = read_model_part(folder, model_id, made_from[model_id])
-                for rel in part["files"]:  # hard links (a part's folder is replaced whole)
-                    self._link(folder / rel, rel)
+                # hard links (a part's folder is replaced whole), made by the writer threads
+                # (system calls: beside the Python work); counted by _count_links
+                self.links.append(self.background.submit(self._link_part, folder, part))
+                self.pending.append(self.links[-1])
                 self.models[model_id] = {k: part[k] for k in ("slug", "locales", "files")}
                 self.assembled += 1
         made = [m for m in on_board if m not in made_from]
@@ -359,6 +373,10 @@ class _Build:
         self.models = {m: self.models[m] for m in data.board if m in self.models}
         self._bootstrap_shard()
         self.models_done = len(self.models)
+
+    def _database(self) -> None:
+        """The DuckDB download (``include_database``), from the published tables' and the
+        models' parquet files."""
         if self.options["include_database"]:
             self._settle()  # the parquet files it is made from are written
             self.say("DuckDB download")
@@ -369,18 +387,26 @@ class _Build:
                                [*self.data.published, "segments"], files, target)
             self.writer.counted(os.path.relpath(target, self.writer.root))
 
-    def _link(self, source: Path, rel: str) -> None:
-        """A part's file into the site: hard-linked, or copied where the filesystem refuses a
-        link (counted, and the first reason noted: :meth:`PageWriter.link`)."""
-        reason = self.writer.link(source, rel)
-        if reason is None:
-            self.linked += 1
-            return
-        self.copied += 1
-        if self.copied == 1:
-            note = f"model parts' files copied, not hard-linked: {reason}"
-            self.notes.append(note)
-            self.say(note)
+    def _link_part(self, folder: str, part: dict[str, Any]) -> list[str | None]:
+        """A part's files into the site: hard-linked, or copied where the filesystem refuses a
+        link (:meth:`PageWriter.link`), each with its sha256 as the part's manifest records
+        it; per file, None or why it was copied."""
+        return [self.writer.link(os.path.join(folder, rel), rel,
+                                 bytes.fromhex(part["digests"][rel])) for rel in part["files"]]
+
+    def _count_links(self) -> None:
+        """Count the parts' files linked and copied (:meth:`_link_part`, all done), and note
+        the first reason for a copy."""
+        for job in self.links:
+            for reason in job.result():
+                if reason is None:
+                    self.linked += 1
+                    continue
+                self.copied += 1
+                if self.copied == 1:
+                    note = f"model parts' files copied, not hard-linked: {reason}"
+                    self.notes.append(note)
+                    self.say(note)
 
     def _bootstrap_shard(self) -> None:
         """The bootstrap's resampling for the compare view (:mod:`.compare_stats`)."""

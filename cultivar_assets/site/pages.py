@@ -134,7 +134,8 @@ def static_dir() -> Path:
 class PageWriter:
     """Writes pages and files under ``root`` and counts pages, files and bytes (and, with
     ``component``, the bytes per part of the output it names for a path, and the largest
-    file). Its writes may come from worker threads."""
+    file), and keeps each file's sha256 (``digests``: path -> digest; :func:`tree_digest` of
+    them is the folder's digest). Its writes may come from worker threads."""
 
     def __init__(self, root: Path, common: dict[str, Any] | None = None,
                  env: jinja2.Environment | None = None,
@@ -147,6 +148,7 @@ class PageWriter:
         self.component = component
         self.sizes: dict[str, int] = defaultdict(int)  # bytes per component, with one
         self.largest: tuple[str, int] = ("", 0)  # the largest file (path, bytes), with one
+        self.digests: dict[str, bytes] = {}  # each file's sha256, by its path
         self._lock = threading.Lock()  # writes may come from worker threads
         self._folders: set[str] = set()  # folders made already (a build writes ~13,000 files)
 
@@ -176,20 +178,19 @@ class PageWriter:
         target = self._target(path)
         with open(target, "wb") as file:
             file.write(content)
-        self._count(path, len(content))
+        self._count(path, len(content), hashlib.sha256(content).digest())
 
     def copy(self, source: Path, path: str) -> None:
         """A copy of ``source`` at ``path``."""
-        target = self._target(path)
-        shutil.copyfile(source, target)
-        self.counted(path)
+        self.data(path, Path(source).read_bytes())
 
-    def link(self, source: Path, path: str) -> str | None:
+    def link(self, source: str | Path, path: str, digest: bytes) -> str | None:
         """``source`` at ``path`` as a hard link (the same bytes, no copy), or, where the
         filesystem refuses one (another filesystem, no hard links, the link limit), as a copy;
-        None when linked, else why it was copied (the error's text). Only for files that are
-        never written in place (a model's part: its folder is replaced whole), so that a later
-        change to ``source`` cannot reach a file already linked."""
+        None when linked, else why it was copied (the error's text). ``digest``: the sha256 of
+        ``source``'s bytes as recorded when it was written (it is not read again). Only for
+        files that are never written in place (a model's part: its folder is replaced whole),
+        so that a later change to ``source`` cannot reach a file already linked."""
         target = self._target(path)
         try:
             os.link(source, target)
@@ -199,17 +200,22 @@ class PageWriter:
                 raise
             shutil.copyfile(source, target)
             reason = f"{error.strerror or error} ({source} -> {target})"
-        self.counted(path)
+        self._count(path, os.stat(target).st_size, digest)
         return reason
 
     def counted(self, path: str) -> None:
-        """Count a file written at ``path`` (relative to ``root``) by other means."""
-        self._count(path, os.stat(os.path.join(self._root, path)).st_size)
+        """Count a file written at ``path`` (relative to ``root``) by other means (its bytes
+        read once for its digest)."""
+        target = os.path.join(self._root, path)
+        with open(target, "rb") as file:
+            digest = hashlib.file_digest(file, "sha256").digest()
+        self._count(path, os.stat(target).st_size, digest)
 
-    def _count(self, path: str, size: int) -> None:
+    def _count(self, path: str, size: int, digest: bytes) -> None:
         with self._lock:
             self.files += 1
             self.bytes += size
+            self.digests[path] = digest
             if self.component is not None:
                 self.sizes[self.component(path)] += size
                 if size > self.largest[1] or (size == self.largest[1] and path < self.largest[0]):
@@ -218,7 +224,8 @@ class PageWriter:
     def counts(self) -> dict[str, Any]:
         """What this writer counted (:meth:`add_counts` adds it to another writer's)."""
         return {"pages": self.pages, "files": self.files, "bytes": self.bytes,
-                "sizes": dict(self.sizes), "largest": list(self.largest)}
+                "sizes": dict(self.sizes), "largest": list(self.largest),
+                "digests": {path: digest.hex() for path, digest in self.digests.items()}}
 
     def add_counts(self, counts: dict[str, Any]) -> None:
         """Add another writer's :meth:`counts` (one that wrote other files under the same root)."""
@@ -226,6 +233,8 @@ class PageWriter:
             self.pages += counts["pages"]
             self.files += counts["files"]
             self.bytes += counts["bytes"]
+            self.digests.update((path, bytes.fromhex(digest))
+                                for path, digest in counts["digests"].items())
             for name, size in counts["sizes"].items():
                 self.sizes[name] += size
             path, size = counts["largest"]
@@ -238,6 +247,22 @@ class PageWriter:
             relative = file.relative_to(static_dir()).as_posix()
             if file.is_file() and (names is None or relative in names):
                 self.copy(file, f"{folder}/{relative}")
+
+
+def tree_digest(digests: dict[str, bytes]) -> str:
+    """The sha256 of a folder whose files are ``digests`` (relative path -> the sha256 of its
+    bytes): the same as :func:`cultivar_assets.versions.rows.folder_digest` of that folder
+    (each file's path and digest, in the order of a walk that takes a folder's files by name
+    before its subfolders by name), computed without reading the files."""
+    def walk_order(path: str) -> tuple:
+        *folders, name = path.split("/")
+        return (*((1, folder) for folder in folders), (0, name))
+
+    digest = hashlib.sha256()
+    for path in sorted(digests, key=walk_order):
+        digest.update(f"{path}\0".encode())
+        digest.update(digests[path])
+    return digest.hexdigest()
 
 
 class SharedItems:

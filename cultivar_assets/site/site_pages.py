@@ -50,11 +50,13 @@ class SitePages:
     wrote before them: the chart entries (without specs), the published segments table, the
     locale shards' payloads (the locale pages' highlighted instances) and each model's part
     (``models``: model -> its ``slug`` and the ``locales`` of its translations shard:
-    :mod:`cultivar_assets.site.model_part`)."""
+    :mod:`cultivar_assets.site.model_part`). The model pages need only the parts (and the
+    rows): :meth:`start_model_pages` may run before the chart entries, the published segments
+    and the locale payloads are set; :meth:`write` needs them."""
 
     def __init__(self, data: SiteData, writer: PageWriter, *, dataset: dict,
                  show_originals: bool, include_database: bool, card_markdown: str | None,
-                 engine: QueryEngine | None, notes: list[str], chart_entries: list[dict],
+                 engine: QueryEngine | None, notes: list[str], chart_entries: list[dict] | None,
                  public_segments: Any, locale_payloads: dict[str, dict] | None,
                  models: dict[str, dict]) -> None:
         self.data, self.writer = data, writer
@@ -215,8 +217,9 @@ class SitePages:
             model_deltas = deltas_by_model[model_id]
             writer.data(shards.shard_path(f"model/{slug}"), shards.encode_shard(
                 f"model/{slug}", {"v": shards.FORMAT, "model": model_id,
-                                  "deltas": _json_rows(model_deltas),
-                                  "overall": _json_rows([overall])[0]}))
+                                  # the rows as they are: json_bytes writes what a JSON
+                                  # round trip of them would hold (NaN as null, times as text)
+                                  "deltas": model_deltas, "overall": overall}))
             downloads = model_downloads(f"models/{slug}")
             rows = {name: tables[name].get(model_id, []) for name in tables}
             page_tables = {"deltas": model_deltas, "scores": _pivot_scores(rows["scores"]),
@@ -443,10 +446,6 @@ def _locale_entries(payload: dict) -> list[dict]:
 
     return [{"id": item[0], "src_o": html(item[1]), "src_l": html(item[2]),
              "ref_o": html(item[3]), "ref_l": html(item[4])} for item in payload["items"]]
-
-
-def _json_rows(rows: list[dict]) -> list[dict]:
-    return json.loads(json_text(rows))
 
 
 def _pivot_scores(rows: list[dict]) -> list[dict]:
