@@ -305,6 +305,32 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, copy_
     assert _tree(tmp_path) == before
 
 
+def test_without_a_models_file_the_run_reads_the_entry_in_a_copy_of_the_bundled_registry(
+        tmp_path, isolated_home, test_sets, monkeypatch):
+    """``cultivar score`` with settings that name no models file: the entry goes to
+    ``$CULTIVAR_HOME/submitted-models.yaml``, a copy of the bundled registry, and the run it
+    starts (:func:`~cultivar_assets.cli.pipeline_run.run_and_report`, here recorded, not run)
+    reads that file for the submitted model alone."""
+    from cultivar_assets.cli import pipeline_run
+    from cultivar_assets.models import load_models
+
+    started = []
+    monkeypatch.setattr(pipeline_run, "run_and_report",
+                        lambda settings: started.append(settings.model_copy(deep=True)) or 0)
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(yaml.safe_dump({"database": str(tmp_path / "results.duckdb"),
+                                      "data": {"kind": "demo"}}), "utf-8")
+    folder = write_submission(tmp_path / "submission", _rows(test_sets))
+    assert main(["--config", str(config), "score", str(folder)]) == 0
+    registry_file = isolated_home / "submitted-models.yaml"
+    registry = load_models(registry_file)
+    assert registry.get("copied-sources").path == str(folder / "manifest.yaml")
+    assert set(load_models()) < set(registry)
+    (settings,) = started
+    assert settings.models_file == str(registry_file) and settings.models == ["copied-sources"]
+
+
+@pytest.mark.slow  # the run itself: the fast test above records what the run is given
 def test_without_a_models_file_the_entry_goes_to_a_copy_of_the_bundled_registry(
         tmp_path, copy_baseline_home, test_sets):
     """``cultivar score`` in a copy of the session's finished run whose settings then name no
