@@ -317,11 +317,10 @@ def test_an_import_with_problems_writes_nothing(tmp_path, test_sets, capsys):
 def test_import_with_score_registers_the_submission_and_starts_the_run_of_it(
         tmp_path, homes, test_sets, monkeypatch):
     """``export lm-eval`` of the demo data, then ``import lm-eval --score`` of samples of every
-    test set: the submission is written and
-    complete, its entry is registered, and the run it starts
-    (:func:`~cultivar_assets.cli.pipeline_run.run_and_report`, here recorded, not run) is that
-    of the submitted model alone. The run itself: the slow test below, and ``cultivar score``
-    through the pipeline in ``tests/test_submissions.py``."""
+    test set: the submission is written and complete, its entry is registered, and the run it
+    starts (:func:`~cultivar_assets.cli.pipeline_run.run_and_report`, here recorded, not run) is
+    that of the submitted model alone. The run itself: the slow test below, and ``cultivar
+    score`` through the pipeline in ``tests/test_submissions.py``."""
     from cultivar_assets.cli import pipeline_run
     from cultivar_assets.models import load_models
 
