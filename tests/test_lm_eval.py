@@ -1,6 +1,7 @@
 """lm-evaluation-harness both ways: ``cultivar export lm-eval`` (task YAML whose prompts and
 metrics are the project's) and ``cultivar import lm-eval`` (``--log_samples`` output as a
-submission); the slow test runs lm-eval 0.4.13 itself on the demo's Gemma 3 270M."""
+submission, scored with ``--score``: the fast test records the run it starts, a slow test runs
+it through the pipeline); a slow test runs lm-eval 0.4.13 itself on the demo's Gemma 3 270M."""
 
 from __future__ import annotations
 

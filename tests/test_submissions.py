@@ -1,5 +1,7 @@
 """Submitted outputs (engine ``outputs``, ``cultivar score``): the format's reader and validator,
-the fingerprint as the submission's content hash, and scoring end to end on the demo data."""
+the fingerprint as the submission's content hash, the model files' data version as the outputs'
+content, and scoring end to end on the demo data (rescoring a changed submission and the
+registry of a run without a models file: slow; fast with the run recorded)."""
 
 from __future__ import annotations
 
