@@ -1,6 +1,7 @@
 """lm-evaluation-harness both ways: ``cultivar export lm-eval`` (task YAML whose prompts and
 metrics are the project's) and ``cultivar import lm-eval`` (``--log_samples`` output as a
-submission); the slow test runs lm-eval 0.4.13 itself on the demo's Gemma 3 270M."""
+submission, scored with ``--score``: the fast test records the run it starts, a slow test runs
+it through the pipeline); a slow test runs lm-eval 0.4.13 itself on the demo's Gemma 3 270M."""
 
 from __future__ import annotations
 
@@ -314,6 +315,41 @@ def test_an_import_with_problems_writes_nothing(tmp_path, test_sets, capsys):
     assert not out.exists()
 
 
+def test_import_with_score_registers_the_submission_and_starts_the_run_of_it(
+        tmp_path, homes, test_sets, monkeypatch):
+    """``export lm-eval`` of the demo data, then ``import lm-eval --score`` of samples of every
+    test set: the submission is written and complete, its entry is registered, and the run it
+    starts (:func:`~cultivar_assets.cli.pipeline_run.run_and_report`, here recorded, not run) is
+    that of the submitted model alone. The run itself: the slow test below, and ``cultivar
+    score`` through the pipeline in ``tests/test_submissions.py``."""
+    from cultivar_assets.cli import pipeline_run
+    from cultivar_assets.models import load_models
+
+    tasks = tmp_path / "tasks"
+    assert main(["export", "lm-eval", str(tasks), "--dataset", str(demo_dataset_dir())]) == 0
+    assert (tasks / "cultivar" / "cultivar_spa_Latn_Spain.yaml").is_file()
+    started = []
+    monkeypatch.setattr(pipeline_run, "run_and_report",
+                        lambda settings: started.append(settings.model_copy(deep=True)) or 0)
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(yaml.safe_dump({"database": str(tmp_path / "results.duckdb"),
+                                      "data": {"kind": "demo"}}), "utf-8")
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(yaml.safe_dump(MANIFEST), "utf-8")
+    results = write_samples(tmp_path / "results", test_sets)
+    out = tmp_path / "submission"
+    assert main(["--config", str(config), "import", "lm-eval", str(results), str(out),
+                 "--manifest", str(manifest), "--score"]) == 0
+    (settings,) = started
+    assert settings.models == ["gemma-lm-eval"]
+    assert load_models(settings.models_file).get("gemma-lm-eval").path == str(
+        (out / "manifest.yaml").resolve())
+    submission = read_submission(out, test_sets)  # complete: the run scores it as it is
+    assert {key: h.strip() for key, h in submission.hypotheses.items()} == {
+        (t.name, s.segment_id): s.reference for t in test_sets for s in t.segments}
+
+
+@pytest.mark.slow  # the whole pipeline; the fast test above checks what the run is given
 def test_export_then_import_scores_through_the_pipeline(tmp_path, homes, test_sets, capsys):
     tasks = tmp_path / "tasks"
     assert main(["export", "lm-eval", str(tasks), "--dataset", str(demo_dataset_dir())]) == 0

@@ -37,12 +37,13 @@ def settings(tmp_path, tiny_models_file, shared_cache) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def materialised(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir, shared_cache):
+def materialisations(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir, shared_cache):
     """The three systems on the demo data, once for the module (with a CULTIVAR_HOME of its
     own): the assets the tests read (``test_sets``, each model's ``translations`` and
     ``scores``, ``model_results``, ``leaderboard``) materialised in a Dagster instance of their
-    own; the settings. Tests change copies of its database (:func:`pipeline_copy`). (The whole
-    pipeline, stage by stage: tests/test_runner_stale.py; with real models:
+    own; the settings, and the result of each materialisation (``test_sets``, then one per
+    model, then the results'). Tests change copies of its database (:func:`pipeline_copy`).
+    (The whole pipeline, stage by stage: tests/test_runner_stale.py; with real models:
     tests/test_demo_cli.py.)"""
     import dagster as dg
     from conftest import isolate_home, tiny_model_entries, write_models_file
@@ -56,11 +57,17 @@ def materialised(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir, shared_c
     with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
         isolate_home(monkeypatch, folder / "home")
         instance.add_dynamic_partitions("models", MODELS)
-        _materialise(instance, settings, ["test_sets"])
+        results = [_materialise(instance, settings, ["test_sets"])]
         for model in MODELS:
-            _materialise(instance, settings, ["translations", "scores"], model)
-        _materialise(instance, settings, ["model_results", "leaderboard"])
-    return settings
+            results.append(_materialise(instance, settings, ["translations", "scores"], model))
+        results.append(_materialise(instance, settings, ["model_results", "leaderboard"]))
+    return settings, results
+
+
+@pytest.fixture(scope="module")
+def materialised(materialisations) -> Settings:
+    """The settings of :func:`materialisations`."""
+    return materialisations[0]
 
 
 @pytest.fixture
@@ -108,23 +115,24 @@ def test_definitions_load():
                                           "analyse_errors"}
 
 
-def test_assets_materialise_and_rematerialising_replaces_rows(settings):
+def test_assets_materialise_and_rematerialising_replaces_rows(materialisations, pipeline_copy):
+    """The module's materialisations (:func:`materialisations`), then, in a copy of their
+    database (its storage root with it) and a Dagster instance of its own, one model's again."""
     import dagster as dg
 
+    _, (test_sets, *model_results, _) = materialisations
+    checks = {c.check_name: c.passed for c in test_sets.get_asset_check_evaluations()}
+    assert checks == {"instance_counts": True, "nothing_missing": True}
+    assert len(model_results) == len(MODELS)
+    for result in model_results:
+        checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+        assert checks["all_test_sets_scored"] is True
+        meta = result.asset_materializations_for_node("translations")[0].metadata
+        assert meta["segments"].value == N_SEGMENTS
+    settings = pipeline_copy
     db = settings.database_path
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("models", MODELS)
-        result = _materialise(instance, settings, ["test_sets"])
-        checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-        assert checks == {"instance_counts": True, "nothing_missing": True}
-        for model in MODELS:
-            result = _materialise(instance, settings, ["translations", "scores"], model)
-            checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-            assert checks["all_test_sets_scored"] is True
-            meta = result.asset_materializations_for_node("translations")[0].metadata
-            assert meta["segments"].value == N_SEGMENTS
-        _materialise(instance, settings, ["model_results", "leaderboard"])
-
         assert _count(db, "SELECT count(*) FROM translations") == 3 * N_SEGMENTS
         assert _count(db, "SELECT count(*) FROM scores") == 3 * 10 * 2
         assert _count(db, "SELECT count(*) FROM leaderboard") == 3

@@ -1,8 +1,9 @@
-"""``cultivar significance``: sacreBLEU's paired tests between stored models, per test set. Two
-real pipeline runs (the copy baseline, then a submission that is the reference on half the
-segments); the command's figures are checked against sacreBLEU's ``PairedTest`` run here on the
-same texts, and its scores against the stored ones. The first run is the session's
-(``copy_baseline_run``); the submission is scored in a copy of it."""
+"""``cultivar significance``: sacreBLEU's paired tests between stored models, per test set. The
+copy baseline's translations and scores are those of the session's finished pipeline run
+(``copy_baseline_run``); in a copy of it, ``cultivar score`` registers a submission that is the
+reference on half the segments, and its ``translations``, ``scores`` and ``model_results`` (what
+the command reads) are materialised. The command's figures are checked against sacreBLEU's
+``PairedTest`` run here on the same texts, and its scores against the stored ones."""
 
 from __future__ import annotations
 
@@ -27,12 +28,34 @@ MANIFEST = {"id": "half-references", "type": "LLM", "family": "Test", "params_to
 @pytest.fixture(scope="module")
 def scored(copy_baseline_run, tmp_path_factory):
     """A copy of the session's finished ``cultivar run`` of the copy baseline
-    (tests/pipeline_helpers.py) in which ``cultivar score`` has scored a submission that is the
-    reference on the odd segments: the settings file and the database."""
+    (tests/pipeline_helpers.py) in which ``cultivar score`` has registered a submission that is
+    the reference on the odd segments, and the run it starts materialises the submission's
+    ``translations`` and ``scores`` and loads them (``model_results``), nothing else (the whole
+    run, with the statistics and the site, is ``tests/test_submissions.py``'s): the settings
+    file and the database."""
+    import dagster as dg
+
+    from cultivar_assets.assets.graph import ASSETS
+    from cultivar_assets.cli import pipeline_run
+    from cultivar_assets.resources import resources_from_settings
+
+    def scores_alone(settings) -> int:
+        with dg.instance_for_test() as instance:
+            instance.add_dynamic_partitions("models", settings.models)
+            (model,) = settings.models
+            resources = resources_from_settings(settings)
+            results = [dg.materialize(ASSETS, selection=["translations", "scores"],
+                                      partition_key=model, instance=instance,
+                                      resources=resources),
+                       dg.materialize(ASSETS, selection=["model_results"], instance=instance,
+                                      resources=resources)]
+        return 0 if all(result.success for result in results) else 1
+
     tmp_path = tmp_path_factory.mktemp("significance")
     run = copy_baseline_run.copy(tmp_path / "run")
     with pytest.MonkeyPatch.context() as monkeypatch:
         run.enter(monkeypatch)
+        monkeypatch.setattr(pipeline_run, "run_and_report", scores_alone)
         folder = tmp_path / "submission"
         folder.mkdir()
         (folder / "manifest.yaml").write_text(yaml.safe_dump(MANIFEST), "utf-8")

@@ -1,5 +1,7 @@
 """Submitted outputs (engine ``outputs``, ``cultivar score``): the format's reader and validator,
-the fingerprint as the submission's content hash, and scoring end to end on the demo data."""
+the fingerprint as the submission's content hash, the model files' data version as the outputs'
+content, and scoring end to end on the demo data (rescoring a changed submission and the
+registry of a run without a models file: slow; fast with the run recorded)."""
 
 from __future__ import annotations
 
@@ -270,14 +272,11 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, copy_
         assert version.endswith("; prompt: none (sources copied)")  # the manifest's prompt
     assert f"copied-sources: {note}" in out
 
-    # unchanged: Dagster reports the model's assets fresh; a changed hypothesis: scored again
+    # unchanged: Dagster reports the model's assets fresh (a changed hypothesis: the model's
+    # files get another data version, test_the_submitted_outputs_are_the_model_files_version;
+    # scored again: test_a_changed_submission_is_scored_again_through_the_pipeline, slow)
     assert main(["--config", str(config), "score", str(folder)]) == 0
     assert "scores [copied-sources]: fresh, skipped" in capsys.readouterr().out
-    write_submission(folder, _rows(test_sets, lambda s: s.reference))
-    assert main(["--config", str(config), "score", str(folder)]) == 0
-    out = capsys.readouterr().out
-    assert "translations [copied-sources]: " in out and "materialising" in out
-    assert _scores(database, "copied-sources") != _scores(database, "copy-source-baseline")
 
     # a bad submission: every problem listed, exit status 1, nothing written
     rows = _rows(test_sets)
@@ -305,6 +304,85 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, copy_
     assert _tree(tmp_path) == before
 
 
+@pytest.mark.slow  # a second run through the pipeline; fast: the data version (below)
+def test_a_changed_submission_is_scored_again_through_the_pipeline(tmp_path, copy_baseline_home,
+                                                                   test_sets, capsys):
+    """``cultivar score`` in a copy of the session's finished run, then again after a change of
+    the hypotheses: the model's assets are materialised again and the scores change."""
+    config = copy_baseline_home.config
+    database = copy_baseline_home.database
+    folder = write_submission(tmp_path / "submission", _rows(test_sets))
+    assert main(["--config", str(config), "score", str(folder)]) == 0
+    assert _scores(database, "copied-sources") == _scores(database, "copy-source-baseline")
+    capsys.readouterr()
+    write_submission(folder, _rows(test_sets, lambda s: s.reference))
+    assert main(["--config", str(config), "score", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "translations [copied-sources]: " in out and "materialising" in out
+    assert _scores(database, "copied-sources") != _scores(database, "copy-source-baseline")
+
+
+def test_the_submitted_outputs_are_the_model_files_version(tmp_path, isolated_home, test_sets,
+                                                           monkeypatch):
+    """The data version the source asset ``model_files`` observes for a submitted model
+    (:func:`~cultivar_assets.versions.inputs.model_files_digest` of the entry ``cultivar score``
+    registers): the same while the outputs are written again unchanged, another after one
+    hypothesis changed (what makes the model's translations stale)."""
+    from cultivar_assets.cli import pipeline_run
+    from cultivar_assets.models import load_models
+    from cultivar_assets.versions.inputs import model_files_digest
+
+    monkeypatch.setattr(pipeline_run, "run_and_report", lambda settings: 0)
+    from conftest import COPY_ENTRY, write_models_file
+
+    models_file = write_models_file(tmp_path / "models.yaml", [COPY_ENTRY])
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(yaml.safe_dump({"database": str(tmp_path / "results.duckdb"),
+                                      "models_file": str(models_file),
+                                      "data": {"kind": "demo"}}), "utf-8")
+    rows = _rows(test_sets)
+    folder = write_submission(tmp_path / "submission", rows)
+    assert main(["--config", str(config), "score", str(folder)]) == 0
+
+    def version() -> str:
+        return model_files_digest(load_models(models_file).get("copied-sources"))
+
+    first = version()
+    write_submission(folder, rows)
+    assert version() == first
+    write_submission(folder, [{**rows[0], "hypothesis": rows[0]["hypothesis"] + "!"}, *rows[1:]])
+    changed = version()
+    assert changed != first
+    write_submission(folder, rows)
+    assert version() == first
+
+
+def test_without_a_models_file_the_run_reads_the_entry_in_a_copy_of_the_bundled_registry(
+        tmp_path, isolated_home, test_sets, monkeypatch):
+    """``cultivar score`` with settings that name no models file: the entry goes to
+    ``$CULTIVAR_HOME/submitted-models.yaml``, a copy of the bundled registry, and the run it
+    starts (:func:`~cultivar_assets.cli.pipeline_run.run_and_report`, here recorded, not run)
+    reads that file for the submitted model alone."""
+    from cultivar_assets.cli import pipeline_run
+    from cultivar_assets.models import load_models
+
+    started = []
+    monkeypatch.setattr(pipeline_run, "run_and_report",
+                        lambda settings: started.append(settings.model_copy(deep=True)) or 0)
+    config = tmp_path / "cultivar.yaml"
+    config.write_text(yaml.safe_dump({"database": str(tmp_path / "results.duckdb"),
+                                      "data": {"kind": "demo"}}), "utf-8")
+    folder = write_submission(tmp_path / "submission", _rows(test_sets))
+    assert main(["--config", str(config), "score", str(folder)]) == 0
+    registry_file = isolated_home / "submitted-models.yaml"
+    registry = load_models(registry_file)
+    assert registry.get("copied-sources").path == str(folder / "manifest.yaml")
+    assert set(load_models()) < set(registry)
+    (settings,) = started
+    assert settings.models_file == str(registry_file) and settings.models == ["copied-sources"]
+
+
+@pytest.mark.slow  # the run itself: the fast test above records what the run is given
 def test_without_a_models_file_the_entry_goes_to_a_copy_of_the_bundled_registry(
         tmp_path, copy_baseline_home, test_sets):
     """``cultivar score`` in a copy of the session's finished run whose settings then name no
