@@ -169,7 +169,7 @@ def main() -> None:
         print(f"repeat {repeat + 1}: bootstrap {times[-1]:.2f} s, with every table "
               f"({rows} rows, {len(tables.ranks)} rank intervals) {totals[-1]:.2f} s")
     delta = result["model_delta_bleu"]
-    last = [r for r in tables.ranks if r["quantity"] == "delta_bleu"][-1]
+    last = [r for r in tables.ranks.to_pylist() if r["quantity"] == "delta_bleu"][-1]
     print(f"{len(result['pair_delta_bleu'].keys)} pairs, {len(result.quantities)} quantities; "
           f"model_00 ∆BLEU {delta.point[0]:+.2f} [{delta.low[0]:+.2f}, {delta.high[0]:+.2f}], "
           f"last rank {last['rank_low']}–{last['rank_high']}")

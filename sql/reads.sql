@@ -164,29 +164,11 @@ FROM raw.word_recall
 SEMI JOIN (SELECT unnest($models::VARCHAR[]) AS wanted) ON model_id = wanted
 ORDER BY model_id, locale, segment_id;
 
--- segment_counts with a digest per group: the XOR of its rows' 64-bit hashes. A model's digest
--- of every per-segment statistic, segment score and word-recall count it has is the XOR of its
--- groups' here and in word_recall_groups (any changed, added or removed row changes it with near
--- certainty): an aggregation that keeps what it computed per model reuses it under the same one.
--- name: statistics_groups
-SELECT metric, model_id, test_set, count(*) AS n,
-       bit_xor(hash(metric, test_set, segment_id, stats)) AS digest
-FROM raw.segment_stats GROUP BY ALL
-UNION ALL
-SELECT metric, model_id, test_set, count(*) AS n,
-       bit_xor(hash(metric, test_set, segment_id, score)) AS digest
-FROM raw.segment_scores GROUP BY ALL;
-
--- word_recall_sums with a digest per (model, locale) (see statistics_groups).
--- name: word_recall_groups
-SELECT model_id, locale, sum(n_removed) AS n_removed,
-       sum(n_removed_recalled) AS n_removed_recalled, sum(n_introduced) AS n_introduced,
-       sum(n_introduced_missed) AS n_introduced_missed, count(*) AS n_instances,
-       bit_xor(hash(locale, segment_id, n_removed, n_removed_recalled, n_introduced,
-                    n_introduced_missed)) AS digest
-FROM raw.word_recall GROUP BY ALL ORDER BY model_id, locale;
-
--- statistics_groups and word_recall_groups of the models $models alone.
+-- segment_counts of the models $models with a digest per group: the XOR of its rows' 64-bit
+-- hashes. A model's digest of every per-segment statistic, segment score and word-recall count
+-- it has is the XOR of its groups' here and in word_recall_groups_of_models (any changed, added
+-- or removed row changes it with near certainty): an aggregation that keeps what it computed per
+-- model reuses it under the same one.
 -- name: statistics_groups_of_models
 SELECT metric, model_id, test_set, count(*) AS n,
        bit_xor(hash(metric, test_set, segment_id, stats)) AS digest
@@ -196,6 +178,8 @@ SELECT metric, model_id, test_set, count(*) AS n,
        bit_xor(hash(metric, test_set, segment_id, score)) AS digest
 FROM raw.segment_scores WHERE model_id IN (SELECT unnest($models::VARCHAR[])) GROUP BY ALL;
 
+-- word_recall_sums of the models $models with a digest per (model, locale) (see
+-- statistics_groups_of_models).
 -- name: word_recall_groups_of_models
 SELECT model_id, locale, sum(n_removed) AS n_removed,
        sum(n_removed_recalled) AS n_removed_recalled, sum(n_introduced) AS n_introduced,

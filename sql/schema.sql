@@ -173,8 +173,8 @@ CREATE TABLE raw.word_recall (
 -- A digest of each model's per-segment statistics, segment scores and word-recall counts, one row
 -- per group: ('segment_stats' or 'segment_scores', metric, test set) or ('word_recall', '',
 -- locale), with its number of rows and the XOR of its rows' 64-bit hashes (the hashes of the
--- query statistics_groups in sql/reads.sql). Written in the transaction that writes the rows it
--- describes (record_statistics in sql/writes.sql; deleted with them): the aggregation reads a
+-- query statistics_groups_of_models in sql/reads.sql). Written in the transaction that writes
+-- the rows it describes (record_statistics in sql/writes.sql; deleted with them): the aggregation reads a
 -- model's digest here instead of hashing every statistic (evaluation/aggregates.py).
 CREATE TABLE raw.statistics_digests (
     model_id VARCHAR NOT NULL,

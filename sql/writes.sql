@@ -114,7 +114,8 @@ FROM raw.word_recall GROUP BY model_id, locale;
 -- The digest of one model's stored statistics, segment scores and word-recall counts
 -- (raw.statistics_digests), from the rows the transaction holds: run after every write of them
 -- (store/records.py), so that the record changes whenever they do. The hashes are those of the
--- query statistics_groups (tests/test_aggregation_streaming.py holds the two equal).
+-- query statistics_groups_of_models (tests/test_store_migrations.py and
+-- tests/test_aggregation_streaming.py hold them equal).
 -- name: record_statistics
 DELETE FROM raw.statistics_digests WHERE model_id = $model_id;
 INSERT INTO raw.statistics_digests

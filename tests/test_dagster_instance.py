@@ -78,7 +78,7 @@ def test_a_half_set_up_instance_is_completed_at_the_next_start(tmp_path):
     assert (home / INSTANCE_READY).read_text() == f"dagster {dg.__version__}\n"
 
 
-def test_set_ups_started_together_wait_for_the_lock_and_one_sets_up(tmp_path):
+def test_set_ups_started_together_wait_for_the_lock_and_one_sets_up(tmp_path, monkeypatch):
     """Three set-ups of one instance started while its lock is held (threads of one process,
     each its own lock file handle): none is done before the lock is let go, then exactly one
     sets the instance up and the others find it ready. Across processes:
@@ -92,10 +92,23 @@ def test_set_ups_started_together_wait_for_the_lock_and_one_sets_up(tmp_path):
     outcomes: list[bool] = []
     threads = [threading.Thread(target=lambda: outcomes.append(set_up_instance(str(home))))
                for _ in range(3)]
+    asked: list[str] = []  # the threads that have asked for the lock
+    acquire = FileLock.acquire
+
+    def acquire_said(self, *args, **kwargs):
+        if threading.current_thread() in threads:
+            asked.append(threading.current_thread().name)
+        return acquire(self, *args, **kwargs)
+
+    monkeypatch.setattr(FileLock, "acquire", acquire_said)
     with FileLock(str(home / INSTANCE_LOCK)):
         for thread in threads:
             thread.start()
-        time.sleep(0.5)
+        deadline = time.monotonic() + 60
+        while len(asked) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # each is in the lock's wait, not before it
+        assert len(asked) == 3 and all(thread.is_alive() for thread in threads)
         assert outcomes == [] and not (home / INSTANCE_READY).exists()
     for thread in threads:
         thread.join(timeout=120)

@@ -124,6 +124,33 @@ def test_the_parts_are_hard_linked_and_a_part_written_again_leaves_the_published
     assert files(site) == published
 
 
+def test_a_part_replaced_while_the_site_is_built_fails_the_build_and_keeps_the_site(
+        store, tmp_path, monkeypatch):
+    """A part's folder swapped for another write of it between the read of its manifest and the
+    links (its ``model_site`` partition run alongside the site): the build fails, naming the
+    model, and the published site stays as it was (its files and digests would otherwise come
+    from two writes)."""
+    parts = parts_of(store, tmp_path / "parts")
+    site = tmp_path / "site"
+    build(store, site, model_parts=parts)
+    published = files(site)
+    other = tmp_path / "other"
+    write_model_part(store, BASELINE, other, show_originals=False)  # other bytes
+    link_part = site_build._Build._link_part
+
+    def replaced_first(self, folder, part):
+        if folder == os.fspath(parts[BASELINE]) and other.exists():
+            os.rename(folder, folder + ".old")
+            os.rename(other, folder)
+        return link_part(self, folder, part)
+
+    monkeypatch.setattr(site_build._Build, "_link_part", replaced_first)
+    with pytest.raises(ModelPartError, match=f"model '{BASELINE}': its part .* was replaced "
+                                             "while the site was built"):
+        build(store, site, model_parts=parts)
+    assert files(site) == published
+
+
 def test_where_the_filesystem_refuses_a_link_the_parts_files_are_copied(store, tmp_path,
                                                                         monkeypatch):
     full = build(store, tmp_path / "full")

@@ -30,6 +30,14 @@ def rules_markdown(rules: list[RuleResult]) -> str:
          ("fired_for", "fired for"), ("note", "note")])
 
 
+class LeaderboardConfig(dg.Config):
+    """Run config of ``leaderboard``: ``scan_statistics: true`` hashes every model's stored
+    statistics instead of reading the digests their writers recorded (for rows changed in place
+    by a path other than the toolkit's writers: ``evaluation.aggregates``)."""
+
+    scan_statistics: bool = False
+
+
 @dg.asset(
     group_name="results",
     deps=[model_results],
@@ -38,8 +46,8 @@ def rules_markdown(rules: list[RuleResult]) -> str:
     automation_condition=AFTER_NEW_RESULTS,
 )
 @redacting
-def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
-                store: StoreResource):
+def leaderboard(context: dg.AssetExecutionContext, config: LeaderboardConfig,
+                metrics: MetricsResource, store: StoreResource):
     """Per-model ∆ and averages (Table 3), per-locale ∆ (Table 4), rank agreement (Table 2),
     each with paired-bootstrap intervals and its n; rank intervals; contamination flags.
 
@@ -48,8 +56,10 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
     models = context.instance.get_dynamic_partitions(models_partitions.name)
     db = store.store()
     # each model's replicates kept and reused while unchanged (a cache under $CULTIVAR_HOME)
-    result = aggregate(db, models, metrics.config(), progress=True,
-                       replicates_dir=replicates_cache_dir(db.path))
+    metric_config = metrics.config()
+    result = aggregate(db, models, metric_config, progress=True,
+                       replicates_dir=replicates_cache_dir(db.path),
+                       scan_statistics=config.scan_statistics)
     averages = [
         {**r, "locale": "–", "aggregation": r["aggregation"] + (" (default)" if r["is_default"]
                                                                 else "")}
@@ -58,12 +68,11 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
     table_averages = [
         {**a, "value": format_interval(a["value"], a["low"], a["high"], a["quantity"])}
         for a in result.tables.averages]
-    config = metrics.config()
     locales = [
         {**r, **{f"delta_{m}": format_interval(r[f"delta_{m}"], r[f"delta_{m}_low"],
                                                 r[f"delta_{m}_high"],
                                                 excludes_zero=r[f"delta_{m}_excludes_zero"])
-                 for m in config.metrics}}
+                 for m in metric_config.metrics}}
         for r in result.locale_summary]
     settings = result.settings
     for name, note in result.kept.items():
@@ -78,7 +87,7 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
               f"excludes 0. {settings['rank_rule']}"),
         "locale_deltas": dg.MetadataValue.md(markdown_table(locales, [
             ("locale", "locale"), *((f"delta_{m}", f"∆{table_label(m)}")
-                                    for m in config.metrics), ("n_models", "models")])),
+                                    for m in metric_config.metrics), ("n_models", "models")])),
         "table_averages": dg.MetadataValue.md(markdown_table(table_averages, [
             ("paper_table", "table"), ("quantity", "column"), ("aggregation", "aggregation"),
             ("value", "value [interval]"), ("n", "n"), ("n_of", "of"), ("note", "note")])),
@@ -96,7 +105,8 @@ def leaderboard(context: dg.AssetExecutionContext, metrics: MetricsResource,
         "statistics_seconds": settings["seconds"],
         # what the kept replicates, rank states and rows record gave, and what was recomputed
         **{f"kept_{name}": note for name, note in result.kept.items()},
-        **{f"{column_key(m)}_signature": result.signatures.get(m, "") for m in config.metrics},
+        **{f"{column_key(m)}_signature": result.signatures.get(m, "")
+           for m in metric_config.metrics},
     }, data_version=dg.DataVersion(rows_digest(store.store(), "leaderboard")))
 
 

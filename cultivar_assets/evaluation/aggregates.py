@@ -249,8 +249,8 @@ def _replicates_keys(rows: list[dict], model_ids: list[str], locales: list[str],
                      metrics: Sequence[str], universe: np.ndarray, bootstrap: BootstrapConfig,
                      digests: dict[str, int]) -> dict[str, str]:
     """model -> :func:`_replicates_key` (``digests``: model -> the digest of its statistics,
-    segment scores and word-recall counts, from the queries ``statistics_groups`` and
-    ``word_recall_groups``)."""
+    segment scores and word-recall counts, from the queries ``statistics_groups_of_models``
+    and ``word_recall_groups_of_models``)."""
     rows_of: dict[str, list[dict]] = {}
     for r in rows:
         rows_of.setdefault(r["model_id"], []).append(r)
@@ -401,7 +401,8 @@ def _digests(store: Store, model_ids: list[str], scan: bool
     """(model -> the digest of its statistics, segment scores and word-recall counts; (metric,
     model, test set) -> rows, as ``segment_counts``; a note of where they came from).
 
-    A model's digest is the XOR of its groups' (``statistics_groups``, ``word_recall_groups``):
+    A model's digest is the XOR of its groups' (``statistics_groups_of_models``,
+    ``word_recall_groups_of_models``):
     read from ``raw.statistics_digests``, which every writer of those rows records in the
     same transaction (``record_statistics``), for each model whose recorded rows are as many
     as the tables hold; hashed from the statistics themselves for the others (rows written

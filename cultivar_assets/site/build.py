@@ -66,6 +66,7 @@ from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.fonts import font_advice
 from cultivar_assets.site.model_part import (
+    ModelPartError,
     dataset_view,
     model_files,
     part_sources,
@@ -205,6 +206,7 @@ class _Build:
         self.background = ThreadPoolExecutor(2, thread_name_prefix="site-writer")
         self.pending: list[Future] = []
         self.links: list[Future] = []  # the parts' files linked (_link_part)
+        self.part_folders: list[tuple[str, str, tuple[int, int] | None]] = []  # (model, folder, id)
         try:
             self._write(work)
         finally:
@@ -349,6 +351,9 @@ class _Build:
         for model_id in on_board:
             if model_id in made_from:
                 folder = os.fspath(self.model_parts[model_id])
+                # the folder as its manifest is read: the same one once its files are linked
+                # (_count_links), or the build fails (a part replaced meanwhile)
+                self.part_folders.append((model_id, folder, _identity(folder)))
                 part = read_model_part(folder, model_id, made_from[model_id])
                 # hard links (a part's folder is replaced whole), made by the writer threads
                 # (system calls: beside the Python work); counted by _count_links
@@ -396,9 +401,17 @@ class _Build:
 
     def _count_links(self) -> None:
         """Count the parts' files linked and copied (:meth:`_link_part`, all done), and note
-        the first reason for a copy."""
-        for job in self.links:
-            for reason in job.result():
+        the first reason for a copy. A part's folder replaced since its manifest was read (its
+        ``model_site`` partition written while the site was built) fails the build: its files
+        and the recorded digests could come from two different writes."""
+        jobs = [job.result() for job in self.links]
+        for model_id, folder, identity in self.part_folders:
+            if _identity(folder) != identity:
+                raise ModelPartError(
+                    f"model {model_id!r}: its part {folder} was replaced while the site was "
+                    f"built (its model_site partition ran meanwhile); build the site again")
+        for reasons in jobs:
+            for reason in reasons:
                 if reason is None:
                     self.linked += 1
                     continue
@@ -416,6 +429,16 @@ class _Build:
         if payload is not None:
             self.writer.data(shards.shard_path("bootstrap"),
                              shards.encode_shard("bootstrap", payload))
+
+
+def _identity(folder: str) -> tuple[int, int] | None:
+    """(device, inode) of ``folder``, None where there is none: a folder replaced whole
+    (``files.replace_folder``) has another."""
+    try:
+        found = os.stat(folder)
+    except FileNotFoundError:
+        return None  # read_model_part says so
+    return found.st_dev, found.st_ino
 
 
 def vega_bundle(cache: Path) -> Path:

@@ -1,6 +1,7 @@
 -- Migration 3 -> 4. Never edit this file: a later change is a new migration.
 -- raw.statistics_digests (sql/schema.sql), new, filled with the digest of every model's stored
--- statistics, segment scores and word-recall counts (the groups of the query statistics_groups).
+-- statistics, segment scores and word-recall counts (the groups of the query
+-- statistics_groups_of_models).
 
 CREATE TABLE raw.statistics_digests (
     model_id VARCHAR NOT NULL,
