@@ -13,7 +13,8 @@ The test sets are written under a storage root (``test_sets.json``, what the mod
 partitions read). The added model's translations are synthetic (perturbed references, as
 ``bench_site.add_model`` makes them), written as its translations file under the storage root
 (the ``translations`` partition's output; not timed). A leaderboard made by an earlier release
-is migrated to this release's schema once, before it is copied (not timed); the mixed models'
+is migrated to this release's schema once, before it is copied, and the parts it refuses
+written again with the site (``parts_brought_up_to_date``; not timed); the mixed models'
 statistics, written in SQL, have their digests recorded as the loader records a model's.
 
 Then, in a child process (its imports timed apart), what the assets run for the added model,
@@ -131,6 +132,30 @@ def prepared(workdir: Path, n_models: int, segments: int, replicates: int,
     return folder
 
 
+def parts_brought_up_to_date(folder: Path, web_cache: Path) -> int:
+    """The models' parts in ``folder`` (the leaderboard before) that this release refuses (made
+    by an earlier one: ``current_parts``) written again and the site built again from them (not
+    timed, as the rest of the leaderboard before); how many were."""
+    from cultivar_assets.site.build import build_site
+    from cultivar_assets.site.model_part import current_parts, write_model_parts
+    from cultivar_assets.site.pages import model_slug
+    from cultivar_assets.store.database import Store
+
+    store = Store(folder / "bench.duckdb")
+    folders = {row["model_id"]: folder / "site-models" / model_slug(row["model_id"])
+               for row in store.query("site_translated_models")}
+    _, unusable = current_parts(store, folders, False)
+    if unusable:
+        os.environ["CULTIVAR_HOME"] = str(folder / "home")
+        write_model_parts(store, {m: folders[m] for m in unusable})
+        build_site(store, folder / "site", card_markdown="# Synthetic card",
+                   charts_dir=folder / "charts", query_page="cached", web_cache=web_cache,
+                   model_parts=current_parts(store, folders, False)[0])
+        print(f"{len(unusable)} models' parts made by an earlier release written again, and "
+              f"the site built again (not timed)", file=sys.stderr)
+    return len(unusable)
+
+
 def added_translations(folder: Path, model: int) -> str:
     """The added model's translations file under the storage root (perturbed references,
     as ``bench_site.add_model`` makes them); its id."""
@@ -219,6 +244,7 @@ def run(n_models: int, segments: int, replicates: int, workdir: Path, web_cache:
     before = prepared(workdir, n_models, segments, replicates, web_cache)
     with Store(before / "bench.duckdb").connect():  # a file of an earlier schema version
         pass  # migrated once (not timed)
+    parts_brought_up_to_date(before, web_cache)
     scratch = workdir / f"scratch-{n_models}"
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.copytree(before, scratch)
