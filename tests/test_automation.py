@@ -183,18 +183,12 @@ def test_nightly_schedule_reruns_models_changed_since_their_run(tmp_path):
         assert [r.partition_key for r in requests] == ["copy-two"]
 
 
-def test_leaderboard_is_requested_after_new_scores(tmp_path):
-    registry = write_models_file(tmp_path / "models.yaml", [{**COPY_ENTRY, "suites": ["watched"]}])
-    settings = _settings(tmp_path, registry)
-    resources = resources_from_settings(settings)
+def test_leaderboard_is_requested_after_new_scores(copy_baseline_home):
+    """In a copy of the session's finished run (tests/pipeline_helpers.py): its instance holds
+    the copy baseline's scores, the models' rows and the leaderboard."""
+    resources = resources_from_settings(copy_baseline_home.settings())
     defs = dg.Definitions(assets=ASSETS, resources=resources)
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("models", ["copy-source-baseline"])
-        for selection, partition in ((["test_sets"], None),
-                                     (["translations", "scores"], "copy-source-baseline"),
-                                     (["model_results", "leaderboard"], None)):
-            assert dg.materialize(ASSETS, selection=selection, partition_key=partition,
-                                  resources=resources, instance=instance).success
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
         # the loader of the new scores and the leaderboard after it, in the same tick
         selection = dg.AssetSelection.assets("model_results", "leaderboard")
         quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance,
