@@ -103,25 +103,20 @@ def test_sensor_runs_only_new_or_changed_models(tmp_path, registry):
         assert _tick(instance, defs, restyled.cursor).run_requests == []
 
 
-def test_the_first_tick_runs_what_is_registered_and_not_evaluated(tmp_path):
+def test_the_first_tick_runs_what_is_registered_and_not_evaluated(copy_baseline_home,
+                                                                  tmp_path):
     """A model added while the sensor was off gets its run when the sensor starts;
-    an evaluated one does not (no flood of runs)."""
+    an evaluated one does not (no flood of runs). In a copy of the session's finished run
+    (tests/pipeline_helpers.py): its database holds the copy baseline's run that model_results
+    loaded."""
     registry = write_models_file(tmp_path / "models.yaml", [
         {**COPY_ENTRY, "suites": ["watched"]},
         {**COPY_ENTRY, "id": "copy-two", "suites": ["watched"]},  # added while it was off
     ])
-    settings = _settings(tmp_path, registry)
+    settings = copy_baseline_home.settings().model_copy(update={
+        "models_file": str(registry), "models": ["suite:watched"]})
     defs = _defs(settings)
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("models", ["copy-source-baseline", "copy-two"])
-        assert dg.materialize(ASSETS, selection=["test_sets"], resources=defs.resources,
-                              instance=instance).success
-        assert dg.materialize(ASSETS, selection=["translations", "scores"],
-                              partition_key="copy-source-baseline", resources=defs.resources,
-                              instance=instance).success
-        # the database holds the runs that model_results loaded
-        assert dg.materialize(ASSETS, selection=["model_results"], resources=defs.resources,
-                              instance=instance).success
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
         first = _tick(instance, defs, None)
         assert [r.partition_key for r in first.run_requests] == ["copy-two"]
         assert first.run_requests[0].tags["cultivar/reason"] == "not evaluated yet"
