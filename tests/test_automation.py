@@ -19,6 +19,7 @@ from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings
+from cultivar_assets.store.database import Store
 
 pytestmark = pytest.mark.dagster_instances
 
@@ -117,6 +118,9 @@ def test_the_first_tick_runs_what_is_registered_and_not_evaluated(copy_baseline_
         "models_file": str(registry), "models": ["suite:watched"]})
     defs = _defs(settings)
     with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
+        # the copy's database holds the copy baseline's run that model_results loaded, only
+        assert {row["model_id"] for row in Store(settings.database_path).query(
+            "leaderboard")} == {"copy-source-baseline"}
         first = _tick(instance, defs, None)
         assert [r.partition_key for r in first.run_requests] == ["copy-two"]
         assert first.run_requests[0].tags["cultivar/reason"] == "not evaluated yet"
@@ -184,6 +188,8 @@ def test_leaderboard_is_requested_after_new_scores(copy_baseline_home):
     resources = resources_from_settings(copy_baseline_home.settings())
     defs = dg.Definitions(assets=ASSETS, resources=resources)
     with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
+        for key in ("model_results", "leaderboard"):  # materialised after the scores, no tick
+            assert instance.get_latest_materialization_event(dg.AssetKey(key)) is not None
         # the loader of the new scores and the leaderboard after it, in the same tick
         selection = dg.AssetSelection.assets("model_results", "leaderboard")
         quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance,
