@@ -19,6 +19,7 @@ from cultivar_assets.metrics.metric_config import MetricConfig
 from cultivar_assets.models import load_models
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings
+from cultivar_assets.store.database import Store
 
 pytestmark = pytest.mark.dagster_instances
 
@@ -103,25 +104,23 @@ def test_sensor_runs_only_new_or_changed_models(tmp_path, registry):
         assert _tick(instance, defs, restyled.cursor).run_requests == []
 
 
-def test_the_first_tick_runs_what_is_registered_and_not_evaluated(tmp_path):
+def test_the_first_tick_runs_what_is_registered_and_not_evaluated(copy_baseline_home,
+                                                                  tmp_path):
     """A model added while the sensor was off gets its run when the sensor starts;
-    an evaluated one does not (no flood of runs)."""
+    an evaluated one does not (no flood of runs). In a copy of the session's finished run
+    (tests/pipeline_helpers.py): its database holds the copy baseline's run that model_results
+    loaded."""
     registry = write_models_file(tmp_path / "models.yaml", [
         {**COPY_ENTRY, "suites": ["watched"]},
         {**COPY_ENTRY, "id": "copy-two", "suites": ["watched"]},  # added while it was off
     ])
-    settings = _settings(tmp_path, registry)
+    settings = copy_baseline_home.settings().model_copy(update={
+        "models_file": str(registry), "models": ["suite:watched"]})
     defs = _defs(settings)
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("models", ["copy-source-baseline", "copy-two"])
-        assert dg.materialize(ASSETS, selection=["test_sets"], resources=defs.resources,
-                              instance=instance).success
-        assert dg.materialize(ASSETS, selection=["translations", "scores"],
-                              partition_key="copy-source-baseline", resources=defs.resources,
-                              instance=instance).success
-        # the database holds the runs that model_results loaded
-        assert dg.materialize(ASSETS, selection=["model_results"], resources=defs.resources,
-                              instance=instance).success
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
+        # the copy's database holds the copy baseline's run that model_results loaded, only
+        assert {row["model_id"] for row in Store(settings.database_path).query(
+            "leaderboard")} == {"copy-source-baseline"}
         first = _tick(instance, defs, None)
         assert [r.partition_key for r in first.run_requests] == ["copy-two"]
         assert first.run_requests[0].tags["cultivar/reason"] == "not evaluated yet"
@@ -157,21 +156,21 @@ def test_gpu_tags_follow_tensor_parallelism(tmp_path):
     assert "resources" not in json.loads(copy["dagster-k8s/config"])["container_config"]
 
 
-def test_nightly_schedule_reruns_models_changed_since_their_run(tmp_path):
+def test_nightly_schedule_reruns_models_changed_since_their_run(copy_baseline_home, tmp_path):
+    """In a copy of the session's finished run (tests/pipeline_helpers.py), which evaluated the
+    copy baseline; a second model is evaluated in it."""
     registry = write_models_file(tmp_path / "models.yaml", [
         {**COPY_ENTRY, "suites": ["watched"]},
         {**COPY_ENTRY, "id": "copy-two", "suites": ["watched"]},
     ])
-    settings = _settings(tmp_path, registry)
+    settings = copy_baseline_home.settings().model_copy(update={
+        "models_file": str(registry), "models": ["suite:watched"]})
     resources = resources_from_settings(settings)
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("models", ["copy-source-baseline", "copy-two"])
-        assert dg.materialize(ASSETS, selection=["test_sets"], resources=resources,
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
+        instance.add_dynamic_partitions("models", ["copy-two"])
+        assert dg.materialize(ASSETS, selection=["translations", "scores"],
+                              partition_key="copy-two", resources=resources,
                               instance=instance).success
-        for model in ("copy-source-baseline", "copy-two"):
-            assert dg.materialize(ASSETS, selection=["translations", "scores"],
-                                  partition_key=model, resources=resources,
-                                  instance=instance).success
         assert dg.materialize(ASSETS, selection=["model_results"], resources=resources,
                               instance=instance).success
         context = dg.build_schedule_context(instance=instance, resources=resources)
@@ -183,18 +182,14 @@ def test_nightly_schedule_reruns_models_changed_since_their_run(tmp_path):
         assert [r.partition_key for r in requests] == ["copy-two"]
 
 
-def test_leaderboard_is_requested_after_new_scores(tmp_path):
-    registry = write_models_file(tmp_path / "models.yaml", [{**COPY_ENTRY, "suites": ["watched"]}])
-    settings = _settings(tmp_path, registry)
-    resources = resources_from_settings(settings)
+def test_leaderboard_is_requested_after_new_scores(copy_baseline_home):
+    """In a copy of the session's finished run (tests/pipeline_helpers.py): its instance holds
+    the copy baseline's scores, the models' rows and the leaderboard."""
+    resources = resources_from_settings(copy_baseline_home.settings())
     defs = dg.Definitions(assets=ASSETS, resources=resources)
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("models", ["copy-source-baseline"])
-        for selection, partition in ((["test_sets"], None),
-                                     (["translations", "scores"], "copy-source-baseline"),
-                                     (["model_results", "leaderboard"], None)):
-            assert dg.materialize(ASSETS, selection=selection, partition_key=partition,
-                                  resources=resources, instance=instance).success
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
+        for key in ("model_results", "leaderboard"):  # materialised after the scores, no tick
+            assert instance.get_latest_materialization_event(dg.AssetKey(key)) is not None
         # the loader of the new scores and the leaderboard after it, in the same tick
         selection = dg.AssetSelection.assets("model_results", "leaderboard")
         quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance,

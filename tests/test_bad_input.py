@@ -306,17 +306,21 @@ def test_a_damaged_translation_cache_is_named(tmp_path):
                   show_progress_bar=False)
 
 
-def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(tmp_path, capfd, monkeypatch):
+def test_the_cli_prints_one_clear_error_without_dagster_tracebacks(copy_baseline_home, tmp_path,
+                                                                   capfd, monkeypatch):
+    """``cultivar run`` in a copy of the session's finished run (tests/pipeline_helpers.py), its
+    data a copy of the demo data with a broken row: the test sets, made again from it in a
+    Dagster run, fail."""
     from cultivar_assets.cli import main
 
     monkeypatch.setenv("COLUMNS", "1000")  # lines as printed, however long tmp_path's name is
 
     folder = _local_copy_of_demo(tmp_path)
     path = _break_row(folder, "deu_Latn_Germany", 2, lambda r: r.update(id=-1))
-    config = tmp_path / "cultivar.yaml"
-    config.write_text(f"data: {{kind: local, cultivar_path: {folder}}}\n"
-                      "models: [copy-source-baseline]\nmetrics: {bleu_tokenize: 13a}\n")
-    assert main(["--config", str(config), "run", "--database", str(tmp_path / "x.duckdb")]) == 1
+    config = copy_baseline_home.write_config({
+        **copy_baseline_home.config_values(),
+        "data": {"kind": "local", "cultivar_path": str(folder)}})
+    assert main(["--config", str(config), "run"]) == 1
     out, err = capfd.readouterr()
     assert f"{path}:2: " in err and "-1" in err
     assert "Traceback" not in out + err and "dagster._core" not in out + err

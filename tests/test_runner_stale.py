@@ -131,3 +131,30 @@ def test_assets_materialised_again_leave_everything_fresh_and_a_changed_input_is
     assert "model_results" not in redone and {"leaderboard", "reported_results"} <= redone
     with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
         assert _stale(definitions_for(changed, PIPELINE), instance) == {}  # nothing left stale
+
+
+def test_an_asset_made_stale_again_by_its_parent_in_the_same_run_is_made_again(
+        copy_baseline_home, settings):
+    """A second model and another error-analysis sample in one run: the annotation pages
+    (stale by their settings in the first wave of the results, before the leaderboard holds the
+    new model) are made again after the leaderboard, and show both models; nothing is left
+    stale."""
+    from conftest import COPY_ENTRY, write_models_file
+
+    from cultivar_assets.error_analysis.config import ErrorAnalysisConfig
+
+    second = {**COPY_ENTRY, "id": "copy-source-second"}
+    models = write_models_file(copy_baseline_home.folder / "models.yaml", [COPY_ENTRY, second])
+    changed = settings.model_copy(update={
+        "models_file": str(models), "models": [MODEL_ID, second["id"]],
+        "error_analysis": ErrorAnalysisConfig(locales=["deu_Latn_Germany"], n_instances=2)})
+    run_pipeline(changed, say=lambda line: None)
+    with dg.DagsterInstance.from_config(str(copy_baseline_home.dagster_home)) as instance:
+        assert _stale(definitions_for(changed, PIPELINE), instance) == {}
+        record = instance.fetch_materializations(dg.AssetKey("error_annotation_tool"),
+                                                 limit=1).records[0]
+    models_shown = record.asset_materialization.metadata["models"].value
+    assert sorted(models_shown) == sorted([MODEL_ID, second["id"]])
+    page = (copy_baseline_home.home / "analysis" / "errors" / "deu_Latn_Germany"
+            / "index.html").read_text("utf-8")
+    assert '"model_id": "copy-source-second"' in page and f'"model_id": "{MODEL_ID}"' in page

@@ -336,31 +336,33 @@ def test_a_run_against_a_server_that_echoes_the_key_encoded_and_past_the_cut(
 
 
 def test_a_key_in_the_model_output_is_redacted_before_anything_stores_it(
-        homes, tmp_path, monkeypatch, capfd):
+        copy_baseline_home, tmp_path, monkeypatch, capfd):
     """A server that puts the request's key into its answers (raw and base64): the run succeeds,
     and neither form is in the translation cache, the database, the site's shards, parquet files
-    and downloadable database, the error tool pages, or anything else under the homes."""
+    and downloadable database, the error tool pages, or anything else under the homes. The run
+    is made in a copy of the session's finished run (in ``tmp_path``), its registry and models
+    the served model's and its error-analysis sample one German locale: the served model's
+    translations reach every store, the error tool pages included."""
     key = "sk-" + random_secrets.token_hex(16)
     fast_client(monkeypatch, KEY_ENV, key)
     server = FakeOpenAIServer(echo=lambda sent: f" (sent with {sent}; {b64(sent)})").start()
     try:
         models = served_models_file(tmp_path / "models.yaml", server.url)
-        code, printed = _run({
+        code, printed = _run_in_copy(copy_baseline_home, {
             "models": ["served"], "models_file": str(models),
-            "metrics": {"bleu_tokenize": "13a"},
             "error_analysis": {"locales": ["deu_Latn_Germany"], "n_instances": 2},
-        }, tmp_path, capfd)
+        }, capfd)
     finally:
         server.stop()
     assert code == 0, printed
     assert server.requests and all(r.headers["authorization"] == f"Bearer {key}"
                                    for r in server.requests)
-    home = homes[0]
-    database = next(home.rglob("*.duckdb"))
+    home = copy_baseline_home.home
+    database = copy_baseline_home.database
     assert any("(sent with ***; ***)" in text for _, text in file_texts(database))
     tools = list((home / "analysis" / "errors").rglob("*.html"))
     assert tools and any("sent with ***" in p.read_text("utf-8") for p in tools)
-    counts = assert_secret_nowhere(key, printed, *homes, tmp_path)
+    counts = assert_secret_nowhere(key, printed, tmp_path)  # the run's homes, database, …
     for kind in ("duckdb", "sqlite", "parquet", "shard"):
         assert counts.get(kind, 0) > 0, (kind, counts)  # each kind of file was decoded
 

@@ -115,15 +115,20 @@ class _Materialiser:
     def stage(self, stage: Stage, partition: str | None, tags: dict[str, str],
               indent: str = "  ") -> bool:
         """Materialise the assets of ``stage`` (``partition``) that Dagster reports stale or
-        missing, wave after wave (module docstring); True when every one was fresh. A failed
-        run raises RuntimeError."""
+        missing, wave after wave (module docstring); True when every one was fresh. An asset
+        of a wave is in a later wave again when Dagster reports it stale after a parent asset
+        of the stage was materialised in a wave after its own (a settings change and a new
+        upstream version in one run). A failed run raises RuntimeError."""
         from cultivar_assets.assets.staleness import stale_assets
 
-        done: list[str] = []
+        wave_of: dict[str, int] = {}  # asset -> the last wave that materialised it
+        wave = 0
         while True:
             stale = stale_assets(self.defs, self.instance)
-            pending = [asset for asset in stage.assets
-                       if (asset, partition) in stale and asset not in done]
+            pending = [asset for asset in stage.assets if (asset, partition) in stale
+                       and (asset not in wave_of
+                            or any(wave_of.get(parent, -1) > wave_of[asset]
+                                   for parent in self._parents(asset)))]
             if not pending:
                 break
             for asset in pending:
@@ -135,11 +140,19 @@ class _Materialiser:
                 notice = event.materialization.metadata.get(NOTICE)
                 if notice is not None:
                     self.say(f"{indent}{notice.value}")
-            done.extend(pending)
+            wave_of.update(dict.fromkeys(pending, wave))
+            wave += 1
         for asset in stage.assets:
-            if asset not in done:
+            if asset not in wave_of:
                 self.say(f"{indent}{_label(asset, partition)}: fresh, skipped")
-        return not done
+        return not wave_of
+
+    def _parents(self, asset: str) -> set[str]:
+        """The keys of the assets ``asset`` reads (its parents in the definitions' graph)."""
+        import dagster as dg
+
+        node = self.defs.resolve_asset_graph().get(dg.AssetKey.from_user_string(asset))
+        return {key.to_user_string() for key in node.parent_keys}
 
     def batch(self, stage: Stage, partitions: list[str], indent: str = "  "
               ) -> dict[str, float | None]:
