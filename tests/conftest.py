@@ -43,17 +43,17 @@ def pytest_cmdline_main(config):
 #: tests that take seconds are listed too (the others go out by their number of tests, most
 #: first, and would come last).
 LONG_FILES_FIRST = (
-    "test_pipeline.py", "test_demo_loop.py", "test_secrets.py", "test_submissions.py",
-    "test_site_model_parts.py", "test_runner_stale.py", "test_engine_vllm.py",
-    "test_extension_step.py", "test_significance_cli.py", "test_site_browser.py",
-    "test_gpu_check.py", "test_automation.py", "test_bad_input.py", "test_engine_seq2seq.py",
-    "test_localisation_drafts.py", "test_aggregation_streaming.py", "test_shared_prefix.py",
-    "test_error_tool_browser.py", "test_deploy_k8s.py", "test_lm_eval.py",
-    "test_postedit_browser.py", "test_cli_leaderboard.py", "test_site_fonts.py",
-    "test_site_charts.py", "test_dagster_instance.py", "test_store_migrations.py",
-    "test_results_automation.py", "test_site_provenance.py", "test_resume.py",
-    "test_site_model_card.py", "test_site_metrics.py", "test_built_dataset.py",
-    "test_bench_site.py", "test_site_model_asset.py",
+    "test_site_browser.py", "test_secrets.py", "test_postedit_browser.py",
+    "test_error_tool_browser.py", "test_runner_stale.py", "test_aggregation_streaming.py",
+    "test_submissions.py", "test_site_model_parts.py", "test_bad_input.py", "test_site_fonts.py",
+    "test_site_charts.py", "test_pipeline.py", "test_extension_step.py", "test_input_files.py",
+    "test_demo_loop.py", "test_store_migrations.py", "test_localisation_drafts.py",
+    "test_engine_seq2seq.py", "test_store_database.py", "test_site_model_card.py",
+    "test_site_model_asset.py", "test_site_metrics.py", "test_site_provenance.py",
+    "test_gpu_check.py", "test_shared_prefix.py", "test_automation.py",
+    "test_results_automation.py", "test_evaluation_statistics.py", "test_built_dataset.py",
+    "test_deploy_k8s.py", "test_postedit_build.py", "test_build_provenance.py", "test_engines.py",
+    "test_bench_bootstrap.py",
 )
 
 
