@@ -81,6 +81,8 @@ def _push_in_copy(run, publish: dict, capfd) -> tuple[int, str]:
     return _run_in_copy(run, {"publish": publish}, capfd)
 
 
+# a live push (CI): the fast suite's push test is the encoded and split echo below
+@pytest.mark.slow
 def test_hub_push_to_a_server_that_echoes_the_token(copy_baseline_home, tmp_path, monkeypatch,
                                                     capfd):
     token = "hf_" + random_secrets.token_hex(16)
@@ -97,6 +99,8 @@ def test_hub_push_to_a_server_that_echoes_the_token(copy_baseline_home, tmp_path
     assert assert_secret_nowhere(token, printed, copy_baseline_home.folder)["files"] > 10
 
 
+# a live run (CI): the fast suite's run is the encoded echo past the cut below
+@pytest.mark.slow
 def test_openai_engine_against_a_server_that_echoes_the_key(copy_baseline_home, tmp_path,
                                                            monkeypatch, capfd):
     """In a copy of the session's finished run (in ``tmp_path``), its registry and models the
