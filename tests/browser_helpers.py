@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,11 @@ import pytest
 CHROMIUM = Path("/usr/bin/chromium")
 NEEDS_CHROMIUM = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium "
                                     "(apt-get install -y chromium; .ci/run installs it)")
+#: The requests a page's context intercepts (matched by Playwright's driver, so the others never
+#: reach Python): every URL but the local server's (``http://127.0.0.1:<port>/``) and files'.
+#: Each intercepted request is recorded and aborted (or continued, for ``blob:``/``data:``),
+#: and the page's hosts are then asserted to be only the local server's and files'.
+NOT_LOCAL = re.compile(r"^(?!http://127\.0\.0\.1[:/]|file:)")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -145,14 +151,15 @@ class FontBrowsers:
 
 
 class ToolPage:
-    """A browser context (a fresh profile) on one tool page, recording problems and hosts."""
+    """A browser context (a fresh profile) on one tool page, recording problems and the hosts
+    of the requests that go neither to the local server nor to a file (:data:`NOT_LOCAL`)."""
 
     def __init__(self, browser, url: str) -> None:
         self.url = url
         self.context = browser.new_context(accept_downloads=True)
         self.problems: list[str] = []
         self.hosts: set[str] = set()
-        self.context.route("**/*", self._route)
+        self.context.route(NOT_LOCAL, self._route)
         self.page = self.context.new_page()
         self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
                      if m.type in ("error", "warning") else None)

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import duckdb
-from browser_helpers import NEEDS_CHROMIUM, chromium, serve  # noqa: F401 - shared
+from browser_helpers import NEEDS_CHROMIUM, NOT_LOCAL, chromium, serve  # noqa: F401 - shared
 from conftest import COPY_ENTRY, REPO_ROOT, write_models_file
 
 from cultivar_assets.data.sources import DataConfig, load_benchmark
@@ -148,8 +148,9 @@ def systems_store(root: Path, engine: type[Engine], systems: dict[str, tuple[str
 
 @contextlib.contextmanager
 def watched_page(browser, **context_options) -> Iterator:
-    """A page that records console errors, dialogs and every request's host; on leaving, none
-    may have happened and every request must have gone to 127.0.0.1."""
+    """A page that records console errors, dialogs and the host of every request that goes
+    neither to 127.0.0.1 nor to a file (:data:`browser_helpers.NOT_LOCAL`: aborted); on leaving,
+    none may have happened."""
     context = browser.new_context(**context_options)
     page = context.new_page()
     page.problems = []
@@ -167,7 +168,7 @@ def watched_page(browser, **context_options) -> Iterator:
         else:
             route.abort()
 
-    context.route("**/*", record)
+    context.route(NOT_LOCAL, record)
     try:
         yield page
     finally:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from annotation_helpers import HOSTILE, annotation_document, demo_drafts
 from browser_helpers import NEEDS_CHROMIUM, ToolPage, serve
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from cultivar_assets.construction.annotation.file import read_annotation_file
@@ -485,3 +486,14 @@ def test_the_tool_works_from_a_file_url(browser, root, tmp_path):
     assert json.loads(path.read_text("utf-8"))["items"][0]["final"]["english"] == (
         "Written offline.")
     t.close()
+
+
+def test_a_request_leaving_the_machine_is_recorded_aborted_and_fails_the_page(browser, server):
+    """:class:`ToolPage` intercepts only requests that go neither to the local server nor to a
+    file: one to another host is recorded and aborted, and closing the page fails on it."""
+    t = Tool(browser, f"{server}/de/index.html")
+    with pytest.raises(PlaywrightError, match="ERR_FAILED"):  # the page's CSP stops a fetch
+        t.page.goto("http://example.com/x")
+    assert t.hosts == {"example.com"}  # the local server's requests were not intercepted
+    with pytest.raises(AssertionError, match=r"example\.com|Failed to load"):
+        t.close()

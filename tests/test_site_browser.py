@@ -212,6 +212,19 @@ def test_hostile_names_and_outputs_stay_text(page, server):
     assert "left out" in page.locator("main").inner_text()
 
 
+def test_a_request_leaving_the_machine_is_recorded_aborted_and_fails_the_page(browser, server):
+    """``watched_page`` intercepts only requests that go neither to the local server nor to a
+    file: one to another host is recorded and aborted, and leaving the page fails on it."""
+    with (pytest.raises(AssertionError, match=r"example\.com|Failed to load"),
+          watched_page(browser) as page):
+        page.goto(f"{server}/index.html")
+        outcome = page.evaluate("fetch('http://example.com/x').then(() => 'loaded', "
+                                "() => 'aborted')")
+        hosts = set(page.hosts)
+    assert outcome == "aborted"
+    assert hosts == {"example.com"}  # the local server's requests were not intercepted
+
+
 def test_site_works_from_file_urls(browser, site_dir):
     with watched_page(browser) as page:
         page.goto((site_dir / "index.html").as_uri())
