@@ -360,3 +360,36 @@ def hostile_store_copy(tmp_path_factory):
         base = base.parent  # pytest-<n>, shared by the session's workers
     shared = shared_hostile_store(base)
     return lambda root: copy_hostile_store(shared, root)
+
+
+#: The site builder's caches under ``$CULTIVAR_HOME/cache`` that hold only functions of their
+#: keys: vl-convert's SVGs (keyed by the spec and what draws it: ``site/vl_cache.py``) and the
+#: compiled Jinja templates (keyed by their source: ``site/pages.py``).
+SITE_CACHES = ("vl-convert", "jinja")
+
+
+@pytest.fixture(scope="session")
+def session_site_caches(tmp_path_factory) -> Path:
+    """One folder per :data:`SITE_CACHES` name, shared by the session's processes (in the
+    folder of every pytest-xdist worker's base folder). Both caches write each file under a
+    temporary name and rename it, so processes that fill them at once never read half a file."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # pytest-<n>, shared by the session's workers
+    folder = base / "site-caches"
+    for name in SITE_CACHES:
+        (folder / name).mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def shared_site_caches(session_site_caches, isolated_home) -> Path:
+    """The test's CULTIVAR_HOME with its :data:`SITE_CACHES` linked to
+    :func:`session_site_caches`: a site built in the test draws only the charts and compiles
+    only the templates that no earlier build of the session did (every other file of the home
+    stays the test's own)."""
+    cache = isolated_home / "cache"
+    cache.mkdir(exist_ok=True)
+    for name in SITE_CACHES:
+        (cache / name).symlink_to(session_site_caches / name, target_is_directory=True)
+    return isolated_home

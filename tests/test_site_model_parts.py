@@ -39,6 +39,8 @@ from cultivar_assets.translation import translate
 from cultivar_assets.versions.rows import folder_digest
 
 BASELINE = "copy-source-baseline"
+# every site built here draws its charts and compiles its templates once a session
+pytestmark = pytest.mark.usefixtures("shared_site_caches")
 
 
 @pytest.fixture(scope="module")
