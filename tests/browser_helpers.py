@@ -112,6 +112,30 @@ def chromium(fonts: Path | None = None) -> Iterator:
             browser.close()
 
 
+_SHARED: dict[str, object] = {}  # the Playwright and the Chromium of shared_chromium()
+
+
+def shared_chromium():
+    """Chromium (with the system's fonts), started where none is running; it runs until
+    :func:`close_shared_chromium`."""
+    if "browser" not in _SHARED:
+        from playwright.sync_api import sync_playwright
+
+        _SHARED["playwright"] = sync_playwright().start()
+        _SHARED["browser"] = _SHARED["playwright"].chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    return _SHARED["browser"]
+
+
+def close_shared_chromium() -> None:
+    """Close the Chromium of :func:`shared_chromium` and stop its Playwright, where running."""
+    browser, playwright = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
+    if browser is not None:
+        browser.close()
+    if playwright is not None:
+        playwright.stop()
+
+
 class FontBrowsers:
     """For the tests of one module: one Chromium per font setup (:data:`FONT_SETUPS`), started
     when first asked for, each seeing only its setup's fonts; the fontconfig files, and the

@@ -265,11 +265,28 @@ def cpu_count() -> int:
 
 @pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium through Playwright, one per test module (tests/browser_helpers.py)."""
-    from browser_helpers import chromium
+    """Debian's Chromium through Playwright (tests/browser_helpers.py), shared by consecutive
+    test modules that use it (:func:`browser_helpers.shared_chromium`; every test opens its
+    pages in a browser context of its own, a fresh profile, and closes it). It is closed after
+    the last test of a run of such modules (:func:`pytest_runtest_teardown`): Playwright's
+    synchronous API keeps an event loop running, in which ``asyncio.run`` refuses to run."""
+    from browser_helpers import shared_chromium
 
-    with chromium() as browser:
-        yield browser
+    return shared_chromium()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test of a module: the shared Chromium closed unless the next module's
+    first test uses it (a module's tests run with the same browser throughout)."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or (nextitem.path != item.path
+                                and "browser" not in nextitem.fixturenames):
+            from browser_helpers import close_shared_chromium
+
+            close_shared_chromium()
 
 
 @pytest.fixture

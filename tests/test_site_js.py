@@ -13,7 +13,7 @@ import random
 
 import pytest
 from hostile_strings import ALL as HOSTILE
-from site_helpers import NEEDS_CHROMIUM, chromium
+from site_helpers import NEEDS_CHROMIUM
 
 from cultivar_assets.paths import resource_dir
 from cultivar_assets.site.diff import word_diff
@@ -36,14 +36,14 @@ PAIRS = [
 
 
 @pytest.fixture(scope="module")
-def page():
-    with chromium() as browser:
-        page = browser.new_page()
-        page.set_content("<!doctype html><meta charset=utf-8><title>js</title>")
-        scripts = [name for name in TEXTDIFF_STATIC if name.endswith(".js")]
-        for name in (*scripts, "cultivar-csv.js"):
-            page.add_script_tag(content=(STATIC / name).read_text("utf-8"))
-        yield page
+def page(browser):
+    page = browser.new_page()
+    page.set_content("<!doctype html><meta charset=utf-8><title>js</title>")
+    scripts = [name for name in TEXTDIFF_STATIC if name.endswith(".js")]
+    for name in (*scripts, "cultivar-csv.js"):
+        page.add_script_tag(content=(STATIC / name).read_text("utf-8"))
+    yield page
+    page.close()
 
 
 def corpus() -> list[tuple[str, str]]:
