@@ -410,3 +410,16 @@ def shared_site_caches(session_site_caches, isolated_home) -> Path:
     for name in SITE_CACHES:
         (cache / name).symlink_to(session_site_caches / name, target_is_directory=True)
     return isolated_home
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Torch's intra-op work in one thread for the module's tests, then the number it had:
+    the tiny models' matrices are too small to split, and on a machine whose cores every
+    pytest-xdist worker keeps busy the threads that wait for work only burn CPU time."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

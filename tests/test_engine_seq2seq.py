@@ -14,6 +14,8 @@ from cultivar_assets.engines.prompts import get_prompt_style
 from cultivar_assets.models import load_models
 from cultivar_assets.translation import translate
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: one thread
+
 NLLB_CODES = ["eng_Latn", "deu_Latn", "zho_Hans", "tgl_Latn", "hin_Deva", "spa_Latn"]
 SOURCES = [  # very different lengths, not in length order
     ("deu_Latn", "der Bürgermeister sagte"),

@@ -18,6 +18,8 @@ from cultivar_assets.engines.prompts import PromptError, get_prompt_style, langu
 from cultivar_assets.models import load_models
 from cultivar_assets.translation import translate
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: one thread
+
 SOURCES = [
     ("deu_Latn", "Am Montag hat die Mannschaft in der Stadt gewonnen ."),
     ("deu_Latn", "der Bürgermeister sagte"),

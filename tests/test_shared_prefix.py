@@ -17,6 +17,8 @@ from cultivar_assets.engines.prompts import get_prompt_style
 from cultivar_assets.engines.shared_prefix import shared_prefix_length
 from cultivar_assets.models import load_models
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: one thread
+
 SOURCES = [
     ("deu_Latn", "Am Montag hat die Mannschaft in der Stadt gewonnen ."),
     ("deu_Latn", "der Bürgermeister sagte"),
