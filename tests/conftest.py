@@ -423,3 +423,15 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def one_blas_thread():
+    """NumPy's BLAS in one thread for the module's tests (``threadpoolctl``, as the statistics
+    hold it while their own threads run): the tests' products are small, and on a machine whose
+    cores every pytest-xdist worker keeps busy the threads that wait for work only burn CPU
+    time."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -42,6 +42,8 @@ from cultivar_assets.store.records import ScoreRows, write_dataset, write_model_
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_bootstrap import synthetic_segment_stats
 
+pytestmark = pytest.mark.usefixtures("one_blas_thread")  # small products: one thread
+
 N_MODELS = 20
 N_IDS = 30
 LOCALES = [loc.key for loc in all_locales()]
