@@ -22,6 +22,8 @@ from cultivar_assets.site.build import build_site
 from cultivar_assets.store.database import Store
 from cultivar_assets.store.records import write_dataset
 
+pytestmark = pytest.mark.usefixtures("shared_site_caches")  # charts and templates: once a session
+
 LOCALES = ["spa_Latn_Spain", "hin_Deva_India"]
 # the paper's claims about its own dataset, which a build's texts must not make
 PAPER_CLAIMS = re.compile(r"GPT-5\.5|gpt-5\.5|native speaker|lives or has lived|658 sentences|"

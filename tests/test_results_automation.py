@@ -18,7 +18,7 @@ from cultivar_assets.publish.config import PublishConfig
 from cultivar_assets.resources import resources_from_settings
 from cultivar_assets.settings import Settings
 
-pytestmark = pytest.mark.dagster_instances
+pytestmark = [pytest.mark.dagster_instances, pytest.mark.usefixtures("shared_site_caches")]
 
 parts = dg.DynamicPartitionsDefinition(name="stand_in_models")
 

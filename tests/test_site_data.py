@@ -27,6 +27,8 @@ from cultivar_assets.sqlfiles import statement_text
 from cultivar_assets.tables import csv_safe, csv_text, json_text
 from cultivar_assets.textdiff import token_texts
 
+pytestmark = pytest.mark.usefixtures("shared_site_caches")  # charts and templates: once a session
+
 
 def test_shards_round_trip_and_hold_only_base64():
     payload = {"items": HOSTILE, "nested": [{"a": "</script><!--", "b": None}]}

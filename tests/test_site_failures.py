@@ -16,6 +16,8 @@ from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.site_data import board_rows
 from cultivar_assets.store.database import WriteBlock
 
+pytestmark = pytest.mark.usefixtures("shared_site_caches")  # charts and templates: once a session
+
 ERROR = 'RuntimeError: CUDA out of memory <script>alert("e")</script>'
 NOW = datetime(2999, 1, 1, 12, 30, 5)  # newer than any finished run
 LONG_AGO = datetime(2000, 1, 1)  # older than every stored run: not the latest

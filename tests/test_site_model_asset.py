@@ -16,7 +16,7 @@ from cultivar_assets.site.model_part import ModelPartError
 from cultivar_assets.site.pages import model_slug
 from cultivar_assets.versions.rows import folder_digest
 
-pytestmark = pytest.mark.dagster_instances
+pytestmark = [pytest.mark.dagster_instances, pytest.mark.usefixtures("shared_site_caches")]
 MODEL = COPY_ENTRY["id"]
 
 

@@ -15,6 +15,8 @@ from cultivar_assets.construction.annotation.store import ingest_annotation_file
 from cultivar_assets.construction.annotation.task import AnnotationTask
 from cultivar_assets.site.build import build_site
 
+pytestmark = pytest.mark.usefixtures("shared_site_caches")  # charts and templates: once a session
+
 LOCALE = "deu_Latn_Germany"
 
 
@@ -34,33 +36,40 @@ def store(tmp_path_factory, hostile_store_copy):
     return store
 
 
-def test_table1_and_provenance_are_shown(store, tmp_path):
-    build_site(store, tmp_path / "site", query_page="off")
-    dataset = (tmp_path / "site" / "dataset.html").read_text()
+@pytest.fixture(scope="module")
+def site(store, tmp_path_factory):
+    """The site of :func:`store` with the demo's settings (originals shown); tests only read
+    it."""
+    out = tmp_path_factory.mktemp("provenance_site") / "site"
+    build_site(store, out, query_page="off")
+    return out
+
+
+def test_table1_and_provenance_are_shown(site):
+    dataset = (site / "dataset.html").read_text()
     assert 'id="table1-computed"' in dataset and f">{LOCALE}</th>" in dataset
     assert 'id="table1-reported"' in dataset and ">yor_Latn_Nigeria</th>" in dataset
-    table1 = json.loads((tmp_path / "site" / "downloads" / "annotation_summary.json").read_text())
+    table1 = json.loads((site / "downloads" / "annotation_summary.json").read_text())
     assert [row["locale"] for row in table1] == [LOCALE] and table1[0]["n_instances"] == 12
-    page = (tmp_path / "site" / "locales" / f"{LOCALE}.html").read_text()
+    page = (site / "locales" / f"{LOCALE}.html").read_text()
     assert page.count('class="provenance"') == 12
     assert "Post-editing: kept" in page and "Post-editing: edited" in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert(1)" not in page
     assert "(no draft)" in page and "the draft was flagged" in page
 
 
-def test_a_draft_that_repeats_the_original_is_hidden_with_the_originals(store, tmp_path):
+def test_a_draft_that_repeats_the_original_is_hidden_with_the_originals(store, site, tmp_path):
     build_site(store, tmp_path / "public", show_originals=False, query_page="off")
     page = (tmp_path / "public" / "locales" / f"{LOCALE}.html").read_text()
     assert store.hidden_source not in page
     assert "this draft repeats the original FLORES text" in page
-    build_site(store, tmp_path / "demo", query_page="off")  # demo data: originals shown
-    assert store.hidden_source in (tmp_path / "demo" / "locales" / f"{LOCALE}.html").read_text()
+    # demo data: originals shown
+    assert store.hidden_source in (site / "locales" / f"{LOCALE}.html").read_text()
 
 
-def test_each_draft_line_says_which_side_it_is(store, tmp_path):
+def test_each_draft_line_says_which_side_it_is(site):
     """The LLM draft row holds two lines, the source's and the English: each is labelled."""
-    build_site(store, tmp_path / "site", query_page="off")
-    page = (tmp_path / "site" / "locales" / f"{LOCALE}.html").read_text()
+    page = (site / "locales" / f"{LOCALE}.html").read_text()
     rows = re.findall(r'<tr class="provenance">(.*?)</tr>', page, flags=re.S)
     assert len(rows) == 12
     for row in rows:

@@ -16,6 +16,8 @@ from cultivar_assets.models import load_models
 from cultivar_assets.site.build import build_site
 from cultivar_assets.store.records import write_reported_results
 
+pytestmark = pytest.mark.usefixtures("shared_site_caches")  # charts and templates: once a session
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
