@@ -37,7 +37,7 @@ from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.shards import decode_shard
 from cultivar_assets.store.database import Store
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.usefixtures("shared_site_caches")]
 CARD = "# Card\n\nA *card* with <script>alert(3)</script> and | pipes | {{7*7}}."
 
 
