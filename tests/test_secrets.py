@@ -99,7 +99,7 @@ def test_hub_push_to_a_server_that_echoes_the_token(copy_baseline_home, tmp_path
     assert assert_secret_nowhere(token, printed, copy_baseline_home.folder)["files"] > 10
 
 
-# a live run (CI): the fast suite's run is the encoded echo past the cut below
+# a live run (CI): the fast suite's test is the engine's error against the encoded echo below
 @pytest.mark.slow
 def test_openai_engine_against_a_server_that_echoes_the_key(copy_baseline_home, tmp_path,
                                                            monkeypatch, capfd):
@@ -312,6 +312,40 @@ def test_a_key_that_straddles_the_cut_of_a_status_message_is_redacted(monkeypatc
     assert not found_forms(key, message), message
 
 
+def _encoded_and_past_the_cut(sent: str) -> str:
+    """A 401 message holding the key ``sent`` base64-encoded (bare, and url-safe inside a longer
+    base64 text), then raw, straddling the 200-character cut."""
+    forms = f"{b64(sent)} {b64(b'ab' + sent.encode(), urlsafe=True)} "
+    return forms + "x" * (STATUS_CUT - 28 - len(forms) - 16) + sent
+
+
+def test_a_key_echoed_encoded_and_past_the_cut_is_redacted_in_the_engines_error(monkeypatch):
+    """The served model's engine against the server of the run below: the error it raises (what
+    the run prints and Dagster stores) holds the server's message with every form of the key
+    redacted. (The whole run, everything it wrote searched: the slow test below.)"""
+    key = "sk-" + random_secrets.token_hex(16)
+    fast_client(monkeypatch, KEY_ENV, key)
+    server = FakeOpenAIServer(echo=_encoded_and_past_the_cut).start()
+    try:
+        server.always("", "401")
+        spec = ModelSpec(id="served", hf_id="org/served", type="LLM", family="Served",
+                         engine="openai", prompt_style="chat-instruction",
+                         engine_options={"base_url": server.url, "api_key_env": KEY_ENV,
+                                         "max_retries": 0, "timeout": 5})
+        engine = OpenAIEngine(spec, EngineSettings())
+        with pytest.raises(EngineLoadError) as info:
+            engine.generate([_chat("Hallo")])
+        engine.close()
+    finally:
+        server.stop()
+    assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    message = str(info.value)
+    assert "HTTP 401" in message and "***" in message
+    assert not found_forms(key, message), message
+
+
+# the whole run (CI): the fast suite's test of the same message is the one above
+@pytest.mark.slow
 def test_a_run_against_a_server_that_echoes_the_key_encoded_and_past_the_cut(
         copy_baseline_home, tmp_path, monkeypatch, capfd):
     """The whole run (stderr, Dagster's run storage and compute logs, every file): the 401
@@ -320,12 +354,7 @@ def test_a_run_against_a_server_that_echoes_the_key_encoded_and_past_the_cut(
     (in ``tmp_path``), its registry and models the served model's."""
     key = "sk-" + random_secrets.token_hex(16)
     fast_client(monkeypatch, KEY_ENV, key)
-
-    def echo(sent: str) -> str:
-        forms = f"{b64(sent)} {b64(b'ab' + sent.encode(), urlsafe=True)} "
-        return forms + "x" * (STATUS_CUT - 28 - len(forms) - 16) + sent
-
-    server = FakeOpenAIServer(echo=echo).start()
+    server = FakeOpenAIServer(echo=_encoded_and_past_the_cut).start()
     try:
         server.always("", "401")
         models = served_models_file(tmp_path / "served.yaml", server.url)
