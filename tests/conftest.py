@@ -87,12 +87,18 @@ def pytest_configure(config):
     ``fsync`` (:func:`sqlite_without_fsync`): Dagster's storages commit thousands of times in a
     pipeline run, and each synced commit waits on the disk. Processes the tests start (the
     ``cultivar`` CLI, the Dagster daemon, pipeline runs in subprocesses) keep SQLite's
-    default."""
+    default. Dagster's SQLite storages reuse one engine per database file
+    (tests/dagster_engines.py), in every process that runs tests (not pytest-xdist's
+    controller)."""
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
     if not event.contains(Engine, "connect", sqlite_without_fsync):
         event.listen(Engine, "connect", sqlite_without_fsync)
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        from dagster_engines import reuse_engines
+
+        reuse_engines()
 
 
 def pytest_collection_finish(session):

@@ -166,3 +166,18 @@ def shared_copy_baseline_run(tmp_path_factory: pytest.TempPathFactory) -> Finish
         partial.write_bytes(pickle.dumps(run))
         os.replace(partial, record)
         return run
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """torch's intra-op thread pool at one thread inside the block, its size before restored
+    after it: a tiny model's matrices gain nothing from a second thread, whose waiting costs
+    CPU time (and under pytest-xdist each worker has one core of its own)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

@@ -5,7 +5,9 @@ fresh. An observable source asset added the same way is observed first (job
 ``observe_sources``): a new data version of it makes what reads it stale, and only that runs
 again. The definitions take the same pipeline (docs/pipeline.md, "Adding an asset"). The runs
 start from a copy of the session's finished run of the project's graph (``copy_baseline_home``,
-tests/pipeline_helpers.py), where the added asset is the only one missing."""
+tests/pipeline_helpers.py), where the added asset is the only one missing. (The run that skips
+the added asset while it is fresh is in the slow set; the fast test reads Dagster's report of
+it, which the runner follows: tests/test_runner_stale.py.)"""
 
 from __future__ import annotations
 
@@ -64,10 +66,17 @@ def _materialising(result) -> list[str]:
             if job != "observe_sources" and not job.startswith("observe_sources_")]
 
 
-def test_an_added_asset_is_materialised_when_missing_or_stale_and_skipped_when_fresh(
-        settings, tmp_path):
+def _pipeline():
+    """The project's graph with the added assets."""
     pipeline = PIPELINE.with_assets(counts_label, segment_counts)
     assert "materialise_segment_counts" in [job.name for job in pipeline.jobs]
+    return pipeline
+
+
+def _first_run(settings: Settings, pipeline) -> None:
+    """The added asset's pipeline run in the copy, where it is the only asset missing: it is
+    materialised, in its own stage right after that of its upstream ``test_sets``, and nothing
+    else is."""
 
     said: list[str] = []
     first = run_pipeline(settings, say=said.append, pipeline=pipeline)
@@ -84,18 +93,43 @@ def test_an_added_asset_is_materialised_when_missing_or_stale_and_skipped_when_f
     assert counts["label"] == "first" and set(counts["sizes"]) == {
         row["test_set"] for row in Store(settings.database_path).query("test_set_index")}
 
-    said.clear()
-    second = run_pipeline(settings, say=said.append, pipeline=pipeline)
-    assert second.runs and _materialising(second) == []  # observed; nothing to run
-    assert "  segment_counts: fresh, skipped" in said
+
+def test_an_added_asset_is_materialised_when_missing_or_stale(settings, tmp_path,
+                                                             copy_baseline_home):
+    """Missing, then fresh in Dagster's report (which ``cultivar run`` skips: a run that
+    materialises nothing, tests/test_runner_stale.py; the added asset's: the slow test
+    below), then stale by a new data version of its source asset."""
+    import dagster as dg
+
+    from cultivar_assets.assets.staleness import stale_assets
+    from cultivar_assets.runner.pipeline import definitions_for
+
+    pipeline = _pipeline()
+    defs = definitions_for(settings, pipeline)
+    home = str(copy_baseline_home.dagster_home)
+    with dg.DagsterInstance.from_config(home) as instance:
+        assert stale_assets(defs, instance)[("segment_counts", None)] == ["never materialised"]
+    _first_run(settings, pipeline)
+    with dg.DagsterInstance.from_config(home) as instance:
+        assert ("segment_counts", None) not in stale_assets(defs, instance)  # fresh
 
     LABELS[-1].write_text("second", "utf-8")  # a new data version of the source asset
-    said.clear()
+    said: list[str] = []
     third = run_pipeline(settings, say=said.append, pipeline=pipeline)
     assert _materialising(third) == ["materialise_segment_counts"]
     assert any(line.startswith("  segment_counts: ") and "counts_label" in line
                and line.endswith("materialising") for line in said)
     assert json.loads(_counts_file(settings.database).read_text("utf-8"))["label"] == "second"
+
+
+@pytest.mark.slow  # a run more; fast: Dagster's report of the added asset (above)
+def test_an_added_asset_is_skipped_while_fresh(settings, tmp_path):
+    pipeline = _pipeline()
+    _first_run(settings, pipeline)
+    said: list[str] = []
+    second = run_pipeline(settings, say=said.append, pipeline=pipeline)
+    assert second.runs and _materialising(second) == []  # observed; nothing to run
+    assert "  segment_counts: fresh, skipped" in said
 
 
 def test_the_project_graph_leaves_the_added_asset_out_and_the_definitions_take_it():

@@ -41,12 +41,14 @@ def materialisations(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir, shar
     """The three systems on the demo data, once for the module (with a CULTIVAR_HOME of its
     own): the assets the tests read (``test_sets``, each model's ``translations`` and
     ``scores``, ``model_results``, ``leaderboard``) materialised in a Dagster instance of their
-    own; the settings, and the result of each materialisation (``test_sets``, then one per
-    model, then the results'). Tests change copies of its database (:func:`pipeline_copy`).
+    own, torch on one thread (``one_torch_thread``, tests/pipeline_helpers.py); the settings,
+    and the result of each materialisation (``test_sets``, then one per model, then the
+    results'). Tests change copies of its database (:func:`pipeline_copy`).
     (The whole pipeline, stage by stage: tests/test_runner_stale.py; with real models:
     tests/test_demo_cli.py.)"""
     import dagster as dg
     from conftest import isolate_home, tiny_model_entries, write_models_file
+    from pipeline_helpers import one_torch_thread
 
     folder = tmp_path_factory.mktemp("materialised")
     models = write_models_file(folder / "models.yaml",
@@ -54,7 +56,8 @@ def materialisations(tmp_path_factory, tiny_model_dir, tiny_chat_model_dir, shar
     settings = Settings(database=str(folder / "results.duckdb"), models_file=str(models),
                         models=MODELS, metrics=MetricConfig(bleu_tokenize="13a"),
                         engine=EngineSettings(cache_dir=str(shared_cache)))
-    with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
+    with (pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance,
+          one_torch_thread()):
         isolate_home(monkeypatch, folder / "home")
         instance.add_dynamic_partitions("models", MODELS)
         results = [_materialise(instance, settings, ["test_sets"])]

@@ -99,7 +99,7 @@ def test_hub_push_to_a_server_that_echoes_the_token(copy_baseline_home, tmp_path
     assert assert_secret_nowhere(token, printed, copy_baseline_home.folder)["files"] > 10
 
 
-# a live run (CI): the fast suite's run is the encoded echo past the cut below
+# a live run (CI): the fast suite's test is the engine's error against the encoded echo below
 @pytest.mark.slow
 def test_openai_engine_against_a_server_that_echoes_the_key(copy_baseline_home, tmp_path,
                                                            monkeypatch, capfd):
@@ -312,6 +312,40 @@ def test_a_key_that_straddles_the_cut_of_a_status_message_is_redacted(monkeypatc
     assert not found_forms(key, message), message
 
 
+def _encoded_and_past_the_cut(sent: str) -> str:
+    """A 401 message holding the key ``sent`` base64-encoded (bare, and url-safe inside a longer
+    base64 text), then raw, straddling the 200-character cut."""
+    forms = f"{b64(sent)} {b64(b'ab' + sent.encode(), urlsafe=True)} "
+    return forms + "x" * (STATUS_CUT - 28 - len(forms) - 16) + sent
+
+
+def test_a_key_echoed_encoded_and_past_the_cut_is_redacted_in_the_engines_error(monkeypatch):
+    """The served model's engine against the server of the run below: the error it raises (what
+    the run prints and Dagster stores) holds the server's message with every form of the key
+    redacted. (The whole run, everything it wrote searched: the slow test below.)"""
+    key = "sk-" + random_secrets.token_hex(16)
+    fast_client(monkeypatch, KEY_ENV, key)
+    server = FakeOpenAIServer(echo=_encoded_and_past_the_cut).start()
+    try:
+        server.always("", "401")
+        spec = ModelSpec(id="served", hf_id="org/served", type="LLM", family="Served",
+                         engine="openai", prompt_style="chat-instruction",
+                         engine_options={"base_url": server.url, "api_key_env": KEY_ENV,
+                                         "max_retries": 0, "timeout": 5})
+        engine = OpenAIEngine(spec, EngineSettings())
+        with pytest.raises(EngineLoadError) as info:
+            engine.generate([_chat("Hallo")])
+        engine.close()
+    finally:
+        server.stop()
+    assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    message = str(info.value)
+    assert "HTTP 401" in message and "***" in message
+    assert not found_forms(key, message), message
+
+
+# the whole run (CI): the fast suite's test of the same message is the one above
+@pytest.mark.slow
 def test_a_run_against_a_server_that_echoes_the_key_encoded_and_past_the_cut(
         copy_baseline_home, tmp_path, monkeypatch, capfd):
     """The whole run (stderr, Dagster's run storage and compute logs, every file): the 401
@@ -320,12 +354,7 @@ def test_a_run_against_a_server_that_echoes_the_key_encoded_and_past_the_cut(
     (in ``tmp_path``), its registry and models the served model's."""
     key = "sk-" + random_secrets.token_hex(16)
     fast_client(monkeypatch, KEY_ENV, key)
-
-    def echo(sent: str) -> str:
-        forms = f"{b64(sent)} {b64(b'ab' + sent.encode(), urlsafe=True)} "
-        return forms + "x" * (STATUS_CUT - 28 - len(forms) - 16) + sent
-
-    server = FakeOpenAIServer(echo=echo).start()
+    server = FakeOpenAIServer(echo=_encoded_and_past_the_cut).start()
     try:
         server.always("", "401")
         models = served_models_file(tmp_path / "served.yaml", server.url)
@@ -339,6 +368,43 @@ def test_a_run_against_a_server_that_echoes_the_key_encoded_and_past_the_cut(
     assert counts["files"] > 5 and counts["sqlite"] > 0  # Dagster's run storage was searched
 
 
+def test_a_key_in_the_model_output_is_redacted_as_the_cache_stores_it(tmp_path, monkeypatch):
+    """The served model whose answers hold the request's key (raw and base64), translated by the
+    core (``translate``): the translation cache stores each answer with the key redacted and the
+    run's rows (what the database, the site and the dataset are made from) hold the stored text,
+    from the server and again from the cache; no form of the key is in the cache's files. (The
+    whole run, every store searched: the slow test below.)"""
+    from cultivar_assets.data.testsets import Segment, TestSet
+    from cultivar_assets.models import load_models
+    from cultivar_assets.translation import translate
+
+    key = "sk-" + random_secrets.token_hex(16)
+    fast_client(monkeypatch, KEY_ENV, key)
+    server = FakeOpenAIServer(echo=lambda sent: f" (sent with {sent}; {b64(sent)})").start()
+    segments = (Segment(0, "Guten Morgen", "Good morning"), Segment(1, "Danke", "Thanks"))
+    test_sets = [TestSet("flores_deu_Latn", "flores", "deu_Latn", None, segments)]
+    cache = tmp_path / "cache"
+    try:
+        spec = load_models(served_models_file(tmp_path / "models.yaml", server.url)).get("served")
+        runs = [translate(spec, test_sets, cache_dir=cache, show_progress_bar=False)
+                for _ in range(2)]
+    finally:
+        server.stop()
+    assert len(server.requests) == 2 and all(
+        r.headers["authorization"] == f"Bearer {key}" for r in server.requests)
+    assert [(run.n_generated, run.n_cached) for run in runs] == [(2, 0), (0, 2)]
+    for run in runs:
+        assert [row.raw_output for row in run.rows] == [
+            f"EN: {text} (sent with ***; ***)" for text in ("Guten Morgen", "Danke")]
+        assert all(not found_forms(key, f"{row.raw_output} {row.hypothesis}") for row in run.rows)
+    counts = assert_secret_nowhere(key, "", cache)
+    assert counts.get("sqlite", 0) > 0  # the cache's database, decoded and searched
+    assert any("(sent with ***; ***)" in text for path in cache.rglob("*") if path.is_file()
+               for _, text in file_texts(path))
+
+
+# the whole run (CI): the fast suite's test of the same redaction is the one above
+@pytest.mark.slow
 def test_a_key_in_the_model_output_is_redacted_before_anything_stores_it(
         copy_baseline_home, tmp_path, monkeypatch, capfd):
     """A server that puts the request's key into its answers (raw and base64): the run succeeds,

@@ -272,11 +272,9 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, copy_
         assert version.endswith("; prompt: none (sources copied)")  # the manifest's prompt
     assert f"copied-sources: {note}" in out
 
-    # unchanged: Dagster reports the model's assets fresh (a changed hypothesis: the model's
-    # files get another data version, test_the_submitted_outputs_are_the_model_files_version;
-    # scored again: test_a_changed_submission_is_scored_again_through_the_pipeline, slow)
-    assert main(["--config", str(config), "score", str(folder)]) == 0
-    assert "scores [copied-sources]: fresh, skipped" in capsys.readouterr().out
+    # scored again unchanged, its assets fresh, and after a change: test_a_changed_submission_
+    # is_scored_again_through_the_pipeline (slow); fast: the same entry and data version
+    # (test_the_submitted_outputs_are_the_model_files_version)
 
     # a bad submission: every problem listed, exit status 1, nothing written
     rows = _rows(test_sets)
@@ -304,17 +302,20 @@ def test_cultivar_score_scores_a_submission_through_the_pipeline(tmp_path, copy_
     assert _tree(tmp_path) == before
 
 
-@pytest.mark.slow  # a second run through the pipeline; fast: the data version (below)
+@pytest.mark.slow  # runs again through the pipeline; fast: the entry and data version (below)
 def test_a_changed_submission_is_scored_again_through_the_pipeline(tmp_path, copy_baseline_home,
                                                                    test_sets, capsys):
-    """``cultivar score`` in a copy of the session's finished run, then again after a change of
-    the hypotheses: the model's assets are materialised again and the scores change."""
+    """``cultivar score`` in a copy of the session's finished run, again unchanged (Dagster
+    reports the model's assets fresh), then again after a change of the hypotheses: the model's
+    assets are materialised again and the scores change."""
     config = copy_baseline_home.config
     database = copy_baseline_home.database
     folder = write_submission(tmp_path / "submission", _rows(test_sets))
     assert main(["--config", str(config), "score", str(folder)]) == 0
     assert _scores(database, "copied-sources") == _scores(database, "copy-source-baseline")
     capsys.readouterr()
+    assert main(["--config", str(config), "score", str(folder)]) == 0
+    assert "scores [copied-sources]: fresh, skipped" in capsys.readouterr().out
     write_submission(folder, _rows(test_sets, lambda s: s.reference))
     assert main(["--config", str(config), "score", str(folder)]) == 0
     out = capsys.readouterr().out
@@ -326,8 +327,10 @@ def test_the_submitted_outputs_are_the_model_files_version(tmp_path, isolated_ho
                                                            monkeypatch):
     """The data version the source asset ``model_files`` observes for a submitted model
     (:func:`~cultivar_assets.versions.inputs.model_files_digest` of the entry ``cultivar score``
-    registers): the same while the outputs are written again unchanged, another after one
-    hypothesis changed (what makes the model's translations stale)."""
+    registers): the same while the outputs are written again unchanged and the submission is
+    scored again (its entry written again, the same), another after one hypothesis changed
+    (what makes the model's translations stale). (The runs through the pipeline, fresh when
+    unchanged: test_a_changed_submission_is_scored_again_through_the_pipeline, slow.)"""
     from cultivar_assets.cli import pipeline_run
     from cultivar_assets.models import load_models
     from cultivar_assets.versions.inputs import model_files_digest
@@ -348,8 +351,11 @@ def test_the_submitted_outputs_are_the_model_files_version(tmp_path, isolated_ho
         return model_files_digest(load_models(models_file).get("copied-sources"))
 
     first = version()
+    registered = models_file.read_bytes()
     write_submission(folder, rows)
     assert version() == first
+    assert main(["--config", str(config), "score", str(folder)]) == 0  # scored again, unchanged
+    assert models_file.read_bytes() == registered and version() == first
     write_submission(folder, [{**rows[0], "hypothesis": rows[0]["hypothesis"] + "!"}, *rows[1:]])
     changed = version()
     assert changed != first
