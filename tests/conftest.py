@@ -420,15 +420,14 @@ def shared_site_caches(session_site_caches, isolated_home) -> Path:
 
 @pytest.fixture(scope="module")
 def one_torch_thread():
-    """Torch's intra-op work in one thread for the module's tests, then the number it had:
-    the tiny models' matrices are too small to split, and on a machine whose cores every
-    pytest-xdist worker keeps busy the threads that wait for work only burn CPU time."""
-    import torch
+    """Torch's intra-op work in one thread for the module's tests, then the number it had
+    (:func:`pipeline_helpers.one_torch_thread`): the tiny models' matrices are too small to
+    split, and on a machine whose cores every pytest-xdist worker keeps busy the threads that
+    wait for work only burn CPU time."""
+    from pipeline_helpers import one_torch_thread as torch_on_one_thread
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_on_one_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
