@@ -394,17 +394,28 @@ def write_charts(entries: Sequence[dict[str, Any]], folder: Path,
     return sorted(p for p in Path(folder).iterdir() if p.name != MANIFEST)
 
 
+def _start_vl_convert() -> None:
+    """vl-convert's JavaScript engine started (its first call starts it, about half a second;
+    asking for its themes runs in it and draws nothing)."""
+    import vl_convert
+
+    vl_convert.get_themes()
+
+
 def write_store_charts(store: Store, folder: Path) -> tuple[list[dict[str, Any]], list[Path]]:
     """The ``charts`` asset's work: the charts of ``store`` (:func:`chart_entries` of
     :func:`~cultivar_assets.site.site_data.chart_inputs`) written to ``folder``
-    (:func:`write_charts`); the entries and the files written. The other charts' static SVGs
-    are drawn in a thread of their own while the heatmaps' specs are built (vl-convert draws
+    (:func:`write_charts`); the entries and the files written. vl-convert's engine is started
+    in a thread of its own while the store is read (:func:`_start_vl_convert`), and the other
+    charts' static SVGs are drawn there while the heatmaps' specs are built (vl-convert works
     outside Python's lock; one chart at a time, as :func:`write_charts` would)."""
-    leaderboard, reported, deltas, locale_rows = chart_inputs(store)
-    others = other_entries(leaderboard, reported, locale_rows)
     with ThreadPoolExecutor(max_workers=1) as drawing:
+        started = drawing.submit(_start_vl_convert)
+        leaderboard, reported, deltas, locale_rows = chart_inputs(store)
+        others = other_entries(leaderboard, reported, locale_rows)
         svgs = {entry["id"]: drawing.submit(to_svg, entry["spec"])
                 for entry in others if entry["static"]}
+        started.result()
         entries = heatmap_entries(deltas) + others  # chart_entries' order
         return entries, write_charts(entries, Path(folder), svgs)
 
