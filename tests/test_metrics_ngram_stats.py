@@ -212,6 +212,22 @@ def test_unit_ids_are_dense_and_consistent():
     assert ids.size == 0 and lengths.tolist() == [0, 0] and size == 1
 
 
+def test_scoring_imports_no_pandas():
+    """Scoring a model does not pay for importing pandas (the token ids come from a dict)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from cultivar_assets.metrics.metric_config import MetricConfig\n"
+            "from cultivar_assets.metrics.scoring import Scorer\n"
+            "config = MetricConfig(bleu_tokenize='13a', chrf_word_order=2)\n"
+            "Scorer(config).segment_statistics(['a b c .', 'd e'], {'m': ['a b d .', 'd']})\n"
+            "print('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
+
+
 def test_lone_surrogate_equal_sacrebleu():
     refs = ["a\ud800b c", "plain text"]
     systems = {"s": ["a\ud800b c", "plain"]}

@@ -4,8 +4,11 @@ the two labelled averages against the paper's reported Tables 2 and 3."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from statistics import fmean
 
+import numpy as np
 import pytest
 from scipy.stats import kendalltau, spearmanr
 
@@ -42,6 +45,38 @@ def test_coefficients_hand_computed_with_ties():
     assert note is None
     assert rho == pytest.approx(math.sqrt(0.9), rel=1e-12)
     assert tau == pytest.approx(5 / math.sqrt(30), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_coefficients_equal_scipy_to_the_bit(seed):
+    """SciPy's r_s and τ_b to the bit on lists of up to 1,200 values, with and without ties
+    (the aggregation's leaderboard sizes)."""
+    rng = np.random.default_rng(seed)
+    for n in (3, 4, 7, 33, 34, 250, 1001, 1200):
+        tied = rng.integers(0, 6, (2, n)).astype(float)
+        rounded = np.round(rng.normal(size=(2, n)), 1)
+        rounded[1] -= rounded[0]
+        for x, y in (rng.normal(size=(2, n)), tied, rounded):
+            if len(set(x)) == 1 or len(set(y)) == 1:
+                continue
+            rho, tau, note = coefficients(x.tolist(), y.tolist())
+            assert (rho, tau, note) == (*scipy_coefficients(x.tolist(), y.tolist()), None), n
+
+
+def test_coefficients_import_no_scipy_stats():
+    """Aggregating does not pay for importing ``scipy.stats``: coefficients come from NumPy."""
+    code = ("import sys\n"
+            "from cultivar_assets.metrics.rank_agreement import coefficients\n"
+            "coefficients([1.0, 2.0, 2.0, 3.0], [1.0, 3.0, 2.0, 4.0])\n"
+            "print('scipy.stats' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_coefficients_with_nan_are_undefined_without_note():
+    """A NaN score makes both coefficients undefined, as SciPy's NaN policy "propagate"."""
+    assert coefficients([1.0, 2.0, math.nan, 4.0], [1.0, 3.0, 2.0, 4.0]) == (None, None, None)
 
 
 def test_per_locale_equal_scipy_with_ties():

@@ -14,7 +14,7 @@ scores a model's translations stored in the database and writes its rows there.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from cultivar_assets.data.testsets import TestSet
 from cultivar_assets.metrics.metric_config import MetricConfig
@@ -125,7 +125,7 @@ def compute_scores(model_id: str, translations: Sequence[dict], run: dict,
         recall,
         sum(1 for hyps in hypotheses.values() for h in hyps if not h.strip()),
         ScoreRows(score_rows, stats_rows, segment_score_rows,
-                  [{"model_id": model_id, **asdict(r)} for r in recall]),
+                  [{"model_id": model_id, **vars(r)} for r in recall]),
     )
 
 

@@ -37,8 +37,8 @@ carries its n.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -164,20 +164,22 @@ RANK_WORKERS = 2  # ranked columns computed at once, in threads (NumPy outside P
 
 
 def _rank_rows(result: BootstrapResult, previous: Mapping[str, RankState],
-               states: dict[str, RankState]) -> pa.Table:
+               states: dict[str, RankState], workers: Executor) -> Callable[[], pa.Table]:
     """The ranks' rows as an Arrow table (:data:`RANK_TYPES`: the columns of
     ``raw.leaderboard_ranks``, the lists built from the separable pairs,
     :func:`~cultivar_assets.metrics.ranks.rank_columns`); ``previous``: quantity -> the state its
     ranks were last computed with (only what changed since is computed);
-    each quantity's new state is put in ``states``. :data:`RANK_WORKERS` columns are ranked at
-    once (each column's computation is its own)."""
+    each quantity's new state is put in ``states``. The ranked columns are computed by
+    ``workers`` (:data:`RANK_WORKERS` threads: each column's computation is its own), started
+    here; the function returned waits for them and gives the table."""
     columns = [(column, name, higher_is_better)
                for column, (name, higher_is_better) in ranked_columns(result.metrics).items()
                if name in result.quantities]
-    with ThreadPoolExecutor(max_workers=RANK_WORKERS) as workers:
-        computed = [workers.submit(rank_columns, result[name],
-                                   higher_is_better=higher_is_better, previous=previous.get(name))
-                    for _, name, higher_is_better in columns]
+    computed = [workers.submit(rank_columns, result[name], higher_is_better=higher_is_better,
+                               previous=previous.get(name))
+                for _, name, higher_is_better in columns]
+
+    def table() -> pa.Table:
         parts = []
         for (column, name, higher_is_better), future in zip(columns, computed, strict=True):
             ranks, states[name] = future.result()
@@ -188,8 +190,10 @@ def _rank_rows(result: BootstrapResult, previous: Mapping[str, RankState],
                 "value": ranks.value, "rank": ranks.rank, "rank_low": ranks.rank_low,
                 "rank_high": ranks.rank_high, "not_separable_from": ranks.not_separable_from,
                 "n_models": np.full(n, n, dtype=np.int64)}))
-    return pa.concat_tables(parts) if parts else pa.table({
-        name: pa.array([], kind) for name, kind in RANK_TYPES.items()})
+        return pa.concat_tables(parts) if parts else pa.table({
+            name: pa.array([], kind) for name, kind in RANK_TYPES.items()})
+
+    return table
 
 
 def _average_rows(result: BootstrapResult) -> list[dict]:
@@ -246,16 +250,19 @@ def statistics_tables(result: BootstrapResult, flag_config: FlagConfig | None = 
     ``models_rows``: when given, the per-model rows (``pairs``, ``models`` and the values of
     levels ``model_locale`` and ``model``) of these models only; every cross-model row is
     computed in full."""
-    pairs, pair_values = long_form(result.pair_rows(models_rows), "model_locale",
-                                   result.metrics)
-    models, model_values = long_form(result.model_rows(models_rows), "model", result.metrics)
-    locales, locale_values = long_form(result.locale_rows(), "locale", result.metrics)
-    rules = apply_flags(evidence_from_bootstrap(result), flag_config, label=table_label)
-    flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]
     states: dict[str, RankState] = {}
-    return StatisticsTables(
-        pairs=pairs, models=models, locales=locales,
-        values=pair_values + model_values + locale_values,
-        agreement=_agreement_rows(result), averages=_average_rows(result),
-        ranks=_rank_rows(result, rank_states or {}, states), flags=flags, rules=rules,
-        rank_states=states)
+    with ThreadPoolExecutor(max_workers=RANK_WORKERS) as workers:
+        # the ranked columns computed in the workers while the other rows are built here
+        ranks = _rank_rows(result, rank_states or {}, states, workers)
+        pairs, pair_values = long_form(result.pair_rows(models_rows), "model_locale",
+                                       result.metrics)
+        models, model_values = long_form(result.model_rows(models_rows), "model",
+                                         result.metrics)
+        locales, locale_values = long_form(result.locale_rows(), "locale", result.metrics)
+        rules = apply_flags(evidence_from_bootstrap(result), flag_config, label=table_label)
+        flags = [{"source": "evaluated", **row} for row in flag_rows(rules)]
+        agreement, averages = _agreement_rows(result), _average_rows(result)
+        return StatisticsTables(
+            pairs=pairs, models=models, locales=locales,
+            values=pair_values + model_values + locale_values, agreement=agreement,
+            averages=averages, ranks=ranks(), flags=flags, rules=rules, rank_states=states)

@@ -42,10 +42,10 @@ def token_unit_ids(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np
     tokens = [token for tokens in token_lists for token in tokens]
     if not tokens:
         return np.zeros(0, dtype=np.int64), lengths, 1
-    import pandas as pd  # factorize: hash-based ids in C (imported here: pandas is slow to load)
-
-    ids, vocabulary = pd.factorize(np.array(tokens, dtype=object))
-    return ids.astype(np.int64, copy=False), lengths, len(vocabulary)
+    # ids in order of first appearance, from a dict (hash-based, in C; no pandas to load)
+    vocabulary = {token: i for i, token in enumerate(dict.fromkeys(tokens))}
+    ids = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+    return ids, lengths, len(vocabulary)
 
 
 def match_statistics(

@@ -3,10 +3,14 @@
 For locale l of language L and metric s, with x_m = s(m, flores_L) and y_m = s(m, cultivar_l) over
 the models m that have both scores:
 
-- Spearman's r_s = Pearson correlation of the ranks of x and y (``scipy.stats.spearmanr``; ties get
-  average ranks);
+- Spearman's r_s = Pearson correlation of the ranks of x and y (ties get average ranks;
+  ``scipy.stats.spearmanr``'s arithmetic: ``numpy.corrcoef`` of the two rank columns);
 - Kendall's τ_b = (P − Q) / sqrt((P + Q + T_x)(P + Q + T_y)), P/Q concordant/discordant pairs,
-  T_x/T_y pairs tied only in x/y (``scipy.stats.kendalltau``, variant "b").
+  T_x/T_y pairs tied only in x/y (``scipy.stats.kendalltau``'s variant "b" and arithmetic: the
+  pair counts exact integers, Q counted as the inversions of y in x order, by merge sort).
+
+Both equal SciPy's to the bit (``tests/test_metrics_rank_agreement.py``); they are computed with
+NumPy alone, so that aggregating does not import ``scipy.stats``.
 
 Both are undefined (reported as None with a note) with fewer than 3 models or when either list is
 constant. Two labelled averages (:class:`AgreementAverage`), each with its numbers of models and
@@ -25,10 +29,11 @@ The store's ``rank_agreement`` view holds the per-locale rows and both averages
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
+
+import numpy as np
 
 from cultivar_assets.metrics.delta import PairDelta
 
@@ -55,11 +60,77 @@ def coefficients(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, 
         return None, None, f"undefined: {len(x)} model(s), rank agreement needs at least 3"
     if len(set(x)) == 1 or len(set(y)) == 1:
         return None, None, "undefined: all models have the same score on one side"
-    from scipy.stats import kendalltau, spearmanr
+    xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if np.isnan(xs).any() or np.isnan(ys).any():  # SciPy's NaN policy "propagate"
+        return None, None, None
+    return _spearman(xs, ys), _kendall_tau_b(xs, ys), None
 
-    rho = float(spearmanr(x, y).statistic)
-    tau = float(kendalltau(x, y, variant="b").statistic)
-    return (None if math.isnan(rho) else rho, None if math.isnan(tau) else tau, None)
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values``, tied values the mean of their positions (SciPy's
+    ``rankdata``, method "average")."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    counts = np.diff(np.r_[starts, len(values)])
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = np.repeat(starts + (counts + 1) / 2, counts)
+    return ranks
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's r_s of two non-constant lists without NaN (``scipy.stats.spearmanr``: the
+    rank columns ranked along axis 0 and correlated by ``numpy.corrcoef``)."""
+    ranked = np.apply_along_axis(_average_ranks, 0, np.column_stack((x, y)))
+    return float(np.corrcoef(ranked, rowvar=False)[1, 0])
+
+
+def _dense_ranks(values: np.ndarray) -> np.ndarray:
+    """0-based ranks of ``values`` where equal values share one rank and ranks have no gaps."""
+    return np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def _tied_pairs(ranks: np.ndarray) -> int:
+    """Pairs of positions with equal ``ranks`` (non-negative integers)."""
+    counts = np.bincount(ranks).astype(np.int64)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def _inversions(values: np.ndarray) -> int:
+    """Pairs i < j with ``values[i] > values[j]`` (non-negative integers): a bottom-up merge
+    sort that counts, for each element of each right half, the greater elements of its left
+    half (every pair of halves at once: each pair's values offset above the previous pair's,
+    so that one ``searchsorted`` of all right halves in all left halves counts them)."""
+    n = len(values)
+    size = 1 << max(n - 1, 0).bit_length()
+    top = int(values.max()) + 1 if n else 1
+    merged = np.full(size, top, dtype=np.int64)  # the largest values last add no inversion
+    merged[:n] = values
+    found, width = 0, 1
+    while width < size:
+        halves = merged.reshape(-1, 2 * width)
+        offset = (np.arange(len(halves), dtype=np.int64) * (top + 1))[:, None]
+        lefts = (halves[:, :width] + offset).ravel()
+        not_greater = np.searchsorted(lefts, (halves[:, width:] + offset).ravel(), side="right")
+        found += int((np.repeat(np.arange(1, len(halves) + 1) * width, width)
+                      - not_greater).sum())
+        merged = np.sort(halves, axis=1).ravel()
+        width *= 2
+    return found
+
+
+def _kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's τ_b of two non-constant lists without NaN (``scipy.stats.kendalltau``, variant
+    "b": its pair counts and its final arithmetic)."""
+    dense_x, dense_y = _dense_ranks(x), _dense_ranks(y)
+    order = np.lexsort((dense_y, dense_x))  # by x, ties in x by y: those add no inversion
+    discordant = _inversions(dense_y[order])
+    joint = _tied_pairs(_dense_ranks(dense_x * (int(dense_y.max()) + 1) + dense_y))
+    x_ties, y_ties = _tied_pairs(dense_x), _tied_pairs(dense_y)
+    total = len(x) * (len(x) - 1) // 2
+    concordant_minus_discordant = total - x_ties - y_ties + joint - 2 * discordant
+    tau = concordant_minus_discordant / np.sqrt(total - x_ties) / np.sqrt(total - y_ties)
+    return float(np.minimum(1.0, max(-1.0, tau)))
 
 
 def per_locale_agreement(pairs: Sequence[PairDelta], metric: str) -> list[RankAgreement]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 TERM_PATTERN = re.compile(r"\w+(?:[.'’]\w+)*")
 POSSESSIVE = re.compile(r"['’]s\Z")
+POSSESSIVE_ENDINGS = ("'s", "’s")  # what POSSESSIVE matches, as str.endswith takes it
 
 
 def terms(text: str) -> frozenset[str]:
@@ -39,7 +40,8 @@ def terms(text: str) -> frozenset[str]:
     word characters joined by inner periods or apostrophes), each without a possessive
     ``'s``."""
     words = TERM_PATTERN.findall(unicodedata.normalize("NFC", text).lower())
-    return frozenset(POSSESSIVE.sub("", word) for word in words)
+    return frozenset(word[:-2] if word.endswith(POSSESSIVE_ENDINGS) else word  # POSSESSIVE
+                     for word in words)
 
 
 @dataclass(frozen=True)

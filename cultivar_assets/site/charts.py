@@ -42,7 +42,8 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -307,7 +308,13 @@ def same_language(locale_deltas: Sequence[dict]) -> dict[str, Any] | None:
 def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas: Sequence[dict],
                   locale_rows: Sequence[dict]) -> list[dict[str, Any]]:
     """(id, page, title, alt text, static, spec) of every chart the site shows (``static``:
-    whether it has a static SVG, see the module docstring)."""
+    whether it has a static SVG, see the module docstring): the heatmaps
+    (:func:`heatmap_entries`), then the other charts (:func:`other_entries`)."""
+    return heatmap_entries(deltas) + other_entries(leaderboard, reported, locale_rows)
+
+
+def heatmap_entries(deltas: Sequence[dict]) -> list[dict[str, Any]]:
+    """The entries of :func:`chart_entries`' heatmaps (Fig. 6), one per metric."""
     entries = []
     n_models = len({r["model_id"] for r in deltas})
     for metric in METRICS:
@@ -320,6 +327,14 @@ def chart_entries(leaderboard: Sequence[dict], reported: Sequence[dict], deltas:
                                    "locale (columns), both sorted by mean ∆; blue is positive, "
                                    "red negative, white zero.",
                             "spec": delta_heatmap(deltas, metric)})
+    return entries
+
+
+def other_entries(leaderboard: Sequence[dict], reported: Sequence[dict],
+                  locale_rows: Sequence[dict]) -> list[dict[str, Any]]:
+    """The entries of :func:`chart_entries`' other charts: the sizes (Fig. 2), evaluated here
+    and reported, and the same languages' locations (Fig. 3)."""
+    entries = []
     for metric in METRICS:
         label = METRIC_LABEL[metric]
         if any(r.get("params_total_b") for r in leaderboard):
@@ -359,15 +374,19 @@ def to_svg(spec: dict[str, Any]) -> str:
     return vegalite_to_svg(spec)  # cached: an unchanged chart is not rendered again
 
 
-def write_charts(entries: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
+def write_charts(entries: Sequence[dict[str, Any]], folder: Path,
+                 svgs: Mapping[str, Future[str]] | None = None) -> list[Path]:
     """Each chart as ``<id>.vl.json`` and, where it is ``static``, ``<id>.svg``, plus
-    ``charts.json`` (the index)."""
+    ``charts.json`` (the index). ``svgs``: chart id -> its SVG (:func:`to_svg` of its spec)
+    being drawn already; the other static charts' SVGs are drawn here."""
 
     def write(work: Path) -> None:
         for entry in entries:
             (work / f"{entry['id']}.vl.json").write_text(json.dumps(entry["spec"]), "utf-8")
             if entry["static"]:
-                (work / f"{entry['id']}.svg").write_text(to_svg(entry["spec"]), "utf-8")
+                drawn = (svgs or {}).get(entry["id"])
+                svg = drawn.result() if drawn is not None else to_svg(entry["spec"])
+                (work / f"{entry['id']}.svg").write_text(svg, "utf-8")
         index = [{k: v for k, v in entry.items() if k != "spec"} for entry in entries]
         (work / "charts.json").write_text(json.dumps(index, indent=1), "utf-8")
 
@@ -375,12 +394,30 @@ def write_charts(entries: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
     return sorted(p for p in Path(folder).iterdir() if p.name != MANIFEST)
 
 
+def _start_vl_convert() -> None:
+    """vl-convert's JavaScript engine started (its first call starts it, about half a second;
+    asking for its themes runs in it and draws nothing)."""
+    import vl_convert
+
+    vl_convert.get_themes()
+
+
 def write_store_charts(store: Store, folder: Path) -> tuple[list[dict[str, Any]], list[Path]]:
     """The ``charts`` asset's work: the charts of ``store`` (:func:`chart_entries` of
     :func:`~cultivar_assets.site.site_data.chart_inputs`) written to ``folder``
-    (:func:`write_charts`); the entries and the files written."""
-    entries = chart_entries(*chart_inputs(store))
-    return entries, write_charts(entries, Path(folder))
+    (:func:`write_charts`); the entries and the files written. vl-convert's engine is started
+    in a thread of its own while the store is read (:func:`_start_vl_convert`), and the other
+    charts' static SVGs are drawn there while the heatmaps' specs are built (vl-convert works
+    outside Python's lock; one chart at a time, as :func:`write_charts` would)."""
+    with ThreadPoolExecutor(max_workers=1) as drawing:
+        started = drawing.submit(_start_vl_convert)
+        leaderboard, reported, deltas, locale_rows = chart_inputs(store)
+        others = other_entries(leaderboard, reported, locale_rows)
+        svgs = {entry["id"]: drawing.submit(to_svg, entry["spec"])
+                for entry in others if entry["static"]}
+        started.result()
+        entries = heatmap_entries(deltas) + others  # chart_entries' order
+        return entries, write_charts(entries, Path(folder), svgs)
 
 
 def read_charts(folder: Path) -> list[dict[str, Any]]:

@@ -70,6 +70,16 @@ def model_folder(root: str, model_id: str) -> UPath:
     return root_path(root) / MODELS_FOLDER / model_id
 
 
+def model_folder_names(root: str) -> set[str]:
+    """The names in the storage root's models folder (one listing; empty when it does not
+    exist): ``model_id in model_folder_names(root)`` is ``model_folder(root,
+    model_id).exists()`` for an id without ``/``."""
+    try:
+        return {path.name for path in (root_path(root) / MODELS_FOLDER).iterdir()}
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+
+
 def test_sets_path(root: str) -> UPath:
     return root_path(root) / TEST_SETS_FILE
 

@@ -17,6 +17,7 @@ from cultivar_assets.store.model_files import (
     Document,
     ModelFilesError,
     model_folder,
+    model_folder_names,
     read_document,
     run_record,
     scores_path,
@@ -330,8 +331,10 @@ def load_models_files(store: Store, root: str, model_ids: Iterable[str]) -> Load
     that model is loaded."""
     loaded_before = loaded_model_files(store)
     loaded, unchanged, without, problems = [], [], [], []
+    present = model_folder_names(root)  # one listing, not one check per model
     for model_id in sorted(model_ids):
-        if not model_folder(root, model_id).exists():
+        if not (model_id in present if "/" not in model_id
+                else model_folder(root, model_id).exists()):
             without.append(model_id)
             continue
         try:
