@@ -106,24 +106,36 @@ def _shown(value: Any, digits: int) -> str:
     return text if isinstance(value, float) else str(escape(text))
 
 
-def num_cell(value: Any, digits: int = 2) -> Markup:
-    """A numeric table cell: the formatted value, the exact one in ``data-value`` (sorting).
-    Numbers are written without escaping (their text has no markup characters); anything else
-    is escaped."""
-    return Markup(f'<td class="num" data-value="{_exact(value)}">{_shown(value, digits)}</td>')
+def num_td(value: Any, digits: int = 2) -> str:
+    """A numeric table cell as text: the formatted value, the exact one in ``data-value``
+    (sorting). Numbers are written without escaping (their text has no markup characters);
+    anything else is escaped. The markup of :func:`num_cell`, for rows built in Python."""
+    if type(value) is float:  # most cells: _exact and _shown of a float, without their checks
+        return f'<td class="num" data-value="{value}">{value:.{digits}f}</td>'
+    return f'<td class="num" data-value="{_exact(value)}">{_shown(value, digits)}</td>'
 
 
-def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
+def interval_td(row: dict[str, Any], key: str, digits: int) -> str:
     """A numeric cell with its 95 % interval where ``row`` has ``<key>_low`` and ``<key>_high``,
-    and a mark where ``<key>_excludes_zero`` is true."""
-    key, digits = column["key"], column["digits"]
+    and a mark where ``<key>_excludes_zero`` is true, as text (see :func:`interval_cell`)."""
     value, low, high = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
     text = _shown(value, digits)
     if low is not None and high is not None:
         text += f' <span class="interval">[{_shown(low, digits)}, {_shown(high, digits)}]</span>'
     if row.get(f"{key}_excludes_zero"):
         text += '<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>'
-    return Markup(f'<td class="num" data-value="{_exact(value)}">{text}</td>')
+    return f'<td class="num" data-value="{_exact(value)}">{text}</td>'
+
+
+def num_cell(value: Any, digits: int = 2) -> Markup:
+    """A numeric table cell (:func:`num_td`), as markup for a template."""
+    return Markup(num_td(value, digits))
+
+
+def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
+    """A numeric cell with its 95 % interval (:func:`interval_td` of ``column``'s key and
+    digits), as markup for a template."""
+    return Markup(interval_td(row, column["key"], column["digits"]))
 
 
 def static_dir() -> Path:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
+from jinja2.utils import url_quote
 from markupsafe import Markup, escape
 
 from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
@@ -21,7 +23,7 @@ from cultivar_assets.metrics.registry import PAPER_METRICS, column_key, table_la
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
-from cultivar_assets.site.pages import PageWriter, SharedItems
+from cultivar_assets.site.pages import PageWriter, SharedItems, interval_td, num_td
 from cultivar_assets.site.query_engine import QueryEngine
 from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
@@ -227,17 +229,17 @@ class SitePages:
             for name, links in downloads.items():
                 for path in links.values():
                     write_table(writer, path, page_tables[name])
+            columns = (value_columns(model_deltas, delta_columns(data.metrics)),
+                       value_columns(model_deltas, score_columns(data.metrics)))
             writer.page(
                 f"models/{slug}.html", "model.html.j2", model=shown,
                 ranked=row.get("rank_delta_bleu_label") is not None,
                 card=data.models.get(model_id, {}), failure=failed.get(model_id), slug=slug,
                 segment_locales=self.model_locales.get(model_id, []),
                 flags=flags_by_model.get(model_id, []), metrics=metrics,
-                scores=page_tables["scores"], deltas=model_deltas,
-                delta_columns=value_columns(model_deltas, delta_columns(data.metrics)),
-                score_columns=value_columns(model_deltas, score_columns(data.metrics)),
-                recall=page_tables["recall"], cleaning=page_tables["cleaning"],
-                downloads=downloads)
+                delta_columns=columns[0], score_columns=columns[1],
+                cleaning=page_tables["cleaning"], downloads=downloads,
+                rows=model_table_rows(slug, page_tables, metrics, *columns))
 
         return SharedItems([m for m in data.board if m in slugs], write, self.writer)
 
@@ -358,6 +360,43 @@ def write_table(writer: PageWriter, path: str, rows: list[dict],
 def model_downloads(base: str) -> dict[str, dict[str, str]]:
     """A model page's table downloads (``base``: ``models/<slug>``): name -> {"csv", "json"}."""
     return {name: table_files(f"{base}.{file}") for name, file in MODEL_TABLE_FILES.items()}
+
+
+def model_table_rows(slug: str, tables: dict[str, list[dict]], metrics: list[dict],
+                     delta_cols: list[dict], score_cols: list[dict]) -> dict[str, Markup]:
+    """The body rows of a model page's tables (``tables``: "deltas", "scores", "cleaning",
+    "recall"), each row a line: ∆ per locale (a link to the segment browser, the ∆ columns with
+    their intervals, the score columns), scores per test set (one column per shown metric),
+    output cleaning per test set and rule, word recall per locale. Built here rather than by
+    the template's loops (a 1,000-model site has 360,000 such cells); cells as
+    :func:`.pages.num_td` and :func:`.pages.interval_td` write them, text escaped."""
+    quoted = _quoted(slug)
+    deltas = [f'<tr><th scope="row" data-value="{loc}"><a href="../browse.html#model={quoted}'
+              f'&amp;locale={_quoted(r["locale"])}">{loc}</a></th>\n'
+              + "".join([interval_td(r, c["key"], c["digits"]) for c in delta_cols])
+              + "".join([num_td(r.get(c["key"]), c["digits"]) for c in score_cols]) + "</tr>\n"
+              for r in tables["deltas"] for loc in (escape(r["locale"]),)]
+    scores = [f'<tr><th scope="row" data-value="{ts}">{ts}</th><td data-value="{kind}">{kind}'
+              "</td>" + "".join([num_td(r.get(m["metric"])) for m in metrics]) + "</tr>\n"
+              for r in tables["scores"]
+              for ts, kind in ((escape(r["test_set"]), escape(r["kind"])),)]
+    cleaning = [f'<tr><th scope="row" data-value="{ts}">{ts}</th><td data-value="{rule}">{rule}'
+                f'</td>{num_td(r["n_segments"], 0)}</tr>\n'
+                for r in tables["cleaning"]
+                for ts, rule in ((escape(r["test_set"]), escape(r["rule"])),)]
+    recall = [f'<tr><th scope="row" data-value="{loc}">{loc}</th>'
+              f'{num_td(r["false_positive_rate"], 4)}{num_td(r["false_negative_rate"], 4)}'
+              f'{num_td(r["n_removed_terms"], 0)}{num_td(r["n_introduced_terms"], 0)}</tr>\n'
+              for r in tables["recall"] for loc in (escape(r["locale"]),)]
+    return {name: Markup("".join(lines)) for name, lines in (
+        ("deltas", deltas), ("scores", scores), ("cleaning", cleaning), ("recall", recall))}
+
+
+@cache
+def _quoted(text: str) -> str:
+    """``text`` as the template's ``urlencode`` filter writes it in a link (percent-encoded,
+    ``/`` kept; nothing left to escape)."""
+    return str(escape(url_quote(text)))
 
 
 def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | None]],
