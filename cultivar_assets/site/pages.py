@@ -17,7 +17,7 @@ import re
 import shutil
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -110,9 +110,23 @@ def num_td(value: Any, digits: int = 2) -> str:
     """A numeric table cell as text: the formatted value, the exact one in ``data-value``
     (sorting). Numbers are written without escaping (their text has no markup characters);
     anything else is escaped. The markup of :func:`num_cell`, for rows built in Python."""
-    if type(value) is float:  # most cells: _exact and _shown of a float, without their checks
+    kind = type(value)
+    if kind is float:  # most cells: _exact and _shown of a float, without their checks
         return f'<td class="num" data-value="{value}">{value:.{digits}f}</td>'
+    if kind is int:  # an int's text is its value, whatever the digits
+        return f'<td class="num" data-value="{value}">{value}</td>'
+    if value is None:
+        return _MISSING_TD
     return f'<td class="num" data-value="{_exact(value)}">{_shown(value, digits)}</td>'
+
+
+_MISSING_TD = f'<td class="num" data-value="">{escape(format_value(None))}</td>'
+
+
+def num_tds(values: Iterable[Any], digits: int = 2) -> str:
+    """:func:`num_td` of each of ``values``, joined (a row's run of numeric cells)."""
+    return "".join([f'<td class="num" data-value="{v}">{v:.{digits}f}</td>' if type(v) is float
+                    else num_td(v, digits) for v in values])
 
 
 def interval_td(row: dict[str, Any], key: str, digits: int) -> str:
