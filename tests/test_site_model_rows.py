@@ -1,15 +1,22 @@
 # ruff: noqa: E501 (the reference loops are the template's lines, verbatim)
-"""A model page's table rows (built in Python, :func:`site_pages.model_table_rows`) are the
+"""The model pages' bytes built in bulk are the markup and text of their definitions: a model
+page's table rows (built in Python, :func:`site_pages.model_table_rows`) are the
 markup of the template loops that define them: the reference loops below, rendered by the
 site's Jinja environment with its ``num``/``num_interval``/``urlencode`` filters, on rows with
 markup in their text, missing values, integers, NaN and infinities."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
+from datetime import date, datetime
+
+import numpy as np
 
 from cultivar_assets.site.pages import environment
 from cultivar_assets.site.site_pages import model_table_rows
+from cultivar_assets.tables import csv_safe, csv_text, float_texts
 
 REFERENCE = """\
 {% for row in deltas %}
@@ -84,3 +91,44 @@ def test_model_table_rows_of_empty_tables_are_empty():
                             [], [], [])
     assert {name: str(text) for name, text in rows.items()} == {
         "deltas": "", "scores": "", "cleaning": "", "recall": ""}
+
+
+def _reference_csv(rows: list[dict], columns: list[str]) -> str:
+    """csv_text's definition: csv.writer (excel dialect) over csv_safe of each value."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow([csv_safe(column) for column in columns])
+    writer.writerows([csv_safe(row.get(column)) for column in columns] for row in rows)
+    return buffer.getvalue()
+
+
+def test_csv_text_is_what_csv_writer_writes_for_the_safe_values():
+    odd = ["", None, "a,b", 'say "hi"', "line\nbreak", "cr\rhere", "=1+1", "+x", "-3", "@a",
+           "\tx", " lead", "é ü", True, False, 0, 1, -7, 2**70, 0.0, -0.0, 1.0, 1e16, 1e-7,
+           math.nan, math.inf, -math.inf, 0.1 + 0.2, np.float64(1.5), np.int64(4),
+           [1, "a,b"], ("t",), date(2025, 1, 2), datetime(2025, 1, 2, 3, 4, 5)]
+    columns = ["text", "float", "mixed", "missing", "=formula,col"]
+    rows = [{"text": str(value), "float": float(i) / 3 - 5, "mixed": value,
+             "=formula,col": odd[-1 - i] if i % 2 else None}
+            for i, value in enumerate(odd)]
+    assert csv_text(rows, columns) == _reference_csv(rows, columns)
+    # columns of one type: all floats (some equal but differently signed), all text
+    floats = [{"a": v, "b": w} for v, w in [(0.0, "x"), (-0.0, "x"), (1.0, "a,b"), (1e-7, "")]]
+    assert csv_text(floats, ["a", "b"]) == _reference_csv(floats, ["a", "b"])
+    # one column (a row of one empty field is quoted), no rows, rows given as an iterator
+    for one in ([{"a": ""}, {"a": None}, {"a": 1.5}, {"a": "q,"}], []):
+        assert csv_text(one, ["a"]) == _reference_csv(one, ["a"])
+    assert csv_text([], ["a", "b"]) == "a,b\r\n"
+    assert csv_text(iter(floats), ["b", "a"]) == _reference_csv(floats, ["b", "a"])
+
+
+def test_float_texts_are_the_floats_str_over_every_magnitude():
+    rng = np.random.default_rng(7)
+    doubles = rng.integers(0, 2**64, 300_000, dtype=np.uint64).view(np.float64)  # every bit pattern
+    edges = [0.0, -0.0, 1e-4, -1e-4, np.nextafter(1e-4, 0), 9.999999999999999e14, 1e15,
+             -1e15, np.nextafter(1e15, 0), 1e16, 1e-5, 5e-324, 1.7976931348623157e308,
+             math.nan, math.inf, -math.inf, 0.1 + 0.2, 123.0, 2.5, 100.0]
+    values = [*doubles.tolist(), *(rng.random(100_000) * 100).tolist(),
+              *rng.normal(0, 10, 100_000).tolist(), *map(float, edges)]
+    assert float_texts(values) == [str(value) for value in values]
+    assert float_texts([]) == []
