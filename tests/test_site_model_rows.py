@@ -68,22 +68,40 @@ def _columns(keys: list[str], interval: bool) -> list[dict]:
              "excludes_zero": interval, "reported": False} for key in keys]
 
 
+def _float_tables() -> dict[str, list[dict]]:
+    """Tables whose numeric columns hold floats only (the common case, built in bulk)."""
+    odd = [1.25, -0.0, 0.0, 1e-7, 1e16, math.nan, math.inf, -math.inf, 0.1 + 0.2, 99.995]
+    deltas = [{"locale": f"loc{i}", **{f"{q}_{m}{part}": odd[(i + j + k) % len(odd)]
+                                       for j, q in enumerate(("delta", "flores", "cultivar"))
+                                       for k, m in enumerate(("bleu", "chrf"))
+                                       for part in ("", "_low", "_high")},
+               "delta_bleu_excludes_zero": i % 2 == 0, "delta_chrf_excludes_zero": None}
+              for i in range(12)]
+    scores = [{"test_set": f"t{i}", "kind": "cultivar", "bleu": odd[i % len(odd)],
+               "chrf": odd[-1 - i % len(odd)]} for i in range(12)]
+    recall = [{"locale": f"loc{i}", "false_positive_rate": odd[i % len(odd)],
+               "false_negative_rate": odd[(i + 3) % len(odd)], "n_removed_terms": 2.0 * i,
+               "n_introduced_terms": odd[(i + 5) % len(odd)]} for i in range(12)]
+    return {"deltas": deltas, "scores": scores, "cleaning": [], "recall": recall}
+
+
 def test_model_table_rows_are_the_markup_of_the_reference_loops():
-    tables = _tables()
-    metrics = [{"metric": "bleu", "key": "bleu", "label": "BLEU"},
-               {"metric": "chrf", "key": "chrf", "label": "chrF"}]
-    delta_cols = _columns(["delta_bleu", "delta_chrf"], True)
-    score_cols = _columns(["flores_bleu", "cultivar_bleu", "flores_chrf", "cultivar_chrf"],
-                          False)
-    for slug in ("model-1", "odd slug/é?-0a1b2c3d"):
-        reference = environment().from_string(REFERENCE).render(
-            slug=slug, metrics=metrics, delta_columns=delta_cols, score_columns=score_cols,
-            **tables).split("|\n")
-        rows = model_table_rows(slug, tables, metrics, delta_cols, score_cols)
-        assert [str(rows[name]) for name in ("deltas", "scores", "cleaning", "recall")] == (
-            reference)
-        assert "&lt;b&gt;x&lt;/b&gt; &amp; &#34;q&#34; &#39;a&#39;" in rows["deltas"]
-        assert "<b>" not in rows["deltas"] + rows["scores"] + rows["cleaning"] + rows["recall"]
+    for tables in (_tables(), _float_tables()):
+        metrics = [{"metric": "bleu", "key": "bleu", "label": "BLEU"},
+                   {"metric": "chrf", "key": "chrf", "label": "chrF"}]
+        delta_cols = _columns(["delta_bleu", "delta_chrf"], True)
+        score_cols = _columns(["flores_bleu", "cultivar_bleu", "flores_chrf", "cultivar_chrf"],
+                              False)
+        for slug in ("model-1", "odd slug/é?-0a1b2c3d"):
+            reference = environment().from_string(REFERENCE).render(
+                slug=slug, metrics=metrics, delta_columns=delta_cols, score_columns=score_cols,
+                **tables).split("|\n")
+            rows = model_table_rows(slug, tables, metrics, delta_cols, score_cols)
+            assert [str(rows[name]) for name in ("deltas", "scores", "cleaning", "recall")] == (
+                reference)
+            assert "<b>" not in "".join(rows.values())
+    assert "&lt;b&gt;x&lt;/b&gt; &amp; &#34;q&#34; &#39;a&#39;" in model_table_rows(
+        "m", _tables(), metrics, delta_cols, score_cols)["deltas"]
 
 
 def test_model_table_rows_of_empty_tables_are_empty():

@@ -17,7 +17,7 @@ import re
 import shutil
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from markupsafe import Markup, escape
 from cultivar_assets.paths import cultivar_home, resource_dir
 from cultivar_assets.site.fonts import font_advice
 from cultivar_assets.site.model_card import engine_text, utc_time
-from cultivar_assets.tables import format_params, format_value
+from cultivar_assets.tables import float_texts, format_params, format_value
 
 # The browser's token diff (site/static/textdiff.js, the twin of cultivar_assets/textdiff.py) and
 # what it needs: the vendored diff-match-patch with its licence and origin, and the shim that lets
@@ -123,10 +123,36 @@ def num_td(value: Any, digits: int = 2) -> str:
 _MISSING_TD = f'<td class="num" data-value="">{escape(format_value(None))}</td>'
 
 
-def num_tds(values: Iterable[Any], digits: int = 2) -> str:
-    """:func:`num_td` of each of ``values``, joined (a row's run of numeric cells)."""
-    return "".join([f'<td class="num" data-value="{v}">{v:.{digits}f}</td>' if type(v) is float
-                    else num_td(v, digits) for v in values])
+def num_column(values: list[Any], digits: int = 2) -> list[str]:
+    """:func:`num_td` of each of ``values`` (a table's column), in bulk: a column of floats has
+    its exact values' text from :func:`cultivar_assets.tables.float_texts`."""
+    if values and set(map(type, values)) == _FLOAT:
+        return [f'<td class="num" data-value="{exact}">{value:.{digits}f}</td>'
+                for exact, value in zip(float_texts(values), values, strict=True)]
+    return [num_td(value, digits) for value in values]
+
+
+def interval_column(rows: list[dict[str, Any]], key: str, digits: int) -> list[str]:
+    """:func:`interval_td` of each of ``rows`` (a table's column), in bulk: as
+    :func:`num_column`."""
+    values = [row.get(key) for row in rows]
+    if not values or set(map(type, values)) != _FLOAT:
+        return [interval_td(row, key, digits) for row in rows]
+    low, high, mark = f"{key}_low", f"{key}_high", f"{key}_excludes_zero"
+    cells = []
+    for row, exact, value in zip(rows, float_texts(values), values, strict=True):
+        text = _shown(value, digits)
+        lo, hi = row.get(low), row.get(high)
+        if lo is not None and hi is not None:
+            text += (f' <span class="interval">[{_shown(lo, digits)}, '
+                     f'{_shown(hi, digits)}]</span>')
+        if row.get(mark):
+            text += '<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>'
+        cells.append(f'<td class="num" data-value="{exact}">{text}</td>')
+    return cells
+
+
+_FLOAT = {float}
 
 
 def interval_td(row: dict[str, Any], key: str, digits: int) -> str:

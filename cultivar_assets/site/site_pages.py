@@ -23,7 +23,7 @@ from cultivar_assets.metrics.registry import PAPER_METRICS, column_key, table_la
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
-from cultivar_assets.site.pages import PageWriter, SharedItems, interval_td, num_td, num_tds
+from cultivar_assets.site.pages import PageWriter, SharedItems, interval_column, num_column, num_td
 from cultivar_assets.site.query_engine import QueryEngine
 from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
@@ -371,32 +371,40 @@ def model_table_rows(slug: str, tables: dict[str, list[dict]], metrics: list[dic
     the template's loops (a 1,000-model site has 360,000 such cells); cells as
     :func:`.pages.num_td` and :func:`.pages.interval_td` write them, text escaped."""
     quoted = _quoted(slug)
-    intervals = [(c["key"], c["digits"]) for c in delta_cols]
-    by_digits = [(digits, [c["key"] for c in score_cols if c["digits"] == digits])
-                 for digits in dict.fromkeys(c["digits"] for c in score_cols)]
-    if len(by_digits) > 1:  # cells in the columns' order: one run of cells per column
-        by_digits = [(c["digits"], [c["key"]]) for c in score_cols]
-    names = [m["metric"] for m in metrics]
+    rows = tables["deltas"]
+    cells = [*(interval_column(rows, c["key"], c["digits"]) for c in delta_cols),
+             *(num_column([r.get(c["key"]) for r in rows], c["digits"]) for c in score_cols)]
     deltas = [f'<tr><th scope="row" data-value="{loc}"><a href="../browse.html#model={quoted}'
-              f'&amp;locale={_quoted(r["locale"])}">{loc}</a></th>\n'
-              + "".join([interval_td(r, key, digits) for key, digits in intervals])
-              + "".join([num_tds(map(r.get, keys), digits) for digits, keys in by_digits])
-              + "</tr>\n"
-              for r in tables["deltas"] for loc in (escape(r["locale"]),)]
+              f'&amp;locale={_quoted(r["locale"])}">{loc}</a></th>\n{row}</tr>\n'
+              for r, row in zip(rows, _joined(cells, len(rows)), strict=True)
+              for loc in (escape(r["locale"]),)]
+    rows = tables["scores"]
+    cells = [num_column([r.get(m["metric"]) for r in rows]) for m in metrics]
     scores = [f'<tr><th scope="row" data-value="{ts}">{ts}</th><td data-value="{kind}">{kind}'
-              f'</td>{num_tds(map(r.get, names))}</tr>\n'
-              for r in tables["scores"]
+              f'</td>{row}</tr>\n'
+              for r, row in zip(rows, _joined(cells, len(rows)), strict=True)
               for ts, kind in ((escape(r["test_set"]), escape(r["kind"])),)]
     cleaning = [f'<tr><th scope="row" data-value="{ts}">{ts}</th><td data-value="{rule}">{rule}'
                 f'</td>{num_td(r["n_segments"], 0)}</tr>\n'
                 for r in tables["cleaning"]
                 for ts, rule in ((escape(r["test_set"]), escape(r["rule"])),)]
-    recall = [f'<tr><th scope="row" data-value="{loc}">{loc}</th>'
-              f'{num_tds((r["false_positive_rate"], r["false_negative_rate"]), 4)}'
-              f'{num_tds((r["n_removed_terms"], r["n_introduced_terms"]), 0)}</tr>\n'
-              for r in tables["recall"] for loc in (escape(r["locale"]),)]
+    rows = tables["recall"]
+    cells = [num_column([r[key] for r in rows], digits) for key, digits in RECALL_CELLS]
+    recall = [f'<tr><th scope="row" data-value="{loc}">{loc}</th>{row}</tr>\n'
+              for r, row in zip(rows, _joined(cells, len(rows)), strict=True)
+              for loc in (escape(r["locale"]),)]
     return {name: Markup("".join(lines)) for name, lines in (
         ("deltas", deltas), ("scores", scores), ("cleaning", cleaning), ("recall", recall))}
+
+
+def _joined(columns: list[list[str]], n_rows: int) -> list[str]:
+    """Each row's cells (``columns``: a list of cells per column), joined."""
+    return list(map("".join, zip(*columns, strict=True))) if columns else [""] * n_rows
+
+
+# The word recall table's numeric columns, in order, and their digits.
+RECALL_CELLS = (("false_positive_rate", 4), ("false_negative_rate", 4), ("n_removed_terms", 0),
+                ("n_introduced_terms", 0))
 
 
 @cache
