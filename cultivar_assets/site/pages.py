@@ -14,8 +14,10 @@ import gc
 import hashlib
 import os
 import re
+import resource
 import shutil
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from functools import cache
@@ -328,13 +330,19 @@ class SharedItems:
 
     ``write(item, writer)`` writes one item; the child calls it, so it must not touch anything
     shared with threads of this process (the store's connection, the writer threads' queue):
-    only the rows it is given and the writer."""
+    only the rows it is given and the writer.
+
+    ``timing`` (after :meth:`finish`): how many items each process wrote, the child's wall and
+    CPU seconds (user + system, from its start to its reply) and how long this process waited
+    for the child after taking its last item (``waited_s``: at most the child's last item)."""
 
     def __init__(self, items: list, write: Callable[[Any, PageWriter], None],
                  writer: PageWriter) -> None:
         import multiprocessing
 
         self.items, self.write, self.writer = items, write, writer
+        self.timing: dict[str, Any] = {"items_here": 0, "items_child": 0, "child_wall_s": None,
+                                       "child_cpu_s": None, "waited_s": 0.0}
         self.next = multiprocessing.get_context("fork").Value("l", 0) if hasattr(
             os, "fork") else None
         self.pid: int | None = None
@@ -369,15 +377,21 @@ class SharedItems:
             os.close(write)
             raise
         if pid == 0:  # the child: write items until none is left, send the counts, exit
+            started = time.perf_counter()
             gc.disable()
             os.close(read)
             status = 0
             try:
                 own = PageWriter(self.writer.root, self.writer.common, self.writer.env,
                                  self.writer.component)
+                done = 0
                 while (index := self._take()) is not None:
                     self.write(self.items[index], own)
-                reply = {"counts": own.counts()}
+                    done += 1
+                cpu = resource.getrusage(resource.RUSAGE_SELF)
+                reply = {"counts": own.counts(), "items": done,
+                         "wall_s": time.perf_counter() - started,
+                         "cpu_s": cpu.ru_utime + cpu.ru_stime}
             except BaseException:  # every failure goes back to the parent, whole
                 reply, status = {"error": traceback.format_exc()}, 1
             try:
@@ -406,10 +420,12 @@ class SharedItems:
         if self.next is None:
             for item in self.items:
                 self.write(item, self.writer)
+            self.timing["items_here"] = len(self.items)
             return
         try:
             while (index := self._take()) is not None:
                 self.write(self.items[index], self.writer)
+                self.timing["items_here"] += 1
         except BaseException:
             self.cancel()
             raise
@@ -417,9 +433,11 @@ class SharedItems:
             self._join(json)
 
     def _join(self, json) -> None:
+        started = time.perf_counter()
         with os.fdopen(self.reply, encoding="utf-8") as reply:
             text = reply.read()
         _, status = os.waitpid(self.pid, 0)
+        self.timing["waited_s"] = time.perf_counter() - started
         self.pid = None
         gc.unfreeze()
         answer = json.loads(text) if text else {}
@@ -428,3 +446,5 @@ class SharedItems:
                                f"{os.waitstatus_to_exitcode(status)}): "
                                f"{answer.get('error', 'it sent nothing back')}")
         self.writer.add_counts(answer["counts"])
+        self.timing.update(items_child=answer["items"], child_wall_s=answer["wall_s"],
+                           child_cpu_s=answer["cpu_s"])
