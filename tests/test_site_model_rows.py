@@ -15,7 +15,7 @@ from datetime import date, datetime
 import numpy as np
 
 from cultivar_assets.site.pages import environment
-from cultivar_assets.site.site_pages import model_table_rows
+from cultivar_assets.site.site_pages import locale_links, model_table_rows
 from cultivar_assets.tables import csv_safe, csv_text, float_texts
 
 REFERENCE = """\
@@ -150,3 +150,13 @@ def test_float_texts_are_the_floats_str_over_every_magnitude():
               *rng.normal(0, 10, 100_000).tolist(), *map(float, edges)]
     assert float_texts(values) == [str(value) for value in values]
     assert float_texts([]) == []
+
+
+def test_locale_links_are_the_markup_of_the_reference_loop():
+    loop = ('{% for locale in segment_locales %}<li><a href="../browse.html#model='
+            '{{ slug | urlencode }}&amp;locale={{ locale | urlencode }}">{{ locale }}</a></li>'
+            '{% endfor %}')
+    for slug, locales in (("model-1", ["ar_SA", "es_MX"]), ("odd slug/é?", [HOSTILE, "a b"]),
+                          ("m", [])):
+        reference = environment().from_string(loop).render(slug=slug, segment_locales=locales)
+        assert str(locale_links(slug, locales)) == reference

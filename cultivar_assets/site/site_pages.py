@@ -235,7 +235,7 @@ class SitePages:
                 f"models/{slug}.html", "model.html.j2", model=shown,
                 ranked=row.get("rank_delta_bleu_label") is not None,
                 card=data.models.get(model_id, {}), failure=failed.get(model_id), slug=slug,
-                segment_locales=self.model_locales.get(model_id, []),
+                segment_links=locale_links(slug, self.model_locales.get(model_id, [])),
                 flags=flags_by_model.get(model_id, []), metrics=metrics,
                 delta_columns=columns[0], score_columns=columns[1],
                 cleaning=page_tables["cleaning"], downloads=downloads,
@@ -395,6 +395,15 @@ def model_table_rows(slug: str, tables: dict[str, list[dict]], metrics: list[dic
               for loc in (escape(r["locale"]),)]
     return {name: Markup("".join(lines)) for name, lines in (
         ("deltas", deltas), ("scores", scores), ("cleaning", cleaning), ("recall", recall))}
+
+
+def locale_links(slug: str, locales: Sequence[str]) -> Markup:
+    """A model page's links to its translations in the segment browser, one list item per
+    locale (``slug``: the model's)."""
+    quoted = _quoted(slug)
+    return Markup("".join([f'<li><a href="../browse.html#model={quoted}&amp;locale='
+                           f'{_quoted(locale)}">{escape(locale)}</a></li>'
+                           for locale in locales]))
 
 
 def _joined(columns: list[list[str]], n_rows: int) -> list[str]:
