@@ -101,18 +101,26 @@ def csv_text(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
     header = ",".join(map(_csv_field, columns)) + "\r\n"
     if not rows:
         return header
-    cells = []
+    cells: list[list[str]] = []
+    floats: list[tuple[int, list[float]]] = []  # the float columns, given their text together
     for column in columns:
         values = [row.get(column) for row in rows]
         kinds = set(map(type, values))
         if kinds == _FLOAT:
-            cells.append(float_texts(values))
+            floats.append((len(cells), values))
+            cells.append(values)
+        elif kinds == _STR and not _CSV_TEXT_CHANGED.search("\0" + "\0".join(values)):
+            cells.append(values)  # text written as it is: nothing to quote or make safe
         elif kinds <= _TEXT:  # text repeats (locales, test sets): each distinct value once
             text = {value: _csv_field(value) for value in set(values)}
             cells.append(list(map(text.__getitem__, values)))
         else:
             cells.append([value.__repr__() if type(value) is float else _csv_field(value)
                           for value in values])
+    if floats:
+        texts = float_texts([value for _, values in floats for value in values])
+        for position, (index, _) in enumerate(floats):
+            cells[index] = texts[position * len(rows):(position + 1) * len(rows)]
     return header + "\r\n".join(map(",".join, zip(*cells, strict=True))) + "\r\n"
 
 
@@ -133,8 +141,12 @@ def float_texts(values: list[float]) -> list[str]:
 
 
 _FLOAT = {float}
+_STR = {str}
 _TEXT = {str, type(None)}
 _CSV_QUOTED = re.compile('[,"\r\n]')
+# In a column's values joined after NUL each: a character that csv.writer quotes, or a value
+# that csv_safe changes (one starting with one of CSV_FORMULA_START).
+_CSV_TEXT_CHANGED = re.compile('[,"\r\n]|\0[=+\\-@\t]')
 
 
 def _csv_field(value: Any) -> str:

@@ -133,6 +133,11 @@ def test_csv_text_is_what_csv_writer_writes_for_the_safe_values():
     # columns of one type: all floats (some equal but differently signed), all text
     floats = [{"a": v, "b": w} for v, w in [(0.0, "x"), (-0.0, "x"), (1.0, "a,b"), (1e-7, "")]]
     assert csv_text(floats, ["a", "b"]) == _reference_csv(floats, ["a", "b"])
+    # text columns: plain text (written as it is), text a NUL precedes, one value to change
+    for texts in (["x", "é ü", " lead", "a b", "x"], ["a\0=b", "c"], ["x", "y", "-1"],
+                  ["x", 'q"'], ["", ""]):
+        text_rows = [{"t": text, "n": float(i)} for i, text in enumerate(texts)]
+        assert csv_text(text_rows, ["t", "n"]) == _reference_csv(text_rows, ["t", "n"])
     # one column (a row of one empty field is quoted), no rows, rows given as an iterator
     for one in ([{"a": ""}, {"a": None}, {"a": 1.5}, {"a": "q,"}], []):
         assert csv_text(one, ["a"]) == _reference_csv(one, ["a"])
