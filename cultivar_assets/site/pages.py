@@ -140,33 +140,24 @@ def interval_column(rows: list[dict[str, Any]], key: str, digits: int) -> list[s
     values = [row.get(key) for row in rows]
     if not values or set(map(type, values)) != _FLOAT:
         return [interval_td(row, key, digits) for row in rows]
-    low, high, mark = f"{key}_low", f"{key}_high", f"{key}_excludes_zero"
-    cells = []
-    for row, exact, value in zip(rows, float_texts(values), values, strict=True):
-        text = _shown(value, digits)
-        lo, hi = row.get(low), row.get(high)
-        if lo is not None and hi is not None:
-            text += (f' <span class="interval">[{_shown(lo, digits)}, '
-                     f'{_shown(hi, digits)}]</span>')
-        if row.get(mark):
-            text += '<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>'
-        cells.append(f'<td class="num" data-value="{exact}">{text}</td>')
-    return cells
+    return [interval_td(row, key, digits, exact)
+            for row, exact in zip(rows, float_texts(values), strict=True)]
 
 
 _FLOAT = {float}
 
 
-def interval_td(row: dict[str, Any], key: str, digits: int) -> str:
+def interval_td(row: dict[str, Any], key: str, digits: int, exact: str | None = None) -> str:
     """A numeric cell with its 95 % interval where ``row`` has ``<key>_low`` and ``<key>_high``,
-    and a mark where ``<key>_excludes_zero`` is true, as text (see :func:`interval_cell`)."""
+    and a mark where ``<key>_excludes_zero`` is true, as text (see :func:`interval_cell`);
+    ``exact``: the value's exact text where the caller has it already."""
     value, low, high = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
     text = _shown(value, digits)
     if low is not None and high is not None:
         text += f' <span class="interval">[{_shown(low, digits)}, {_shown(high, digits)}]</span>'
     if row.get(f"{key}_excludes_zero"):
         text += '<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>'
-    return f'<td class="num" data-value="{_exact(value)}">{text}</td>'
+    return f'<td class="num" data-value="{_exact(value) if exact is None else exact}">{text}</td>'
 
 
 def num_cell(value: Any, digits: int = 2) -> Markup:
