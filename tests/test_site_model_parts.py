@@ -321,6 +321,12 @@ def test_items_shared_with_a_child_process_are_each_written_once(tmp_path):
     assert written == [f"{item}.txt" for item in items]
     sizes = [p.stat().st_size for p in (tmp_path / "items").iterdir()]
     assert (writer.files, writer.bytes) == (len(items), sum(sizes))
+    # what each process wrote, the child's seconds and this process's wait, as recorded
+    timing = shared.timing
+    assert timing["items_here"] + timing["items_child"] == len(items)
+    assert timing["items_child"] == sum(1 for p in (tmp_path / "items").iterdir()
+                                        if not p.read_text().endswith(f" {os.getpid()}"))
+    assert timing["child_cpu_s"] >= 0 and timing["child_wall_s"] > 0 and timing["waited_s"] >= 0
 
 
 def test_an_error_in_the_child_process_is_raised_with_its_traceback(tmp_path):

@@ -14,8 +14,10 @@ import gc
 import hashlib
 import os
 import re
+import resource
 import shutil
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from functools import cache
@@ -28,7 +30,7 @@ from markupsafe import Markup, escape
 from cultivar_assets.paths import cultivar_home, resource_dir
 from cultivar_assets.site.fonts import font_advice
 from cultivar_assets.site.model_card import engine_text, utc_time
-from cultivar_assets.tables import format_params, format_value
+from cultivar_assets.tables import float_texts, format_params, format_value
 
 # The browser's token diff (site/static/textdiff.js, the twin of cultivar_assets/textdiff.py) and
 # what it needs: the vendored diff-match-patch with its licence and origin, and the shim that lets
@@ -106,24 +108,67 @@ def _shown(value: Any, digits: int) -> str:
     return text if isinstance(value, float) else str(escape(text))
 
 
-def num_cell(value: Any, digits: int = 2) -> Markup:
-    """A numeric table cell: the formatted value, the exact one in ``data-value`` (sorting).
-    Numbers are written without escaping (their text has no markup characters); anything else
-    is escaped."""
-    return Markup(f'<td class="num" data-value="{_exact(value)}">{_shown(value, digits)}</td>')
+def num_td(value: Any, digits: int = 2) -> str:
+    """A numeric table cell as text: the formatted value, the exact one in ``data-value``
+    (sorting). Numbers are written without escaping (their text has no markup characters);
+    anything else is escaped. The markup of :func:`num_cell`, for rows built in Python."""
+    kind = type(value)
+    if kind is float:  # most cells: _exact and _shown of a float, without their checks
+        return f'<td class="num" data-value="{value}">{value:.{digits}f}</td>'
+    if kind is int:  # an int's text is its value, whatever the digits
+        return f'<td class="num" data-value="{value}">{value}</td>'
+    if value is None:
+        return _MISSING_TD
+    return f'<td class="num" data-value="{_exact(value)}">{_shown(value, digits)}</td>'
 
 
-def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
+_MISSING_TD = f'<td class="num" data-value="">{escape(format_value(None))}</td>'
+
+
+def num_column(values: list[Any], digits: int = 2) -> list[str]:
+    """:func:`num_td` of each of ``values`` (a table's column), in bulk: a column of floats has
+    its exact values' text from :func:`cultivar_assets.tables.float_texts`."""
+    if values and set(map(type, values)) == _FLOAT:
+        return [f'<td class="num" data-value="{exact}">{value:.{digits}f}</td>'
+                for exact, value in zip(float_texts(values), values, strict=True)]
+    return [num_td(value, digits) for value in values]
+
+
+def interval_column(rows: list[dict[str, Any]], key: str, digits: int) -> list[str]:
+    """:func:`interval_td` of each of ``rows`` (a table's column), in bulk: as
+    :func:`num_column`."""
+    values = [row.get(key) for row in rows]
+    if not values or set(map(type, values)) != _FLOAT:
+        return [interval_td(row, key, digits) for row in rows]
+    return [interval_td(row, key, digits, exact)
+            for row, exact in zip(rows, float_texts(values), strict=True)]
+
+
+_FLOAT = {float}
+
+
+def interval_td(row: dict[str, Any], key: str, digits: int, exact: str | None = None) -> str:
     """A numeric cell with its 95 % interval where ``row`` has ``<key>_low`` and ``<key>_high``,
-    and a mark where ``<key>_excludes_zero`` is true."""
-    key, digits = column["key"], column["digits"]
+    and a mark where ``<key>_excludes_zero`` is true, as text (see :func:`interval_cell`);
+    ``exact``: the value's exact text where the caller has it already."""
     value, low, high = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
     text = _shown(value, digits)
     if low is not None and high is not None:
         text += f' <span class="interval">[{_shown(low, digits)}, {_shown(high, digits)}]</span>'
     if row.get(f"{key}_excludes_zero"):
         text += '<abbr class="excludes-zero" title="the interval excludes 0">*</abbr>'
-    return Markup(f'<td class="num" data-value="{_exact(value)}">{text}</td>')
+    return f'<td class="num" data-value="{_exact(value) if exact is None else exact}">{text}</td>'
+
+
+def num_cell(value: Any, digits: int = 2) -> Markup:
+    """A numeric table cell (:func:`num_td`), as markup for a template."""
+    return Markup(num_td(value, digits))
+
+
+def interval_cell(row: dict[str, Any], column: dict[str, Any]) -> Markup:
+    """A numeric cell with its 95 % interval (:func:`interval_td` of ``column``'s key and
+    digits), as markup for a template."""
+    return Markup(interval_td(row, column["key"], column["digits"]))
 
 
 def static_dir() -> Path:
@@ -276,13 +321,19 @@ class SharedItems:
 
     ``write(item, writer)`` writes one item; the child calls it, so it must not touch anything
     shared with threads of this process (the store's connection, the writer threads' queue):
-    only the rows it is given and the writer."""
+    only the rows it is given and the writer.
+
+    ``timing`` (after :meth:`finish`): how many items each process wrote, the child's wall and
+    CPU seconds (user + system, from its start to its reply) and how long this process waited
+    for the child after taking its last item (``waited_s``: at most the child's last item)."""
 
     def __init__(self, items: list, write: Callable[[Any, PageWriter], None],
                  writer: PageWriter) -> None:
         import multiprocessing
 
         self.items, self.write, self.writer = items, write, writer
+        self.timing: dict[str, Any] = {"items_here": 0, "items_child": 0, "child_wall_s": None,
+                                       "child_cpu_s": None, "waited_s": 0.0}
         self.next = multiprocessing.get_context("fork").Value("l", 0) if hasattr(
             os, "fork") else None
         self.pid: int | None = None
@@ -317,15 +368,21 @@ class SharedItems:
             os.close(write)
             raise
         if pid == 0:  # the child: write items until none is left, send the counts, exit
+            started = time.perf_counter()
             gc.disable()
             os.close(read)
             status = 0
             try:
                 own = PageWriter(self.writer.root, self.writer.common, self.writer.env,
                                  self.writer.component)
+                done = 0
                 while (index := self._take()) is not None:
                     self.write(self.items[index], own)
-                reply = {"counts": own.counts()}
+                    done += 1
+                cpu = resource.getrusage(resource.RUSAGE_SELF)
+                reply = {"counts": own.counts(), "items": done,
+                         "wall_s": time.perf_counter() - started,
+                         "cpu_s": cpu.ru_utime + cpu.ru_stime}
             except BaseException:  # every failure goes back to the parent, whole
                 reply, status = {"error": traceback.format_exc()}, 1
             try:
@@ -354,10 +411,12 @@ class SharedItems:
         if self.next is None:
             for item in self.items:
                 self.write(item, self.writer)
+            self.timing["items_here"] = len(self.items)
             return
         try:
             while (index := self._take()) is not None:
                 self.write(self.items[index], self.writer)
+                self.timing["items_here"] += 1
         except BaseException:
             self.cancel()
             raise
@@ -365,9 +424,11 @@ class SharedItems:
             self._join(json)
 
     def _join(self, json) -> None:
+        started = time.perf_counter()
         with os.fdopen(self.reply, encoding="utf-8") as reply:
             text = reply.read()
         _, status = os.waitpid(self.pid, 0)
+        self.timing["waited_s"] = time.perf_counter() - started
         self.pid = None
         gc.unfreeze()
         answer = json.loads(text) if text else {}
@@ -376,3 +437,5 @@ class SharedItems:
                                f"{os.waitstatus_to_exitcode(status)}): "
                                f"{answer.get('error', 'it sent nothing back')}")
         self.writer.add_counts(answer["counts"])
+        self.timing.update(items_child=answer["items"], child_wall_s=answer["wall_s"],
+                           child_cpu_s=answer["cpu_s"])

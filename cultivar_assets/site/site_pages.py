@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
+from jinja2.utils import url_quote
 from markupsafe import Markup, escape
 
 from cultivar_assets.data.build_record import method_lead, method_sections, table1_scope
@@ -21,7 +23,7 @@ from cultivar_assets.metrics.registry import PAPER_METRICS, column_key, table_la
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
-from cultivar_assets.site.pages import PageWriter, SharedItems
+from cultivar_assets.site.pages import PageWriter, SharedItems, interval_column, num_column, num_td
 from cultivar_assets.site.query_engine import QueryEngine
 from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
@@ -209,6 +211,7 @@ class SitePages:
         metrics = [{"metric": m, "key": column_key(m), "label": label}
                    for m, label, _ in shown_metrics(data.metrics)]
         tables = data.model_rows(set(slugs))
+        sort_header = _memoised(self.writer.env.get_template("macros.html.j2").module.sort_header)
 
         def write(model_id: str, writer: PageWriter) -> None:
             row, slug = data.board[model_id], slugs[model_id]
@@ -227,17 +230,17 @@ class SitePages:
             for name, links in downloads.items():
                 for path in links.values():
                     write_table(writer, path, page_tables[name])
+            columns = (value_columns(model_deltas, delta_columns(data.metrics)),
+                       value_columns(model_deltas, score_columns(data.metrics)))
             writer.page(
                 f"models/{slug}.html", "model.html.j2", model=shown,
                 ranked=row.get("rank_delta_bleu_label") is not None,
                 card=data.models.get(model_id, {}), failure=failed.get(model_id), slug=slug,
-                segment_locales=self.model_locales.get(model_id, []),
+                segment_links=locale_links(slug, self.model_locales.get(model_id, [])),
                 flags=flags_by_model.get(model_id, []), metrics=metrics,
-                scores=page_tables["scores"], deltas=model_deltas,
-                delta_columns=value_columns(model_deltas, delta_columns(data.metrics)),
-                score_columns=value_columns(model_deltas, score_columns(data.metrics)),
-                recall=page_tables["recall"], cleaning=page_tables["cleaning"],
-                downloads=downloads)
+                delta_columns=columns[0], score_columns=columns[1],
+                cleaning=page_tables["cleaning"], downloads=downloads, sort_header=sort_header,
+                rows=model_table_rows(slug, page_tables, metrics, *columns))
 
         return SharedItems([m for m in data.board if m in slugs], write, self.writer)
 
@@ -358,6 +361,81 @@ def write_table(writer: PageWriter, path: str, rows: list[dict],
 def model_downloads(base: str) -> dict[str, dict[str, str]]:
     """A model page's table downloads (``base``: ``models/<slug>``): name -> {"csv", "json"}."""
     return {name: table_files(f"{base}.{file}") for name, file in MODEL_TABLE_FILES.items()}
+
+
+def model_table_rows(slug: str, tables: dict[str, list[dict]], metrics: list[dict],
+                     delta_cols: list[dict], score_cols: list[dict]) -> dict[str, Markup]:
+    """The body rows of a model page's tables (``tables``: "deltas", "scores", "cleaning",
+    "recall"), each row a line: ∆ per locale (a link to the segment browser, the ∆ columns with
+    their intervals, the score columns), scores per test set (one column per shown metric),
+    output cleaning per test set and rule, word recall per locale. Built here rather than by
+    the template's loops (a 1,000-model site has 360,000 such cells); cells as
+    :func:`.pages.num_td` and :func:`.pages.interval_td` write them, text escaped."""
+    quoted = _quoted(slug)
+    rows = tables["deltas"]
+    cells = [*(interval_column(rows, c["key"], c["digits"]) for c in delta_cols),
+             *(num_column([r.get(c["key"]) for r in rows], c["digits"]) for c in score_cols)]
+    deltas = [f'<tr><th scope="row" data-value="{loc}"><a href="../browse.html#model={quoted}'
+              f'&amp;locale={_quoted(r["locale"])}">{loc}</a></th>\n{row}</tr>\n'
+              for r, row in zip(rows, _joined(cells, len(rows)), strict=True)
+              for loc in (escape(r["locale"]),)]
+    rows = tables["scores"]
+    cells = [num_column([r.get(m["metric"]) for r in rows]) for m in metrics]
+    scores = [f'<tr><th scope="row" data-value="{ts}">{ts}</th><td data-value="{kind}">{kind}'
+              f'</td>{row}</tr>\n'
+              for r, row in zip(rows, _joined(cells, len(rows)), strict=True)
+              for ts, kind in ((escape(r["test_set"]), escape(r["kind"])),)]
+    cleaning = [f'<tr><th scope="row" data-value="{ts}">{ts}</th><td data-value="{rule}">{rule}'
+                f'</td>{num_td(r["n_segments"], 0)}</tr>\n'
+                for r in tables["cleaning"]
+                for ts, rule in ((escape(r["test_set"]), escape(r["rule"])),)]
+    rows = tables["recall"]
+    cells = [num_column([r[key] for r in rows], digits) for key, digits in RECALL_CELLS]
+    recall = [f'<tr><th scope="row" data-value="{loc}">{loc}</th>{row}</tr>\n'
+              for r, row in zip(rows, _joined(cells, len(rows)), strict=True)
+              for loc in (escape(r["locale"]),)]
+    return {name: Markup("".join(lines)) for name, lines in (
+        ("deltas", deltas), ("scores", scores), ("cleaning", cleaning), ("recall", recall))}
+
+
+def _memoised(macro: Callable[..., Markup]) -> Callable[..., Markup]:
+    """``macro`` (a template macro whose output depends on its arguments alone) rendered once
+    per distinct arguments: the model pages' table headers, the same on every page, rendered
+    once per build instead of 19 times per page."""
+    made: dict[tuple, Markup] = {}
+
+    def call(*args: Any) -> Markup:
+        if (markup := made.get(args)) is None:
+            markup = made[args] = macro(*args)
+        return markup
+
+    return call
+
+
+def locale_links(slug: str, locales: Sequence[str]) -> Markup:
+    """A model page's links to its translations in the segment browser, one list item per
+    locale (``slug``: the model's)."""
+    quoted = _quoted(slug)
+    return Markup("".join([f'<li><a href="../browse.html#model={quoted}&amp;locale='
+                           f'{_quoted(locale)}">{escape(locale)}</a></li>'
+                           for locale in locales]))
+
+
+def _joined(columns: list[list[str]], n_rows: int) -> list[str]:
+    """Each row's cells (``columns``: a list of cells per column), joined."""
+    return list(map("".join, zip(*columns, strict=True))) if columns else [""] * n_rows
+
+
+# The word recall table's numeric columns, in order, and their digits.
+RECALL_CELLS = (("false_positive_rate", 4), ("false_negative_rate", 4), ("n_removed_terms", 0),
+                ("n_introduced_terms", 0))
+
+
+@cache
+def _quoted(text: str) -> str:
+    """``text`` as the template's ``urlencode`` filter writes it in a link (percent-encoded,
+    ``/`` kept; nothing left to escape)."""
+    return str(escape(url_quote(text)))
 
 
 def value_columns(rows: list[dict], columns: list[tuple[str, str, int, str | None]],
