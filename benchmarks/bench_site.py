@@ -6,14 +6,17 @@ the first 16 models (``POOL``) are translated and scored (seconds each), every f
 mixture of them (``mix_models``: instance i of model m is pool model p(m, i)'s, its translations,
 statistics and word recall together, the corpus scores computed from the mixed statistics — equal
 to scoring the mixture, checked by hand), so 1,000 models fill in minutes. Then what the
-``charts``, ``model_site`` and ``site`` assets run is timed three times (:func:`timed_build`: the
-charts written to their folder by ``write_store_charts``; the model parts that Dagster would find
-stale or missing written by ``write_model_parts``, all in one call as the asset's one run of them
-does (the runner's stage, a backfill); then what the ``site`` asset runs: the dataset card
-(``card_for_store``), the parts' check (``current_parts``) and ``build_site`` with the charts
-folder and every model's part, as ``assets/site_assets.py`` calls them (its data version is the
-build's digest); the site build draws no SVG): every part and the site into empty folders, nothing
-changed (no part written, the site rendered again), and one more model added (translated and scored
+``charts``, ``locale_shards``, ``model_site`` and ``site`` assets run is timed three times
+(:func:`timed_build`: the charts written to their folder by ``write_store_charts``; in the first
+build the locale shards by ``write_locale_shards`` (made from the dataset alone, they are not
+stale after new results); the model parts that Dagster would find stale or missing written by
+``write_model_parts``, all in one call as the asset's one run of them does (the runner's stage,
+a backfill); then what the ``site`` asset runs: the dataset card (``card_for_store``), the
+checks of the parts and the locale shards (``current_parts``, ``current_locale_shards``) and
+``build_site`` with the charts folder, every model's part and the locale shards, as
+``assets/site_assets.py`` calls them (its data version is the build's digest); the site build
+draws no SVG): the locale shards, every part and the site into empty folders, nothing changed
+(no part written, the site rendered again), and one more model added (translated and scored
 for real, aggregates recomputed: its part and the site; timed ``--repeat`` times, the chart SVGs
 the first run rendered removed from vl-convert's cache before each further run, the median reported
 and every run listed; the SVG cache is the run's own, empty at its start, so no chart comes from an
@@ -62,6 +65,7 @@ from cultivar_assets.site import vl_cache
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.charts import write_store_charts
 from cultivar_assets.site.config import default_web_cache
+from cultivar_assets.site.locale_shards import current_locale_shards, write_locale_shards
 from cultivar_assets.site.model_part import current_parts, write_model_parts
 from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
 from cultivar_assets.specs import ModelSpec
@@ -311,16 +315,20 @@ def forget_svgs(kept: set[str]) -> None:
 
 def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
                 models: list[str] | None = None):
-    """What the ``charts``, ``model_site`` and ``site`` assets run after new results
-    (assets/site_assets.py): the charts written to their folder (``charts/`` beside the site);
-    the parts of ``models`` (None: every model with translations; the partitions Dagster finds
-    stale or missing) written to ``site-models/`` beside the site in one call, as one run of
-    ``model_site`` writes them (none: no run); then what the ``site`` asset runs: the dataset
-    card (``card_for_store``), the usable parts (``current_parts``) and the site built with the
-    charts folder, so no SVG is drawn by the site build, and every model's part; its data
-    version is the build's digest (no further step). The build's summary, the charts' seconds,
-    the parts' seconds, the site asset's seconds (the card, the parts' check and the build), the
-    CPU seconds of all of them (this process and its children) and the load."""
+    """What the ``charts``, ``locale_shards``, ``model_site`` and ``site`` assets run after new
+    results (assets/site_assets.py): the charts written to their folder (``charts/`` beside the
+    site); with ``models`` None (a first build: every part missing) the locale shards written
+    to ``site-locales/`` beside the site (``locale_shards``: made from the dataset alone, so not
+    stale after new results); the parts of ``models`` (None: every model with translations;
+    the partitions Dagster finds stale or missing) written to ``site-models/`` beside the site
+    in one call, as one run of ``model_site`` writes them (none: no run); then what the
+    ``site`` asset runs: the dataset card (``card_for_store``), the usable parts
+    (``current_parts``) and locale shards (``current_locale_shards``) and the site built with
+    the charts folder, so no SVG is drawn by the site build, every model's part and the locale
+    shards; its data version is the build's digest (no further step). The build's summary, the
+    charts' seconds, the parts' seconds (the locale shards' and the models'), the site asset's
+    seconds (the card, the checks and the build), the CPU seconds of all of them (this process
+    and its children) and the load."""
     def cpu() -> float:
         own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                            resource.RUSAGE_CHILDREN))
@@ -332,10 +340,13 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     write_store_charts(store, charts_dir)
     charts_s = round(time.perf_counter() - started, 2)
     parts = site.parent / "site-models"
+    locales = site.parent / "site-locales"
     every = [row["model_id"] for row in store.query("site_translated_models")]
     folders = {model_id: parts / model_slug(model_id) for model_id in every}
     started = time.perf_counter()
     wanted = every if models is None else models
+    if models is None:  # the locale shards: stale only when the dataset or the code changed
+        write_locale_shards(store, locales)
     if wanted:  # one run of model_site's stale partitions (the runner's stage, a backfill)
         write_model_parts(store, {model_id: folders[model_id] for model_id in wanted})
     parts_s = round(time.perf_counter() - started, 2)
@@ -344,8 +355,12 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     usable, unusable = current_parts(store, folders, None)
     if unusable:
         raise SystemExit(f"parts the site would make itself: {sorted(unusable)[:3]}")
+    shards, why_not = current_locale_shards(store, locales, None)
+    if why_not:
+        raise SystemExit(f"locale shards the site would make itself: {why_not}")
     summary = build_site(store, site, card_markdown=card.page_body, charts_dir=charts_dir,
-                         query_page=mode, web_cache=web_cache, model_parts=usable)
+                         query_page=mode, web_cache=web_cache, model_parts=usable,
+                         locale_shards=shards)
     site_s = round(time.perf_counter() - started, 2)
     return (summary, charts_s, parts_s, site_s, round(cpu() - before, 2),
             round(os.getloadavg()[0], 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from conftest import REPO_ROOT
@@ -49,6 +50,12 @@ def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypat
     assert summary.path == tmp_path / "site" and summary.assembled_models == summary.models == 2
     for svg in charts:
         assert (tmp_path / "site" / "charts" / svg.name).read_bytes() == svg.read_bytes()
+    # the locale shards: written by the locale_shards asset's function, hard-linked by the site
+    shards = sorted((tmp_path / "site-locales" / "data" / "locales").glob("*.js"))
+    assert shards and sorted(p.name for p in shards) == sorted(
+        p.name for p in (tmp_path / "site" / "data" / "locales").iterdir())
+    assert all(os.path.samefile(shard, tmp_path / "site" / "data" / "locales" / shard.name)
+               for shard in shards)
     parts = sorted(p.name for p in (tmp_path / "site-models").iterdir())
     again = timed_build(store, tmp_path / "site", "off", tmp_path / "web", models=[])
     assert again[0].assembled_models == 2 and again[2] < parts_s
