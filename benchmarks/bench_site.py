@@ -325,10 +325,12 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     ``site`` asset runs: the dataset card (``card_for_store``), the usable parts
     (``current_parts``) and locale shards (``current_locale_shards``) and the site built with
     the charts folder, so no SVG is drawn by the site build, every model's part and the locale
-    shards; its data version is the build's digest (no further step). The build's summary, the
-    charts' seconds, the parts' seconds (the locale shards' and the models'), the site asset's
-    seconds (the card, the checks and the build), the CPU seconds of all of them (this process
-    and its children) and the load."""
+    shards; its data version is the build's digest (no further step), the previous build removed
+    by a detached process, as the asset leaves it. The build's summary, the charts' seconds, the
+    parts' seconds (the locale shards' and the models'), the site asset's seconds (the card, the
+    checks and the build), the CPU seconds of all of them (this process and its children, the
+    removal's not counted), the load, and the seconds after the site asset's end until the
+    previous build was removed (waited for before this returns)."""
     def cpu() -> float:
         own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                            resource.RUSAGE_CHILDREN))
@@ -360,10 +362,16 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
         raise SystemExit(f"locale shards the site would make itself: {why_not}")
     summary = build_site(store, site, card_markdown=card.page_body, charts_dir=charts_dir,
                          query_page=mode, web_cache=web_cache, model_parts=usable,
-                         locale_shards=shards)
-    site_s = round(time.perf_counter() - started, 2)
-    return (summary, charts_s, parts_s, site_s, round(cpu() - before, 2),
-            round(os.getloadavg()[0], 1))
+                         locale_shards=shards, detach_removal=True)
+    ended = time.perf_counter()
+    site_s = round(ended - started, 2)
+    load = round(os.getloadavg()[0], 1)
+    # the previous build, removed by a detached process (not timed by the asset): waited for, so
+    # that no timing overlaps it, and its end reported
+    while any(site.parent.glob(f".{site.name}.*")):
+        time.sleep(0.01)
+    removed_s = round(time.perf_counter() - ended, 2)
+    return (summary, charts_s, parts_s, site_s, round(cpu() - before, 2), load, removed_s)
 
 
 def finish(folder: Path, keep: bool) -> str | None:
@@ -441,11 +449,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         site = folder / "site"
         # every model's part (all missing), then none (all fresh)
-        full, full_charts, full_parts, full_site, full_cpu, full_load = timed_build(
+        full, full_charts, full_parts, full_site, full_cpu, full_load, _ = timed_build(
             store, site, mode, cache)
         browser = None if args.no_browser else leaderboard_timings(site)
-        _, again_charts, again_parts, again_site, again_cpu, again_load = timed_build(
-            store, site, mode, cache, models=[])
+        (_, again_charts, again_parts, again_site, again_cpu, again_load,
+         again_removed) = timed_build(store, site, mode, cache, models=[])
         add_one(store, n_models, args.replicates)
         # one model added: its part (the one stale partition) and the site, timed --repeat
         # times; the median is reported
@@ -456,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
                 forget_svgs(svgs)  # each run renders the new model's charts, as the first did
             runs.append(timed_build(store, site, mode, cache,
                                     models=[model_spec(n_models).id]))
-        plus, plus_charts, plus_parts, plus_site, plus_cpu, plus_load = sorted(
+        plus, plus_charts, plus_parts, plus_site, plus_cpu, plus_load, plus_removed = sorted(
             runs, key=lambda run: run[2] + run[3])[len(runs) // 2]
         result = {"models": n_models, "database_s": round(filled, 1),
                   "full_s": round(full_site + full_parts, 2),
@@ -470,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
                   "charts_s": {"full": full_charts, "unchanged": again_charts,
                                "plus_one": plus_charts},
                   "cpu_s": {"full": full_cpu, "unchanged": again_cpu, "plus_one": plus_cpu},
+                  # after the site asset's end, until the previous build was removed
+                  "previous_removed_after_s": {"unchanged": again_removed,
+                                               "plus_one": plus_removed},
                   "load_1min": {"full": full_load, "unchanged": again_load,
                                 "plus_one": plus_load},
                   "pages": full.pages, "files": full.files, "mb": round(full.bytes / 1e6, 1),
@@ -483,15 +494,18 @@ def main(argv: list[str] | None = None) -> int:
         if kept_note:
             print(kept_note, flush=True)
     print("\n| models | pages | files | size (MB) | largest file (MB) | full build (s) | "
-          "unchanged (s) | one model added (s) | charts asset: full / unchanged / one model "
+          "unchanged (s) | one model added (s) | previous build removed after (s): unchanged "
+          "/ one model added | charts asset: full / unchanged / one model "
           "added (s) | leaderboard: interactive / sort / search (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         cpu, load, web = r["cpu_s"], r["load_1min"], r["leaderboard_browser"] or {}
         charts = r["charts_s"]
         print(f"| {r['models']} | {r['pages']} | {r['files']} | {r['mb']} | {r['largest'][1]} | "
               f"{r['full_s']} (CPU {cpu['full']}, load {load['full']}) | {r['unchanged_s']} | "
               f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) | "
+              f"{r['previous_removed_after_s']['unchanged']} / "
+              f"{r['previous_removed_after_s']['plus_one']} | "
               f"{charts['full']} / {charts['unchanged']} / {charts['plus_one']} | "
               f"{web.get('interactive_ms', '–')} / {web.get('sort_ms', '–')} / "
               f"{web.get('search_ms', '–')} |")

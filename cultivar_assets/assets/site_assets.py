@@ -134,7 +134,9 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
     ``locale_shards_made_here``). Its data version: the digest of the published folder
     (:attr:`~cultivar_assets.site.build.SiteSummary.digest`, equal to ``folder_digest`` of it),
     made from the bytes the build wrote and the digests each part's manifest records, without
-    reading the folder again."""
+    reading the folder again. The previous build is removed by a detached process once the new
+    one is in place (``files.replace_folder``, ``detach_removal``): the asset does not wait
+    for it."""
     card = card_for_store(store.store(), hf_publish.config())
     parts, unusable = current_parts(store.store(), {
         model_id: model_part_folder(site, model_id)
@@ -150,7 +152,7 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
                          charts_dir=site.charts_path(), include_database=site.include_database,
                          show_originals=site.show_originals, query_page=site.query_page,
                          web_cache=site.web_cache_path(), progress=context.log.info,
-                         model_parts=parts, locale_shards=locales)
+                         model_parts=parts, locale_shards=locales, detach_removal=True)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(summary.path / "index.html")),
         "pages": summary.pages,

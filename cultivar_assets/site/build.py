@@ -129,7 +129,8 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
                show_originals: bool | None = None, progress: Progress | None = None,
                query_page: str = "auto", web_cache: Path | None = None,
                model_parts: Mapping[str, Path] | None = None,
-               locale_shards: Path | None = None) -> SiteSummary:
+               locale_shards: Path | None = None,
+               detach_removal: bool = False) -> SiteSummary:
     """Build the whole site into ``out_dir`` (swapped in only when the build has succeeded).
 
     ``charts_dir``: charts written by :func:`charts.write_charts` (the ``charts`` asset); without
@@ -143,7 +144,8 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
     rows than the store holds is refused: :func:`.model_part.read_model_part`);
     ``locale_shards``: the folder of the locale shards (:mod:`.locale_shards`), hard-linked
     instead of made here (shards made from another dataset or policy than the store holds are
-    refused: :func:`.locale_shards.read_locale_shards`).
+    refused: :func:`.locale_shards.read_locale_shards`); ``detach_removal``: the previous build
+    removed by a detached process after the swap (:func:`cultivar_assets.files.replace_folder`).
     """
     started = time.perf_counter()
     out_dir = Path(out_dir)
@@ -161,7 +163,7 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
                                     **options}
         build = _Build(reader, dataset, options, card_markdown, charts_dir, engine,
                        web_cache, model_parts, manifest, say, locale_shards)
-        replace_folder(out_dir, build.write, manifest)
+        replace_folder(out_dir, build.write, manifest, detach_removal=detach_removal)
     sizes, largest = dict(sorted(build.writer.sizes.items())), build.writer.largest
     digests = {**build.writer.digests,
                MANIFEST: hashlib.sha256(manifest_bytes(manifest)).digest()}
