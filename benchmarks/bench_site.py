@@ -368,7 +368,9 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     load = round(os.getloadavg()[0], 1)
     # the previous build, removed by a detached process (not timed by the asset): waited for, so
     # that no timing overlaps it, and its end reported
-    while any(site.parent.glob(f".{site.name}.*")):
+    while left := sorted(site.parent.glob(f".{site.name}.*")):
+        if time.perf_counter() - ended > 600:
+            raise SystemExit(f"the previous build {left[0]} was not removed within 600 s")
         time.sleep(0.01)
     removed_s = round(time.perf_counter() - ended, 2)
     return (summary, charts_s, parts_s, site_s, round(cpu() - before, 2), load, removed_s)
