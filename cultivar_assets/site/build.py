@@ -373,13 +373,21 @@ class _Build:
         sources = part_sources(self.reader, self.show)  # the models with translations
         on_board = [m for m in data.board if m in sources]
         made_from = {m: sources[m] for m in on_board if m in self.model_parts}
-        for model_id in on_board:
-            if model_id in made_from:
-                folder = os.fspath(self.model_parts[model_id])
-                # the folder as its manifest is read: the same one once its files are linked
-                # (_count_links), or the build fails (a part replaced meanwhile)
-                self.part_folders.append((model_id, folder, _identity(folder)))
-                part = read_model_part(folder, model_id, made_from[model_id])
+        taken = [m for m in on_board if m in made_from]
+
+        def checked(model_id: str) -> tuple[str, tuple[int, int] | None, dict[str, Any]]:
+            folder = os.fspath(self.model_parts[model_id])
+            # the folder as its manifest is read: the same one once its files are linked
+            # (_count_links), or the build fails (a part replaced meanwhile)
+            identity = _identity(folder)
+            return folder, identity, read_model_part(folder, model_id, made_from[model_id])
+
+        # the manifests read and checked by threads (file system calls, beside each other), in
+        # the leaderboard's order: the first part refused is the first in that order
+        with ThreadPoolExecutor(4, thread_name_prefix="site-parts") as readers:
+            for model_id, (folder, identity, part) in zip(taken, readers.map(checked, taken),
+                                                          strict=True):
+                self.part_folders.append((model_id, folder, identity))
                 # hard links (a part's folder is replaced whole), made by the writer threads
                 # (system calls: beside the Python work); counted by _count_links
                 self.links.append(self.background.submit(self._link_part, folder, part))
