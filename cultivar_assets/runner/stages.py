@@ -108,8 +108,8 @@ STAGES = (
            "error_analysis", "reported_results", "charts", "locale_shards"),
           title=lambda s, _: ("the models' files loaded into the database, leaderboard, "
                               "per-locale ∆, rank agreement, reported figures, the "
-                              "error analysis, charts and the dataset folder (push: dry run "
-                              "unless configured)")),
+                              "error analysis, charts, the site's locale shards and the "
+                              "dataset folder (push: dry run unless configured)")),
     Stage("site of model {partition}", "build_model_site", ("model_site",),
           partitions=selected_model_ids, kind="batch",
           title=lambda s, models: f"each model's part of the site ({len(models)} model(s)) -> "
