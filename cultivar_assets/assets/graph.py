@@ -87,7 +87,8 @@ refresh_results_job = dg.define_asset_job(
     "refresh_results",
     selection=dg.AssetSelection.assets(*RESULTS_ASSETS),
     description="Recompute the cross-model tables, the error analysis, the charts, the dataset "
-                "folder (and its push, where configured) and the site from stored scores.",
+                "folder (and its push, where configured), the site's locale shards and the "
+                "site from stored scores.",
 )
 
 publish_job = dg.define_asset_job(
