@@ -6,14 +6,17 @@ the first 16 models (``POOL``) are translated and scored (seconds each), every f
 mixture of them (``mix_models``: instance i of model m is pool model p(m, i)'s, its translations,
 statistics and word recall together, the corpus scores computed from the mixed statistics — equal
 to scoring the mixture, checked by hand), so 1,000 models fill in minutes. Then what the
-``charts``, ``model_site`` and ``site`` assets run is timed three times (:func:`timed_build`: the
-charts written to their folder by ``write_store_charts``; the model parts that Dagster would find
-stale or missing written by ``write_model_parts``, all in one call as the asset's one run of them
-does (the runner's stage, a backfill); then what the ``site`` asset runs: the dataset card
-(``card_for_store``), the parts' check (``current_parts``) and ``build_site`` with the charts
-folder and every model's part, as ``assets/site_assets.py`` calls them (its data version is the
-build's digest); the site build draws no SVG): every part and the site into empty folders, nothing
-changed (no part written, the site rendered again), and one more model added (translated and scored
+``charts``, ``locale_shards``, ``model_site`` and ``site`` assets run is timed three times
+(:func:`timed_build`: the charts written to their folder by ``write_store_charts``; in the first
+build the locale shards by ``write_locale_shards`` (made from the dataset alone, they are not
+stale after new results); the model parts that Dagster would find stale or missing written by
+``write_model_parts``, all in one call as the asset's one run of them does (the runner's stage,
+a backfill); then what the ``site`` asset runs: the dataset card (``card_for_store``), the
+checks of the parts and the locale shards (``current_parts``, ``current_locale_shards``) and
+``build_site`` with the charts folder, every model's part and the locale shards, as
+``assets/site_assets.py`` calls them (its data version is the build's digest); the site build
+draws no SVG): the locale shards, every part and the site into empty folders, nothing changed
+(no part written, the site rendered again), and one more model added (translated and scored
 for real, aggregates recomputed: its part and the site; timed ``--repeat`` times, the chart SVGs
 the first run rendered removed from vl-convert's cache before each further run, the median reported
 and every run listed; the SVG cache is the run's own, empty at its start, so no chart comes from an
@@ -62,6 +65,7 @@ from cultivar_assets.site import vl_cache
 from cultivar_assets.site.build import build_site, model_slug
 from cultivar_assets.site.charts import write_store_charts
 from cultivar_assets.site.config import default_web_cache
+from cultivar_assets.site.locale_shards import current_locale_shards, write_locale_shards
 from cultivar_assets.site.model_part import current_parts, write_model_parts
 from cultivar_assets.site.query_engine import cached_query_engine, fetch_query_engine
 from cultivar_assets.specs import ModelSpec
@@ -311,16 +315,22 @@ def forget_svgs(kept: set[str]) -> None:
 
 def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
                 models: list[str] | None = None):
-    """What the ``charts``, ``model_site`` and ``site`` assets run after new results
-    (assets/site_assets.py): the charts written to their folder (``charts/`` beside the site);
-    the parts of ``models`` (None: every model with translations; the partitions Dagster finds
-    stale or missing) written to ``site-models/`` beside the site in one call, as one run of
-    ``model_site`` writes them (none: no run); then what the ``site`` asset runs: the dataset
-    card (``card_for_store``), the usable parts (``current_parts``) and the site built with the
-    charts folder, so no SVG is drawn by the site build, and every model's part; its data
-    version is the build's digest (no further step). The build's summary, the charts' seconds,
-    the parts' seconds, the site asset's seconds (the card, the parts' check and the build), the
-    CPU seconds of all of them (this process and its children) and the load."""
+    """What the ``charts``, ``locale_shards``, ``model_site`` and ``site`` assets run after new
+    results (assets/site_assets.py): the charts written to their folder (``charts/`` beside the
+    site); with ``models`` None (a first build: every part missing) the locale shards written
+    to ``site-locales/`` beside the site (``locale_shards``: made from the dataset alone, so not
+    stale after new results); the parts of ``models`` (None: every model with translations;
+    the partitions Dagster finds stale or missing) written to ``site-models/`` beside the site
+    in one call, as one run of ``model_site`` writes them (none: no run); then what the
+    ``site`` asset runs: the dataset card (``card_for_store``), the usable parts
+    (``current_parts``) and locale shards (``current_locale_shards``) and the site built with
+    the charts folder, so no SVG is drawn by the site build, every model's part and the locale
+    shards; its data version is the build's digest (no further step), the previous build removed
+    by a detached process, as the asset leaves it. The build's summary, the charts' seconds, the
+    parts' seconds (the locale shards' and the models'), the site asset's seconds (the card, the
+    checks and the build), the CPU seconds of all of them (this process and its children, the
+    removal's not counted), the load, and the seconds after the site asset's end until the
+    previous build was removed (waited for before this returns)."""
     def cpu() -> float:
         own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                            resource.RUSAGE_CHILDREN))
@@ -332,10 +342,13 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     write_store_charts(store, charts_dir)
     charts_s = round(time.perf_counter() - started, 2)
     parts = site.parent / "site-models"
+    locales = site.parent / "site-locales"
     every = [row["model_id"] for row in store.query("site_translated_models")]
     folders = {model_id: parts / model_slug(model_id) for model_id in every}
     started = time.perf_counter()
     wanted = every if models is None else models
+    if models is None:  # the locale shards: stale only when the dataset or the code changed
+        write_locale_shards(store, locales)
     if wanted:  # one run of model_site's stale partitions (the runner's stage, a backfill)
         write_model_parts(store, {model_id: folders[model_id] for model_id in wanted})
     parts_s = round(time.perf_counter() - started, 2)
@@ -344,11 +357,23 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
     usable, unusable = current_parts(store, folders, None)
     if unusable:
         raise SystemExit(f"parts the site would make itself: {sorted(unusable)[:3]}")
+    shards, why_not = current_locale_shards(store, locales, None)
+    if why_not:
+        raise SystemExit(f"locale shards the site would make itself: {why_not}")
     summary = build_site(store, site, card_markdown=card.page_body, charts_dir=charts_dir,
-                         query_page=mode, web_cache=web_cache, model_parts=usable)
-    site_s = round(time.perf_counter() - started, 2)
-    return (summary, charts_s, parts_s, site_s, round(cpu() - before, 2),
-            round(os.getloadavg()[0], 1))
+                         query_page=mode, web_cache=web_cache, model_parts=usable,
+                         locale_shards=shards, detach_removal=True)
+    ended = time.perf_counter()
+    site_s = round(ended - started, 2)
+    load = round(os.getloadavg()[0], 1)
+    # the previous build, removed by a detached process (not timed by the asset): waited for, so
+    # that no timing overlaps it, and its end reported
+    while left := sorted(site.parent.glob(f".{site.name}.*")):
+        if time.perf_counter() - ended > 600:
+            raise SystemExit(f"the previous build {left[0]} was not removed within 600 s")
+        time.sleep(0.01)
+    removed_s = round(time.perf_counter() - ended, 2)
+    return (summary, charts_s, parts_s, site_s, round(cpu() - before, 2), load, removed_s)
 
 
 def finish(folder: Path, keep: bool) -> str | None:
@@ -426,11 +451,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         site = folder / "site"
         # every model's part (all missing), then none (all fresh)
-        full, full_charts, full_parts, full_site, full_cpu, full_load = timed_build(
+        full, full_charts, full_parts, full_site, full_cpu, full_load, _ = timed_build(
             store, site, mode, cache)
         browser = None if args.no_browser else leaderboard_timings(site)
-        _, again_charts, again_parts, again_site, again_cpu, again_load = timed_build(
-            store, site, mode, cache, models=[])
+        (_, again_charts, again_parts, again_site, again_cpu, again_load,
+         again_removed) = timed_build(store, site, mode, cache, models=[])
         add_one(store, n_models, args.replicates)
         # one model added: its part (the one stale partition) and the site, timed --repeat
         # times; the median is reported
@@ -441,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
                 forget_svgs(svgs)  # each run renders the new model's charts, as the first did
             runs.append(timed_build(store, site, mode, cache,
                                     models=[model_spec(n_models).id]))
-        plus, plus_charts, plus_parts, plus_site, plus_cpu, plus_load = sorted(
+        plus, plus_charts, plus_parts, plus_site, plus_cpu, plus_load, plus_removed = sorted(
             runs, key=lambda run: run[2] + run[3])[len(runs) // 2]
         result = {"models": n_models, "database_s": round(filled, 1),
                   "full_s": round(full_site + full_parts, 2),
@@ -455,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
                   "charts_s": {"full": full_charts, "unchanged": again_charts,
                                "plus_one": plus_charts},
                   "cpu_s": {"full": full_cpu, "unchanged": again_cpu, "plus_one": plus_cpu},
+                  # after the site asset's end, until the previous build was removed
+                  "previous_removed_after_s": {"unchanged": again_removed,
+                                               "plus_one": plus_removed},
                   "load_1min": {"full": full_load, "unchanged": again_load,
                                 "plus_one": plus_load},
                   "pages": full.pages, "files": full.files, "mb": round(full.bytes / 1e6, 1),
@@ -468,15 +496,18 @@ def main(argv: list[str] | None = None) -> int:
         if kept_note:
             print(kept_note, flush=True)
     print("\n| models | pages | files | size (MB) | largest file (MB) | full build (s) | "
-          "unchanged (s) | one model added (s) | charts asset: full / unchanged / one model "
+          "unchanged (s) | one model added (s) | previous build removed after (s): unchanged "
+          "/ one model added | charts asset: full / unchanged / one model "
           "added (s) | leaderboard: interactive / sort / search (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         cpu, load, web = r["cpu_s"], r["load_1min"], r["leaderboard_browser"] or {}
         charts = r["charts_s"]
         print(f"| {r['models']} | {r['pages']} | {r['files']} | {r['mb']} | {r['largest'][1]} | "
               f"{r['full_s']} (CPU {cpu['full']}, load {load['full']}) | {r['unchanged_s']} | "
               f"{r['plus_one_s']} (CPU {cpu['plus_one']}, load {load['plus_one']}) | "
+              f"{r['previous_removed_after_s']['unchanged']} / "
+              f"{r['previous_removed_after_s']['plus_one']} | "
               f"{charts['full']} / {charts['unchanged']} / {charts['plus_one']} | "
               f"{web.get('interactive_ms', '–')} / {web.get('sort_ms', '–')} / "
               f"{web.get('search_ms', '–')} |")

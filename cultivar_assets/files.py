@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable
@@ -209,7 +210,8 @@ def _tree_size(folder: Path) -> int:
 
 
 def replace_folder(target: Path, write: Callable[[Path], None],
-                   manifest: dict[str, Any] | None = None) -> None:
+                   manifest: dict[str, Any] | None = None, detach_removal: bool = False
+                   ) -> None:
     """Run ``write(work)`` on a fresh sibling of ``target``, add the manifest, swap it in.
 
     The work folder is ``.<name>.<pid>-<random>.partial`` beside ``target``, created with the
@@ -224,6 +226,12 @@ def replace_folder(target: Path, write: Callable[[Path], None],
     available (macOS, some network filesystems) the old folder is renamed aside and the new one
     renamed in: two renames, between which ``target`` is missing for that instant. A folder is never
     turned into a symlink (servers configured not to follow links keep working).
+
+    With ``detach_removal`` the previous build is removed by a detached process
+    (:func:`remove_detached`) and this returns as soon as the new one is in place; the previous
+    build's folder (``.<name>.<pid>-<random>.partial`` beside ``target``) is gone once that
+    process ends, and one it could not finish is removed by the next call's
+    :func:`clean_leftovers`. Without it, the previous build is removed before this returns.
 
     On a full disk this raises :class:`DiskFullError` naming ``target``; the previous build is
     unchanged and the partial one is removed.
@@ -269,8 +277,21 @@ def replace_folder(target: Path, write: Callable[[Path], None],
             raise disk_full_error(target, f"{kept}, and the partial build was removed",
                                   error, free=free) from error
         raise
-    if old is not None:
+    if old is not None and not (detach_removal and remove_detached(old)):
         shutil.rmtree(old, ignore_errors=True)
+
+
+def remove_detached(folder: Path) -> bool:
+    """Start removing ``folder`` in a process of its own session (``rm -rf``, started by a shell
+    that exits at once, so nothing waits for it and no signal to the caller's process group
+    reaches it); False, with nothing started, where no such process can be started."""
+    try:
+        shell = subprocess.Popen(["/bin/sh", "-c", 'rm -rf -- "$1" &', "sh", os.fspath(folder)],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return False
+    return shell.wait() == 0
 
 
 def file_sha256(path: Path) -> str:

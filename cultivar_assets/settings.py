@@ -185,6 +185,7 @@ def output_folders(settings: Settings) -> dict[str, Path]:
         "site.output_dir": settings.site.site_path(),
         "site.charts_dir": settings.site.charts_path(),
         "site.model_parts_dir": settings.site.model_parts_path(),
+        "site.locale_shards_dir": settings.site.locale_shards_path(),
         "site.web_cache_dir": settings.site.web_cache_path(),
         "publish.folder": settings.publish.folder_path,
         "construction.dataset.folder": c.dataset.folder_path(),

@@ -1,9 +1,10 @@
 """The cases of ``tests/test_site_stale_rebuild*.py`` (each file runs its share of :data:`CASES`,
 so that xdist's workers run them side by side). A site rebuild is never stale: after a change to
 any template, any module of ``cultivar_assets/site/`` or any static file the site copies, the
-site the assets rebuild (``charts``; each model's ``model_site`` part written again only where
-the asset's code version changed, as Dagster's stale status decides, else the previous parts;
-then ``site`` with the charts folder and the parts: the path Dagster and the runner take) equals,
+site the assets rebuild (``charts``; each model's ``model_site`` part and the ``locale_shards``
+written again only where their asset's code version changed, as Dagster's stale status decides,
+else the previous ones; then ``site`` with the charts folder, the parts and the locale shards:
+the path Dagster and the runner take) equals,
 file by file, a full build of the same state.
 
 The package, ``site/`` and ``sql/`` are copied into a folder of their own; each case changes one
@@ -62,6 +63,8 @@ MODULE_CHANGES: dict[str, tuple[str, str]] = {
     "downloads.py": ('"compression_level": 6', '"compression_level": 5'),
     "failures.py": ('summary = f"latest run failed{step}', 'summary = f"latest run failed!{step}'),
     "fonts.py": ("(free; ", "(free of charge; "),
+    "locale_shards.py": ("shards.encode_shard(key, payload)",
+                         "shards.encode_shard(key, {**payload, 'c': 1})"),
     "model_part.py": ("payload = shards.hyp_payload(model_id, sets, by_key)",
                       "payload = {**shards.hyp_payload(model_id, sets, by_key), 'check': 1}"),
     "model_card.py": ('return f"{engine} ({version})"', 'return f"{engine} [{version}]"'),
@@ -180,7 +183,8 @@ def run_builds(worker: Worker, code: Path, store: Path, work: Path, home: Path, 
     job = {"package": str(code / "cultivar_assets"), "path": str(code), "home": str(home),
            "bytecode": bytecode, "store": str(store), "charts": str(work / "charts"),
            "web_cache": str(web_cache), "previous": None if previous is None else str(previous),
-           "parts": str(work / "parts"), "rebuilt": str(work / "rebuilt"),
+           "parts": str(work / "parts"), "locales": str(work / "locales"),
+           "rebuilt": str(work / "rebuilt"),
            "full": str(work / "full"), "result": str(work / "result.json")}
     status = worker.run(job)
     result = json.loads((work / "result.json").read_text("utf-8"))

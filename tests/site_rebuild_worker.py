@@ -3,15 +3,17 @@ package first on ``sys.path`` runs the assets' calls on a store as Dagster would
 change of code: ``charts``; each model's ``model_site`` partition only where its code version
 (:func:`cultivar_assets.assets.versioned.asset_code_version`) differs from the one the previous
 parts were written with (Dagster's stale status; the store is unchanged), else the previous
-parts kept; then ``site`` with the charts folder and the parts, as ``assets/site_assets.py``
-makes them. And a full build of the same state into an empty folder.
+parts kept; ``locale_shards`` likewise; then ``site`` with the charts folder, the parts and the
+locale shards, as ``assets/site_assets.py`` makes them. And a full build of the same state into
+an empty folder.
 
     python site_rebuild_worker.py
 
 reads one job a line on stdin: {"package": the copy's package folder (checked to be the one
 imported), "path": what goes first on ``sys.path``, "home": ``$CULTIVAR_HOME``, "bytecode":
 whether imports write it, "store", "charts", "web_cache", "previous": the previous parts'
-folder or null, "parts", "rebuilt", "full": output folders, "result": a file}. It imports the
+folder or null (the previous locale shards: ``locales`` beside it), "parts", "locales",
+"rebuilt", "full": output folders, "result": a file}. It imports the
 third-party libraries the builds use (:data:`PRELOADED`; none of them imports
 ``cultivar_assets``) once, then forks a
 child per job, which imports ``cultivar_assets`` from the job's copy, runs the builds and writes
@@ -60,10 +62,11 @@ def builds(job: dict) -> dict:
         raise SystemExit(f"imported cultivar_assets from {imported}, not {job['package']}")
     import jinja2
 
-    from cultivar_assets.assets.site_assets import model_site
+    from cultivar_assets.assets.site_assets import locale_shards, model_site
     from cultivar_assets.assets.versioned import asset_code_version
     from cultivar_assets.site import charts as site_charts
     from cultivar_assets.site.build import build_site
+    from cultivar_assets.site.locale_shards import write_locale_shards
     from cultivar_assets.site.model_part import write_model_part
     from cultivar_assets.site.pages import model_slug
     from cultivar_assets.store.database import Store
@@ -93,10 +96,19 @@ def builds(job: dict) -> dict:
     else:
         linked_copy(previous, parts)
     (parts / "code_version").write_text(version, "utf-8")
+    # the locale_shards asset: stale only where its code version changed
+    version, locales = asset_code_version(locale_shards), Path(job["locales"])
+    before = None if previous is None else previous.parent / "locales"
+    if before is None or (before / "code_version").read_text("utf-8") != version:
+        write_locale_shards(store, locales / "shards")
+    else:
+        linked_copy(before, locales)
+    (locales / "code_version").write_text(version, "utf-8")
     # the site asset with the parts, then a full build of the same state
     options = {"card_markdown": "# Card", "charts_dir": charts_dir, "query_page": "off",
                "web_cache": web_cache}
-    rebuilt = build_site(store, Path(job["rebuilt"]), model_parts=folders, **options)
+    rebuilt = build_site(store, Path(job["rebuilt"]), model_parts=folders,
+                         locale_shards=locales / "shards", **options)
     build_site(store, Path(job["full"]), **options)
     return {"templates": sorted(templates), "remade": remade,
             "digest": rebuilt.digest, "folder_digest": folder_digest(rebuilt.path)}

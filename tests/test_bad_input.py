@@ -446,6 +446,8 @@ def test_a_local_source_without_its_path_is_refused_when_the_settings_are_read(t
      "site.output_dir", "output", "is"),
     ("site: {output_dir: HOME/www, model_parts_dir: HOME/www/parts}\n",
      "site.model_parts_dir", "site.output_dir", "output", "is inside"),
+    ("site: {output_dir: HOME/www, locale_shards_dir: HOME/www/locales}\n",
+     "site.locale_shards_dir", "site.output_dir", "output", "is inside"),
 ])
 def test_a_path_inside_an_output_folder_is_refused(tmp_path, monkeypatch, settings, inside,
                                                    folder, kind, where):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from conftest import REPO_ROOT
@@ -40,8 +41,9 @@ def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypat
 
     store = hostile_store_copy(tmp_path / "store")
     monkeypatch.setattr(site_build, "SvgJob", no_svg_job)
-    summary, charts_s, parts_s, site_s, cpu_s, _ = timed_build(store, tmp_path / "site", "off",
-                                                               tmp_path / "web")
+    summary, charts_s, parts_s, site_s, cpu_s, _, removed_s = timed_build(
+        store, tmp_path / "site", "off", tmp_path / "web")
+    assert removed_s < 0.1  # no previous build to remove
     charts = sorted((tmp_path / "charts").glob("*.svg"))
     assert charts and charts_s > 0 and parts_s > 0 and cpu_s > 0
     # the site asset's seconds: the card and the parts' check besides the build
@@ -49,7 +51,15 @@ def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypat
     assert summary.path == tmp_path / "site" and summary.assembled_models == summary.models == 2
     for svg in charts:
         assert (tmp_path / "site" / "charts" / svg.name).read_bytes() == svg.read_bytes()
+    # the locale shards: written by the locale_shards asset's function, hard-linked by the site
+    shards = sorted((tmp_path / "site-locales" / "data" / "locales").glob("*.js"))
+    assert shards and sorted(p.name for p in shards) == sorted(
+        p.name for p in (tmp_path / "site" / "data" / "locales").iterdir())
+    assert all(os.path.samefile(shard, tmp_path / "site" / "data" / "locales" / shard.name)
+               for shard in shards)
     parts = sorted(p.name for p in (tmp_path / "site-models").iterdir())
     again = timed_build(store, tmp_path / "site", "off", tmp_path / "web", models=[])
+    # the previous build removed by a detached process, as the site asset leaves it: waited for
+    assert again[6] >= 0 and [p.name for p in tmp_path.glob(".site.*")] == []
     assert again[0].assembled_models == 2 and again[2] < parts_s
     assert sorted(p.name for p in (tmp_path / "site-models").iterdir()) == parts

@@ -115,9 +115,9 @@ def test_demo_runs_twice_and_the_second_run_materialises_nothing(isolated_home):
     assert second.returncode == 0, second.stderr[-3000:]
     said = second.stdout[-4000:]
     assert "12 of 12 stages" in second.stdout, said
-    # selection, 6 locales × 3, dataset and test sets, 3 models × 2, the results' 8, each
-    # model's part of the site, the site
-    assert second.stdout.count(": fresh, skipped") == 1 + 6 * 3 + 2 + 3 * 2 + 8 + 3 + 1, said
+    # selection, 6 locales × 3, dataset and test sets, 3 models × 2, the results' 9 (the site's
+    # locale shards among them), each model's part of the site, the site
+    assert second.stdout.count(": fresh, skipped") == 1 + 6 * 3 + 2 + 3 * 2 + 9 + 3 + 1, said
     assert "materialising" not in second.stdout
     assert runs() == first_runs  # the sources observed again, no materialising run started
     assert len(runs(observing=True)) == 2 * len(first_observations)

@@ -106,7 +106,7 @@ def test_definitions_load():
                     "cultivar_dataset", "test_sets", "translations", "scores", "model_results",
                     "leaderboard",
                     "reported_results", "error_annotation_tool", "error_analysis", "charts",
-                    "hf_dataset_folder", "hf_dataset_push", "model_site", "site",
+                    "hf_dataset_folder", "hf_dataset_push", "model_site", "locale_shards", "site",
                     "run_failures",  # external: the failure sensor reports it (the site reads it)
                     # the source assets (assets/sources.py): what the assets read besides them
                     *(f"settings/{section.replace('.', '_')}" for section in SETTINGS_SECTIONS),

@@ -28,7 +28,8 @@ MODEL_ASSETS = ("translations", "scores")
 # the assets of a build (data kind built), not in this pipeline: missing throughout
 BUILD_ASSETS = {"localised_drafts", "postedit_tools", "annotations", "cultivar_dataset"}
 RESULTS_ASSETS = ("model_results", "hf_dataset_folder", "hf_dataset_push", "leaderboard",
-                  "error_annotation_tool", "error_analysis", "reported_results", "charts")
+                  "error_annotation_tool", "error_analysis", "reported_results", "charts",
+                  "locale_shards")
 
 
 @pytest.fixture

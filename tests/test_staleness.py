@@ -84,7 +84,7 @@ def test_dagster_reports_exactly_what_a_changed_input_makes_stale(tmp_path):
         assert redone == {
             ("annotations", "hin_Deva_US"), ("cultivar_dataset", None), ("test_sets", None),
             ("translations", MODEL), ("scores", MODEL), ("model_results", None),
-            ("model_site", MODEL), ("leaderboard", None),
+            ("model_site", MODEL), ("locale_shards", None), ("leaderboard", None),
             ("error_annotation_tool", None), ("error_analysis", None), ("site", None),
             ("hf_dataset_folder", None), ("hf_dataset_push", None)}
 

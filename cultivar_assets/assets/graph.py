@@ -41,7 +41,7 @@ from cultivar_assets.assets.model_assets import (
 )
 from cultivar_assets.assets.publish_assets import hf_dataset_folder, hf_dataset_push
 from cultivar_assets.assets.run_tags import model_partition_tags
-from cultivar_assets.assets.site_assets import charts, model_site, site
+from cultivar_assets.assets.site_assets import charts, locale_shards, model_site, site
 from cultivar_assets.assets.sources import SOURCES
 from cultivar_assets.assets.versioned import versioned
 
@@ -50,12 +50,13 @@ ASSETS = versioned([
     selected_instances, localised_drafts, postedit_tools, annotations, cultivar_dataset,
     test_sets, translations, scores, model_results, leaderboard, reported_results,
     error_annotation_tool, error_analysis, charts, hf_dataset_folder, hf_dataset_push,
-    model_site, site, run_failures])
+    model_site, locale_shards, site, run_failures])
 
 MODEL_JOB = "evaluate_model"
 MODEL_ASSETS = (translations, scores)
 RESULTS_ASSETS = (model_results, hf_dataset_folder, hf_dataset_push, leaderboard,
-                  error_annotation_tool, error_analysis, reported_results, charts, site)
+                  error_annotation_tool, error_analysis, reported_results, charts,
+                  locale_shards, site)
 
 
 def evaluate_model_job(tags_for_partition: Callable[[str], dict[str, str]]
@@ -86,7 +87,8 @@ refresh_results_job = dg.define_asset_job(
     "refresh_results",
     selection=dg.AssetSelection.assets(*RESULTS_ASSETS),
     description="Recompute the cross-model tables, the error analysis, the charts, the dataset "
-                "folder (and its push, where configured) and the site from stored scores.",
+                "folder (and its push, where configured), the site's locale shards and the "
+                "site from stored scores.",
 )
 
 publish_job = dg.define_asset_job(

@@ -13,6 +13,7 @@ from cultivar_assets.assets.safety import redacting
 from cultivar_assets.publish.card import card_for_store
 from cultivar_assets.resources import HubPublishResource, SiteResource, StoreResource
 from cultivar_assets.site.build import build_site
+from cultivar_assets.site.locale_shards import current_locale_shards, write_locale_shards
 from cultivar_assets.site.model_part import ModelPartError, current_parts, write_model_parts
 from cultivar_assets.site.pages import model_slug
 from cultivar_assets.store.model_files import read_document, scores_path, translations_path
@@ -94,11 +95,31 @@ def model_site(context: dg.AssetExecutionContext, site: SiteResource, store: Sto
                                 data_version=dg.DataVersion(version))
 
 
+# made from the dataset alone (its instances, each locale's script) and the originals policy:
+# a new model's results leave it fresh
+@dg.asset(group_name="site", deps=["test_sets"], kinds={"json"})
+@redacting
+def locale_shards(site: SiteResource, store: StoreResource):
+    """The site's locale shards (:mod:`cultivar_assets.site.locale_shards`: each present
+    locale's sources and references with their word diffs), written to
+    ``<site.locale_shards_dir>/`` from the dataset's instances in the database; the ``site``
+    asset hard-links them into the published folder. Its metadata: the folder, the locales and
+    the files; its data version: the digest of the folder."""
+    folder = site.locale_shards_path()
+    manifest = write_locale_shards(store.store(), folder, show_originals=site.show_originals)
+    return dg.MaterializeResult(metadata={
+        "folder": dg.MetadataValue.path(str(folder)),
+        "locales": len(manifest["locales"]),
+        "files": len(manifest["files"]),
+    }, data_version=dg.DataVersion(folder_digest(folder)))
+
+
 # follows new results and newly recorded failures of models' runs (conditions.py)
 # it shows the test sets' segments, every model's translations and scores and the reported
 # results besides what its other deps compute: deps on them (Dagster's staleness follows them)
 @dg.asset(group_name="site", deps=[charts, error_analysis, run_failures, leaderboard,
-                                   reported_results, "test_sets", "model_results", model_site],
+                                   reported_results, "test_sets", "model_results", model_site,
+                                   locale_shards],
           kinds={"html"},
           automation_condition=AFTER_NEW_RESULTS)
 @redacting
@@ -106,13 +127,16 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
          hf_publish: HubPublishResource):
     """The static leaderboard site (self-contained; works from file:// and any static host):
     every cross-model page and shard rendered in full, and each registered model's part (the
-    asset ``model_site``) assembled into it. A model whose part is missing or was made from
-    other rows than the database holds (its partition not materialised since) has its files
-    made here, the same bytes, and is named in a warning and the metadata
-    (``models_made_here``). Its data version: the digest of the published folder
+    asset ``model_site``) and the locale shards (the asset ``locale_shards``) assembled into
+    it. A model whose part is missing or was made from other rows than the database holds (its
+    partition not materialised since) has its files made here, the same bytes, and is named in
+    a warning and the metadata (``models_made_here``); so have the locale shards (a warning,
+    ``locale_shards_made_here``). Its data version: the digest of the published folder
     (:attr:`~cultivar_assets.site.build.SiteSummary.digest`, equal to ``folder_digest`` of it),
     made from the bytes the build wrote and the digests each part's manifest records, without
-    reading the folder again."""
+    reading the folder again. The previous build is removed by a detached process once the new
+    one is in place (``files.replace_folder``, ``detach_removal``): the asset does not wait
+    for it."""
     card = card_for_store(store.store(), hf_publish.config())
     parts, unusable = current_parts(store.store(), {
         model_id: model_part_folder(site, model_id)
@@ -120,11 +144,15 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
         site.show_originals)
     for message in unusable.values():
         context.log.warning(f"{message}; its files are made by this build")
+    locales, why_not = current_locale_shards(store.store(), site.locale_shards_path(),
+                                             site.show_originals)
+    if why_not is not None:
+        context.log.warning(f"{why_not}; the locale shards are made by this build")
     summary = build_site(store.store(), site.site_path(), card_markdown=card.page_body,
                          charts_dir=site.charts_path(), include_database=site.include_database,
                          show_originals=site.show_originals, query_page=site.query_page,
                          web_cache=site.web_cache_path(), progress=context.log.info,
-                         model_parts=parts)
+                         model_parts=parts, locale_shards=locales, detach_removal=True)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(summary.path / "index.html")),
         "pages": summary.pages,
@@ -136,6 +164,7 @@ def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreReso
         "linked_files": summary.linked_files,
         "copied_files": summary.copied_files,
         "models_made_here": dg.MetadataValue.json(sorted(unusable)),
+        "locale_shards_made_here": why_not is not None,
         "locales": summary.locales,
         "largest_file": f"{summary.largest_file[0]} ({summary.largest_file[1] / 1e6:.1f} MB)",
         "megabytes_by_part": dg.MetadataValue.json(

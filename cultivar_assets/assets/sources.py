@@ -154,6 +154,7 @@ SOURCE_DEPS: dict[str, tuple[str, ...]] = {
     "error_analysis": (_s("error_analysis"), "error_annotation_files"),
     "charts": (_s("site"),),
     "model_site": (_s("site"), _s("storage")),
+    "locale_shards": (_s("site"),),
     "site": (_s("site"), _s("publish"), "query_page_engine"),
     "hf_dataset_folder": (_s("publish"), _s("metrics"), _s("engine")),
     "hf_dataset_push": (_s("publish"),),

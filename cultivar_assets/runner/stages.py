@@ -11,7 +11,8 @@ does (:mod:`cultivar_assets.runner.pipeline`).
 - ``model <id>`` (``evaluate_model``, one partition per selected model, with its run tags);
 - each asset added with ``PIPELINE.with_assets`` (its job ``materialise_<asset>``), after the
   stages holding its upstream assets;
-- ``results, dataset folder and charts`` (``refresh_results``);
+- ``results, dataset folder and charts`` (``refresh_results``), with the site's locale shards
+  (``locale_shards``: the dataset's alone);
 - ``site of model <id>`` (``build_model_site``, the selected models' partitions that Dagster
   reports stale or missing in one run, or one per range of consecutive partitions): each
   model's part of the site, from its rows loaded by ``model_results``;
@@ -104,11 +105,11 @@ STAGES = (
     Stage(RESULTS, "refresh_results",
           ("model_results", "hf_dataset_folder", "hf_dataset_push", "leaderboard",
            "error_annotation_tool",
-           "error_analysis", "reported_results", "charts"),
+           "error_analysis", "reported_results", "charts", "locale_shards"),
           title=lambda s, _: ("the models' files loaded into the database, leaderboard, "
                               "per-locale ∆, rank agreement, reported figures, the "
-                              "error analysis, charts and the dataset folder (push: dry run "
-                              "unless configured)")),
+                              "error analysis, charts, the site's locale shards and the "
+                              "dataset folder (push: dry run unless configured)")),
     Stage("site of model {partition}", "build_model_site", ("model_site",),
           partitions=selected_model_ids, kind="batch",
           title=lambda s, models: f"each model's part of the site ({len(models)} model(s)) -> "

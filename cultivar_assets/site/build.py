@@ -26,7 +26,10 @@ site's bytes), which is taken from a folder of its own where ``model_parts`` nam
 ``model_site``, one partition per model, writes them; Dagster's stale status decides when), its
 files hard-linked into the site (copied where the filesystem refuses a link: counted in
 :class:`SiteSummary`, the reason in its notes), and made here from the store's rows otherwise.
-Either way the files are the same bytes.
+Either way the files are the same bytes. The locale shards (sources, references and their word
+diffs: the dataset's alone) likewise come from a folder of their own where ``locale_shards``
+names one (the asset ``locale_shards``: :mod:`.locale_shards`), hard-linked, and are made here
+otherwise.
 
 The parts: this module is the orchestration (the order of the steps, the two writer threads that
 compress and write shards and parquet files beside the Python work, the model pages written by a
@@ -65,6 +68,9 @@ from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.config import default_web_cache
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.fonts import font_advice
+from cultivar_assets.site.locale_shards import LocaleShardsError, read_locale_shards
+from cultivar_assets.site.locale_shards import made_from as locale_made_from
+from cultivar_assets.site.locale_shards import shard_files as locale_shard_files
 from cultivar_assets.site.model_part import (
     ModelPartError,
     dataset_view,
@@ -80,7 +86,6 @@ from cultivar_assets.site.site_pages import SitePages
 from cultivar_assets.site.svg_worker import SvgJob
 from cultivar_assets.specs import REPORTED_SOURCE
 from cultivar_assets.store.database import Reader, Store
-from cultivar_assets.textdiff import mode_for_script
 
 Progress = Callable[[str], None]
 PUBLIC_STATIC = ("fonts.css", "style.css", "script-check.js", "cultivar.js", "cultivar-shards.js",
@@ -123,7 +128,9 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
                charts_dir: Path | None = None, include_database: bool | None = None,
                show_originals: bool | None = None, progress: Progress | None = None,
                query_page: str = "auto", web_cache: Path | None = None,
-               model_parts: Mapping[str, Path] | None = None) -> SiteSummary:
+               model_parts: Mapping[str, Path] | None = None,
+               locale_shards: Path | None = None,
+               detach_removal: bool = False) -> SiteSummary:
     """Build the whole site into ``out_dir`` (swapped in only when the build has succeeded).
 
     ``charts_dir``: charts written by :func:`charts.write_charts` (the ``charts`` asset); without
@@ -134,7 +141,11 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
     :data:`cultivar_assets.site.config.QueryPageMode`; ``web_cache``: where DuckDB-Wasm and the
     Vega bundle are kept; ``model_parts``: model id -> the folder of its part
     (:func:`.model_part.write_model_part`), taken instead of made here (a part made from other
-    rows than the store holds is refused: :func:`.model_part.read_model_part`).
+    rows than the store holds is refused: :func:`.model_part.read_model_part`);
+    ``locale_shards``: the folder of the locale shards (:mod:`.locale_shards`), hard-linked
+    instead of made here (shards made from another dataset or policy than the store holds are
+    refused: :func:`.locale_shards.read_locale_shards`); ``detach_removal``: the previous build
+    removed by a detached process after the swap (:func:`cultivar_assets.files.replace_folder`).
     """
     started = time.perf_counter()
     out_dir = Path(out_dir)
@@ -151,8 +162,8 @@ def build_site(store: Store, out_dir: Path, card_markdown: str | None = None,
         manifest: dict[str, Any] = {"kind": "site", "dataset": dataset.get("fingerprint"),
                                     **options}
         build = _Build(reader, dataset, options, card_markdown, charts_dir, engine,
-                       web_cache, model_parts, manifest, say)
-        replace_folder(out_dir, build.write, manifest)
+                       web_cache, model_parts, manifest, say, locale_shards)
+        replace_folder(out_dir, build.write, manifest, detach_removal=detach_removal)
     sizes, largest = dict(sorted(build.writer.sizes.items())), build.writer.largest
     digests = {**build.writer.digests,
                MANIFEST: hashlib.sha256(manifest_bytes(manifest)).digest()}
@@ -186,11 +197,13 @@ class _Build:
                  card_markdown: str | None, charts_dir: Path | None,
                  engine: tuple[QueryEngine | None, str | None], web_cache: Path,
                  model_parts: Mapping[str, Path] | None, manifest: dict[str, Any],
-                 say: Progress) -> None:
+                 say: Progress, locale_shards: Path | None = None) -> None:
         self.reader, self.dataset, self.options = reader, dataset, options
         self.card_markdown, self.charts_dir = card_markdown, charts_dir
         (self.engine, self.engine_note), self.web_cache = engine, web_cache
         self.model_parts = dict(model_parts or {})
+        self.locale_folder = None if locale_shards is None else os.fspath(locale_shards)
+        self.locale_links: list[Future] = []  # the locale shards linked (_locale_shards)
         self.manifest, self.say = manifest, say
         self.show = options["show_originals"]
         self.notes: list[str] = []
@@ -327,16 +340,28 @@ class _Build:
                         lambda: dl.query_database_gz_bytes(tables))
 
     def _locale_shards(self) -> None:
-        """One shard per locale (sources, references, their word diffs)."""
+        """One shard per locale (sources, references, their word diffs): hard-linked from the
+        ``locale_shards`` folder where one is given (checked against the database first:
+        :func:`.locale_shards.read_locale_shards`; the locale pages' texts decoded from its
+        files), else made here."""
         self.locale_payloads: dict[str, dict] = {}
-        for locale in self.data.present_locales:
-            payload = shards.locale_payload(
-                locale, self.data.instances[locale], self.show,
-                mode_for_script(self.data.locale_info[locale]["script"]))
-            data, key = shards.shard_json(payload), f"locale/{locale}"
-            self._later(shards.shard_path(key),
-                        lambda key=key, data=data: shards.pack_shard(key, data))
-            self.locale_payloads[locale] = payload
+        data = self.data
+        scripts = {loc: data.locale_info[loc]["script"] for loc in data.present_locales}
+        if self.locale_folder is not None:
+            folder = self.locale_folder
+            self.locale_identity = _identity(folder)
+            found = read_locale_shards(folder, locale_made_from(self.dataset, scripts, self.show))
+            for path in found["files"]:
+                with open(os.path.join(folder, path), "rb") as handle:
+                    payload = shards.decode_shard(handle.read())[1]
+                self.locale_payloads[payload["locale"]] = payload
+            self.locale_links.append(self.background.submit(self._link_part, folder, found))
+            self.pending.append(self.locale_links[-1])
+            return
+        instances = {loc: data.instances[loc] for loc in data.present_locales}
+        for path, (payload, content) in locale_shard_files(instances, scripts, self.show).items():
+            self.writer.data(path, content)
+            self.locale_payloads[payload["locale"]] = payload
 
     def _translations(self) -> None:
         """Every model's part (:mod:`.model_part`): taken from its folder where ``model_parts``
@@ -348,13 +373,21 @@ class _Build:
         sources = part_sources(self.reader, self.show)  # the models with translations
         on_board = [m for m in data.board if m in sources]
         made_from = {m: sources[m] for m in on_board if m in self.model_parts}
-        for model_id in on_board:
-            if model_id in made_from:
-                folder = os.fspath(self.model_parts[model_id])
-                # the folder as its manifest is read: the same one once its files are linked
-                # (_count_links), or the build fails (a part replaced meanwhile)
-                self.part_folders.append((model_id, folder, _identity(folder)))
-                part = read_model_part(folder, model_id, made_from[model_id])
+        taken = [m for m in on_board if m in made_from]
+
+        def checked(model_id: str) -> tuple[str, tuple[int, int] | None, dict[str, Any]]:
+            folder = os.fspath(self.model_parts[model_id])
+            # the folder as its manifest is read: the same one once its files are linked
+            # (_count_links), or the build fails (a part replaced meanwhile)
+            identity = _identity(folder)
+            return folder, identity, read_model_part(folder, model_id, made_from[model_id])
+
+        # the manifests read and checked by threads (file system calls, beside each other), in
+        # the leaderboard's order: the first part refused is the first in that order
+        with ThreadPoolExecutor(4, thread_name_prefix="site-parts") as readers:
+            for model_id, (folder, identity, part) in zip(taken, readers.map(checked, taken),
+                                                          strict=True):
+                self.part_folders.append((model_id, folder, identity))
                 # hard links (a part's folder is replaced whole), made by the writer threads
                 # (system calls: beside the Python work); counted by _count_links
                 self.links.append(self.background.submit(self._link_part, folder, part))
@@ -405,6 +438,19 @@ class _Build:
         ``model_site`` partition written while the site was built) fails the build: its files
         and the recorded digests could come from two different writes."""
         jobs = [job.result() for job in self.links]
+        locale_jobs = [job.result() for job in self.locale_links]
+        if self.locale_folder is not None and _identity(self.locale_folder) != (
+                self.locale_identity):
+            raise LocaleShardsError(
+                f"{self.locale_folder}: the locale shards were replaced while the site was "
+                "built (locale_shards ran meanwhile); build the site again")
+        for reasons in locale_jobs:
+            for reason in reasons:
+                if reason is not None:
+                    note = f"locale shards copied, not hard-linked: {reason}"
+                    self.notes.append(note)
+                    self.say(note)
+                    break
         for model_id, folder, identity in self.part_folders:
             if _identity(folder) != identity:
                 raise ModelPartError(

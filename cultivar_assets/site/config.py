@@ -21,6 +21,7 @@ class SiteConfig(BaseModel):
     output_dir: str | None = None  # default: $CULTIVAR_HOME/site
     charts_dir: str | None = None  # default: $CULTIVAR_HOME/charts
     model_parts_dir: str | None = None  # default: $CULTIVAR_HOME/site-models (model_site)
+    locale_shards_dir: str | None = None  # default: $CULTIVAR_HOME/site-locales (locale_shards)
     # None: only for the demo data (FLORES text is not re-hosted on public pages; see build.py)
     show_originals: bool | None = None  # show original FLORES sentences
     include_database: bool | None = None  # offer a DuckDB file of the published tables
@@ -50,6 +51,11 @@ class SiteConfig(BaseModel):
         model)."""
         return (Path(self.model_parts_dir) if self.model_parts_dir
                 else cultivar_home() / "site-models")
+
+    def locale_shards_path(self) -> Path:
+        """Where the asset ``locale_shards`` writes the locale shards of the site."""
+        return (Path(self.locale_shards_dir) if self.locale_shards_dir
+                else cultivar_home() / "site-locales")
 
     def web_cache_path(self) -> Path:
         return Path(self.web_cache_dir) if self.web_cache_dir else default_web_cache()

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
+from jinja2.filters import do_urlencode
 from jinja2.utils import url_quote
 from markupsafe import Markup, escape
 
@@ -23,7 +24,15 @@ from cultivar_assets.metrics.registry import PAPER_METRICS, column_key, table_la
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.downloads import HIDDEN_OUTPUT
-from cultivar_assets.site.pages import PageWriter, SharedItems, interval_column, num_column, num_td
+from cultivar_assets.site.pages import (
+    PageWriter,
+    SharedItems,
+    interval_cell,
+    interval_column,
+    num_cell,
+    num_column,
+    num_td,
+)
 from cultivar_assets.site.query_engine import QueryEngine
 from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
@@ -185,14 +194,16 @@ class SitePages:
         data, slugs = self.data, self.slugs
         for locale in data.present_locales:
             rows = sorted(deltas_by_locale[locale], key=lambda r: -(r["delta_bleu"] or 0))
+            deltas = value_columns(rows, delta_columns(data.metrics))
+            scores = value_columns(rows, score_columns(data.metrics))
             self.writer.page(
-                f"locales/{locale}.html", "locale.html.j2", rows=rows,
-                delta_columns=value_columns(rows, delta_columns(data.metrics)),
-                score_columns=value_columns(rows, score_columns(data.metrics)),
+                f"locales/{locale}.html", "locale.html.j2", delta_columns=deltas,
+                score_columns=scores,
+                delta_rows=locale_delta_rows(rows, locale, slugs, deltas, scores),
                 locale=data.locale_info[locale],
                 entries=_locale_entries(self.locale_payloads[locale]),
                 n_instances=len(data.instance_ids[locale]),
-                provenance=data.annotations.get(locale, {}), model_slugs=slugs,
+                provenance=data.annotations.get(locale, {}),
                 downloads={"deltas": self.table(f"locales/{locale}.deltas", rows)})
 
     def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
@@ -512,6 +523,30 @@ def leaderboard_columns(rows: list[dict], reported: bool = False,
                 "false-positive rate of locale-specific word recall"),
                ("false_negative_rate", "FN rate", 4,
                 "false-negative rate of locale-specific word recall")], reported)
+
+
+def locale_delta_rows(rows: Sequence[dict], locale: str, model_slugs: dict[str, str],
+                      delta_columns: Sequence[dict], score_columns: Sequence[dict]) -> Markup:
+    """The rows of a locale page's "∆ of every model" table, one ``<tr>`` per row of
+    ``rows``: the model (linked to the segment browser at the model and ``locale`` where it has
+    a slug), its type, the ∆ cells with their intervals (:func:`.pages.interval_cell`) and the
+    score cells (:func:`.pages.num_cell`). Built in Python, not by a template macro per row: a
+    locale page has a row per model."""
+    locale_query = escape(do_urlencode(locale))
+    out: list[str] = []
+    for row in rows:
+        model = escape(row["model_id"])
+        name = model
+        if row["model_id"] in model_slugs:
+            slug = escape(do_urlencode(model_slugs[row["model_id"]]))
+            name = f'<a href="../browse.html#model={slug}&amp;locale={locale_query}">{model}</a>'
+        kind = escape(row["type"])
+        out.append(f'<tr>\n  <th scope="row" data-value="{model}">{name}</th>\n'
+                   f'  <td data-value="{kind}">{kind}</td>\n')
+        out.extend(interval_cell(row, c) for c in delta_columns)
+        out.extend(num_cell(row.get(c["key"])) for c in score_columns)
+        out.append("</tr>\n")
+    return Markup("".join(out))
 
 
 def _locale_entries(payload: dict) -> list[dict]:
