@@ -313,6 +313,38 @@ def forget_svgs(kept: set[str]) -> None:
         (folder / name).unlink(missing_ok=True)
 
 
+def site_asset_run(store: Store, site: Path, charts_dir: Path, folders: dict[str, Path],
+                   locales: Path, mode: str, web_cache: Path, card_markdown: str | None = None):
+    """What the ``site`` asset runs (assets/site_assets.py: ``site``): the dataset card
+    (``card_for_store``; ``card_markdown`` instead where given), the usable parts
+    (``current_parts``) and locale shards (``current_locale_shards``), then ``build_site`` with
+    the charts folder, every model's part and the locale shards, the previous build left to a
+    detached process; its summary. Stops, naming them, where a part or the locale shards would
+    be made by the build itself (the bench times the assembled path the asset takes)."""
+    card = card_markdown if card_markdown is not None else card_for_store(
+        store, PublishConfig()).page_body
+    usable, unusable = current_parts(store, folders, None)
+    if unusable:
+        raise SystemExit(f"parts the site would make itself: {sorted(unusable)[:3]}")
+    shards, why_not = current_locale_shards(store, locales, None)
+    if why_not:
+        raise SystemExit(f"locale shards the site would make itself: {why_not}")
+    return build_site(store, site, card_markdown=card, charts_dir=charts_dir, query_page=mode,
+                      web_cache=web_cache, model_parts=usable, locale_shards=shards,
+                      detach_removal=True)
+
+
+def previous_build_removed(site: Path, ended: float) -> float:
+    """Seconds from ``ended`` (the site asset's end) until the previous build, removed by a
+    detached process (not timed by the asset), is gone: waited for, so that no later timing
+    overlaps it. Stops after 600 s, naming the folder."""
+    while left := sorted(site.parent.glob(f".{site.name}.*")):
+        if time.perf_counter() - ended > 600:
+            raise SystemExit(f"the previous build {left[0]} was not removed within 600 s")
+        time.sleep(0.01)
+    return round(time.perf_counter() - ended, 2)
+
+
 def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
                 models: list[str] | None = None):
     """What the ``charts``, ``locale_shards``, ``model_site`` and ``site`` assets run after new
@@ -353,26 +385,11 @@ def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
         write_model_parts(store, {model_id: folders[model_id] for model_id in wanted})
     parts_s = round(time.perf_counter() - started, 2)
     started = time.perf_counter()  # the site asset (assets/site_assets.py: site)
-    card = card_for_store(store, PublishConfig())
-    usable, unusable = current_parts(store, folders, None)
-    if unusable:
-        raise SystemExit(f"parts the site would make itself: {sorted(unusable)[:3]}")
-    shards, why_not = current_locale_shards(store, locales, None)
-    if why_not:
-        raise SystemExit(f"locale shards the site would make itself: {why_not}")
-    summary = build_site(store, site, card_markdown=card.page_body, charts_dir=charts_dir,
-                         query_page=mode, web_cache=web_cache, model_parts=usable,
-                         locale_shards=shards, detach_removal=True)
+    summary = site_asset_run(store, site, charts_dir, folders, locales, mode, web_cache)
     ended = time.perf_counter()
     site_s = round(ended - started, 2)
     load = round(os.getloadavg()[0], 1)
-    # the previous build, removed by a detached process (not timed by the asset): waited for, so
-    # that no timing overlaps it, and its end reported
-    while left := sorted(site.parent.glob(f".{site.name}.*")):
-        if time.perf_counter() - ended > 600:
-            raise SystemExit(f"the previous build {left[0]} was not removed within 600 s")
-        time.sleep(0.01)
-    removed_s = round(time.perf_counter() - ended, 2)
+    removed_s = previous_build_removed(site, ended)
     return (summary, charts_s, parts_s, site_s, round(cpu() - before, 2), load, removed_s)
 
 
