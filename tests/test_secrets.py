@@ -285,14 +285,10 @@ def _chat(text: str) -> GenerationRequest:
     return GenerationRequest(text, "deu_Latn", "chat", None, (("user", text),), (), 16)
 
 
-def test_a_key_that_straddles_the_cut_of_a_status_message_is_redacted(monkeypatch):
-    """openai_engine cuts a server's message to 200 characters: the key is redacted first, so a
-    key that straddles the cut leaves none of its characters."""
-    key = "sk-" + random_secrets.token_hex(20)
-    fast_client(monkeypatch, KEY_ENV, key)
-    prefix = "Incorrect API key provided: "
-    pad = "x" * (STATUS_CUT - len(prefix) - 20)  # the cut falls 20 characters into the key
-    server = FakeOpenAIServer(echo=lambda sent: pad + sent).start()
+def _served_engines_401(key: str, echo) -> str:
+    """The error the served model's engine raises (with ``key`` sent as its bearer token)
+    against a server answering 401 with ``echo(key)``: its message."""
+    server = FakeOpenAIServer(echo=echo).start()
     try:
         server.always("", "401")
         spec = ModelSpec(id="served", hf_id="org/served", type="LLM", family="Served",
@@ -306,7 +302,17 @@ def test_a_key_that_straddles_the_cut_of_a_status_message_is_redacted(monkeypatc
     finally:
         server.stop()
     assert server.requests[0].headers["authorization"] == f"Bearer {key}"
-    message = str(info.value)
+    return str(info.value)
+
+
+def test_a_key_that_straddles_the_cut_of_a_status_message_is_redacted(monkeypatch):
+    """openai_engine cuts a server's message to 200 characters: the key is redacted first, so a
+    key that straddles the cut leaves none of its characters."""
+    key = "sk-" + random_secrets.token_hex(20)
+    fast_client(monkeypatch, KEY_ENV, key)
+    prefix = "Incorrect API key provided: "
+    pad = "x" * (STATUS_CUT - len(prefix) - 20)  # the cut falls 20 characters into the key
+    message = _served_engines_401(key, lambda sent: pad + sent)
     # the cut falls inside the key: the redaction stands at the cut (a hint may follow it)
     assert "HTTP 401" in message and f"{pad}***" in message
     assert not found_forms(key, message), message
@@ -325,21 +331,7 @@ def test_a_key_echoed_encoded_and_past_the_cut_is_redacted_in_the_engines_error(
     redacted. (The whole run, everything it wrote searched: the slow test below.)"""
     key = "sk-" + random_secrets.token_hex(16)
     fast_client(monkeypatch, KEY_ENV, key)
-    server = FakeOpenAIServer(echo=_encoded_and_past_the_cut).start()
-    try:
-        server.always("", "401")
-        spec = ModelSpec(id="served", hf_id="org/served", type="LLM", family="Served",
-                         engine="openai", prompt_style="chat-instruction",
-                         engine_options={"base_url": server.url, "api_key_env": KEY_ENV,
-                                         "max_retries": 0, "timeout": 5})
-        engine = OpenAIEngine(spec, EngineSettings())
-        with pytest.raises(EngineLoadError) as info:
-            engine.generate([_chat("Hallo")])
-        engine.close()
-    finally:
-        server.stop()
-    assert server.requests[0].headers["authorization"] == f"Bearer {key}"
-    message = str(info.value)
+    message = _served_engines_401(key, _encoded_and_past_the_cut)
     assert "HTTP 401" in message and "***" in message
     assert not found_forms(key, message), message
 
