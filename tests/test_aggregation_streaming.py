@@ -589,26 +589,3 @@ def test_a_statistic_changed_by_a_writer_is_noticed_from_its_record(store, tmp_p
     with pytest.raises(aggregates.AggregationError,
                        match="per-segment statistics of model-05 are missing or do not match"):
         aggregates.aggregate(other, config=config, replicates_dir=kept)
-
-
-def test_an_aggregation_opens_the_database_three_times(store, tmp_path, monkeypatch):
-    """Every read before the write on one read-only connection (its cursors in the reading
-    threads), the write, and the reads after it on one more: three openings of the file,
-    whether the models' replicates are computed or taken from the kept pack."""
-    config = MetricConfig(bleu_tokenize="13a", bootstrap_replicates=50)
-    copy = tmp_path / "opened.duckdb"
-    copy.write_bytes(store.path.read_bytes())
-    store = Store(copy)
-    opened: list[bool] = []
-    real = Store._open
-
-    def counting(self, read_only, config):
-        opened.append(read_only)
-        return real(self, read_only, config)
-
-    monkeypatch.setattr(Store, "_open", counting)
-    for computed in (N_MODELS, 0):
-        opened.clear()
-        result = aggregates.aggregate(store, config=config, replicates_dir=tmp_path / "kept")
-        assert result.kept["replicates"].startswith(f"{N_MODELS - computed} models' kept")
-        assert opened == [True, False, True]
