@@ -381,7 +381,7 @@ def _rows_key(bootstrap: BootstrapConfig, metrics: Sequence[str], locales: Seque
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
-def _rows_digest(store: _Reads) -> tuple[int | None, dict]:
+def _rows_digest(store: Store | _Reads) -> tuple[int | None, dict]:
     """(write generation, digest of every per-model aggregate row) read in one snapshot."""
     row = store.query("aggregate_model_rows_digest")[0]
     return row.pop("generation"), row
@@ -589,35 +589,27 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
                if written else [WriteBlock("delete_aggregates")])
     if replicates_dir is not None:
         (replicates_dir / WRITTEN_FILE).unlink(missing_ok=True)  # stale until rewritten below
-    kept_states = replicates_dir is not None and keys is not None
-    with ThreadPoolExecutor(max_workers=1) as saving:  # the ranks' states beside the write
-        saved = (saving.submit(save_rank_states, ranks_file, key, tables.rank_states)
-                 if kept_states else None)
-        generation = store.write([
-            *deletes,
-            WriteBlock("insert_model_locale_deltas", rows=tables.pairs),
-            WriteBlock("insert_locale_word_recall", rows=recall_table),
-            WriteBlock("insert_model_summary", rows=tables.models),
-            WriteBlock("insert_locale_summary", rows=tables.locales),
-            WriteBlock("insert_metric_values", rows=tables.values),
-            WriteBlock("insert_statistics_metrics", rows=metric_rows),
-            WriteBlock("insert_rank_agreement", rows=tables.agreement),
-            WriteBlock("insert_table_averages", rows=tables.averages),
-            WriteBlock("insert_leaderboard_ranks", rows=tables.ranks),
-            WriteBlock("insert_contamination_flags", rows=tables.flags),
-            WriteBlock("insert_statistics_settings", rows=[settings]),
-        ])
-        if saved is not None:
-            saved.result()
-    with store.reader() as reader:  # the reads after the write: one connection
-        reads = _Reads(store.path, reader)
-        if kept_states:
-            at, digest = _rows_digest(reads)
-            if at == generation:  # no other write since this one: the rows are this write's
-                partial = replicates_dir / f".{WRITTEN_FILE}.partial"
-                partial.write_text(json.dumps({"key": rows_key, "digest": digest,
-                                               "models": keys}), "utf-8")
-                os.replace(partial, replicates_dir / WRITTEN_FILE)
-        leaderboard = reads.query("leaderboard")
-    return Aggregates(model_ids, locales, signatures, leaderboard,
+    generation = store.write([
+        *deletes,
+        WriteBlock("insert_model_locale_deltas", rows=tables.pairs),
+        WriteBlock("insert_locale_word_recall", rows=recall_table),
+        WriteBlock("insert_model_summary", rows=tables.models),
+        WriteBlock("insert_locale_summary", rows=tables.locales),
+        WriteBlock("insert_metric_values", rows=tables.values),
+        WriteBlock("insert_statistics_metrics", rows=metric_rows),
+        WriteBlock("insert_rank_agreement", rows=tables.agreement),
+        WriteBlock("insert_table_averages", rows=tables.averages),
+        WriteBlock("insert_leaderboard_ranks", rows=tables.ranks),
+        WriteBlock("insert_contamination_flags", rows=tables.flags),
+        WriteBlock("insert_statistics_settings", rows=[settings]),
+    ])
+    if replicates_dir is not None and keys is not None:
+        save_rank_states(ranks_file, key, tables.rank_states)
+        at, digest = _rows_digest(store)
+        if at == generation:  # no other write since this one: the rows are this write's
+            partial = replicates_dir / f".{WRITTEN_FILE}.partial"
+            partial.write_text(json.dumps({"key": rows_key, "digest": digest, "models": keys}),
+                               "utf-8")
+            os.replace(partial, replicates_dir / WRITTEN_FILE)
+    return Aggregates(model_ids, locales, signatures, store.query("leaderboard"),
                       result.locale_rows(), tables.agreement, tables, settings, rewrite, kept)
