@@ -546,10 +546,8 @@ def test_recorded_digests_equal_the_hashed_ones(store):
     """The digests and counts read from ``raw.statistics_digests`` (recorded by
     ``record_statistics``) equal those hashed from the statistics themselves."""
     models = [f"model-{m:02d}" for m in range(N_MODELS)]
-    with store.reader() as reader:  # the aggregation's reads (one connection)
-        reads = aggregates._Reads(store.path, reader)
-        recorded = aggregates._digests(reads, models, scan=False)
-        hashed = aggregates._digests(reads, models, scan=True)
+    recorded = aggregates._digests(store, models, scan=False)
+    hashed = aggregates._digests(store, models, scan=True)
     assert recorded[2] == f"{N_MODELS} models' recorded, 0 hashed from their statistics"
     assert recorded[:2] == hashed[:2] and len(recorded[0]) == N_MODELS
     assert len(set(recorded[0].values())) == N_MODELS  # no two models hold the same rows

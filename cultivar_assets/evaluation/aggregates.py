@@ -53,7 +53,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
 from cultivar_assets.data.locales import cultivar_test_set_name, flores_test_set_name, get_locale
@@ -81,7 +80,7 @@ from cultivar_assets.metrics.segment_stats import (
     stats_from_sorted_table,
 )
 from cultivar_assets.metrics.word_recall import rates_from_sums
-from cultivar_assets.store.database import Reader, Store, WriteBlock
+from cultivar_assets.store.database import Store, WriteBlock
 from cultivar_assets.store.records import dataset_fingerprint
 
 RESAMPLING = ("paired bootstrap over instance ids: one resample of the pooled ids per replicate, "
@@ -169,29 +168,10 @@ def _check_statistics(counts: dict[tuple[str, str, str], int], rows: list[dict])
             "scores; re-materialise their scores")
 
 
-class _Reads:
-    """An aggregation's reads on one read-only connection (:meth:`Store.reader`): the named
-    queries of :meth:`Store.query` and :meth:`Store.arrow`, without a connection opened for
-    each; :meth:`concurrent` for a read in another thread."""
-
-    def __init__(self, path: Path, reader: Reader) -> None:
-        self.path, self.reader = path, reader
-
-    def query(self, name: str, **params) -> list[dict]:
-        return self.reader.rows(name, **params)
-
-    def arrow(self, name: str, **params) -> pa.Table:
-        return self.reader.arrow(name, **params)
-
-    def concurrent(self) -> _Reads:
-        """The same reads on a cursor of their own (one per thread)."""
-        return _Reads(self.path, self.reader.concurrent())
-
-
 BLOCK_MODELS = 50  # models read and bootstrapped together
 
 
-def _read_block(store: _Reads, block: list[str], metrics: Sequence[str]):
+def _read_block(store: Store, block: list[str], metrics: Sequence[str]):
     """(statistics, word recall) of the models of ``block``."""
     stored = (stats_from_sorted_table(store.arrow("segment_stats_of_models", models=block))
               | scores_from_table(store.arrow("segment_scores_of_models", models=block)))
@@ -225,7 +205,7 @@ def _replicates_key(model: str, digest, rows: list[dict], pool: str,
 WORKERS = 2  # blocks of models read and computed at once, each in a thread of its own
 
 
-def _block_parts(store: _Reads | None, block: list[str], keys: dict[str, str], locales: list[str],
+def _block_parts(store: Store, block: list[str], keys: dict[str, str], locales: list[str],
                  metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
                  bootstrap: BootstrapConfig, pack: ReplicatesPack | None, progress: bool
                  ) -> tuple[dict[str, ModelReplicates], list[str]]:
@@ -240,9 +220,6 @@ def _block_parts(store: _Reads | None, block: list[str], keys: dict[str, str], l
                 parts[model] = found
     missing = [m for m in block if m not in parts]
     if missing:
-        if store is None:
-            raise RuntimeError(f"models {missing} are not in the pack, and no reads were given "
-                               "for their block (_block_reads)")
         stats, recall = _read_block(store, missing, metrics)
         for part in model_replicates(stats, missing, locales, recall, universe, weights,
                                      bootstrap.confidence, score_functions=score_functions(stats),
@@ -282,19 +259,10 @@ def _replicates_keys(rows: list[dict], model_ids: list[str], locales: list[str],
                                    bootstrap, metrics, locales) for model in model_ids}
 
 
-def _block_reads(store: _Reads, block: list[str], keys: dict[str, str],
-                 pack: ReplicatesPack | None) -> _Reads | None:
-    """A cursor of its own for a block's thread where one of its models is not in ``pack``
-    under its key (its statistics are read); None where every one is."""
-    if pack is not None and all(pack.has(model, keys[model]) for model in block):
-        return None
-    return store.concurrent()
-
-
-def _model_parts(store: _Reads, model_ids: list[str], keys: dict[str, str],
-                 locales: list[str], metrics: Sequence[str], universe: np.ndarray,
-                 weights: np.ndarray, bootstrap: BootstrapConfig, pack: ReplicatesPack | None,
-                 progress: bool, computed: list[str]):
+def _model_parts(store: Store, model_ids: list[str], keys: dict[str, str], locales: list[str],
+                 metrics: Sequence[str], universe: np.ndarray, weights: np.ndarray,
+                 bootstrap: BootstrapConfig, pack: ReplicatesPack | None, progress: bool,
+                 computed: list[str]):
     """Every model's :class:`ModelReplicates` in model order: taken from ``pack`` where kept
     under the same key (``keys``), else computed :data:`BLOCK_MODELS` models at a time (and
     put in ``pack``; their names appended to ``computed``). :data:`WORKERS` blocks are read
@@ -309,9 +277,8 @@ def _model_parts(store: _Reads, model_ids: list[str], keys: dict[str, str],
             for ahead in range(i, min(i + WORKERS, len(blocks))):  # this block and the next
                 if ahead not in pending:
                     pending[ahead] = workers.submit(
-                        _block_parts, _block_reads(store, blocks[ahead], keys, pack),
-                        blocks[ahead], keys, locales, metrics, universe, weights, bootstrap,
-                        pack, progress)
+                        _block_parts, store, blocks[ahead], keys, locales, metrics, universe,
+                        weights, bootstrap, pack, progress)
             parts, missing = pending.pop(i).result()
             computed += missing
             for model in block:
@@ -340,7 +307,7 @@ def _locked(folder: Path | None):
 POOLS_FILE = "_pools.json"
 
 
-def _kept_pool(store: _Reads, folder: Path, model_ids: list[str], digests: dict[str, int],
+def _kept_pool(store: Store, folder: Path, model_ids: list[str], digests: dict[str, int],
                metrics: Sequence[str], test_sets: list[str], locales: list[str]
                ) -> tuple[np.ndarray, str]:
     """``U`` (what the query ``aggregation_instance_pool`` gives) as the union of each model's
@@ -381,13 +348,13 @@ def _rows_key(bootstrap: BootstrapConfig, metrics: Sequence[str], locales: Seque
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
-def _rows_digest(store: Store | _Reads) -> tuple[int | None, dict]:
+def _rows_digest(store: Store) -> tuple[int | None, dict]:
     """(write generation, digest of every per-model aggregate row) read in one snapshot."""
     row = store.query("aggregate_model_rows_digest")[0]
     return row.pop("generation"), row
 
 
-def _kept_rows(folder: Path, key: str, store: _Reads) -> tuple[dict[str, str], str | None]:
+def _kept_rows(folder: Path, key: str, store: Store) -> tuple[dict[str, str], str | None]:
     """model -> the replicates key its rows in the database were written from, when the
     record in ``folder`` was kept under ``key`` and the database's per-model rows are still
     the ones it describes (their digest); else an empty dict and why."""
@@ -429,7 +396,7 @@ def _counts(groups) -> dict[tuple[str, str, str], int]:
                         strict=True), columns["n"], strict=True))
 
 
-def _digests(store: _Reads, model_ids: list[str], scan: bool
+def _digests(store: Store, model_ids: list[str], scan: bool
              ) -> tuple[dict[str, int], dict[tuple[str, str, str], int], str]:
     """(model -> the digest of its statistics, segment scores and word-recall counts; (metric,
     model, test set) -> rows, as ``segment_counts``; a note of where they came from).
@@ -442,8 +409,8 @@ def _digests(store: _Reads, model_ids: list[str], scan: bool
     by another path) and, with ``scan``, for every model (a change that keeps the number of
     rows is seen only by the hashes)."""
     with ThreadPoolExecutor(max_workers=WORKERS) as reads:
-        recorded = reads.submit(store.concurrent().query, "recorded_statistics")
-        groups = reads.submit(store.concurrent().arrow, "recorded_statistics_groups")
+        recorded = reads.submit(store.query, "recorded_statistics")
+        groups = reads.submit(store.arrow, "recorded_statistics_groups")
         wanted = set(model_ids)
         records = {r["model_id"]: r for r in recorded.result() if r["model_id"] in wanted}
         if scan:
@@ -476,83 +443,79 @@ def _aggregate(store: Store, models: Sequence[str] | None, config: MetricConfig,
                progress: bool, replicates_dir: Path | None, scan_statistics: bool
                ) -> Aggregates:
     started = time.perf_counter()
-    with store.reader() as reader:  # every read before the write: one connection
-        reads = _Reads(store.path, reader)
-        fingerprint = dataset_fingerprint(reads)
-        rows = reads.arrow("all_scores").to_pylist()  # the rows of store.query, read as columns
-        if models is not None:
-            wanted = set(models)
-            rows = [r for r in rows if r["model_id"] in wanted]
-        rows = [r for r in rows if r["metric"] in config.metrics]  # the configured metrics only
-        if not rows:
-            raise AggregationError("no scores to aggregate; materialise scores first")
-        consistent = _check_consistency(rows, fingerprint, config.metrics)
-        signatures = {metric: signature for metric, (signature, _) in consistent.items()}
-        model_ids = sorted({r["model_id"] for r in rows})
-        locales = sorted({t["locale"] for t in reads.query("test_set_index") if t["locale"]})
-        metrics = tuple(config.metrics)
-        bootstrap = config.bootstrap_config()
-        test_sets = sorted({cultivar_test_set_name(loc) for loc in locales}
-                           | {flores_test_set_name(get_locale(loc).source_language)
-                              for loc in locales})
-        kept: dict[str, str] = {}  # what was taken from replicates_dir, and what not (and why)
-        digests: dict[str, int] = {}
-        recall_sums = None
-        if replicates_dir is None:
-            with ThreadPoolExecutor(max_workers=WORKERS) as reads_at:  # side by side
-                pool = reads_at.submit(reads.concurrent().query, "aggregation_instance_pool",
-                                       models=model_ids, metrics=list(metrics),
-                                       test_sets=test_sets, locales=locales)
-                counts = reads_at.submit(reads.concurrent().query, "segment_counts")
-                recall_sums = reads_at.submit(reads.concurrent().query, "word_recall_sums").result()
-                counts = _counts(counts.result())
-        else:  # the same counts, and each model's digest
-            digests, counts, kept["digests"] = _digests(reads, model_ids, scan_statistics)
-        _check_statistics(counts, rows)
-        if replicates_dir is None:
-            universe = np.asarray([r["segment_id"] for r in pool.result()], dtype=np.int64)
-        else:
-            universe, kept["pools"] = _kept_pool(reads, replicates_dir, model_ids, digests,
-                                                 metrics, test_sets, locales)
-        del counts
-        if len(universe) == 0:
-            raise AggregationError("no statistics for the scored models and locales")
-        weights = bootstrap_weights(len(universe), bootstrap)
-        pack = keys = None
-        if replicates_dir is not None:
-            pack = ReplicatesPack(replicates_dir)
-            keys = _replicates_keys(rows, model_ids, locales, metrics, universe, bootstrap, digests)
-        computed: list[str] = []
-        # one BLAS thread per product: the blocks' threads (WORKERS) use the cores instead; BLAS's
-        # own threads beside them only wait on each other
-        with threadpool_limits(limits=1, user_api="blas"):
-            parts = _model_parts(reads, model_ids, keys or {}, locales, metrics, universe, weights,
-                                 bootstrap, pack, progress, computed)
-            result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
-        if pack is not None:
-            pack.save(model_ids)
-            named = ", ".join(computed[:10]) + (", …" if len(computed) > 10 else "")
-            kept["replicates"] = (f"{len(model_ids) - len(computed)} models' kept, "
-                                  f"{len(computed)} computed" + (f" ({named})" if computed else ""))
-        # the per-model rows to write: every model's, or (with a record of the rows the database
-        # holds) those of the models whose replicates differ from the ones their rows came from
-        written: dict[str, str] = {}
-        rows_key = None
-        if replicates_dir is not None and keys is not None:
-            rows_key = _rows_key(bootstrap, metrics, locales)
-            written, why = _kept_rows(replicates_dir, rows_key, reads)
-            kept["rows"] = why or ("per-model rows rewritten for the models changed, added "
-                                   "or removed")
-        rewrite = ([m for m in model_ids if written.get(m) != keys[m]] if written
-                   else list(model_ids))
-        removed = sorted(set(written) - set(model_ids))
-        chosen = set(rewrite)
-        if recall_sums is None:
-            recall_sums = reads.query("word_recall_sums_of_models", models=sorted(chosen))
-        recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
-            {"model_id": r["model_id"], "locale": r["locale"],
-             **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
-            for r in recall_sums if r["model_id"] in chosen]
+    fingerprint = dataset_fingerprint(store)
+    rows = store.arrow("all_scores").to_pylist()  # the rows of store.query, read as columns
+    if models is not None:
+        wanted = set(models)
+        rows = [r for r in rows if r["model_id"] in wanted]
+    rows = [r for r in rows if r["metric"] in config.metrics]  # the configured metrics only
+    if not rows:
+        raise AggregationError("no scores to aggregate; materialise scores first")
+    consistent = _check_consistency(rows, fingerprint, config.metrics)
+    signatures = {metric: signature for metric, (signature, _) in consistent.items()}
+    model_ids = sorted({r["model_id"] for r in rows})
+    locales = sorted({t["locale"] for t in store.query("test_set_index") if t["locale"]})
+    metrics = tuple(config.metrics)
+    bootstrap = config.bootstrap_config()
+    test_sets = sorted({cultivar_test_set_name(loc) for loc in locales}
+                       | {flores_test_set_name(get_locale(loc).source_language)
+                          for loc in locales})
+    kept: dict[str, str] = {}  # what was taken from replicates_dir, and what not (and why)
+    digests: dict[str, int] = {}
+    recall_sums = None
+    if replicates_dir is None:
+        with ThreadPoolExecutor(max_workers=WORKERS) as reads:  # independent reads, side by side
+            pool = reads.submit(store.query, "aggregation_instance_pool", models=model_ids,
+                                metrics=list(metrics), test_sets=test_sets, locales=locales)
+            counts = reads.submit(store.query, "segment_counts")
+            recall_sums = reads.submit(store.query, "word_recall_sums").result()
+            counts = _counts(counts.result())
+    else:  # the same counts, and each model's digest
+        digests, counts, kept["digests"] = _digests(store, model_ids, scan_statistics)
+    _check_statistics(counts, rows)
+    if replicates_dir is None:
+        universe = np.asarray([r["segment_id"] for r in pool.result()], dtype=np.int64)
+    else:
+        universe, kept["pools"] = _kept_pool(store, replicates_dir, model_ids, digests,
+                                             metrics, test_sets, locales)
+    del counts
+    if len(universe) == 0:
+        raise AggregationError("no statistics for the scored models and locales")
+    weights = bootstrap_weights(len(universe), bootstrap)
+    pack = keys = None
+    if replicates_dir is not None:
+        pack = ReplicatesPack(replicates_dir)
+        keys = _replicates_keys(rows, model_ids, locales, metrics, universe, bootstrap, digests)
+    computed: list[str] = []
+    # one BLAS thread per product: the blocks' threads (WORKERS) use the cores instead; BLAS's
+    # own threads beside them only wait on each other
+    with threadpool_limits(limits=1, user_api="blas"):
+        parts = _model_parts(store, model_ids, keys or {}, locales, metrics, universe, weights,
+                             bootstrap, pack, progress, computed)
+        result = combine(parts, model_ids, locales, metrics, len(universe), bootstrap)
+    if pack is not None:
+        pack.save(model_ids)
+        named = ", ".join(computed[:10]) + (", …" if len(computed) > 10 else "")
+        kept["replicates"] = (f"{len(model_ids) - len(computed)} models' kept, "
+                              f"{len(computed)} computed" + (f" ({named})" if computed else ""))
+    # the per-model rows to write: every model's, or (with a record of the rows the database
+    # holds) those of the models whose replicates differ from the ones their rows came from
+    written: dict[str, str] = {}
+    rows_key = None
+    if replicates_dir is not None and keys is not None:
+        rows_key = _rows_key(bootstrap, metrics, locales)
+        written, why = _kept_rows(replicates_dir, rows_key, store)
+        kept["rows"] = why or "per-model rows rewritten for the models changed, added or removed"
+    rewrite = ([m for m in model_ids if written.get(m) != keys[m]] if written
+               else list(model_ids))
+    removed = sorted(set(written) - set(model_ids))
+    chosen = set(rewrite)
+    if recall_sums is None:
+        recall_sums = store.query("word_recall_sums_of_models", models=sorted(chosen))
+    recall_table = [  # per (model, locale): word_recall.rates_from_sums of the summed counts
+        {"model_id": r["model_id"], "locale": r["locale"],
+         **vars(rates_from_sums(*(int(r[c]) for c in RECALL_COLUMNS), r["n_instances"]))}
+        for r in recall_sums if r["model_id"] in chosen]
     ranks_file = key = None
     previous_ranks = None
     if replicates_dir is not None:

@@ -762,16 +762,11 @@ class ReplicatesPack:
             self._data = np.memmap(data, dtype=np.float64, mode="r",
                                    shape=(self._length,)).view(np.ndarray)
 
-    def has(self, model: str, key: str) -> bool:
-        """Whether the model's part is kept under ``key`` (:meth:`get` gives it)."""
-        entry = self.entries.get(model)
-        return entry is not None and entry["key"] == key and self._data is not None
-
     def get(self, model: str, key: str) -> ModelReplicates | None:
         """The model's kept part, if it was kept under ``key``; None otherwise."""
-        if not self.has(model, key):
+        entry = self.entries.get(model)
+        if entry is None or entry["key"] != key or self._data is None:
             return None
-        entry = self.entries[model]
         start = entry["offset"]
         return _part_from(entry["meta"], self._data[start:start + entry["size"]])
 
