@@ -338,11 +338,31 @@ def previous_build_removed(site: Path, ended: float) -> float:
     """Seconds from ``ended`` (the site asset's end) until the previous build, removed by a
     detached process (not timed by the asset), is gone: waited for, so that no later timing
     overlaps it. Stops after 600 s, naming the folder."""
+    global _REMOVED_AT
     while left := sorted(site.parent.glob(f".{site.name}.*")):
         if time.perf_counter() - ended > 600:
             raise SystemExit(f"the previous build {left[0]} was not removed within 600 s")
         time.sleep(0.01)
-    return round(time.perf_counter() - ended, 2)
+    _REMOVED_AT = time.perf_counter()
+    return round(_REMOVED_AT - ended, 2)
+
+
+_REMOVED_AT: float | None = None  # when the last previous build was gone (perf_counter)
+
+
+def settle(seconds: float) -> float:
+    """Wait until ``seconds`` have passed since the last previous build was removed
+    (:func:`previous_build_removed`); the seconds waited. On ext4 without a journal (this
+    development machine's filesystem) a file created within 30 s of the removal of many
+    others costs kernel time (ext4's ``recently_deleted`` skips the recently freed inodes), so
+    builds timed seconds after the previous one's removal pay for it; a site rebuilt after a
+    model's translation and scoring follows the previous build by minutes. ``--settle 30``
+    times the builds as those meet the filesystem, ``--settle 0`` back to back."""
+    if _REMOVED_AT is None or seconds <= 0:
+        return 0.0
+    wait = max(0.0, seconds - (time.perf_counter() - _REMOVED_AT))
+    time.sleep(wait)
+    return round(wait, 2)
 
 
 def timed_build(store: Store, site: Path, mode: str, web_cache: Path,
@@ -417,6 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="time the one-model rebuild this many times from the same "
                         "previous build (the median is reported, every run listed)")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="before each timed build, wait until this many seconds have "
+                        "passed since the previous build was removed (see settle(); 30 for "
+                        "builds that do not follow each other within seconds)")
     parser.add_argument("--no-browser", action="store_true",
                         help="leave out the leaderboard's timings in Chromium")
     parser.add_argument("--workdir", type=Path, help="keep each size's filled database here "
@@ -471,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         full, full_charts, full_parts, full_site, full_cpu, full_load, _ = timed_build(
             store, site, mode, cache)
         browser = None if args.no_browser else leaderboard_timings(site)
+        settle(args.settle)
         (_, again_charts, again_parts, again_site, again_cpu, again_load,
          again_removed) = timed_build(store, site, mode, cache, models=[])
         add_one(store, n_models, args.replicates)
@@ -481,11 +506,12 @@ def main(argv: list[str] | None = None) -> int:
         for attempt in range(args.repeat):
             if attempt:
                 forget_svgs(svgs)  # each run renders the new model's charts, as the first did
+            settle(args.settle)
             runs.append(timed_build(store, site, mode, cache,
                                     models=[model_spec(n_models).id]))
         plus, plus_charts, plus_parts, plus_site, plus_cpu, plus_load, plus_removed = sorted(
             runs, key=lambda run: run[2] + run[3])[len(runs) // 2]
-        result = {"models": n_models, "database_s": round(filled, 1),
+        result = {"models": n_models, "database_s": round(filled, 1), "settle_s": args.settle,
                   "full_s": round(full_site + full_parts, 2),
                   "unchanged_s": round(again_site + again_parts, 2),
                   "plus_one_s": round(plus_site + plus_parts, 2),

@@ -63,3 +63,21 @@ def test_the_bench_times_what_the_charts_and_site_assets_run(tmp_path, monkeypat
     assert again[6] >= 0 and [p.name for p in tmp_path.glob(".site.*")] == []
     assert again[0].assembled_models == 2 and again[2] < parts_s
     assert sorted(p.name for p in (tmp_path / "site-models").iterdir()) == parts
+
+
+def test_settle_waits_what_is_left_of_the_seconds_since_the_last_removal(monkeypatch):
+    """``--settle S``: each timed build starts S seconds after the previous build was removed
+    at the earliest; nothing is waited for before any removal, or with S = 0."""
+    import bench_site
+
+    waited: list[float] = []
+    monkeypatch.setattr(bench_site.time, "sleep", waited.append)
+    monkeypatch.setattr(bench_site, "_REMOVED_AT", None)
+    assert bench_site.settle(30) == 0.0 and waited == []
+    now = bench_site.time.perf_counter()
+    monkeypatch.setattr(bench_site, "_REMOVED_AT", now - 12.0)  # removed 12 s ago
+    assert 17.5 < bench_site.settle(30) <= 18.0
+    assert len(waited) == 1 and 17.5 < waited[0] <= 18.0
+    assert bench_site.settle(0) == 0.0 and len(waited) == 1
+    monkeypatch.setattr(bench_site, "_REMOVED_AT", now - 45.0)  # long enough ago
+    assert bench_site.settle(30) == 0.0 and waited[-1] == 0.0
