@@ -194,11 +194,11 @@ def mix_models(store: Store, models: range, pool: int, seed: int) -> None:
             con.execute(f"""INSERT INTO raw.{table} BY NAME
                 SELECT t.* REPLACE (a.model_id AS model_id) FROM assign a
                 JOIN raw.{table} t ON t.model_id = a.pool_id AND t.{key} = a.segment_id""")
-        stats = con.execute("""SELECT model_id, test_set, metric, segment_id, stats
+        stats = con.sql("""SELECT model_id, test_set, metric, segment_id, stats
             FROM raw.segment_stats WHERE list_contains($pool, model_id)
-            ORDER BY metric, test_set, model_id, segment_id""", {"pool": pool_ids}
-                            ).to_arrow_table()
-        templates = {(r["test_set"], r["metric"]): r for r in con.execute(
+            ORDER BY metric, test_set, model_id, segment_id""", params={"pool": pool_ids}
+                        ).to_arrow_table()
+        templates = {(r["test_set"], r["metric"]): r for r in con.sql(
             "SELECT * FROM raw.scores WHERE model_id = 'model-000'").to_arrow_table(
             ).to_pylist()}
         position = {s: j for j, s in enumerate(segment_ids)}
