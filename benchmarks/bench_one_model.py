@@ -54,7 +54,10 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -247,19 +250,30 @@ def child(folder: Path, model_id: str, replicates: int, web_cache: Path) -> None
     print(json.dumps(figures), flush=True)
 
 
+@contextmanager
+def scratch_copy(before: Path, workdir: Path, n_models: int) -> Iterator[Path]:
+    """A copy of ``before`` in a folder of this run's own under ``workdir``
+    (``scratch-<models>-<random>``, made by :func:`tempfile.mkdtemp`: runs at once on one
+    workdir each have theirs), removed when the block ends, also when it fails."""
+    scratch = Path(tempfile.mkdtemp(prefix=f"scratch-{n_models}-", dir=workdir))
+    try:
+        shutil.copytree(before, scratch, dirs_exist_ok=True)
+        yield scratch
+    finally:
+        shutil.rmtree(scratch)
+
+
 def run(n_models: int, segments: int, replicates: int, workdir: Path, web_cache: Path
         ) -> dict:
-    """The leaderboard before (made once), copied; the model added to the copy and timed."""
+    """The leaderboard before (made once), copied (:func:`scratch_copy`); the model added to the
+    copy and timed."""
     from cultivar_assets.store.database import Store
 
     before = prepared(workdir, n_models, segments, replicates, web_cache)
     with Store(before / "bench.duckdb").connect():  # a file of an earlier schema version
         pass  # migrated once (not timed)
     parts_brought_up_to_date(before, web_cache)
-    scratch = workdir / f"scratch-{n_models}"
-    shutil.rmtree(scratch, ignore_errors=True)
-    shutil.copytree(before, scratch)
-    try:
+    with scratch_copy(before, workdir, n_models) as scratch:
         model_id = added_translations(scratch, n_models)
         os.sync()  # the copy's writeback done before the timings, not during them
         done = subprocess.run([sys.executable, __file__, "--child", str(scratch), model_id,
@@ -270,8 +284,6 @@ def run(n_models: int, segments: int, replicates: int, workdir: Path, web_cache:
             raise SystemExit(f"the timed stages failed ({done.returncode}):\n"
                              f"{done.stderr[-3000:]}")
         figures = json.loads(done.stdout.strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return {"models": n_models, "segments": segments, "replicates": replicates,
             "added": model_id, **figures}
 

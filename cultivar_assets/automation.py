@@ -265,9 +265,11 @@ def build_automation_sensor(
         target=dg.AssetSelection.all(),
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=interval_seconds,
-        description="Requests the results, error analysis, charts and site once new scores "
-                    "(or recorded failures) have landed, once per batch; the dataset folder "
-                    "after new test sets; the push only where a repo and token are configured. "
+        description="Requests the results, error analysis and charts once new scores have "
+                    "landed, once per batch; then each model's part of the site whose scores "
+                    "they loaded; then the site (also after recorded failures); the locale "
+                    "shards, every model's part and the dataset folder after new test sets; the "
+                    "push only where a repo and token are configured. "
                     f"Ticks every {interval_seconds} s (automation.automation_sensor_interval_"
                     "seconds).",
     )

@@ -1,6 +1,7 @@
 """With the real Dagster daemon running, new registry entries end on the site's leaderboard page
 without a manual launch: the registry sensor runs the new models, then the automation sensor
-recomputes the results and rebuilds the site once for the batch.
+recomputes the results, writes the new models' parts of the site and rebuilds the site once for
+the batch.
 
 Slow: a first `cultivar run` (two copy baselines on the demo data), then `dagster-daemon run`
 on the project's definitions with a settings file (`CULTIVAR_CONFIG`) whose sensors tick fast.
@@ -125,16 +126,27 @@ def test_new_registry_entries_reach_the_site_without_a_manual_launch(operator):
             [site_run] = {r.run_id for r in sites}
             automated = instance.get_run_by_id(site_run)
             assert automated.tags.get("dagster/from_automation_condition") == "true"
-            for key in ("leaderboard", "error_analysis", "charts"):  # followed, in that run
+            # the results first, in one run of their own
+            [results_run] = {r.run_id for r in _materialisations(instance, "leaderboard",
+                                                                 after=finished)}
+            for key in ("model_results", "error_analysis", "charts"):  # followed, in that run
                 assert [r.run_id for r in _materialisations(instance, key, after=finished)] == [
-                    site_run], key
+                    results_run], key
+            # then the new models' parts (theirs alone), then the site, which made none itself
+            parts = _materialisations(instance, "model_site", after=finished)
+            assert sorted(r.asset_materialization.partition for r in parts) == sorted(NEW)
+            part_runs = {r.run_id for r in parts}
+            assert not part_runs & {results_run, site_run} and results_run != site_run
+            made_here = sites[0].asset_materialization.metadata["models_made_here"].value
+            assert made_here == []
             # the dataset folder holds no scores (its input, test_sets, did not change) and no
             # push is configured: the automation launched nothing for either
             assert _materialisations(instance, "hf_dataset_folder", after=finished) == []
             assert _materialisations(instance, "hf_dataset_push", after=finished) == []
             launched = {r.run_id for r in instance.get_runs()
                         if r.tags.get("cultivar/entry") != "cli"}  # not the first cultivar run
-            assert launched == {r.run_id for r in runs} | {site_run}  # nothing else launched
+            # nothing else launched
+            assert launched == {r.run_id for r in runs} | {results_run, site_run} | part_runs
             print(f"new models on the site {seconds:.0f} s after the registry edit")
     finally:
         stop_group(daemon.pid, grace=30, child=daemon)

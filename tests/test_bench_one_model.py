@@ -38,3 +38,24 @@ def test_the_bench_adds_one_model_and_times_every_stage(tmp_path, monkeypatch):
     assert bench_one_model.main(args) == 0  # the leaderboard before is reused, not made again
     assert made.stat().st_mtime_ns == before
     assert [p.name for p in (tmp_path / "work").iterdir()] == ["one-model-3x5-r20"]
+
+
+def test_runs_on_one_workdir_each_copy_into_a_folder_of_their_own_removed_after(tmp_path):
+    """Two runs at once on one workdir: each copy of the leaderboard before is its own folder
+    (the two used to share ``scratch-<models>``), and each is removed when its run ends, also
+    when the run fails."""
+    import bench_one_model
+
+    before = tmp_path / "work" / "before"
+    (before / "root").mkdir(parents=True)
+    (before / "root" / "test_sets.json").write_text("{}", "utf-8")
+    workdir = tmp_path / "work"
+    with bench_one_model.scratch_copy(before, workdir, 3) as first:
+        with (pytest.raises(RuntimeError, match="the timed stages failed"),
+              bench_one_model.scratch_copy(before, workdir, 3) as second):
+            assert second != first and second.parent == first.parent == workdir
+            (second / "root" / "test_sets.json").write_text("changed", "utf-8")
+            raise RuntimeError("the timed stages failed")
+        assert not second.exists()
+        assert (first / "root" / "test_sets.json").read_text("utf-8") == "{}"
+    assert sorted(p.name for p in workdir.iterdir()) == ["before"]

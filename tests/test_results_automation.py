@@ -105,8 +105,8 @@ def test_results_follow_once_per_batch_and_no_update_is_lost():
         assert evaluate(again.cursor).total_requested == 0
 
 
-RESULTS = ("model_results", "leaderboard", "error_annotation_tool", "error_analysis", "charts",
-           "site")
+RESULTS = ("model_results", "leaderboard", "error_annotation_tool", "error_analysis", "charts")
+PARTS = ("model_site", "locale_shards", "site")
 OTHERS = ("reported_results", "hf_dataset_folder", "hf_dataset_push", "translations")
 
 
@@ -121,10 +121,11 @@ def _settings(tmp_path) -> Settings:
 
 
 @pytest.mark.slow
-def test_new_scores_bring_the_results_and_site_and_a_failure_the_site(tmp_path):
-    """The real graph: new scores request the leaderboard, the error analysis, the charts and
-    the site (not the dataset folder: it holds no scores); a model's recorded failure requests
-    the site alone."""
+def test_new_scores_bring_the_results_then_the_models_part_then_the_site(tmp_path):
+    """The real graph: new scores request the leaderboard, the error analysis and the charts
+    (not the dataset folder: it holds no scores); once they are written, the model's part; then
+    the site, which assembles the part (``models_made_here`` empty; the site made it itself when
+    ``model_site`` had no condition). A model's recorded failure requests the site alone."""
     from test_automation import _failed_run, _sense_failure
 
     from cultivar_assets.settings import AutomationConfig
@@ -132,28 +133,53 @@ def test_new_scores_bring_the_results_and_site_and_a_failure_the_site(tmp_path):
     settings = _settings(tmp_path)
     resources = resources_from_settings(settings)
     defs = dg.Definitions(assets=ASSETS, resources=resources)
+    model = "copy-source-baseline"
+    everything = (*RESULTS, *PARTS, *OTHERS)
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("models", ["copy-source-baseline"])
-        for selection, partition in ((["test_sets"], None),
-                                     (["translations", "scores"], "copy-source-baseline"),
-                                     ([*RESULTS, "reported_results", "hf_dataset_folder"], None)):
+        instance.add_dynamic_partitions("models", [model])
+
+        def run(selection, partition=None):
+            """A run as the automation launches it: its tag, and its asset selection recorded
+            (what Dagster's any_deps_updated reads to ignore the run's own updates)."""
+            keys = [dg.AssetKey(key) for key in selection]
+            job = defs.resolve_implicit_job_def_def_for_assets(keys)
+            assert job.execute_in_process(instance=instance, asset_selection=keys,
+                                          partition_key=partition,
+                                          tags={AUTOMATION_RUN_TAG: "true"}).success
+
+        for selection, partition in ((["test_sets"], None), (["translations", "scores"], model),
+                                     ([*RESULTS, "locale_shards", "site", "reported_results",
+                                       "hf_dataset_folder"], None)):
             assert dg.materialize(ASSETS, selection=selection, partition_key=partition,
                                   resources=resources, instance=instance).success
         quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
         assert quiet.total_requested == 0
-        assert dg.materialize(ASSETS, selection=["scores"], partition_key="copy-source-baseline",
+        assert dg.materialize(ASSETS, selection=["scores"], partition_key=model,
                               resources=resources, instance=instance).success
         after = dg.evaluate_automation_conditions(defs=defs, instance=instance,
                                                   cursor=quiet.cursor)
-        assert _requested(after, RESULTS) == dict.fromkeys(RESULTS, 1)
-        assert _requested(after, OTHERS) == dict.fromkeys(OTHERS, 0)
+        assert _requested(after, everything) == {**dict.fromkeys(everything, 0),
+                                                 **dict.fromkeys(RESULTS, 1)}
+        run(list(RESULTS))
+        part = dg.evaluate_automation_conditions(defs=defs, instance=instance,
+                                                 cursor=after.cursor)
+        assert _requested(part, everything) == {**dict.fromkeys(everything, 0), "model_site": 1}
+        assert part.get_requested_partitions(dg.AssetKey("model_site")) == {model}
+        run(["model_site"], model)
+        built = dg.evaluate_automation_conditions(defs=defs, instance=instance,
+                                                  cursor=part.cursor)
+        assert _requested(built, everything) == {**dict.fromkeys(everything, 0), "site": 1}
+        run(["site"])
+        metadata = instance.get_latest_materialization_event(
+            dg.AssetKey("site")).asset_materialization.metadata
+        assert metadata["models_made_here"].value == []
+        assert metadata["locale_shards_made_here"].value is False
 
-        run, event = _failed_run(instance)  # a run of the model "beta" fails, is recorded
-        _sense_failure(instance, run, event, settings, AutomationConfig())
+        run_, event = _failed_run(instance)  # a run of the model "beta" fails, is recorded
+        _sense_failure(instance, run_, event, settings, AutomationConfig())
         failed = dg.evaluate_automation_conditions(defs=defs, instance=instance,
-                                                   cursor=after.cursor)
-        assert _requested(failed, (*RESULTS, *OTHERS)) == {
-            **dict.fromkeys((*RESULTS, *OTHERS), 0), "site": 1}
+                                                   cursor=built.cursor)
+        assert _requested(failed, everything) == {**dict.fromkeys(everything, 0), "site": 1}
 
 
 def test_the_push_follows_the_folder_only_where_configured(tmp_path, monkeypatch):

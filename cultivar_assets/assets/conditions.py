@@ -20,6 +20,30 @@ landed after the request was made) wins over that request. A materialisation by 
 flood of runs when the daemon starts). Unlike ``eager()``, a missing dependency does not
 block: a model that was registered but never scored (or whose runs fail) must not keep the
 leaderboard from following the others.
+
+The site's parts have conditions of their own, and the site waits for them, so that the site
+assembles parts written by their assets (``models_made_here`` empty) rather than making them:
+
+- ``AFTER_LOADED_SCORES`` (``model_site``, per model): a partition is *due* once its model's
+  ``scores`` partition, ``test_sets`` or a settings section it reads has been updated since the
+  partition was handled, or once the partition is newly missing (a model's partition added to
+  ``models``), and never while its ``scores`` partition or ``test_sets`` is missing (a model not
+  scored yet). After new scores it also waits until ``model_results`` has been updated since
+  them (``model_site`` reads the model's rows, which only ``model_results`` loads; it is not a
+  dependency, which would make every part stale whenever any model's rows are loaded). Not
+  while a run of ``model_results``, a dependency or itself is in progress. So a new model's part
+  is requested on the tick after the results run, that model's partition alone; a new dataset
+  requests every model's part.
+- ``AFTER_NEW_DATASET`` (``locale_shards``, made from the dataset alone): due as above (its
+  dependencies are ``test_sets`` and the settings section ``site``), so new results do not
+  request it.
+- ``AFTER_NEW_RESULTS_AND_PARTS`` (``site``): ``AFTER_NEW_RESULTS`` and no ``model_site``
+  partition and not ``locale_shards`` due. A new model's results therefore take three runs:
+  the results (``model_results`` to ``charts``), the model's part, the site.
+
+Partitions that are missing when the sensor first evaluates (parts never written) are not
+requested, like ``eager()``'s: the site makes their files (``models_made_here``) until a run
+writes them.
 """
 
 import dagster as dg
@@ -39,6 +63,41 @@ AFTER_NEW_RESULTS = (
     & ~dg.AutomationCondition.any_deps_in_progress()
     & ~dg.AutomationCondition.in_progress()
 ).with_label("after new results, once per batch")
+
+# The site's parts: ``model_site`` (per model) and ``locale_shards`` (from the dataset). Named by
+# key: their assets import this module.
+MODEL_RESULTS, MODEL_PARTS = "model_results", ("model_site", "locale_shards")
+
+# due: a dependency updated, or the partition newly missing (a model's partition added), since
+# the asset was last handled; never while its scores or the test sets are missing (a model not
+# scored yet). (Other dependencies, the settings sections, are observed, not materialised.)
+_DUE = (
+    (dg.AutomationCondition.newly_missing() | _UPDATED).since(_HANDLED)
+    & ~dg.AutomationCondition.any_deps_missing().allow(
+        dg.AssetSelection.assets("scores", "test_sets"))
+).with_label("new upstream data or newly missing, since handled; scores and test sets present")
+_IDLE = ~dg.AutomationCondition.any_deps_in_progress() & ~dg.AutomationCondition.in_progress()
+
+# a model's scores partition updated after model_results last updated: the database does not
+# hold the model's new files yet (model_site refuses to run until it does)
+_AWAITING_LOAD = dg.AutomationCondition.any_deps_updated().allow(
+    dg.AssetSelection.assets("scores")).since(
+    dg.AutomationCondition.asset_matches(MODEL_RESULTS, dg.AutomationCondition.newly_updated())
+).with_label("scores updated since model_results last updated")
+
+AFTER_NEW_DATASET = (_DUE & _IDLE).with_label("after a new dataset, or newly missing")
+
+# a run of model_results in progress (it may be loading the model's files)
+_RESULTS_RUNNING = dg.AutomationCondition.asset_matches(
+    MODEL_RESULTS, dg.AutomationCondition.in_progress()).with_label("model_results in progress")
+
+AFTER_LOADED_SCORES = (_DUE & ~_AWAITING_LOAD & ~_RESULTS_RUNNING & _IDLE).with_label(
+    "after new scores are loaded or a new dataset, or newly missing")
+
+AFTER_NEW_RESULTS_AND_PARTS = (
+    AFTER_NEW_RESULTS
+    & ~dg.AutomationCondition.any_deps_match(_DUE).allow(dg.AssetSelection.assets(*MODEL_PARTS))
+).with_label("after new results, once per batch, once no part of the site is due")
 
 # Failed runs are recorded in the database by the run-failure sensor (raw.run_failures), which
 # reports a materialisation of this asset for each failed run of a model: the site depends on

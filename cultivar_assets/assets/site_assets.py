@@ -7,7 +7,13 @@ import dagster as dg
 
 from cultivar_assets.assets.aggregate_assets import leaderboard, reported_results
 from cultivar_assets.assets.analysis_assets import error_analysis
-from cultivar_assets.assets.conditions import AFTER_NEW_RESULTS, run_failures
+from cultivar_assets.assets.conditions import (
+    AFTER_LOADED_SCORES,
+    AFTER_NEW_DATASET,
+    AFTER_NEW_RESULTS,
+    AFTER_NEW_RESULTS_AND_PARTS,
+    run_failures,
+)
 from cultivar_assets.assets.model_assets import models_partitions, scores
 from cultivar_assets.assets.safety import redacting
 from cultivar_assets.publish.card import card_for_store
@@ -52,7 +58,8 @@ def charts(site: SiteResource, store: StoreResource):
 # judges each partition by its own scores partition's records after that id, so a part is stale
 # exactly when its own model's scores changed (tests/test_site_model_asset.py).
 @dg.asset(group_name="site", partitions_def=models_partitions, deps=[scores, "test_sets"],
-          kinds={"html"}, backfill_policy=dg.BackfillPolicy.single_run())
+          kinds={"html"}, backfill_policy=dg.BackfillPolicy.single_run(),
+          automation_condition=AFTER_LOADED_SCORES)
 @redacting
 def model_site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource):
     """Each model's part of the static site (:mod:`cultivar_assets.site.model_part`: its
@@ -97,7 +104,8 @@ def model_site(context: dg.AssetExecutionContext, site: SiteResource, store: Sto
 
 # made from the dataset alone (its instances, each locale's script) and the originals policy:
 # a new model's results leave it fresh
-@dg.asset(group_name="site", deps=["test_sets"], kinds={"json"})
+@dg.asset(group_name="site", deps=["test_sets"], kinds={"json"},
+          automation_condition=AFTER_NEW_DATASET)
 @redacting
 def locale_shards(site: SiteResource, store: StoreResource):
     """The site's locale shards (:mod:`cultivar_assets.site.locale_shards`: each present
@@ -121,7 +129,7 @@ def locale_shards(site: SiteResource, store: StoreResource):
                                    reported_results, "test_sets", "model_results", model_site,
                                    locale_shards],
           kinds={"html"},
-          automation_condition=AFTER_NEW_RESULTS)
+          automation_condition=AFTER_NEW_RESULTS_AND_PARTS)
 @redacting
 def site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource,
          hf_publish: HubPublishResource):

@@ -13,7 +13,8 @@ the Query page's inputs, and the optional DuckDB file.
   the storage format of the Query page's DuckDB-Wasm (:data:`QUERY_STORAGE_VERSION`),
   gzip-compressed; the page attaches it READ_ONLY, so DuckDB itself refuses any change to a
   published table (DuckDB-Wasm's parquet reader is an extension that would be downloaded from
-  the internet; its own file format is built in).
+  the internet; its own file format is built in). The same tables give the same bytes
+  (:func:`query_database_gz_bytes`).
 - ``downloads/cultivar.duckdb`` (only when configured): the published tables as a fresh DuckDB
   file in the storage format DuckDB 1.5 reads — not a copy of the working database.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import struct
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -106,18 +108,79 @@ def ipc_gz_bytes(table: pa.Table) -> bytes:
     return gzip.compress(sink.getvalue().to_pybytes(), compresslevel=IPC_GZIP_LEVEL, mtime=0)
 
 
+# DuckDB's main header (the file's first 4,096 bytes): an 8-byte checksum, then "DUCK", the
+# storage version, four flags, the writing library's version and source id (32 bytes each), 8
+# bytes of encryption metadata and a 16-byte database identifier that DuckDB draws at random
+# for every new file (the salt of its encryption, and what pairs a write-ahead log with its
+# file). The checksum is DuckDB's: 5381 XOR each 8-byte word of the rest of the header times
+# :data:`_CHECKSUM_MULTIPLIER` (mod 2**64).
+_HEADER_SIZE = 4096
+_MAGIC = (8, b"DUCK")
+_DB_IDENTIFIER = slice(124, 140)
+_CHECKSUM_MULTIPLIER = 0xBF58476D1CE4E5B9
+
+
+def _header_checksum(header: bytes) -> int:
+    result = 5381
+    for (word,) in struct.iter_unpack("<Q", header[8:_HEADER_SIZE]):
+        result ^= (word * _CHECKSUM_MULTIPLIER) & 0xFFFF_FFFF_FFFF_FFFF
+    return result
+
+
+def _without_identifier(header: bytes, path: Path) -> bytes:
+    """``header`` (the main header of the DuckDB file ``path``) with its database identifier
+    set to zeros and its checksum recomputed; raises :class:`ValueError` where the header is
+    not laid out as above."""
+    start, magic = _MAGIC
+    if (len(header) != _HEADER_SIZE or header[start:start + len(magic)] != magic
+            or struct.unpack_from("<Q", header)[0] != _header_checksum(header)):
+        raise ValueError(f"{path}: not a DuckDB main header with DuckDB's checksum (this DuckDB "
+                         f"{duckdb.__version__} lays it out otherwise); not published")
+    out = bytearray(header)
+    out[_DB_IDENTIFIER] = bytes(_DB_IDENTIFIER.stop - _DB_IDENTIFIER.start)
+    struct.pack_into("<Q", out, 0, _header_checksum(bytes(out)))
+    return bytes(out)
+
+
+def _reproducible(path: Path) -> None:
+    """Sets the random database identifier of the closed DuckDB file ``path`` to zeros in
+    place (:func:`_without_identifier`). The file has no encryption and no write-ahead log, the
+    two things that read the identifier; where a write-ahead log is left (the checkpoint on
+    closing did not complete) it raises and changes nothing."""
+    wal = path.with_name(path.name + ".wal")
+    if wal.exists():
+        raise RuntimeError(f"{wal}: DuckDB left a write-ahead log after closing {path.name} "
+                           "(its checkpoint did not complete); not published")
+    with open(path, "r+b") as handle:
+        header = _without_identifier(handle.read(_HEADER_SIZE), path)
+        handle.seek(0)
+        handle.write(header)
+
+
+#: The settings of a DuckDB file that the site publishes: the tables are written by one thread
+#: (several threads place the row groups' blocks in the order they finish).
+_ONE_WRITER = {"threads": 1}
+
+
 def query_database_gz_bytes(tables: Sequence[tuple[str, pa.Table]]) -> bytes:
     """``tables`` (name, table) as the tables of a fresh DuckDB file in
-    :data:`QUERY_STORAGE_VERSION`, gzip-compressed (the Query page's input)."""
+    :data:`QUERY_STORAGE_VERSION`, gzip-compressed (the Query page's input).
+
+    The bytes are a function of ``tables`` (their order, names and rows) and of the DuckDB
+    library that writes them: one thread writes the tables in the given order
+    (:data:`_ONE_WRITER`), the file is checkpointed when the connection closes, its random
+    database identifier is set to zeros (:func:`_reproducible`), and gzip records no file name
+    and mtime 0."""
     with tempfile.TemporaryDirectory(prefix="cultivar-query-") as folder:
         path = Path(folder) / "published.duckdb"
-        con = duckdb.connect(str(path),
-                             config={"storage_compatibility_version": QUERY_STORAGE_VERSION})
+        con = duckdb.connect(str(path), config={
+            "storage_compatibility_version": QUERY_STORAGE_VERSION, **_ONE_WRITER})
         try:
             for name, table in tables:
                 con.from_arrow(table).create(name)
         finally:
             con.close()
+        _reproducible(path)
         return gzip.compress(path.read_bytes(), compresslevel=IPC_GZIP_LEVEL, mtime=0)
 
 
@@ -170,9 +233,11 @@ def export_database(downloads: Path, tables: Sequence[str], translation_files: S
                     target: Path) -> None:
     """``downloads/cultivar.duckdb`` from the site's parquet files (see the module docstring):
     one table per name of ``tables`` (the published tables this build wrote, and ``segments``)
-    from ``downloads/<name>.parquet``, then ``translations`` from ``translation_files``."""
+    from ``downloads/<name>.parquet``, then ``translations`` from ``translation_files``. The
+    same files give the same bytes (one writing thread, :func:`_reproducible`)."""
     target.unlink(missing_ok=True)
-    con = duckdb.connect(str(target), config={"storage_compatibility_version": STORAGE_VERSION})
+    con = duckdb.connect(str(target), config={"storage_compatibility_version": STORAGE_VERSION,
+                                              **_ONE_WRITER})
     try:
         for name in tables:
             con.read_parquet(str(downloads / f"{name}.parquet")).create(name)
@@ -182,3 +247,4 @@ def export_database(downloads: Path, tables: Sequence[str], translation_files: S
                 con.execute(statement, {k: params[k] for k in statement.named_parameters})
     finally:
         con.close()
+    _reproducible(target)
