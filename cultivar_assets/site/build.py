@@ -81,7 +81,12 @@ from cultivar_assets.site.model_part import (
 )
 from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug, tree_digest
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
-from cultivar_assets.site.site_data import chart_inputs, model_tables, read_site_data
+from cultivar_assets.site.site_data import (
+    OWN_MODEL_TABLES,
+    chart_inputs,
+    model_tables,
+    read_site_data,
+)
 from cultivar_assets.site.site_pages import SitePages
 from cultivar_assets.site.svg_worker import SvgJob
 from cultivar_assets.specs import REPORTED_SOURCE
@@ -395,10 +400,12 @@ class _Build:
                 self.models[model_id] = {k: part[k] for k in ("slug", "locales", "files")}
                 self.assembled += 1
         made = [m for m in on_board if m not in made_from]
+        own = data.model_rows(set(made), tuple(OWN_MODEL_TABLES))
         # translations of every model, then statistics of every model (one query at a time on
         # the reader)
         for model_id, table in model_tables(self.reader, made):
-            entry, makers = model_files(model_id, table, None, view)
+            entry, makers = model_files(model_id, table, None, view,
+                                        {name: own[name].get(model_id, []) for name in own})
             for path, make in makers.items():
                 self._later(path, make)
             self.models[model_id] = entry

@@ -47,7 +47,8 @@ from cultivar_assets.files import read_manifest, replace_folder
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.pages import model_slug
-from cultivar_assets.site.site_data import model_tables
+from cultivar_assets.site.site_data import model_tables, own_model_rows
+from cultivar_assets.site.site_pages import own_table_files
 from cultivar_assets.store.database import Reader, Store
 
 PART_KIND = "site-model"
@@ -94,11 +95,12 @@ def read_dataset_view(reader: Reader, show_originals: bool) -> DatasetView:
 
 
 def model_files(model_id: str, translations: pa.Table, stats: pa.Table | None,
-                view: DatasetView) -> tuple[dict[str, Any], Makers]:
-    """A model's part (module docstring) from its rows of ``site_model_translations`` and
-    ``site_model_stats`` (None: it has none): its entry (``slug``, ``locales`` of its
-    translations shard, ``files``) and, per file, what makes its bytes (the compressing is left
-    to the caller, which may run it in threads)."""
+                view: DatasetView, own: dict[str, list[dict]]) -> tuple[dict[str, Any], Makers]:
+    """A model's part (module docstring) from its rows of ``site_model_translations``,
+    ``site_model_stats`` (None: it has none) and of its own tables (``own``: name of
+    :data:`~.site_data.OWN_MODEL_TABLES` -> its rows of that published table): its entry
+    (``slug``, ``locales`` of its translations shard, ``files``) and, per file, what makes its
+    bytes (the compressing is left to the caller, which may run it in threads)."""
     slug = model_slug(model_id)
     table = translations
     columns: dict[str, Any] = {name: table[name].to_pylist() for name in (
@@ -139,6 +141,8 @@ def model_files(model_id: str, translations: pa.Table, stats: pa.Table | None,
         makers[shards.shard_path(key)] = lambda: shards.pack_shard(key, data)
     published = dl.translations_table(table)
     makers[f"downloads/translations/{slug}.parquet"] = lambda: dl.parquet_bytes(published)
+    for path, content in own_table_files(slug, own).items():
+        makers[path] = lambda content=content: content
     if stats is not None:
         path, make = stats_file(model_id, stats)
         makers[path] = make
@@ -236,10 +240,13 @@ def write_model_parts(store: Store, folders: Mapping[str, Path],
                 chunk = order[first:first + PART_CHUNK]
                 tables = dict(model_tables(reader, chunk))
                 stats = dict(model_tables(reader, chunk, "site_model_stats"))
+                own = own_model_rows(reader, chunk)
                 pending = []
                 for model_id in chunk:
                     entry, makers = model_files(model_id, tables.pop(model_id),
-                                                stats.pop(model_id, None), view)
+                                                stats.pop(model_id, None), view,
+                                                {name: own[name].pop(model_id, [])
+                                                 for name in own})
                     manifests[model_id] = {"kind": PART_KIND, "model": model_id, **entry,
                                            "made_from": sources[model_id]}
                     pending.append((model_id, pool.submit(

@@ -34,7 +34,7 @@ from cultivar_assets.site.pages import (
     num_td,
 )
 from cultivar_assets.site.query_engine import QueryEngine
-from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
+from cultivar_assets.site.site_data import OWN_MODEL_TABLES, SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
 from cultivar_assets.tables import csv_text, json_text
 
@@ -239,6 +239,8 @@ class SitePages:
             page_tables = {"deltas": model_deltas, "scores": _pivot_scores(rows["scores"]),
                            "recall": rows["recall"], "cleaning": rows["cleaning"]}
             for name, links in downloads.items():
+                if name in OWN_MODEL_TABLES:  # in the model's part (own_table_files)
+                    continue
                 for path in links.values():
                     write_table(writer, path, page_tables[name])
             columns = (value_columns(model_deltas, delta_columns(data.metrics)),
@@ -360,18 +362,34 @@ def table_files(name: str) -> dict[str, str]:
     return {"csv": f"downloads/{name}.csv", "json": f"downloads/{name}.json"}
 
 
-def write_table(writer: PageWriter, path: str, rows: list[dict],
-                columns: list[str] | None = None) -> None:
+def table_text(path: str, rows: list[dict], columns: list[str] | None = None) -> str:
     """``rows`` as CSV or JSON (by ``path``'s suffix; ``columns``: the first row's keys where
     not given)."""
     columns = columns or (list(rows[0]) if rows else [])
     write = csv_text if path.endswith(".csv") else json_text
-    writer.text(path, write(rows, columns))
+    return write(rows, columns)
+
+
+def write_table(writer: PageWriter, path: str, rows: list[dict],
+                columns: list[str] | None = None) -> None:
+    """:func:`table_text` of ``rows`` written to ``path``."""
+    writer.text(path, table_text(path, rows, columns))
 
 
 def model_downloads(base: str) -> dict[str, dict[str, str]]:
     """A model page's table downloads (``base``: ``models/<slug>``): name -> {"csv", "json"}."""
     return {name: table_files(f"{base}.{file}") for name, file in MODEL_TABLE_FILES.items()}
+
+
+def own_table_files(slug: str, rows: dict[str, list[dict]]) -> dict[str, bytes]:
+    """The download files of a model page's tables made from the model's own rows alone
+    (:data:`~.site_data.OWN_MODEL_TABLES`: ``rows``, its rows of the published ``scores`` and
+    ``cleaning_counts``): path -> bytes. Its part of the site holds them
+    (:mod:`cultivar_assets.site.model_part`); the model page links them."""
+    downloads = model_downloads(f"models/{slug}")
+    tables = {"scores": _pivot_scores(rows["scores"]), "cleaning": rows["cleaning"]}
+    return {path: table_text(path, tables[name]).encode("utf-8")
+            for name in OWN_MODEL_TABLES for path in downloads[name].values()}
 
 
 def model_table_rows(slug: str, tables: dict[str, list[dict]], metrics: list[dict],
