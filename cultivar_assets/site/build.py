@@ -21,11 +21,12 @@ page with ``textContent``, and chart specs are drawn by Vega as text, so model n
 such as ``</script>`` stay text. CSV cells go through :func:`cultivar_assets.tables.csv_safe`.
 
 Every build renders every page and shard in full, except each model's part (its translations
-shard, its statistics shard and its translations download: :mod:`.model_part`, most of the
-site's bytes), which is taken from a folder of its own where ``model_parts`` names one (the asset
-``model_site``, one partition per model, writes them; Dagster's stale status decides when), its
-files hard-linked into the site (copied where the filesystem refuses a link: counted in
-:class:`SiteSummary`, the reason in its notes), and made here from the store's rows otherwise.
+shard, its statistics shard, its translations download and its scores and cleaning table
+downloads: :mod:`.model_part`, most of the site's bytes), which is taken from a folder of its
+own where ``model_parts`` names one (the asset ``model_site``, one partition per model, writes
+them; Dagster's stale status decides when), its files hard-linked into the site (copied where
+the filesystem refuses a link: counted in :class:`SiteSummary`, the reason in its notes), and
+made here from the store's rows otherwise.
 Either way the files are the same bytes. The locale shards (sources, references and their word
 diffs: the dataset's alone) likewise come from a folder of their own where ``locale_shards``
 names one (the asset ``locale_shards``: :mod:`.locale_shards`), hard-linked, and are made here

@@ -1,23 +1,30 @@
 """A model's part of the site: the files made from that model's own rows and the dataset alone.
 
-A model's part is three files, most of the site's bytes:
+A model's part is these files, most of the site's bytes:
 
 - ``data/hyp/<slug>.js``: its translations of every locale (:func:`shards.hyp_payload`), only
   where it has translations of a present locale;
 - ``data/stats/<slug>.js``: its per-segment statistics, which the compare view recomputes its
   difference intervals from (:func:`compare_stats.stats_payload`), where it has statistics;
-- ``downloads/translations/<slug>.parquet``: its published translations.
+- ``downloads/translations/<slug>.parquet``: its published translations;
+- ``downloads/models/<slug>.scores.{csv,json}`` and ``downloads/models/<slug>.cleaning.{csv,json}``:
+  the downloads of its page's scores and output-cleaning tables
+  (:func:`~.site_pages.own_table_files`), from its rows of the published tables ``scores`` and
+  ``cleaning_counts`` (:data:`~.site_data.OWN_MODEL_TABLES`). The page itself, and its ∆ and
+  word-recall downloads, are the site build's.
 
-They are made from the model's rows of ``raw.translations`` and ``raw.segment_stats`` (written
-only by the asset ``model_results``, from the model's files under the storage root), the
-dataset (its locales, instances and FLORES sources) and the originals policy, and from nothing
-of any other model: what a model's page shows of other models (its rank, "not separable
-from") and what depends on the statistics of every model (intervals, the leaderboard) are the
-cross-model pages and shards, which :func:`cultivar_assets.site.build.build_site` renders in
-full every build. So a part stays right as long as the model's files, the dataset, the
-originals policy and the code are unchanged: the asset ``model_site`` (partitioned by model)
-writes it into a folder of its own (:func:`write_model_part`), and the site build takes it
-from there (:func:`read_model_part`) or, without a part, makes the same files itself.
+They are made from the model's rows of ``raw.translations``, ``raw.segment_stats``,
+``raw.scores`` and ``raw.model_runs`` (written only by the asset ``model_results``, from the
+model's files under the storage root), the dataset (its locales, instances, test sets and
+FLORES sources) and the originals policy, and from no setting (the scores download holds
+every metric stored for the model) and nothing of any other model: what a model's page shows
+of other models (its rank, "not separable from") and what depends on the statistics of every
+model (intervals, the leaderboard) are the cross-model pages and shards, which
+:func:`cultivar_assets.site.build.build_site` renders in full every build. So a part stays
+right as long as the model's files, the dataset, the originals policy and the code are
+unchanged: the asset ``model_site`` (partitioned by model) writes it into a folder of its own
+(:func:`write_model_part`), and the site build takes it from there (:func:`read_model_part`)
+or, without a part, makes the same files itself.
 
 A part's folder holds the files at their paths in the site and a manifest
 (``.cultivar-build.json``): the model, its slug, the locales of its translations shard, its

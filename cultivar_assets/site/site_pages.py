@@ -209,11 +209,12 @@ class SitePages:
     def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
                     failed: dict[str, dict]) -> SharedItems:
         """Per model with a part (:mod:`cultivar_assets.site.model_part`): its page (card,
-        scores, ∆ per locale, word recall, cleaning), its table downloads and its shard for the
-        compare view, written by this process and a child side by side (:class:`SharedItems`,
-        started here; the caller finishes it). What moves when another model is added stays
-        off the page (the lists of models it cannot be separated from, shown by the
-        leaderboard; its ranks, which the card reads from the ranks shard:
+        scores, ∆ per locale, word recall, cleaning), its ∆ and word-recall table downloads
+        (those of its scores and cleaning tables are in its part: :func:`own_table_files`) and
+        its shard for the compare view, written by this process and a child side by side
+        (:class:`SharedItems`, started here; the caller finishes it). What moves when another
+        model is added stays off the page (the lists of models it cannot be separated from,
+        shown by the leaderboard; its ranks, which the card reads from the ranks shard:
         :meth:`ranks_shard`)."""
         data, slugs = self.data, self.slugs
         flags_by_model: dict[str, list[dict]] = defaultdict(list)
