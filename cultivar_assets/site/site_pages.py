@@ -27,9 +27,7 @@ from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.pages import (
     PageWriter,
     SharedItems,
-    interval_cell,
     interval_column,
-    num_cell,
     num_column,
     num_td,
 )
@@ -549,11 +547,15 @@ def locale_delta_rows(rows: Sequence[dict], locale: str, model_slugs: dict[str, 
     """The rows of a locale page's "∆ of every model" table, one ``<tr>`` per row of
     ``rows``: the model (linked to the segment browser at the model and ``locale`` where it has
     a slug), its type, the ∆ cells with their intervals (:func:`.pages.interval_cell`) and the
-    score cells (:func:`.pages.num_cell`). Built in Python, not by a template macro per row: a
-    locale page has a row per model."""
+    score cells (:func:`.pages.num_cell`), each column's cells made in bulk
+    (:func:`.pages.interval_column`, :func:`.pages.num_column`: the same text). Built in Python,
+    not by a template macro per row: a locale page has a row per model."""
+    rows = list(rows)
     locale_query = escape(do_urlencode(locale))
+    cells = [*(interval_column(rows, c["key"], c["digits"]) for c in delta_columns),
+             *(num_column([row.get(c["key"]) for row in rows]) for c in score_columns)]
     out: list[str] = []
-    for row in rows:
+    for row, values in zip(rows, _joined(cells, len(rows)), strict=True):
         model = escape(row["model_id"])
         name = model
         if row["model_id"] in model_slugs:
@@ -561,10 +563,7 @@ def locale_delta_rows(rows: Sequence[dict], locale: str, model_slugs: dict[str, 
             name = f'<a href="../browse.html#model={slug}&amp;locale={locale_query}">{model}</a>'
         kind = escape(row["type"])
         out.append(f'<tr>\n  <th scope="row" data-value="{model}">{name}</th>\n'
-                   f'  <td data-value="{kind}">{kind}</td>\n')
-        out.extend(interval_cell(row, c) for c in delta_columns)
-        out.extend(num_cell(row.get(c["key"])) for c in score_columns)
-        out.append("</tr>\n")
+                   f'  <td data-value="{kind}">{kind}</td>\n{values}</tr>\n')
     return Markup("".join(out))
 
 
