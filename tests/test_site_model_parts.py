@@ -428,3 +428,18 @@ def test_the_parts_rows_of_a_models_own_tables_are_the_published_tables_rows(sto
     assert own == data.model_rows(set(models), tuple(OWN_MODEL_TABLES))
     assert all(own["scores"][model_id] for model_id in models)
     assert any(own["cleaning"][model_id] for model_id in models)
+
+
+def test_a_model_without_a_part_has_its_own_table_downloads_made_by_the_build(store, tmp_path):
+    """One model's part given, the other's not: the build links the given part's files (its
+    scores and cleaning downloads among them) and makes the other model's, the same bytes as a
+    full build."""
+    build(store, tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts", models=(HOSTILE_MODEL,))
+    summary = build(store, tmp_path / "site", model_parts=parts)
+    assert (summary.assembled_models, summary.linked_files) == (
+        1, len(read_manifest(parts[HOSTILE_MODEL])["files"]))
+    baseline = model_slug(BASELINE)
+    made = tmp_path / "site" / f"downloads/models/{baseline}.scores.csv"
+    assert made.is_file() and made.stat().st_nlink == 1
+    assert files(tmp_path / "site") == files(tmp_path / "full")
