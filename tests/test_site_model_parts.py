@@ -443,3 +443,31 @@ def test_a_model_without_a_part_has_its_own_table_downloads_made_by_the_build(st
     made = tmp_path / "site" / f"downloads/models/{baseline}.scores.csv"
     assert made.is_file() and made.stat().st_nlink == 1
     assert files(tmp_path / "site") == files(tmp_path / "full")
+
+
+def test_a_part_of_another_layout_is_refused_and_its_files_made_by_the_build(store, tmp_path):
+    """A part written by code that made other files (here: the layout without the scores and
+    cleaning downloads, its manifest recording no layout) is refused, naming the layout, by
+    the site build and by ``current_parts`` (the ``site`` asset then makes the model's files
+    itself: the same site as a full build), not assembled with files missing."""
+    build(store, tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts")
+    slug = model_slug(BASELINE)
+    manifest = read_manifest(parts[BASELINE])
+    own = [p for p in manifest["files"] if p.startswith(f"downloads/models/{slug}.")]
+    assert len(own) == 4
+    for path in own:
+        (parts[BASELINE] / path).unlink()
+        del manifest["digests"][path]
+    manifest["files"] = [p for p in manifest["files"] if p not in own]
+    manifest.pop("layout", None)
+    (parts[BASELINE] / MANIFEST).write_text(json.dumps(manifest), "utf-8")
+    with pytest.raises(ModelPartError, match=rf"model {BASELINE}'s site part has layout None, "
+                       rf"not 2 \(written by code that made other files; materialise "
+                       rf"model_site\[{BASELINE}\] again\)"):
+        build(store, tmp_path / "site", model_parts=parts)
+    usable, unusable = current_parts(store, parts, None)
+    assert list(usable) == [HOSTILE_MODEL] and "has layout None" in unusable[BASELINE]
+    summary = build(store, tmp_path / "site", model_parts=usable)
+    assert summary.assembled_models == 1
+    assert files(tmp_path / "site") == files(tmp_path / "full")

@@ -27,12 +27,12 @@ unchanged: the asset ``model_site`` (partitioned by model) writes it into a fold
 or, without a part, makes the same files itself.
 
 A part's folder holds the files at their paths in the site and a manifest
-(``.cultivar-build.json``): the model, its slug, the locales of its translations shard, its
-files, the sha256 of each file's bytes (``digests``, computed as they are written: the site's
-data version is made from them without reading the files again), and what it was made from
-(the dataset's fingerprint, the originals policy and the digests of the model's files as loaded
-into the database, ``raw.model_files``), which the site build checks against the database it
-builds from.
+(``.cultivar-build.json``): the model, the layout (:data:`PART_LAYOUT`), its slug, the locales
+of its translations shard, its files, the sha256 of each file's bytes (``digests``, computed as
+they are written: the site's data version is made from them without reading the files again),
+and what it was made from (the dataset's fingerprint, the originals policy and the digests of
+the model's files as loaded into the database, ``raw.model_files``), which the site build
+checks against the database it builds from.
 """
 
 from __future__ import annotations
@@ -59,6 +59,10 @@ from cultivar_assets.site.site_pages import own_table_files
 from cultivar_assets.store.database import Reader, Store
 
 PART_KIND = "site-model"
+# Which files a part holds (the module docstring's list), recorded in its manifest: a part of
+# another layout (written by code that made other files; none recorded: the layout without the
+# scores and cleaning downloads) is refused, and the site build makes the model's files itself.
+PART_LAYOUT = 2
 Makers = dict[str, Callable[[], bytes]]  # path in the site -> what makes its bytes
 
 
@@ -254,7 +258,8 @@ def write_model_parts(store: Store, folders: Mapping[str, Path],
                                                 stats.pop(model_id, None), view,
                                                 {name: own[name].pop(model_id, [])
                                                  for name in own})
-                    manifests[model_id] = {"kind": PART_KIND, "model": model_id, **entry,
+                    manifests[model_id] = {"kind": PART_KIND, "layout": PART_LAYOUT,
+                                           "model": model_id, **entry,
                                            "made_from": sources[model_id]}
                     pending.append((model_id, pool.submit(
                         _write_part, Path(folders[model_id]), makers, manifests[model_id])))
@@ -283,10 +288,10 @@ def _write_part(folder: Path, makers: Makers, manifest: dict[str, Any]) -> None:
 def read_model_part(folder: str | Path, model_id: str, made_from: dict[str, Any]
                     ) -> dict[str, Any]:
     """The manifest of ``model_id``'s part in ``folder``, checked: a missing folder, another
-    model's part, a missing file or a part made from other rows than ``made_from``
-    (:func:`part_sources` of the database the site is built from) raises
-    :class:`ModelPartError` naming the folder and what differs, as does a part whose manifest
-    records no digest of one of its files."""
+    model's part, a part of another :data:`PART_LAYOUT`, a missing file or a part made from
+    other rows than ``made_from`` (:func:`part_sources` of the database the site is built from)
+    raises :class:`ModelPartError` naming the folder and what differs, as does a part whose
+    manifest records no digest of one of its files."""
     manifest = read_manifest(Path(folder)) if os.path.isdir(folder) else None
     if manifest is None or manifest.get("kind") != PART_KIND:
         raise ModelPartError(f"{folder}: no site part of model {model_id} (materialise "
@@ -294,6 +299,10 @@ def read_model_part(folder: str | Path, model_id: str, made_from: dict[str, Any]
     if manifest.get("model") != model_id:
         raise ModelPartError(f"{folder}: the site part of model {manifest.get('model')!r}, not "
                              f"of {model_id!r}")
+    if manifest.get("layout") != PART_LAYOUT:
+        raise ModelPartError(f"{folder}: model {model_id}'s site part has layout "
+                             f"{manifest.get('layout')}, not {PART_LAYOUT} (written by code that "
+                             f"made other files; materialise model_site[{model_id}] again)")
     if manifest.get("made_from") != made_from:
         differs = sorted(k for k in {*made_from, *manifest.get("made_from", {})}
                          if made_from.get(k) != manifest.get("made_from", {}).get(k))
