@@ -38,6 +38,21 @@ SELECT * FROM missing_test_sets ORDER BY test_set;
 -- name: cleaning_counts
 SELECT * FROM cleaning_counts ORDER BY model_id, test_set, rule;
 
+-- The rows of site_scores and cleaning_counts of the given models, in those tables' order: a
+-- model's part of the site (site/model_part.py) writes its scores and cleaning downloads from
+-- them. site_scores reads raw.scores of the model's current run (raw.model_runs) joined with
+-- test_sets (the dataset); cleaning_counts reads the model's rows of raw.translations: both
+-- the model's own rows and the dataset alone.
+-- name: site_model_scores
+SELECT model_id, test_set, kind, language, locale, metric, score, signature, tokenizer_sha256,
+       n_segments
+FROM scores WHERE list_contains($models, model_id)
+ORDER BY model_id, kind DESC, test_set, metric;
+
+-- name: site_model_cleaning_counts
+SELECT * FROM cleaning_counts WHERE list_contains($models, model_id)
+ORDER BY model_id, test_set, rule;
+
 -- All translations in one ordered pass (the builder streams it model by model).
 -- name: site_translations
 SELECT model_id, test_set, segment_id, source, reference, hypothesis, raw_output, cleaning_rules

@@ -33,6 +33,7 @@ from cultivar_assets.site.model_part import (
     write_model_part,
 )
 from cultivar_assets.site.shards import decode_shard
+from cultivar_assets.site.site_data import OWN_MODEL_TABLES, own_model_rows, read_site_data
 from cultivar_assets.store.records import dataset_fingerprint, read_test_sets, write_translations
 from cultivar_assets.tables import csv_text, json_text
 from cultivar_assets.translation import translate
@@ -97,7 +98,9 @@ def test_a_site_assembled_from_the_models_parts_equals_a_full_build(store, tmp_p
     hostile = model_slug(HOSTILE_MODEL)
     assert sorted(read_manifest(parts[HOSTILE_MODEL])["files"]) == sorted([
         f"data/hyp/{hostile}.js", f"data/stats/{hostile}.js",
-        f"downloads/translations/{hostile}.parquet"])
+        f"downloads/translations/{hostile}.parquet",
+        *(f"downloads/models/{hostile}.{table}.{kind}"
+          for table in ("scores", "cleaning") for kind in ("csv", "json"))])
     assembled = build(store, tmp_path / "assembled", model_parts=parts)
     assert (full.assembled_models, assembled.assembled_models) == (0, 2)
     assert files(tmp_path / "assembled") == files(tmp_path / "full")
@@ -163,7 +166,7 @@ def test_where_the_filesystem_refuses_a_link_the_parts_files_are_copied(store, t
 
     monkeypatch.setattr(os, "link", refused)
     summary = build(store, tmp_path / "site", model_parts=parts)
-    assert (summary.linked_files, summary.copied_files) == (0, 6)
+    assert (summary.linked_files, summary.copied_files) == (0, 14)
     assert [n for n in summary.notes if "copied, not hard-linked: Invalid cross-device link"]
     assert files(tmp_path / "site") == files(tmp_path / "full") and full.copied_files == 0
 
@@ -382,3 +385,89 @@ def test_a_part_without_its_files_digests_is_refused(store, tmp_path):
     (parts[BASELINE] / MANIFEST).write_text(json.dumps(manifest), "utf-8")
     with pytest.raises(ModelPartError, match=rf"records no digest of data/stats/{BASELINE}.js"):
         build(store, tmp_path / "site", model_parts=parts)
+
+
+def test_a_models_scores_and_cleaning_downloads_are_in_its_part_and_linked(store, tmp_path):
+    """A model's scores and cleaning downloads are made from its own rows and the dataset
+    alone (``site_data.OWN_MODEL_TABLES``): its part holds them (listed and digested in its
+    manifest), and the site build hard-links them instead of writing them, the same bytes as a
+    full build's; its ∆ and word-recall downloads (made from every model's statistics) are not
+    in the part and are written by the build."""
+    build(store, tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts")
+    site = tmp_path / "site"
+    build(store, site, model_parts=parts)
+    for model_id, folder in parts.items():
+        slug, manifest = model_slug(model_id), read_manifest(folder)
+        own = [f"downloads/models/{slug}.{table}.{kind}"
+               for table in ("scores", "cleaning") for kind in ("csv", "json")]
+        assert set(own) <= set(manifest["files"])
+        for rel in own:
+            content = (site / rel).read_bytes()
+            assert (site / rel).stat().st_ino == (folder / rel).stat().st_ino
+            assert content == (tmp_path / "full" / rel).read_bytes()
+            assert manifest["digests"][rel] == hashlib.sha256(content).hexdigest()
+        for rel in (f"downloads/models/{slug}.deltas.csv",
+                    f"downloads/models/{slug}.word_recall.json"):
+            assert rel not in manifest["files"] and (site / rel).stat().st_nlink == 1
+        # the files hold the model's rows: its scores per test set, as its page shows them
+        page = (site / f"models/{slug}.html").read_text("utf-8")
+        scores = json.loads((site / own[1]).read_text("utf-8"))
+        assert scores and all(row["bleu"] is not None and row["chrf"] is not None
+                              and f'data-value="{row["test_set"]}"' in page for row in scores)
+
+
+def test_the_parts_rows_of_a_models_own_tables_are_the_published_tables_rows(store):
+    """The rows a part writes a model's own tables from (``own_model_rows``: the model's rows
+    alone) are its rows of the published tables, which the full build and the model pages
+    read."""
+    models = [BASELINE, HOSTILE_MODEL]
+    with store.reader() as reader:
+        data = read_site_data(reader, show_originals=True)
+        own = own_model_rows(reader, models)
+    assert own == data.model_rows(set(models), tuple(OWN_MODEL_TABLES))
+    assert all(own["scores"][model_id] for model_id in models)
+    assert any(own["cleaning"][model_id] for model_id in models)
+
+
+def test_a_model_without_a_part_has_its_own_table_downloads_made_by_the_build(store, tmp_path):
+    """One model's part given, the other's not: the build links the given part's files (its
+    scores and cleaning downloads among them) and makes the other model's, the same bytes as a
+    full build."""
+    build(store, tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts", models=(HOSTILE_MODEL,))
+    summary = build(store, tmp_path / "site", model_parts=parts)
+    assert (summary.assembled_models, summary.linked_files) == (
+        1, len(read_manifest(parts[HOSTILE_MODEL])["files"]))
+    baseline = model_slug(BASELINE)
+    made = tmp_path / "site" / f"downloads/models/{baseline}.scores.csv"
+    assert made.is_file() and made.stat().st_nlink == 1
+    assert files(tmp_path / "site") == files(tmp_path / "full")
+
+
+def test_a_part_of_another_layout_is_refused_and_its_files_made_by_the_build(store, tmp_path):
+    """A part written by code that made other files (here: the layout without the scores and
+    cleaning downloads, its manifest recording no layout) is refused, naming the layout, by
+    the site build and by ``current_parts`` (the ``site`` asset then makes the model's files
+    itself: the same site as a full build), not assembled with files missing."""
+    build(store, tmp_path / "full")
+    parts = parts_of(store, tmp_path / "parts")
+    slug = model_slug(BASELINE)
+    manifest = read_manifest(parts[BASELINE])
+    own = [p for p in manifest["files"] if p.startswith(f"downloads/models/{slug}.")]
+    assert len(own) == 4
+    for path in own:
+        (parts[BASELINE] / path).unlink()
+        del manifest["digests"][path]
+    manifest["files"] = [p for p in manifest["files"] if p not in own]
+    manifest.pop("layout", None)
+    (parts[BASELINE] / MANIFEST).write_text(json.dumps(manifest), "utf-8")
+    with pytest.raises(ModelPartError, match=rf"model {BASELINE}'s site part has layout None, "
+                       rf"not 2 \(written by code that made other files; materialise "
+                       rf"model_site\[{BASELINE}\] again\)"):
+        build(store, tmp_path / "site", model_parts=parts)
+    usable, unusable = current_parts(store, parts, None)
+    assert list(usable) == [HOSTILE_MODEL] and "has layout None" in unusable[BASELINE]
+    summary = build(store, tmp_path / "site", model_parts=usable)
+    assert summary.assembled_models == 1
+    assert files(tmp_path / "site") == files(tmp_path / "full")

@@ -63,7 +63,8 @@ def charts(site: SiteResource, store: StoreResource):
 @redacting
 def model_site(context: dg.AssetExecutionContext, site: SiteResource, store: StoreResource):
     """Each model's part of the static site (:mod:`cultivar_assets.site.model_part`: its
-    translations shard, statistics shard and translations download, most of the site's bytes),
+    translations shard, statistics shard, translations download and the downloads of its page's
+    scores and cleaning tables, most of the site's bytes),
     written to ``<site.model_parts_dir>/<slug>/`` from the model's rows in the database, every
     partition of the run with one read of the dataset
     (:func:`~cultivar_assets.site.model_part.write_model_parts`); the ``site`` asset assembles

@@ -21,11 +21,12 @@ page with ``textContent``, and chart specs are drawn by Vega as text, so model n
 such as ``</script>`` stay text. CSV cells go through :func:`cultivar_assets.tables.csv_safe`.
 
 Every build renders every page and shard in full, except each model's part (its translations
-shard, its statistics shard and its translations download: :mod:`.model_part`, most of the
-site's bytes), which is taken from a folder of its own where ``model_parts`` names one (the asset
-``model_site``, one partition per model, writes them; Dagster's stale status decides when), its
-files hard-linked into the site (copied where the filesystem refuses a link: counted in
-:class:`SiteSummary`, the reason in its notes), and made here from the store's rows otherwise.
+shard, its statistics shard, its translations download and its scores and cleaning table
+downloads: :mod:`.model_part`, most of the site's bytes), which is taken from a folder of its
+own where ``model_parts`` names one (the asset ``model_site``, one partition per model, writes
+them; Dagster's stale status decides when), its files hard-linked into the site (copied where
+the filesystem refuses a link: counted in :class:`SiteSummary`, the reason in its notes), and
+made here from the store's rows otherwise.
 Either way the files are the same bytes. The locale shards (sources, references and their word
 diffs: the dataset's alone) likewise come from a folder of their own where ``locale_shards``
 names one (the asset ``locale_shards``: :mod:`.locale_shards`), hard-linked, and are made here
@@ -81,7 +82,12 @@ from cultivar_assets.site.model_part import (
 )
 from cultivar_assets.site.pages import TEXTDIFF_STATIC, PageWriter, model_slug, tree_digest
 from cultivar_assets.site.query_engine import QueryEngine, query_engine_for_build
-from cultivar_assets.site.site_data import chart_inputs, model_tables, read_site_data
+from cultivar_assets.site.site_data import (
+    OWN_MODEL_TABLES,
+    chart_inputs,
+    model_tables,
+    read_site_data,
+)
 from cultivar_assets.site.site_pages import SitePages
 from cultivar_assets.site.svg_worker import SvgJob
 from cultivar_assets.specs import REPORTED_SOURCE
@@ -395,10 +401,12 @@ class _Build:
                 self.models[model_id] = {k: part[k] for k in ("slug", "locales", "files")}
                 self.assembled += 1
         made = [m for m in on_board if m not in made_from]
+        own = data.model_rows(set(made), tuple(OWN_MODEL_TABLES))
         # translations of every model, then statistics of every model (one query at a time on
         # the reader)
         for model_id, table in model_tables(self.reader, made):
-            entry, makers = model_files(model_id, table, None, view)
+            entry, makers = model_files(model_id, table, None, view,
+                                        {name: own[name].get(model_id, []) for name in own})
             for path, make in makers.items():
                 self._later(path, make)
             self.models[model_id] = entry

@@ -1,31 +1,38 @@
 """A model's part of the site: the files made from that model's own rows and the dataset alone.
 
-A model's part is three files, most of the site's bytes:
+A model's part is these files, most of the site's bytes:
 
 - ``data/hyp/<slug>.js``: its translations of every locale (:func:`shards.hyp_payload`), only
   where it has translations of a present locale;
 - ``data/stats/<slug>.js``: its per-segment statistics, which the compare view recomputes its
   difference intervals from (:func:`compare_stats.stats_payload`), where it has statistics;
-- ``downloads/translations/<slug>.parquet``: its published translations.
+- ``downloads/translations/<slug>.parquet``: its published translations;
+- ``downloads/models/<slug>.scores.{csv,json}`` and ``downloads/models/<slug>.cleaning.{csv,json}``:
+  the downloads of its page's scores and output-cleaning tables
+  (:func:`~.site_pages.own_table_files`), from its rows of the published tables ``scores`` and
+  ``cleaning_counts`` (:data:`~.site_data.OWN_MODEL_TABLES`). The page itself, and its ∆ and
+  word-recall downloads, are the site build's.
 
-They are made from the model's rows of ``raw.translations`` and ``raw.segment_stats`` (written
-only by the asset ``model_results``, from the model's files under the storage root), the
-dataset (its locales, instances and FLORES sources) and the originals policy, and from nothing
-of any other model: what a model's page shows of other models (its rank, "not separable
-from") and what depends on the statistics of every model (intervals, the leaderboard) are the
-cross-model pages and shards, which :func:`cultivar_assets.site.build.build_site` renders in
-full every build. So a part stays right as long as the model's files, the dataset, the
-originals policy and the code are unchanged: the asset ``model_site`` (partitioned by model)
-writes it into a folder of its own (:func:`write_model_part`), and the site build takes it
-from there (:func:`read_model_part`) or, without a part, makes the same files itself.
+They are made from the model's rows of ``raw.translations``, ``raw.segment_stats``,
+``raw.scores`` and ``raw.model_runs`` (written only by the asset ``model_results``, from the
+model's files under the storage root), the dataset (its locales, instances, test sets and
+FLORES sources) and the originals policy, and from no setting (the scores download holds
+every metric stored for the model) and nothing of any other model: what a model's page shows
+of other models (its rank, "not separable from") and what depends on the statistics of every
+model (intervals, the leaderboard) are the cross-model pages and shards, which
+:func:`cultivar_assets.site.build.build_site` renders in full every build. So a part stays
+right as long as the model's files, the dataset, the originals policy and the code are
+unchanged: the asset ``model_site`` (partitioned by model) writes it into a folder of its own
+(:func:`write_model_part`), and the site build takes it from there (:func:`read_model_part`)
+or, without a part, makes the same files itself.
 
 A part's folder holds the files at their paths in the site and a manifest
-(``.cultivar-build.json``): the model, its slug, the locales of its translations shard, its
-files, the sha256 of each file's bytes (``digests``, computed as they are written: the site's
-data version is made from them without reading the files again), and what it was made from
-(the dataset's fingerprint, the originals policy and the digests of the model's files as loaded
-into the database, ``raw.model_files``), which the site build checks against the database it
-builds from.
+(``.cultivar-build.json``): the model, the layout (:data:`PART_LAYOUT`), its slug, the locales
+of its translations shard, its files, the sha256 of each file's bytes (``digests``, computed as
+they are written: the site's data version is made from them without reading the files again),
+and what it was made from (the dataset's fingerprint, the originals policy and the digests of
+the model's files as loaded into the database, ``raw.model_files``), which the site build
+checks against the database it builds from.
 """
 
 from __future__ import annotations
@@ -47,10 +54,15 @@ from cultivar_assets.files import read_manifest, replace_folder
 from cultivar_assets.site import compare_stats, shards
 from cultivar_assets.site import downloads as dl
 from cultivar_assets.site.pages import model_slug
-from cultivar_assets.site.site_data import model_tables
+from cultivar_assets.site.site_data import model_tables, own_model_rows
+from cultivar_assets.site.site_pages import own_table_files
 from cultivar_assets.store.database import Reader, Store
 
 PART_KIND = "site-model"
+# Which files a part holds (the module docstring's list), recorded in its manifest: a part of
+# another layout (written by code that made other files; none recorded: the layout without the
+# scores and cleaning downloads) is refused, and the site build makes the model's files itself.
+PART_LAYOUT = 2
 Makers = dict[str, Callable[[], bytes]]  # path in the site -> what makes its bytes
 
 
@@ -94,11 +106,12 @@ def read_dataset_view(reader: Reader, show_originals: bool) -> DatasetView:
 
 
 def model_files(model_id: str, translations: pa.Table, stats: pa.Table | None,
-                view: DatasetView) -> tuple[dict[str, Any], Makers]:
-    """A model's part (module docstring) from its rows of ``site_model_translations`` and
-    ``site_model_stats`` (None: it has none): its entry (``slug``, ``locales`` of its
-    translations shard, ``files``) and, per file, what makes its bytes (the compressing is left
-    to the caller, which may run it in threads)."""
+                view: DatasetView, own: dict[str, list[dict]]) -> tuple[dict[str, Any], Makers]:
+    """A model's part (module docstring) from its rows of ``site_model_translations``,
+    ``site_model_stats`` (None: it has none) and of its own tables (``own``: name of
+    :data:`~.site_data.OWN_MODEL_TABLES` -> its rows of that published table): its entry
+    (``slug``, ``locales`` of its translations shard, ``files``) and, per file, what makes its
+    bytes (the compressing is left to the caller, which may run it in threads)."""
     slug = model_slug(model_id)
     table = translations
     columns: dict[str, Any] = {name: table[name].to_pylist() for name in (
@@ -139,6 +152,8 @@ def model_files(model_id: str, translations: pa.Table, stats: pa.Table | None,
         makers[shards.shard_path(key)] = lambda: shards.pack_shard(key, data)
     published = dl.translations_table(table)
     makers[f"downloads/translations/{slug}.parquet"] = lambda: dl.parquet_bytes(published)
+    for path, content in own_table_files(slug, own).items():
+        makers[path] = lambda content=content: content
     if stats is not None:
         path, make = stats_file(model_id, stats)
         makers[path] = make
@@ -236,11 +251,15 @@ def write_model_parts(store: Store, folders: Mapping[str, Path],
                 chunk = order[first:first + PART_CHUNK]
                 tables = dict(model_tables(reader, chunk))
                 stats = dict(model_tables(reader, chunk, "site_model_stats"))
+                own = own_model_rows(reader, chunk)
                 pending = []
                 for model_id in chunk:
                     entry, makers = model_files(model_id, tables.pop(model_id),
-                                                stats.pop(model_id, None), view)
-                    manifests[model_id] = {"kind": PART_KIND, "model": model_id, **entry,
+                                                stats.pop(model_id, None), view,
+                                                {name: own[name].pop(model_id, [])
+                                                 for name in own})
+                    manifests[model_id] = {"kind": PART_KIND, "layout": PART_LAYOUT,
+                                           "model": model_id, **entry,
                                            "made_from": sources[model_id]}
                     pending.append((model_id, pool.submit(
                         _write_part, Path(folders[model_id]), makers, manifests[model_id])))
@@ -269,10 +288,10 @@ def _write_part(folder: Path, makers: Makers, manifest: dict[str, Any]) -> None:
 def read_model_part(folder: str | Path, model_id: str, made_from: dict[str, Any]
                     ) -> dict[str, Any]:
     """The manifest of ``model_id``'s part in ``folder``, checked: a missing folder, another
-    model's part, a missing file or a part made from other rows than ``made_from``
-    (:func:`part_sources` of the database the site is built from) raises
-    :class:`ModelPartError` naming the folder and what differs, as does a part whose manifest
-    records no digest of one of its files."""
+    model's part, a part of another :data:`PART_LAYOUT`, a missing file or a part made from
+    other rows than ``made_from`` (:func:`part_sources` of the database the site is built from)
+    raises :class:`ModelPartError` naming the folder and what differs, as does a part whose
+    manifest records no digest of one of its files."""
     manifest = read_manifest(Path(folder)) if os.path.isdir(folder) else None
     if manifest is None or manifest.get("kind") != PART_KIND:
         raise ModelPartError(f"{folder}: no site part of model {model_id} (materialise "
@@ -280,6 +299,10 @@ def read_model_part(folder: str | Path, model_id: str, made_from: dict[str, Any]
     if manifest.get("model") != model_id:
         raise ModelPartError(f"{folder}: the site part of model {manifest.get('model')!r}, not "
                              f"of {model_id!r}")
+    if manifest.get("layout") != PART_LAYOUT:
+        raise ModelPartError(f"{folder}: model {model_id}'s site part has layout "
+                             f"{manifest.get('layout')}, not {PART_LAYOUT} (written by code that "
+                             f"made other files; materialise model_site[{model_id}] again)")
     if manifest.get("made_from") != made_from:
         differs = sorted(k for k in {*made_from, *manifest.get("made_from", {})}
                          if made_from.get(k) != manifest.get("made_from", {}).get(k))

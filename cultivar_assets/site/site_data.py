@@ -55,11 +55,15 @@ class SiteData:
     metrics: list[dict]  # the aggregated metrics in order: metric, label, higher_is_better,
     # signature, tokenizer_sha256
 
-    def model_rows(self, models: set[str]) -> dict[str, dict[str, list[dict]]]:
-        """The model pages' rows of ``models``, by table ("scores", "recall", "cleaning") and
-        model, in the published tables' order (one filter of each table, not one per model)."""
+    def model_rows(self, models: set[str], names: Sequence[str] = ("scores", "recall",
+                                                                    "cleaning")
+                   ) -> dict[str, dict[str, list[dict]]]:
+        """The model pages' rows of ``models``, by table (of ``names``: "scores", "recall",
+        "cleaning") and model, in the published tables' order (one filter of each table, not
+        one per model)."""
         out: dict[str, dict[str, list[dict]]] = {}
-        for name, table in MODEL_PAGE_TABLES.items():
+        for name in names:
+            table = MODEL_PAGE_TABLES[name]
             by_model: dict[str, list[dict]] = defaultdict(list)
             if models:
                 published = self.published[table]
@@ -77,6 +81,25 @@ MORE_METRIC_TABLES = (("model_locale_deltas", "model_locale", ("model_id", "loca
                       ("locale_deltas", "locale", ("locale",)))
 # A model page's tables read from the published tables: its name for them -> the table.
 MODEL_PAGE_TABLES = {"scores": "scores", "recall": "word_recall", "cleaning": "cleaning_counts"}
+# Those of them made from the model's own rows and the dataset alone (the scores of its current
+# run with their test sets' kind, language and locale; the counts of its outputs' cleaning
+# rules): a model's part of the site writes their downloads (model_part.py). Name -> the named
+# query of sql/site.sql that reads the given models' rows of the published table, in its order.
+OWN_MODEL_TABLES = {"scores": "site_model_scores", "cleaning": "site_model_cleaning_counts"}
+
+
+def own_model_rows(reader: Reader, models: Sequence[str]) -> dict[str, dict[str, list[dict]]]:
+    """The rows of :data:`OWN_MODEL_TABLES` of ``models``, by table and model: the same rows
+    as :meth:`SiteData.model_rows` takes from the published tables, read for these models
+    alone (one query per table)."""
+    out: dict[str, dict[str, list[dict]]] = {}
+    for name, query in OWN_MODEL_TABLES.items():
+        by_model: dict[str, list[dict]] = defaultdict(list)
+        if models:
+            for row in reader.arrow(query, models=sorted(models)).to_pylist():
+                by_model[row["model_id"]].append(row)
+        out[name] = by_model
+    return out
 
 
 def reported_csv(name: str) -> list[dict[str, str]]:

@@ -27,14 +27,12 @@ from cultivar_assets.site.downloads import HIDDEN_OUTPUT
 from cultivar_assets.site.pages import (
     PageWriter,
     SharedItems,
-    interval_cell,
     interval_column,
-    num_cell,
     num_column,
     num_td,
 )
 from cultivar_assets.site.query_engine import QueryEngine
-from cultivar_assets.site.site_data import SiteData, board_table, reported_csv
+from cultivar_assets.site.site_data import OWN_MODEL_TABLES, SiteData, board_table, reported_csv
 from cultivar_assets.sqlfiles import statement_text
 from cultivar_assets.tables import csv_text, json_text
 
@@ -209,11 +207,12 @@ class SitePages:
     def model_pages(self, deltas_by_model: dict[str, list[dict]], flags: list[dict],
                     failed: dict[str, dict]) -> SharedItems:
         """Per model with a part (:mod:`cultivar_assets.site.model_part`): its page (card,
-        scores, ∆ per locale, word recall, cleaning), its table downloads and its shard for the
-        compare view, written by this process and a child side by side (:class:`SharedItems`,
-        started here; the caller finishes it). What moves when another model is added stays
-        off the page (the lists of models it cannot be separated from, shown by the
-        leaderboard; its ranks, which the card reads from the ranks shard:
+        scores, ∆ per locale, word recall, cleaning), its ∆ and word-recall table downloads
+        (those of its scores and cleaning tables are in its part: :func:`own_table_files`) and
+        its shard for the compare view, written by this process and a child side by side
+        (:class:`SharedItems`, started here; the caller finishes it). What moves when another
+        model is added stays off the page (the lists of models it cannot be separated from,
+        shown by the leaderboard; its ranks, which the card reads from the ranks shard:
         :meth:`ranks_shard`)."""
         data, slugs = self.data, self.slugs
         flags_by_model: dict[str, list[dict]] = defaultdict(list)
@@ -239,6 +238,8 @@ class SitePages:
             page_tables = {"deltas": model_deltas, "scores": _pivot_scores(rows["scores"]),
                            "recall": rows["recall"], "cleaning": rows["cleaning"]}
             for name, links in downloads.items():
+                if name in OWN_MODEL_TABLES:  # in the model's part (own_table_files)
+                    continue
                 for path in links.values():
                     write_table(writer, path, page_tables[name])
             columns = (value_columns(model_deltas, delta_columns(data.metrics)),
@@ -360,18 +361,34 @@ def table_files(name: str) -> dict[str, str]:
     return {"csv": f"downloads/{name}.csv", "json": f"downloads/{name}.json"}
 
 
-def write_table(writer: PageWriter, path: str, rows: list[dict],
-                columns: list[str] | None = None) -> None:
+def table_text(path: str, rows: list[dict], columns: list[str] | None = None) -> str:
     """``rows`` as CSV or JSON (by ``path``'s suffix; ``columns``: the first row's keys where
     not given)."""
     columns = columns or (list(rows[0]) if rows else [])
     write = csv_text if path.endswith(".csv") else json_text
-    writer.text(path, write(rows, columns))
+    return write(rows, columns)
+
+
+def write_table(writer: PageWriter, path: str, rows: list[dict],
+                columns: list[str] | None = None) -> None:
+    """:func:`table_text` of ``rows`` written to ``path``."""
+    writer.text(path, table_text(path, rows, columns))
 
 
 def model_downloads(base: str) -> dict[str, dict[str, str]]:
     """A model page's table downloads (``base``: ``models/<slug>``): name -> {"csv", "json"}."""
     return {name: table_files(f"{base}.{file}") for name, file in MODEL_TABLE_FILES.items()}
+
+
+def own_table_files(slug: str, rows: dict[str, list[dict]]) -> dict[str, bytes]:
+    """The download files of a model page's tables made from the model's own rows alone
+    (:data:`~.site_data.OWN_MODEL_TABLES`: ``rows``, its rows of the published ``scores`` and
+    ``cleaning_counts``): path -> bytes. Its part of the site holds them
+    (:mod:`cultivar_assets.site.model_part`); the model page links them."""
+    downloads = model_downloads(f"models/{slug}")
+    tables = {"scores": _pivot_scores(rows["scores"]), "cleaning": rows["cleaning"]}
+    return {path: table_text(path, tables[name]).encode("utf-8")
+            for name in OWN_MODEL_TABLES for path in downloads[name].values()}
 
 
 def model_table_rows(slug: str, tables: dict[str, list[dict]], metrics: list[dict],
@@ -530,11 +547,15 @@ def locale_delta_rows(rows: Sequence[dict], locale: str, model_slugs: dict[str, 
     """The rows of a locale page's "∆ of every model" table, one ``<tr>`` per row of
     ``rows``: the model (linked to the segment browser at the model and ``locale`` where it has
     a slug), its type, the ∆ cells with their intervals (:func:`.pages.interval_cell`) and the
-    score cells (:func:`.pages.num_cell`). Built in Python, not by a template macro per row: a
-    locale page has a row per model."""
+    score cells (:func:`.pages.num_cell`), each column's cells made in bulk
+    (:func:`.pages.interval_column`, :func:`.pages.num_column`: the same text). Built in Python,
+    not by a template macro per row: a locale page has a row per model."""
+    rows = list(rows)
     locale_query = escape(do_urlencode(locale))
+    cells = [*(interval_column(rows, c["key"], c["digits"]) for c in delta_columns),
+             *(num_column([row.get(c["key"]) for row in rows]) for c in score_columns)]
     out: list[str] = []
-    for row in rows:
+    for row, values in zip(rows, _joined(cells, len(rows)), strict=True):
         model = escape(row["model_id"])
         name = model
         if row["model_id"] in model_slugs:
@@ -542,10 +563,7 @@ def locale_delta_rows(rows: Sequence[dict], locale: str, model_slugs: dict[str, 
             name = f'<a href="../browse.html#model={slug}&amp;locale={locale_query}">{model}</a>'
         kind = escape(row["type"])
         out.append(f'<tr>\n  <th scope="row" data-value="{model}">{name}</th>\n'
-                   f'  <td data-value="{kind}">{kind}</td>\n')
-        out.extend(interval_cell(row, c) for c in delta_columns)
-        out.extend(num_cell(row.get(c["key"])) for c in score_columns)
-        out.append("</tr>\n")
+                   f'  <td data-value="{kind}">{kind}</td>\n{values}</tr>\n')
     return Markup("".join(out))
 
 
