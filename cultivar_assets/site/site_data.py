@@ -55,14 +55,13 @@ class SiteData:
     metrics: list[dict]  # the aggregated metrics in order: metric, label, higher_is_better,
     # signature, tokenizer_sha256
 
-    def model_rows(self, models: set[str], names: Sequence[str] = ("scores", "recall",
-                                                                    "cleaning")
+    def model_rows(self, models: set[str], names: Sequence[str] | None = None
                    ) -> dict[str, dict[str, list[dict]]]:
-        """The model pages' rows of ``models``, by table (of ``names``: "scores", "recall",
-        "cleaning") and model, in the published tables' order (one filter of each table, not
-        one per model)."""
+        """The model pages' rows of ``models``, by table (of ``names``; None: every table of
+        :data:`MODEL_PAGE_TABLES`) and model, in the published tables' order (one filter of
+        each table, not one per model)."""
         out: dict[str, dict[str, list[dict]]] = {}
-        for name in names:
+        for name in MODEL_PAGE_TABLES if names is None else names:
             table = MODEL_PAGE_TABLES[name]
             by_model: dict[str, list[dict]] = defaultdict(list)
             if models:
